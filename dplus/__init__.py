@@ -1,0 +1,38 @@
+"""dplus: reverse-mode automatic differentiation of ordinary Python code by source transformation."""
+
+from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
+from .boxes import Box, BoxSensitivities, box, set_box, unbox
+from .errors import (
+    DplusError,
+    NonDifferentiableError,
+    SensitivityError,
+    SourceUnavailableError,
+    UnknownTransformError,
+    UnsupportedSyntaxError,
+)
+from .linear import add, coerce_zero, dot, gen_zero, register_linear_type, scale, zero
+from .policies import (
+    current_unknown_transform,
+    error_non_zero_sensitivity_transform,
+    error_unknown_proc_transform,
+    error_unknown_transform,
+)
+from .registry import register_backprop, register_primitive
+from .result import ProcResult, backprop, primal
+
+from . import primitives as _primitives  # noqa: E402,F401  (registers the rule library)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus",
+    "ProcResult", "primal", "backprop",
+    "register_primitive", "register_backprop",
+    "current_unknown_transform", "error_non_zero_sensitivity_transform",
+    "error_unknown_proc_transform", "error_unknown_transform",
+    "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
+    "BoxSensitivities", "Box", "box", "unbox", "set_box",
+    "foldl", "apply",
+    "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
+    "SourceUnavailableError", "NonDifferentiableError",
+]

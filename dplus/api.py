@@ -1,0 +1,204 @@
+"""The public reverse-transform API: lift_dplus, dplus, D, grad, grad1, define_dplus."""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+from .boxes import BoxSensitivities
+from .closures import is_plus_function, plus_info
+from .errors import DplusError, SensitivityError, SourceUnavailableError, describe_callable
+from .linear import check_conforms, gen_zero, is_number, is_zero_sensitivity
+from .policies import current_unknown_transform
+from .registry import lookup_transform, register_primitive, is_registered_transform, primal_of_transform
+from .result import ProcResult
+from .runtime import fold, handover, is_tracked_mutable
+
+__all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
+
+
+def lift_dplus(f: Any) -> Callable[..., ProcResult]:
+    """The reverse transform of ``f``: calling it returns ``ProcResult(f(*args), backprop)``.
+
+    ``backprop(Aw, Abox)`` returns ``(closure_sens, *arg_sens)``; when keyword arguments
+    were passed, a dict of their sensitivities follows as the last element.
+    """
+    if is_plus_function(f):
+        from .transformer import transform_of_plus
+
+        return transform_of_plus(f)
+    t = lookup_transform(f)
+    if t is not None:
+        return t
+    from .transformer import plus_function_for, can_transform
+
+    if can_transform(f):
+        return plus_function_for(f)
+    return current_unknown_transform()(f, describe_callable(f))
+
+
+def _lift_bound_method(m: types.MethodType) -> Callable[..., ProcResult] | None:
+    """The plus-function of ``obj.method`` when ``method`` is registered or define_dplus'd."""
+    t = lookup_transform(m)
+    if t is not None:
+        return t
+    return None
+
+
+def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
+    """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
+    from .transformer import construct_plus
+
+    return construct_plus(cls)
+
+
+def _check_sensitivity(Aw: Any, result: Any) -> None:
+    check_conforms(Aw, result, "the sensitivity given")
+
+
+def _user_sensitivities(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
+    """Fold ``Abox`` entries of mutable arguments into the returned sensitivities."""
+    sens = out[1 : 1 + len(args)]
+    return tuple(fold(a, s, Abox) for a, s in zip(args, sens))
+
+
+def _backprop_from_Aw(r: ProcResult, Aw: Any, Abox: BoxSensitivities) -> tuple:
+    _check_sensitivity(Aw, r.primal)
+    if is_tracked_mutable(r.primal) or (type(r.primal) is tuple and any(map(is_tracked_mutable, r.primal))):
+        # a sensitivity handed over for a mutable result goes into its Abox entry
+        from .runtime import accumulate
+
+        Aw = accumulate(gen_zero, r.primal, Aw, Abox)
+    return r.backprop(Aw, Abox)
+
+
+def dplus(f: Any) -> Callable[..., ProcResult]:
+    """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
+    fplus = lift_dplus(f)
+
+    @functools.wraps(f if callable(f) and hasattr(f, "__name__") else dplus)
+    def dplus_fn(*args: Any, **kwargs: Any) -> ProcResult:
+        r = fplus(*args, **kwargs)
+
+        def dplus_backprop(Aw: Any) -> tuple:
+            Abox = BoxSensitivities()
+            out = _backprop_from_Aw(r, Aw, Abox)
+            return _user_sensitivities(args, out, Abox)
+
+        return ProcResult(r.primal, dplus_backprop)
+
+    _mark_derived(dplus_fn, "dplus", f)
+    return dplus_fn
+
+
+def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
+    """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
+    fplus = lift_dplus(f)
+
+    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
+        r = fplus(*args, **kwargs)
+
+        def D_backprop(Aw: Any) -> tuple:
+            Abox = BoxSensitivities()
+            out = _backprop_from_Aw(r, Aw, Abox)
+            return _user_sensitivities(args, out, Abox)
+
+        return D_backprop
+
+    _mark_derived(D_fn, "D", f)
+    return D_fn
+
+
+def _default_sensitivity(result: Any, sensitivity: Any) -> Any:
+    if sensitivity is not None:
+        return sensitivity
+    raise SensitivityError(
+        f"grad needs a scalar result, but the result is {type(result).__name__}: pass "
+        "grad(f, sensitivity=...) with a sensitivity conforming to the result"
+    )
+
+
+_DEFAULT_SENSITIVITY = float("1.0")
+
+
+def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
+    """``grad(f)(*args)`` returns one gradient per positional argument, each shaped like it.
+
+    A result that is not a number needs an explicit ``sensitivity`` conforming to it.
+    """
+    fplus = lift_dplus(f)
+
+    def gradient(*args: Any, **kwargs: Any) -> tuple:
+        r = fplus(*args, **kwargs)
+        result = r.primal
+        if sensitivity is _DEFAULT_SENSITIVITY:
+            if not is_number(result):
+                _default_sensitivity(result, None)
+            Aw = 1.0
+        else:
+            Aw = sensitivity
+        Abox = BoxSensitivities()
+        out = _backprop_from_Aw(r, Aw, Abox)
+        return _user_sensitivities(args, out, Abox)
+
+    _mark_derived(gradient, "grad", f, sensitivity)
+    return gradient
+
+
+def grad1(f: Any) -> Callable[[Any], Any]:
+    """The gradient of a one-argument function, without the tuple."""
+    g = grad(f)
+
+    def gradient1(x: Any) -> Any:
+        return g(x)[0]
+
+    _mark_derived(gradient1, "grad1", f)
+    return gradient1
+
+
+# Functions made by grad, D, dplus, grad1 remember what they were made from, so that
+# lift_dplus can differentiate them again (derivatives of derivatives).
+_DERIVED: dict[types.CodeType, str] = {}
+
+
+def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
+    fn.__dplus_derived__ = (kind, f) + extra
+    try:
+        fn.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
+        fn.__qualname__ = fn.__name__
+    except (AttributeError, TypeError):
+        pass
+
+
+def define_dplus(f: Any) -> Any:
+    """Define ``f`` as usual and register its derived reverse transform as a primitive.
+
+    The transform is derived lazily, at the first differentiated call, so recursion
+    and mutual recursion between decorated functions work in any definition order.
+    """
+    if isinstance(f, (staticmethod, classmethod)):
+        inner = f.__func__
+        define_dplus(inner)
+        return f
+    from .transformer import lazy_transform
+
+    register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
+    return f
+
+
+# --------------------------------------------------------------------------
+# higher-order helpers with Racket's argument order
+
+
+def foldl(f: Callable[[Any, Any], Any], init: Any, xs: Any) -> Any:
+    """``f(x, acc)`` for each ``x`` of ``xs`` in order, starting from ``acc = init``."""
+    acc = init
+    for x in xs:
+        acc = f(x, acc)
+    return acc
+
+
+def apply(f: Callable[..., Any], args: Any) -> Any:
+    """``f(*args)``."""
+    return f(*args)

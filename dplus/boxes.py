@@ -1,0 +1,117 @@
+"""Boxes and the box-sensitivity map (SPEC section 5)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .linear import add, gen_zero
+
+__all__ = ["Box", "box", "unbox", "set_box", "BoxSensitivities"]
+
+
+class Box:
+    """A mutable container of one value, like Racket's boxes."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Box({self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Box) and self.value == other.value
+
+    __hash__ = object.__hash__
+
+
+def box(value: Any) -> Box:
+    """A new :class:`Box` holding ``value``."""
+    return Box(value)
+
+
+def unbox(b: Box) -> Any:
+    """The value inside ``b``."""
+    return b.value
+
+
+def set_box(b: Box, value: Any) -> None:
+    """Replace the value inside ``b``."""
+    b.value = value
+
+
+class BoxSensitivities:
+    """An identity-keyed map from mutable objects to the sensitivity of their current contents.
+
+    Equal but distinct objects are different keys. The map keeps its keys alive while it
+    lives, so an id is never reused for another object during one backward pass.
+    Entries for lists are lists of element sensitivities, for dicts and objects dicts of
+    element (attribute) sensitivities, for boxes and variable cells a single sensitivity.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, Any]] = {}
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{type(k).__name__}@{id(k):#x}: {v!r}" for k, v in self._entries.values())
+        return f"BoxSensitivities({{{inner}}})"
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return id(key) in self._entries
+
+    def __iter__(self) -> Iterator[Any]:
+        return (k for k, _ in self._entries.values())
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        return iter(list(self._entries.values()))
+
+    def get(self, key: object, default: Any = gen_zero) -> Any:
+        entry = self._entries.get(id(key))
+        return default if entry is None else entry[1]
+
+    def __getitem__(self, key: object) -> Any:
+        return self.get(key)
+
+    def __setitem__(self, key: object, sens: Any) -> None:
+        self._entries[id(key)] = (key, sens)
+
+    def __delitem__(self, key: object) -> None:
+        self._entries.pop(id(key), None)
+
+    def pop(self, key: object, default: Any = gen_zero) -> Any:
+        entry = self._entries.pop(id(key), None)
+        return default if entry is None else entry[1]
+
+    def accumulate(self, key: object, sens: Any) -> None:
+        """Add ``sens`` into the entry for ``key`` (a whole-value sensitivity)."""
+        if sens is gen_zero or sens is None:
+            return
+        k = id(key)
+        entry = self._entries.get(k)
+        self._entries[k] = (key, sens if entry is None else add(entry[1], sens))
+
+    def list_entry(self, key: list, length: int) -> list:
+        """The element sensitivities of list ``key`` (created with ``length`` zeros)."""
+        k = id(key)
+        entry = self._entries.get(k)
+        if entry is None:
+            items = [gen_zero] * length
+            self._entries[k] = (key, items)
+            return items
+        return entry[1]
+
+    def map_entry(self, key: object) -> dict:
+        """The element (attribute) sensitivities of a dict or object ``key``."""
+        k = id(key)
+        entry = self._entries.get(k)
+        if entry is None:
+            items: dict = {}
+            self._entries[k] = (key, items)
+            return items
+        return entry[1]

@@ -1,0 +1,67 @@
+"""Which plus-functions exist, and what a function closes over (its sensitivity's shape)."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+__all__ = ["PlusInfo", "register_plus_code", "plus_info", "closure_values", "is_plus_function"]
+
+
+class PlusInfo:
+    """What the transformer knows about one generated plus-function code object."""
+
+    __slots__ = ("source_fn_code", "by_value_freevars", "origin")
+
+    def __init__(self, source_fn_code: types.CodeType | None, by_value_freevars: tuple[str, ...], origin: Any) -> None:
+        self.source_fn_code = source_fn_code  # the user's code object it was made from
+        self.by_value_freevars = by_value_freevars  # in the user's co_freevars order
+        self.origin = origin  # the transformer's record of the source (for re-transformation)
+
+
+_PLUS_CODES: dict[types.CodeType, PlusInfo] = {}
+
+
+def register_plus_code(code: types.CodeType, info: PlusInfo) -> None:
+    _PLUS_CODES[code] = info
+
+
+def plus_info(fn: Any) -> PlusInfo | None:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    return _PLUS_CODES.get(code)
+
+
+def is_plus_function(fn: Any) -> bool:
+    if type(fn) is types.FunctionType and fn.__code__ in _PLUS_CODES:
+        return True
+    from .registry import is_registered_transform
+
+    return is_registered_transform(fn)
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # empty cell
+        return None
+
+
+def closure_values(fn: Any) -> tuple:
+    """The values a function closes over by value, in its sensitivity's order."""
+    if type(fn) is types.MethodType:
+        return (fn.__self__,)
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None)
+    if code is None or not closure:
+        return ()
+    cells = dict(zip(code.co_freevars, closure))
+    info = _PLUS_CODES.get(code)
+    if info is not None:
+        return tuple(_cell_value(cells[name]) if name in cells else None for name in info.by_value_freevars)
+    from .registry import is_registered_transform
+
+    if is_registered_transform(fn):
+        return ()
+    return tuple(_cell_value(c) for c in closure)

@@ -1,0 +1,666 @@
+"""The linear interface: sensitivities as elements of a vector space.
+
+``gen_zero`` is one value standing for the zero of every type, so that code
+never builds zeros it will not use. It behaves as an additive identity and a
+multiplicative annihilator under Python's arithmetic operators, which keeps
+derivative rules short: ``A * cos(x)`` is ``gen_zero`` when ``A`` is.
+
+New sensitivity types join through :func:`register_linear_type` (built on
+``functools.singledispatch``), never by editing this module.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import types
+from functools import singledispatch
+from typing import Any, Callable
+
+from .errors import SensitivityError
+from .result import ProcResult
+
+__all__ = [
+    "gen_zero",
+    "GenZero",
+    "add",
+    "scale",
+    "dot",
+    "zero",
+    "coerce_zero",
+    "conforms",
+    "check_conforms",
+    "is_number",
+    "is_atom",
+    "register_linear_type",
+    "OneHot",
+    "TupleAccumulator",
+]
+
+
+class GenZero:
+    """The generic zero. There is exactly one instance: :data:`gen_zero`."""
+
+    __slots__ = ()
+    __array_ufunc__ = None  # make NumPy defer to our reflected operators
+    _instance: "GenZero | None" = None
+
+    def __new__(cls) -> "GenZero":
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "gen_zero"
+
+    def __reduce__(self) -> str:
+        return "gen_zero"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __add__(self, other: Any) -> Any:
+        return other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return -other
+
+    def __rsub__(self, other: Any) -> Any:
+        return other
+
+    def __mul__(self, other: Any) -> "GenZero":
+        return self
+
+    __rmul__ = __mul__
+    __truediv__ = __mul__
+    __matmul__ = __mul__
+    __rmatmul__ = __mul__
+
+    def __neg__(self) -> "GenZero":
+        return self
+
+    __pos__ = __neg__
+
+    def conjugate(self) -> "GenZero":
+        return self
+
+    @property
+    def real(self) -> "GenZero":
+        return self
+
+    @property
+    def imag(self) -> "GenZero":
+        return self
+
+
+gen_zero = GenZero()
+
+_NUMBER_TYPES = (float, int, complex)
+
+
+def _numpy() -> Any:
+    return sys.modules.get("numpy")
+
+
+def is_number(x: Any) -> bool:
+    """True for int, float, complex and NumPy scalars; False for bool."""
+    t = type(x)
+    if t is float or t is int or t is complex:
+        return True
+    if t is bool:
+        return False
+    np = _numpy()
+    if np is not None and isinstance(x, np.bool_):
+        return False
+    return isinstance(x, numbers.Number)
+
+
+def is_ndarray(x: Any) -> bool:
+    np = _numpy()
+    return np is not None and isinstance(x, np.ndarray)
+
+
+_ATOM_TYPES = (type(None), str, bytes, bool, range, type, types.ModuleType, slice, type(Ellipsis))
+
+
+def is_atom(x: Any) -> bool:
+    """Values that never carry sensitivity: None, str, bool, range, types, modules, ..."""
+    if isinstance(x, _ATOM_TYPES):
+        return True
+    np = _numpy()
+    return np is not None and isinstance(x, (np.bool_, np.dtype))
+
+
+# --------------------------------------------------------------------------
+# Sparse tuple sensitivities: reading one element of a length-n tuple must
+# not cost O(n), so a projection's sensitivity is a OneHot, and sums of them
+# accumulate in place in a TupleAccumulator owned by the adjoint it lives in.
+
+
+class OneHot:
+    """The sensitivity of a length-``length`` tuple that is ``value`` at ``index``, zero elsewhere."""
+
+    __slots__ = ("index", "value", "length")
+
+    def __init__(self, index: int, value: Any, length: int) -> None:
+        self.index = index
+        self.value = value
+        self.length = length
+
+    def __repr__(self) -> str:
+        return f"OneHot({self.index}, {self.value!r}, {self.length})"
+
+    def to_list(self) -> list:
+        out = [gen_zero] * self.length
+        out[self.index] = self.value
+        return out
+
+
+class TupleAccumulator:
+    """A mutable, privately owned sum of tuple sensitivities (internal)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"TupleAccumulator({self.items!r})"
+
+    def add_in_place(self, v: Any) -> "TupleAccumulator":
+        items = self.items
+        if type(v) is OneHot:
+            items[v.index] = add(items[v.index], v.value)
+        else:
+            for i, e in enumerate(_tuple_items(v, len(items))):
+                items[i] = add(items[i], e)
+        return self
+
+
+def _tuple_items(v: Any, n: int) -> list:
+    if type(v) is OneHot:
+        return v.to_list()
+    if type(v) is TupleAccumulator:
+        return v.items
+    if len(v) != n:
+        raise SensitivityError(f"cannot add tuple sensitivities of lengths {n} and {len(v)}")
+    return list(v)
+
+
+# --------------------------------------------------------------------------
+# add
+
+@singledispatch
+def _add(u: Any, v: Any) -> Any:
+    if is_number(u) and (is_number(v) or is_ndarray(v)):
+        return u + v
+    raise SensitivityError(
+        f"cannot add sensitivities of types {type(u).__name__} and {type(v).__name__}; "
+        "register the type with dplus.register_linear_type"
+    )
+
+
+def add(u: Any, v: Any) -> Any:
+    """The sum of two conforming sensitivities; ``gen_zero`` and ``None`` are identities.
+
+    ``u`` may be updated in place when it is an internal accumulator.
+    """
+    if u is gen_zero or u is None:
+        if type(v) is TupleAccumulator:
+            return TupleAccumulator(list(v.items))
+        return v
+    if v is gen_zero or v is None:
+        return u
+    tu = type(u)
+    if tu is float or tu is int or tu is complex:
+        if type(v) in _NUMBER_TYPES:
+            return u + v
+    return _add(u, v)
+
+
+@_add.register(float)
+@_add.register(int)
+@_add.register(complex)
+def _add_number(u: Any, v: Any) -> Any:
+    return u + v
+
+
+@_add.register(tuple)
+def _add_tuple(u: tuple, v: Any) -> Any:
+    tv = type(v)
+    if tv is OneHot or tv is TupleAccumulator:
+        return TupleAccumulator(list(u)).add_in_place(v)
+    if not isinstance(v, tuple) or len(u) != len(v):
+        raise SensitivityError(f"cannot add a tuple of {len(u)} and {_describe(v)}")
+    return tuple(add(a, b) for a, b in zip(u, v))
+
+
+@_add.register(OneHot)
+def _add_onehot(u: OneHot, v: Any) -> Any:
+    return TupleAccumulator(u.to_list()).add_in_place(v)
+
+
+@_add.register(TupleAccumulator)
+def _add_acc(u: TupleAccumulator, v: Any) -> Any:
+    return u.add_in_place(v)
+
+
+@_add.register(list)
+def _add_list(u: list, v: Any) -> Any:
+    if not isinstance(v, list) or len(u) != len(v):
+        raise SensitivityError(f"cannot add a list of {len(u)} and {_describe(v)}")
+    return [add(a, b) for a, b in zip(u, v)]
+
+
+@_add.register(dict)
+def _add_dict(u: dict, v: Any) -> Any:
+    if not isinstance(v, dict):
+        raise SensitivityError(f"cannot add a dict and {_describe(v)}")
+    out = dict(u)
+    for k, b in v.items():
+        out[k] = add(out[k], b) if k in out else b
+    return out
+
+
+@_add.register(ProcResult)
+def _add_procresult(u: ProcResult, v: Any) -> Any:
+    if not isinstance(v, ProcResult):
+        raise SensitivityError(f"cannot add a ProcResult and {_describe(v)}")
+    return ProcResult(add(u.primal, v.primal), add(u.backprop, v.backprop))
+
+
+# --------------------------------------------------------------------------
+# scale, dot, zero
+
+
+@singledispatch
+def _scale(v: Any, a: Any) -> Any:
+    if is_number(v) or is_ndarray(v):
+        return v * a
+    raise SensitivityError(f"cannot scale a sensitivity of type {type(v).__name__}")
+
+
+def scale(v: Any, a: Any) -> Any:
+    """``v`` multiplied by the scalar ``a``."""
+    if v is gen_zero or v is None:
+        return v
+    return _scale(v, a)
+
+
+@_scale.register(tuple)
+def _scale_tuple(v: tuple, a: Any) -> tuple:
+    return tuple(scale(e, a) for e in v)
+
+
+@_scale.register(list)
+def _scale_list(v: list, a: Any) -> list:
+    return [scale(e, a) for e in v]
+
+
+@_scale.register(dict)
+def _scale_dict(v: dict, a: Any) -> dict:
+    return {k: scale(e, a) for k, e in v.items()}
+
+
+@_scale.register(OneHot)
+def _scale_onehot(v: OneHot, a: Any) -> OneHot:
+    return OneHot(v.index, scale(v.value, a), v.length)
+
+
+@_scale.register(TupleAccumulator)
+def _scale_acc(v: TupleAccumulator, a: Any) -> tuple:
+    return tuple(scale(e, a) for e in v.items)
+
+
+@_scale.register(ProcResult)
+def _scale_procresult(v: ProcResult, a: Any) -> ProcResult:
+    return ProcResult(scale(v.primal, a), scale(v.backprop, a))
+
+
+@singledispatch
+def _dot(u: Any, v: Any) -> Any:
+    if is_number(u) or is_ndarray(u):
+        if is_ndarray(u) or is_ndarray(v):
+            np = _numpy()
+            return np.sum(np.multiply(u, v))
+        return u * v
+    raise SensitivityError(f"cannot take the dot product of a {type(u).__name__}")
+
+
+def dot(u: Any, v: Any) -> Any:
+    """The sum of the products of matching components (bilinear, no conjugation)."""
+    if u is gen_zero or v is gen_zero or u is None or v is None:
+        return 0.0
+    if type(u) is OneHot or type(u) is TupleAccumulator:
+        u = _as_tuple(u)
+    if type(v) is OneHot or type(v) is TupleAccumulator:
+        v = _as_tuple(v)
+    return _dot(u, v)
+
+
+def _dot_sequence(u: Any, v: Any) -> Any:
+    if not isinstance(v, (tuple, list)) or len(u) != len(v):
+        raise SensitivityError(f"cannot take the dot product of {_describe(u)} and {_describe(v)}")
+    total: Any = 0.0
+    for a, b in zip(u, v):
+        total = total + dot(a, b)
+    return total
+
+
+_dot.register(tuple, _dot_sequence)
+_dot.register(list, _dot_sequence)
+
+
+@_dot.register(dict)
+def _dot_dict(u: dict, v: Any) -> Any:
+    total: Any = 0.0
+    for k, a in u.items():
+        if k in v:
+            total = total + dot(a, v[k])
+    return total
+
+
+@_dot.register(ProcResult)
+def _dot_procresult(u: ProcResult, v: Any) -> Any:
+    return dot(u.primal, v.primal) + dot(u.backprop, v.backprop)
+
+
+@singledispatch
+def _zero(v: Any) -> Any:
+    if type(v) is bool or is_atom(v):
+        return None
+    if is_number(v):
+        return type(v)(0)
+    if is_ndarray(v):
+        return _numpy().zeros_like(v)
+    if callable(v):
+        return _zero_function(v)
+    if hasattr(v, "__dict__") or hasattr(type(v), "__slots__"):
+        return {name: zero(val) for name, val in object_attributes(v).items()}
+    return None
+
+
+def zero(v: Any) -> Any:
+    """The concrete zero sensitivity conforming to the primal ``v``."""
+    t = type(v)
+    if t is float:
+        return 0.0
+    if t is int:
+        return 0
+    return _zero(v)
+
+
+@_zero.register(tuple)
+def _zero_tuple(v: tuple) -> Any:
+    return _same_tuple_type(v, [zero(e) for e in v])
+
+
+@_zero.register(list)
+def _zero_list(v: list) -> list:
+    return [zero(e) for e in v]
+
+
+@_zero.register(dict)
+def _zero_dict(v: dict) -> dict:
+    return {k: zero(e) for k, e in v.items()}
+
+
+@_zero.register(ProcResult)
+def _zero_procresult(v: ProcResult) -> ProcResult:
+    return ProcResult(zero(v.primal), zero(v.backprop))
+
+
+def _zero_function(fn: Any) -> Any:
+    """A function's sensitivity is the tuple of its closed-over values' sensitivities."""
+    closure = getattr(fn, "__closure__", None)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    from .closures import closure_values  # local: avoid an import cycle
+
+    return tuple(zero(val) for val in closure_values(fn))
+
+
+def object_attributes(obj: Any) -> dict:
+    """The instance attributes of a user object (``__dict__`` and ``__slots__``)."""
+    attrs: dict = {}
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()) if not isinstance(getattr(cls, "__slots__", ()), str) else (cls.__slots__,):
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if hasattr(obj, name):
+                attrs[name] = getattr(obj, name)
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict):
+        attrs.update(d)
+    return attrs
+
+
+def _same_tuple_type(like: tuple, items: list) -> tuple:
+    t = type(like)
+    if t is tuple:
+        return tuple(items)
+    if hasattr(t, "_make"):  # named tuple: keep its type
+        return t._make(items)
+    return tuple(items)
+
+
+def _as_tuple(v: Any) -> tuple:
+    if type(v) is OneHot:
+        return tuple(v.to_list())
+    if type(v) is TupleAccumulator:
+        return tuple(v.items)
+    return v
+
+
+# --------------------------------------------------------------------------
+# coerce_zero
+
+
+@singledispatch
+def _coerce(u: Any, v: Any) -> Any:
+    return u
+
+
+def coerce_zero(u: Any, v: Any) -> Any:
+    """``u`` with every ``gen_zero`` inside replaced by the zero of the matching part of ``v``."""
+    if u is gen_zero:
+        return zero(v)
+    t = type(u)
+    if t is float or t is int:
+        return u
+    if t is OneHot or t is TupleAccumulator:
+        u = _as_tuple(u)
+    return _coerce(u, v)
+
+
+@_coerce.register(tuple)
+def _coerce_tuple(u: tuple, v: Any) -> Any:
+    if isinstance(v, (tuple, list)) and len(v) == len(u):
+        items = [coerce_zero(a, b) for a, b in zip(u, v)]
+        return _same_tuple_type(v, items) if isinstance(v, tuple) else tuple(items)
+    if callable(v) and not isinstance(v, type):
+        from .closures import closure_values
+
+        vals = closure_values(v)
+        if len(vals) == len(u):
+            return tuple(coerce_zero(a, b) for a, b in zip(u, vals))
+    return tuple(coerce_zero(a, gen_zero) if a is not gen_zero else a for a in u)
+
+
+@_coerce.register(list)
+def _coerce_list(u: list, v: Any) -> list:
+    if isinstance(v, (list, tuple)) and len(v) == len(u):
+        return [coerce_zero(a, b) for a, b in zip(u, v)]
+    return list(u)
+
+
+@_coerce.register(dict)
+def _coerce_dict(u: dict, v: Any) -> dict:
+    if isinstance(v, dict):
+        return {k: coerce_zero(u[k], val) if k in u else zero(val) for k, val in v.items()} | {
+            k: a for k, a in u.items() if k not in v
+        }
+    if not isinstance(v, (list, tuple)) and (hasattr(v, "__dict__") or hasattr(type(v), "__slots__")):
+        attrs = object_attributes(v)
+        return {k: coerce_zero(u[k], val) if k in u else zero(val) for k, val in attrs.items()}
+    return dict(u)
+
+
+@_coerce.register(ProcResult)
+def _coerce_procresult(u: ProcResult, v: Any) -> ProcResult:
+    if isinstance(v, ProcResult):
+        return ProcResult(coerce_zero(u.primal, v.primal), coerce_zero(u.backprop, v.backprop))
+    return u
+
+
+# --------------------------------------------------------------------------
+# conformance
+
+
+def _describe(v: Any) -> str:
+    if v is gen_zero:
+        return "gen_zero"
+    if type(v) is OneHot or type(v) is TupleAccumulator:
+        return f"a tuple sensitivity of length {len(_as_tuple(v))}"
+    if isinstance(v, (tuple, list)):
+        return f"a {type(v).__name__} of length {len(v)}"
+    if isinstance(v, dict):
+        return f"a dict with keys {sorted(map(repr, v))}"
+    if is_ndarray(v):
+        return f"an array of shape {v.shape}"
+    return f"a {type(v).__name__} ({v!r})"
+
+
+def conforms(sens: Any, primal: Any) -> bool:
+    """True when ``sens`` conforms to ``primal`` (SPEC section 4)."""
+    try:
+        check_conforms(sens, primal)
+    except SensitivityError:
+        return False
+    return True
+
+
+def check_conforms(sens: Any, primal: Any, what: str = "the sensitivity", path: str = "") -> None:
+    """Raise :class:`SensitivityError` naming where ``sens`` fails to conform to ``primal``."""
+    if sens is gen_zero:
+        return
+    where = f" at {path}" if path else ""
+
+    def fail(reason: str) -> None:
+        raise SensitivityError(
+            f"{what} does not conform to the result{where}: {_describe(sens)} given where the result is "
+            f"{_describe(primal)}; {reason}"
+        )
+
+    if type(sens) is OneHot or type(sens) is TupleAccumulator:
+        sens = _as_tuple(sens)
+    if type(primal) is bool or is_atom(primal):
+        if sens is not None:
+            fail("a non-differentiable value takes the sensitivity None")
+        return
+    if sens is None:
+        fail("None is the sensitivity of non-differentiable values only")
+    if is_number(primal):
+        if not is_number(sens):
+            fail("a number's sensitivity is a number")
+        return
+    if is_ndarray(primal):
+        if is_ndarray(sens):
+            if sens.shape != primal.shape:
+                fail(f"shape {sens.shape} given where the result has shape {primal.shape}")
+            return
+        if is_number(sens):
+            return
+        fail("an array's sensitivity is an array of the same shape")
+    if isinstance(primal, tuple):
+        if not isinstance(sens, tuple):
+            fail(f"{type(sens).__name__} given where the result is a tuple of {len(primal)}")
+        if len(sens) != len(primal):
+            fail(f"length {len(sens)} given where the result has length {len(primal)}")
+        for i, (s, p) in enumerate(zip(sens, primal)):
+            check_conforms(s, p, what, f"{path}[{i}]")
+        return
+    if isinstance(primal, list):
+        if not isinstance(sens, list):
+            fail(f"{type(sens).__name__} given where the result is a list of {len(primal)}")
+        if len(sens) != len(primal):
+            fail(f"length {len(sens)} given where the result has length {len(primal)}")
+        for i, (s, p) in enumerate(zip(sens, primal)):
+            check_conforms(s, p, what, f"{path}[{i}]")
+        return
+    if isinstance(primal, dict):
+        if not isinstance(sens, dict):
+            fail(f"{type(sens).__name__} given where the result is a dict")
+        extra = set(sens) - set(primal)
+        if extra:
+            fail(f"keys {sorted(map(repr, extra))} are not keys of the result")
+        for k, s in sens.items():
+            check_conforms(s, primal[k], what, f"{path}[{k!r}]")
+        return
+    if isinstance(primal, ProcResult):
+        if not isinstance(sens, ProcResult):
+            fail("a ProcResult's sensitivity is a ProcResult")
+        check_conforms(sens.primal, primal.primal, what, f"{path}.primal")
+        return
+    checker = _extra_conformance.get(type(primal))
+    if checker is not None:
+        if not checker(sens, primal):
+            fail(f"not a sensitivity for {type(primal).__name__}")
+        return
+    # Boxes, user objects, functions: checked by their own registrations or accepted.
+
+
+_extra_conformance: dict[type, Callable[[Any, Any], bool]] = {}
+
+
+def register_linear_type(
+    cls: type,
+    *,
+    add: Callable[[Any, Any], Any],
+    scale: Callable[[Any, Any], Any],
+    dot: Callable[[Any, Any], Any],
+    zero: Callable[[Any], Any],
+    coerce: Callable[[Any, Any], Any] | None = None,
+    conforms: Callable[[Any, Any], bool] | None = None,
+) -> None:
+    """Make ``cls`` a sensitivity type: the linear interface dispatches on it from now on.
+
+    ``add(u, v)``, ``scale(v, a)``, ``dot(u, v)`` receive no ``gen_zero``; ``zero(primal)``
+    returns the zero sensitivity of a primal of type ``cls``; ``coerce(u, primal)`` replaces
+    ``gen_zero`` inside ``u``; ``conforms(sens, primal)`` says whether ``sens`` fits ``primal``.
+    """
+    _add.register(cls, add)
+    _scale.register(cls, scale)
+    _dot.register(cls, dot)
+    _zero.register(cls, zero)
+    if coerce is not None:
+        _coerce.register(cls, coerce)
+    if conforms is not None:
+        _extra_conformance[cls] = conforms
+
+
+def is_zero_sensitivity(s: Any) -> bool:
+    """True when ``s`` is ``gen_zero``, ``None``, or a structure of zeros."""
+    if s is gen_zero or s is None:
+        return True
+    t = type(s)
+    if t is float or t is int or t is complex:
+        return s == 0
+    if t is OneHot:
+        return is_zero_sensitivity(s.value)
+    if t is TupleAccumulator:
+        return all(is_zero_sensitivity(e) for e in s.items)
+    if isinstance(s, (tuple, list)):
+        return all(is_zero_sensitivity(e) for e in s)
+    if isinstance(s, dict):
+        return all(is_zero_sensitivity(e) for e in s.values())
+    if isinstance(s, ProcResult):
+        return is_zero_sensitivity(s.primal) and is_zero_sensitivity(s.backprop)
+    if is_ndarray(s):
+        return not s.any()
+    if is_number(s):
+        return s == 0
+    return False

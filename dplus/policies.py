@@ -1,0 +1,109 @@
+"""Policies for callables that have no reverse transform (SPEC section 6)."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Callable
+
+from .errors import UnknownTransformError, describe_callable
+from .linear import gen_zero, is_zero_sensitivity
+from .result import ProcResult
+
+__all__ = [
+    "current_unknown_transform",
+    "error_non_zero_sensitivity_transform",
+    "error_unknown_proc_transform",
+    "error_unknown_transform",
+]
+
+Policy = Callable[[Any, str], Any]
+
+_FIX = (
+    "Fix it by decorating the function with @dplus.define_dplus, registering a rule with "
+    "dplus.register_backprop / dplus.register_primitive, or choosing another policy with "
+    "`with dplus.current_unknown_transform(policy):`."
+)
+
+
+def _where(op: Any, op_name: str) -> str:
+    name = describe_callable(op)
+    return f"{name}, called at {op_name}" if op_name and op_name != name else name
+
+
+def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
+    """Default: run unknown callables as usual; raise only if their result receives sensitivity."""
+    if not callable(op):
+        return op
+
+    def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        from .runtime import as_plain_callable, mutable_sensitivity_of
+
+        args = tuple(as_plain_callable(a) for a in args)
+        kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
+        result = op(*args, **kwargs)
+
+        def unknown_backprop(A: Any, Abox: Any) -> tuple:
+            if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+                raise UnknownTransformError(
+                    f"no derivative is known for {_where(op, op_name)}, and its result received a "
+                    f"non-zero sensitivity. {_FIX}"
+                )
+            out = ((),) + (gen_zero,) * len(args)
+            return out + ({k: gen_zero for k in kwargs},) if kwargs else out
+
+        return ProcResult(result, unknown_backprop)
+
+    unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
+    return unknown_plus
+
+
+def error_unknown_proc_transform(op: Any, op_name: str) -> Any:
+    """Raise for any callable with no transform; return non-callables unchanged."""
+    if not callable(op):
+        return op
+    raise UnknownTransformError(f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}")
+
+
+def error_unknown_transform(op: Any, op_name: str) -> Any:
+    """Raise for everything with no transform: for finding out what is not registered."""
+    raise UnknownTransformError(f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}")
+
+
+_current: contextvars.ContextVar[Policy] = contextvars.ContextVar(
+    "dplus_unknown_transform", default=error_non_zero_sensitivity_transform
+)
+
+
+class _PolicyScope:
+    __slots__ = ("policy", "_tokens")
+
+    def __init__(self, policy: Policy) -> None:
+        if not callable(policy):
+            raise TypeError(f"a policy is a function (op, op_name) -> transform, not {policy!r}")
+        self.policy = policy
+        self._tokens: list[contextvars.Token] = []
+
+    def __enter__(self) -> Policy:
+        self._tokens.append(_current.set(self.policy))
+        return self.policy
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._tokens.pop())
+
+
+class _CurrentUnknownTransform:
+    """``current_unknown_transform()`` gives the policy; ``with current_unknown_transform(p):`` sets it."""
+
+    def __call__(self, policy: Policy | None = None) -> Any:
+        if policy is None:
+            return _current.get()
+        return _PolicyScope(policy)
+
+    def get(self) -> Policy:
+        return _current.get()
+
+    def __repr__(self) -> str:
+        return f"<current_unknown_transform: {getattr(_current.get(), '__name__', _current.get())}>"
+
+
+current_unknown_transform = _CurrentUnknownTransform()

@@ -1,0 +1,146 @@
+"""The primitive registry: callables whose reverse transform is registered, not derived."""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+from .errors import DplusError
+from .result import ProcResult
+
+__all__ = [
+    "register_primitive",
+    "register_backprop",
+    "register_method",
+    "lookup_transform",
+    "is_registered_transform",
+    "registered_primitives",
+    "primal_of_transform",
+]
+
+Transform = Callable[..., ProcResult]
+
+# fn -> transform.  Keyed by the callable itself: functions, builtins and method
+# descriptors hash by identity, so this is an identity lookup for them.
+_TRANSFORMS: dict[Any, Transform] = {}
+# id(transform) -> (transform, fn): marks registered transforms as plus-functions.
+_TRANSFORM_IDS: dict[int, tuple[Transform, Any]] = {}
+# notes for the generated primitive listing
+_NOTES: dict[Any, str] = {}
+
+_BUILTIN_METHOD = type([].append)
+_METHOD_WRAPPER = type((1.0).__add__)
+
+
+def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Transform:
+    """Register ``transform`` (returning :class:`ProcResult`) as the reverse transform of ``fn``.
+
+    ``fn`` itself is not touched, so its plain calls cost exactly what they did.
+    Registering again replaces the earlier transform. Methods of builtin types are
+    registered through their descriptor: ``register_primitive(list.append, t)``;
+    ``t`` then receives the instance as its first argument.
+    """
+    try:
+        old = _TRANSFORMS.get(fn)
+    except TypeError:
+        raise DplusError(f"cannot register {fn!r}: it is not hashable") from None
+    if old is not None:
+        _TRANSFORM_IDS.pop(id(old), None)
+    _TRANSFORMS[fn] = transform
+    _TRANSFORM_IDS[id(transform)] = (transform, fn)
+    if note:
+        _NOTES[fn] = note
+    return transform
+
+
+def register_method(cls: type, name: str, transform: Transform, *, note: str = "") -> Transform:
+    """Register the transform of method ``name`` of builtin type ``cls`` (instance first)."""
+    return register_primitive(getattr(cls, name), transform, note=note)
+
+
+def register_backprop(fn: Any, *, note: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for a rule with no shared work between the primal and the backward pass.
+
+    The decorated function takes ``fn``'s arguments and returns the backpropagator for
+    them, ``backprop(Aw, Abox) -> (closure_sens, *arg_sens)``::
+
+        @register_backprop(my_cube)
+        def _(x):
+            return lambda A, Abox: ((), 3 * x * x * A)
+    """
+
+    def decorate(make_backprop: Callable[..., Any]) -> Callable[..., Any]:
+        def transform(*args: Any, **kwargs: Any) -> ProcResult:
+            return ProcResult(fn(*args, **kwargs), make_backprop(*args, **kwargs))
+
+        transform.__name__ = f"{getattr(fn, '__name__', 'fn')}_plus"
+        transform.__qualname__ = transform.__name__
+        transform.__doc__ = make_backprop.__doc__
+        register_primitive(fn, transform, note=note or (make_backprop.__doc__ or "").strip())
+        return make_backprop
+
+    return decorate
+
+
+def lookup_transform(fn: Any) -> Transform | None:
+    """The registered transform of ``fn``, bound methods of builtin types included."""
+    try:
+        t = _TRANSFORMS.get(fn)
+    except TypeError:
+        return None
+    if t is not None:
+        return t
+    tf = type(fn)
+    if tf is types.MethodType:
+        t = _TRANSFORMS.get(fn.__func__)
+        if t is not None:
+            return _bind_transform(t, fn.__self__)
+        return None
+    if tf is _BUILTIN_METHOD or tf is _METHOD_WRAPPER:
+        owner = fn.__self__
+        if owner is None or isinstance(owner, types.ModuleType):
+            return None
+        descriptor = getattr(type(owner), fn.__name__, None)
+        if descriptor is None:
+            return None
+        try:
+            t = _TRANSFORMS.get(descriptor)
+        except TypeError:
+            return None
+        if t is not None:
+            return _bind_transform(t, owner)
+    return None
+
+
+def _bind_transform(t: Transform, owner: Any) -> Transform:
+    """The transform of a bound method: the instance is the first argument of ``t``.
+
+    A bound method closes over its instance, so its closure sensitivity is ``(A_self,)``.
+    """
+
+    def bound_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        r = t(owner, *args, **kwargs)
+        inner = r.backprop
+
+        def bound_backprop(A: Any, Abox: Any) -> tuple:
+            out = inner(A, Abox)
+            return ((out[1],),) + tuple(out[2:])
+
+        return ProcResult(r.primal, bound_backprop)
+
+    return bound_plus
+
+
+def is_registered_transform(obj: Any) -> bool:
+    """True when ``obj`` is a transform registered for some primitive (so: a plus-function)."""
+    return id(obj) in _TRANSFORM_IDS
+
+
+def primal_of_transform(obj: Any) -> Any:
+    entry = _TRANSFORM_IDS.get(id(obj))
+    return None if entry is None else entry[1]
+
+
+def registered_primitives() -> list[tuple[Any, Transform, str]]:
+    """Every registered primitive with its transform and note, for the generated listing."""
+    return [(fn, t, _NOTES.get(fn, "")) for fn, t in _TRANSFORMS.items()]

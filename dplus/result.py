@@ -1,0 +1,30 @@
+"""The result pair of a reverse transform: a primal value and its backpropagator."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+Backprop = Callable[..., tuple]
+
+
+@attrs.frozen(slots=True, repr=False)
+class ProcResult:
+    """``f+(*args) == ProcResult(f(*args), backprop)``."""
+
+    primal: Any
+    backprop: Backprop
+
+    def __repr__(self) -> str:
+        return f"ProcResult(primal={self.primal!r}, backprop={getattr(self.backprop, '__qualname__', self.backprop)!r})"
+
+
+def primal(r: ProcResult) -> Any:
+    """The primal value of a :class:`ProcResult`."""
+    return r.primal
+
+
+def backprop(r: ProcResult) -> Backprop:
+    """The backpropagator of a :class:`ProcResult`."""
+    return r.backprop

@@ -1,0 +1,95 @@
+"""Short ways to write derivative rules, so a family of rules reads like a table.
+
+    defvjp(math.sin, lambda A, r, x: A * math.cos(x))
+    defvjp(operator.mul, lambda A, r, x, y: A * y, lambda A, r, x, y: A * x)
+    defnondiff(math.floor)
+
+Each gradient function receives the result sensitivity ``A``, the primal result ``r``
+and the primal arguments, and returns the sensitivity of one argument; ``None`` in a
+slot marks a non-differentiable argument. Rules whose gradient functions are correct
+for any numbers (int, float, complex with the holomorphic convention) are also
+*inlined*: the transformer copies the lambda's body into the generated reverse code
+of float fast paths, so no call or closure is made per operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .linear import gen_zero
+from .registry import register_primitive
+from .result import ProcResult
+
+__all__ = ["defvjp", "defnondiff", "InlineRule", "inline_rule_for", "inline_rules"]
+
+Grad = Callable[..., Any]
+
+
+class InlineRule:
+    """A rule the transformer may inline into fast paths: ``fn`` and its gradient lambdas."""
+
+    __slots__ = ("fn", "grads", "arity")
+
+    def __init__(self, fn: Any, grads: tuple[Grad | None, ...]) -> None:
+        self.fn = fn
+        self.grads = grads
+        self.arity = len(grads)
+
+    def __repr__(self) -> str:
+        return f"InlineRule({getattr(self.fn, '__name__', self.fn)})"
+
+
+_INLINE: dict[Any, InlineRule] = {}
+
+
+def inline_rule_for(fn: Any) -> InlineRule | None:
+    try:
+        return _INLINE.get(fn)
+    except TypeError:
+        return None
+
+
+def inline_rules() -> dict[Any, InlineRule]:
+    return dict(_INLINE)
+
+
+def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") -> Callable[..., ProcResult]:
+    """Register the reverse transform of ``fn`` from one gradient function per argument."""
+    n = len(grads)
+    zeros = ((),) + (gen_zero,) * n
+
+    def transform(*args: Any) -> ProcResult:
+        r = fn(*args)
+
+        def backprop(A: Any, Abox: Any) -> tuple:
+            if A is gen_zero:
+                return zeros
+            return ((),) + tuple(gen_zero if g is None else g(A, r, *args) for g in grads)
+
+        return ProcResult(r, backprop)
+
+    name = getattr(fn, "__name__", "fn")
+    transform.__name__ = transform.__qualname__ = f"{name}_plus"
+    register_primitive(fn, transform, note=note)
+    if inline:
+        _INLINE[fn] = InlineRule(fn, grads)
+    else:
+        _INLINE.pop(fn, None)
+    return transform
+
+
+def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -> Callable[..., ProcResult]:
+    """Register ``fn`` as having zero derivative in every argument (comparisons, ``len``, ...)."""
+
+    def transform(*args: Any, **kwargs: Any) -> ProcResult:
+        r = fn(*args, **kwargs)
+        out = ((),) + (gen_zero,) * len(args)
+        if kwargs:
+            out = out + ({k: gen_zero for k in kwargs},)
+        return ProcResult(r, lambda A, Abox: out)
+
+    name = getattr(fn, "__name__", "fn")
+    transform.__name__ = transform.__qualname__ = f"{name}_plus"
+    register_primitive(fn, transform, note=note)
+    _INLINE.pop(fn, None)
+    return transform

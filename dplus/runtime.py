@@ -1,0 +1,341 @@
+"""What generated code calls at run time: lifting callees, and moving sensitivities of
+mutable values in and out of the box-sensitivity map.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+from .boxes import Box, BoxSensitivities
+from .closures import closure_values, is_plus_function
+from .errors import SensitivityError, UnknownTransformError
+from .linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    coerce_zero,
+    gen_zero,
+    is_atom,
+    is_ndarray,
+    is_number,
+    object_attributes,
+    zero,
+)
+from .policies import current_unknown_transform
+from .registry import lookup_transform
+from .result import ProcResult
+
+__all__ = [
+    "lift",
+    "call",
+    "as_plain_callable",
+    "is_tracked_mutable",
+    "handover",
+    "accumulate",
+    "fold",
+    "mutable_sensitivity_of",
+    "CellKey",
+]
+
+
+class CellKey:
+    """The identity of one variable captured by a closure and rebound: its Abox key."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<cell {self.name}>"
+
+
+# ---------------------------------------------------------------------------
+# lifting callees
+
+
+def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
+    """The plus-function that transformed code calls in place of ``f``."""
+    if type(f) is types.FunctionType:
+        if is_plus_function(f):
+            return f
+    elif type(f) is types.MethodType:
+        from .api import _lift_bound_method
+
+        bound = _lift_bound_method(f)
+        if bound is not None:
+            return bound
+    t = lookup_transform(f)
+    if t is not None:
+        return t
+    if is_plus_function(f):
+        return f
+    if isinstance(f, type):
+        from .api import _lift_class
+
+        t = _lift_class(f)
+        if t is not None:
+            return t
+    return current_unknown_transform()(f, where)
+
+
+def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """Call ``f`` in transformed code: its transform, with the given arguments."""
+    return lift(f)(*args, **kwargs)
+
+
+def as_plain_callable(a: Any) -> Any:
+    """A plus-function handed to foreign code becomes a callable returning primals."""
+    if callable(a) and is_plus_function(a):
+
+        def primal_only(*args: Any, **kwargs: Any) -> Any:
+            return a(*args, **kwargs).primal
+
+        primal_only.__qualname__ = getattr(a, "__qualname__", "plus_function")
+        return primal_only
+    return a
+
+
+# ---------------------------------------------------------------------------
+# mutable values and the box-sensitivity map
+
+_MUTABLE_CACHE: dict[type, bool] = {list: True, dict: True, Box: True, CellKey: True, float: False, int: False, tuple: False}
+
+
+def _type_is_tracked(t: type) -> bool:
+    if issubclass(t, (list, dict, Box)):
+        return True
+    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException)):
+        return False
+    if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return False
+    if t.__module__ in ("builtins", "numpy", "functools", "itertools", "types", "typing"):
+        return False
+    if callable(getattr(t, "__call__", None)) and t.__call__ is not object.__call__ and hasattr(t, "__call__"):
+        # callable objects are treated like functions
+        if getattr(t, "__call__", None) is not None and "__call__" in dir(t) and t.__call__ is not type.__call__:
+            pass
+    return hasattr(t, "__dict__") or bool(getattr(t, "__slots__", ()))
+
+
+def is_tracked_mutable(v: Any) -> bool:
+    """Lists, dicts, boxes and user objects: their sensitivities live in ``Abox``."""
+    t = type(v)
+    r = _MUTABLE_CACHE.get(t)
+    if r is None:
+        r = _MUTABLE_CACHE[t] = _type_is_tracked(t)
+    return r
+
+
+def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
+    """Add the sensitivity ``s`` of the mutable value ``v`` into its ``Abox`` entries."""
+    if s is gen_zero or s is None:
+        return
+    t = type(v)
+    if t is list or isinstance(v, list):
+        items = _as_items(s, len(v), v)
+        if items is None:
+            return
+        entry = Abox.list_entry(v, len(v))
+        for i, si in enumerate(items):
+            if si is gen_zero or si is None:
+                continue
+            e = v[i]
+            if is_tracked_mutable(e):
+                handover(Abox, e, si)
+            else:
+                entry[i] = add(entry[i], si)
+        return
+    if t is dict or isinstance(v, dict):
+        if not isinstance(s, dict):
+            raise SensitivityError(f"a {type(s).__name__} was given as the sensitivity of a dict")
+        entry = Abox.map_entry(v)
+        for k, sk in s.items():
+            if sk is gen_zero or sk is None:
+                continue
+            e = v.get(k, None)
+            if is_tracked_mutable(e):
+                handover(Abox, e, sk)
+            else:
+                entry[k] = add(entry[k], sk) if k in entry else sk
+        return
+    if t is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if is_tracked_mutable(v.value):
+            handover(Abox, v.value, raw)
+        else:
+            Abox.accumulate(v, raw)
+        return
+    if t is CellKey:
+        Abox.accumulate(v, s)
+        return
+    # a user object: its sensitivity is a dict of attribute sensitivities
+    if not isinstance(s, dict):
+        raise SensitivityError(
+            f"the sensitivity of a {type(v).__name__} object is a dict of attribute sensitivities, "
+            f"not a {type(s).__name__}"
+        )
+    entry = Abox.map_entry(v)
+    for k, sk in s.items():
+        if sk is gen_zero or sk is None:
+            continue
+        e = getattr(v, k, None)
+        if is_tracked_mutable(e):
+            handover(Abox, e, sk)
+        else:
+            entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _as_items(s: Any, n: int, v: Any) -> list | None:
+    ts = type(s)
+    if ts is list or ts is tuple:
+        if len(s) != n:
+            raise SensitivityError(f"a sensitivity of length {len(s)} was given for a list of length {n}")
+        return s
+    if ts is OneHot:
+        return s.to_list()
+    if ts is TupleAccumulator:
+        return s.items
+    if is_ndarray(s) and len(s) == n:
+        return list(s)
+    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {n}")
+
+
+def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:
+    """Add sensitivity ``s`` of value ``v`` to the adjoint ``adj`` (or, if ``v`` is mutable, to ``Abox``)."""
+    if s is gen_zero or s is None:
+        return adj
+    if is_tracked_mutable(v):
+        handover(Abox, v, s)
+        return adj
+    if type(v) is tuple and v:
+        return _accumulate_tuple(adj, v, s, Abox)
+    return add(adj, s)
+
+
+def _accumulate_tuple(adj: Any, v: tuple, s: Any, Abox: BoxSensitivities) -> Any:
+    # elements that are mutable hand their part to Abox; the rest stays in the adjoint
+    if type(s) is OneHot:
+        if is_tracked_mutable(v[s.index]):
+            handover(Abox, v[s.index], s.value)
+            return adj
+        return add(adj, s)
+    has_mutable = False
+    for e in v:
+        if is_tracked_mutable(e):
+            has_mutable = True
+            break
+    if not has_mutable:
+        return add(adj, s)
+    items = s.items if type(s) is TupleAccumulator else list(s)
+    rest = []
+    for e, se in zip(v, items):
+        if is_tracked_mutable(e):
+            handover(Abox, e, se)
+            rest.append(gen_zero)
+        else:
+            rest.append(se)
+    return add(adj, tuple(rest))
+
+
+def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
+    """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
+    if Abox is None:
+        return gen_zero
+    if is_tracked_mutable(v):
+        return fold(v, gen_zero, Abox)
+    if type(v) is tuple:
+        return tuple(mutable_sensitivity_of(e, Abox) for e in v)
+    return gen_zero
+
+
+def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
+    """The user-facing sensitivity of ``v``: ``s`` plus ``Abox`` entries, no ``gen_zero`` inside."""
+    if _memo is None:
+        _memo = {}
+    t = type(v)
+    if t is float or t is int:
+        if s is gen_zero or s is None:
+            return zero(v)
+        return s
+    key = id(v)
+    if key in _memo:
+        return _memo[key]
+    if t is list or isinstance(v, list):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
+        out: list = []
+        _memo[key] = out
+        for i, e in enumerate(v):
+            si = gen_zero if base is None else base[i]
+            if entry is not gen_zero and i < len(entry):
+                si = add(si, entry[i])
+            out.append(fold(e, si, Abox, _memo))
+        return out
+    if t is tuple or isinstance(v, tuple):
+        if s is gen_zero or s is None:
+            items = [gen_zero] * len(v)
+        elif type(s) is OneHot:
+            items = s.to_list()
+        elif type(s) is TupleAccumulator:
+            items = s.items
+        else:
+            items = list(s)
+        out_items = [fold(e, si, Abox, _memo) for e, si in zip(v, items)]
+        return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
+    if t is dict or isinstance(v, dict):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        outd: dict = {}
+        _memo[key] = outd
+        for k, e in v.items():
+            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+            if entry is not gen_zero and k in entry:
+                sk = add(sk, entry[k])
+            outd[k] = fold(e, sk, Abox, _memo)
+        return outd
+    if t is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if Abox is not None and v in Abox:
+            raw = add(raw, Abox.get(v))
+        result = Box(None)
+        _memo[key] = result
+        result.value = fold(v.value, raw, Abox, _memo)
+        return result
+    if t is ProcResult:
+        sp = s.primal if isinstance(s, ProcResult) else gen_zero
+        sb = s.backprop if isinstance(s, ProcResult) else gen_zero
+        return ProcResult(fold(v.primal, sp, Abox, _memo), fold(v.backprop, sb, Abox, _memo))
+    if type(v) is bool or is_atom(v):
+        return None
+    if is_number(v) or is_ndarray(v):
+        return zero(v) if s is gen_zero or s is None else s
+    if callable(v):
+        vals = closure_values(v)
+        if s is gen_zero or s is None:
+            items = [gen_zero] * len(vals)
+        else:
+            items = list(s.items if type(s) is TupleAccumulator else s)
+            if len(items) != len(vals):
+                return coerce_zero(s, v)
+        return tuple(fold(e, si, Abox, _memo) for e, si in zip(vals, items))
+    if is_tracked_mutable(v):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        attrs = object_attributes(v)
+        outo: dict = {}
+        _memo[key] = outo
+        for k, e in attrs.items():
+            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+            if entry is not gen_zero and k in entry:
+                sk = add(sk, entry[k])
+            outo[k] = fold(e, sk, Abox, _memo)
+        return outo
+    return coerce_zero(s, v)
+
+
+def check_unknown_result(result: Any, A: Any, Abox: Any, describe: str) -> None:
+    """Raise if the result of an unknown function received sensitivity."""
+    from .linear import is_zero_sensitivity
+
+    if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+        raise UnknownTransformError(describe)

@@ -1,0 +1,4 @@
+"""The derivative rules of dplus, one module per family. Importing this package registers them."""
+
+from . import operators  # noqa: F401
+from . import math  # noqa: F401
