@@ -2,3 +2,4 @@
 
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
+from . import builtins  # noqa: F401

@@ -1,0 +1,286 @@
+"""Shared machinery of the builtins and functional rules (internal).
+
+Rules that take iterables and return lists need three things:
+
+* :func:`seq` / :func:`lazy_seq` turn an iterable argument into a :class:`Seq`: its
+  elements (materialized when that is safe) and the *kind* of the argument, which
+  decides what sensitivity conforms to it (a list for a list, a tuple for a tuple,
+  an array for an array, nothing for ``range``/``str``/``bytes``, the element's
+  sensitivity for an infinite ``itertools.repeat``, and zero -- or an error -- for
+  iterators, generators, sets and dict keys).
+* :func:`out_sens` gives the element sensitivities of a list the rule created,
+  taking them out of the box-sensitivity map (where the engine keeps the
+  sensitivities of mutable values) after adding the ``A`` handed in directly.
+* :func:`settle` hands the parts of a sensitivity that belong to mutable values
+  into ``Abox`` at once, which is what a caller of a backpropagator must do before
+  calling the next (earlier) one, and returns the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Any
+
+from dplus.boxes import BoxSensitivities
+from dplus.errors import DplusError, NonDifferentiableError
+from dplus.linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    coerce_zero,
+    gen_zero,
+    is_ndarray,
+    is_zero_sensitivity,
+)
+from dplus.runtime import accumulate, handover
+
+__all__ = [
+    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
+    "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
+    "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
+]
+
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)
+
+
+
+def _np() -> Any:
+    return sys.modules.get("numpy")
+
+
+def is_infinite(x: Any) -> bool:
+    """True for the iterators known to be infinite: ``count``, ``cycle``, ``repeat`` without ``times``."""
+    t = type(x)
+    if t is itertools.count or t is itertools.cycle:
+        return True
+    if t is itertools.repeat:
+        try:
+            x.__length_hint__()
+        except TypeError:
+            return True
+    return False
+
+
+class Seq:
+    """An iterable argument of a rule: its elements and how to send sensitivities back to it."""
+
+    __slots__ = ("value", "items", "kind", "fn", "arg")
+
+    def __init__(self, value: Any, items: Any, kind: int, fn: str, arg: str) -> None:
+        self.value = value
+        self.items = items  # None for lazily consumed iterators
+        self.kind = kind
+        self.fn = fn
+        self.arg = arg
+
+    def source(self) -> Any:
+        """What to iterate over to get the elements (the materialized items when there are any)."""
+        return self.value if self.items is None else self.items
+
+    def sens(self, s: list | None, Abox: BoxSensitivities | None = None) -> Any:
+        """The sensitivity of the argument, from the sensitivities ``s`` of its first ``len(s)`` elements.
+
+        Missing trailing elements (a ``zip`` that stopped early) get zero. ``None`` means all zero.
+        """
+        k = self.kind
+        if s is None or k == CONST:
+            return gen_zero
+        if k == LIST or k == TUPLE:
+            n = len(self.items)
+            if len(s) < n:
+                s = list(s) + [gen_zero] * (n - len(s))
+            return s if k == LIST else tuple(s)
+        if k == ARRAY:
+            return self._array_sens(s)
+        if k == REPEAT:
+            obj = next(self.value)  # an infinite repeat does not change when advanced
+            total: Any = gen_zero
+            for si in s:
+                if si is not gen_zero and si is not None:
+                    total = add(total, si)
+            if Abox is not None and total is not gen_zero:
+                total = settle(obj, total, Abox)
+            return total
+        # OTHER: an iterator, generator, set, dict (keys), view or user iterable
+        items = self.items
+        for i, si in enumerate(s):
+            if si is gen_zero or si is None:
+                continue
+            if Abox is not None and items is not None and i < len(items):
+                si = settle(items[i], si, Abox)
+            if not is_zero_sensitivity(si):
+                raise NonDifferentiableError(self._unsized_message())
+        return gen_zero
+
+    def _unsized_message(self) -> str:
+        what = type(self.value).__name__
+        if isinstance(self.value, dict):
+            detail = "iterating over a dict gives its keys, and dict keys are not differentiable"
+        else:
+            detail = (
+                f"a {what} is not a list, tuple or array, so the sensitivity of its elements "
+                "has nowhere to go"
+            )
+        return (
+            f"{self.fn}(): sensitivity reached the elements of the argument {self.arg!r} "
+            f"({what}), but {detail}. Fix: pass a list or tuple instead (e.g. list(...) of it, "
+            "or a list comprehension instead of a generator expression)."
+        )
+
+    def _array_sens(self, s: list) -> Any:
+        np = _np()
+        items = self.items
+        n = len(items)
+        if all(si is gen_zero or si is None for si in s):
+            return gen_zero
+        rows = [coerce_zero(s[i] if i < len(s) else gen_zero, items[i]) for i in range(n)]
+        arr = np.array(rows) if n else np.zeros_like(self.value)
+        if np.iscomplexobj(arr) and not np.iscomplexobj(self.value):
+            arr = arr.real
+        return arr.reshape(self.value.shape) if arr.size == self.value.size else arr
+
+
+def _kind_of_sequence(x: Any) -> int | None:
+    t = type(x)
+    if t is list:
+        return LIST
+    if t is tuple:
+        return TUPLE
+    if isinstance(x, list):
+        return LIST
+    if isinstance(x, tuple):
+        return TUPLE
+    if isinstance(x, (range, str, bytes, bytearray, memoryview)):
+        return CONST
+    if is_ndarray(x):
+        return ARRAY
+    return None
+
+
+def seq(x: Any, fn: str, arg: str) -> Seq:
+    """A materialized iterable argument (for rules that consume the whole iterable)."""
+    k = _kind_of_sequence(x)
+    if k == TUPLE:
+        return Seq(x, x, k, fn, arg)
+    if k is not None:
+        return Seq(x, list(x), k, fn, arg)
+    if is_infinite(x):
+        raise DplusError(
+            f"{fn}() returns a list inside differentiated code, so it cannot consume the infinite "
+            f"iterator {x!r} (argument {arg!r}). Fix: bound it first, e.g. with itertools.islice "
+            "or by zipping it with a finite list."
+        )
+    return Seq(x, list(x), OTHER, fn, arg)
+
+
+def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
+    """An iterable argument of a rule that may stop early (``zip``, ``map``, ``islice``): not materialized."""
+    k = _kind_of_sequence(x)
+    if k == TUPLE:
+        return Seq(x, x, k, fn, arg)
+    if k is not None:
+        return Seq(x, list(x), k, fn, arg)
+    if type(x) is itertools.repeat and is_infinite(x):
+        return Seq(x, None, REPEAT, fn, arg)
+    return Seq(x, None, OTHER, fn, arg)
+
+
+def ensure_abox(Abox: Any) -> BoxSensitivities:
+    return Abox if Abox is not None else BoxSensitivities()
+
+
+def out_sens(out: list, A: Any, Abox: BoxSensitivities) -> list | None:
+    """The element sensitivities of the list ``out`` that the rule created (``None``: all zero).
+
+    ``A`` given directly is added first (mutable elements' parts go to their own entries);
+    the list's entry is then taken out of ``Abox``: before its creation, the list did not exist.
+    """
+    if A is not gen_zero and A is not None:
+        handover(Abox, out, A)
+    entry = Abox.pop(out)
+    if entry is gen_zero or entry is None:
+        return None
+    return entry
+
+
+def settle(v: Any, s: Any, Abox: BoxSensitivities) -> Any:
+    """Hand the parts of ``s`` that belong to mutable values inside ``v`` into ``Abox``; return the rest."""
+    if s is gen_zero or s is None:
+        return gen_zero
+    return accumulate(gen_zero, v, s, Abox)
+
+
+def items_of(s: Any, n: int) -> list:
+    """The element sensitivities of a tuple sensitivity (sparse forms and ``gen_zero`` included)."""
+    if s is gen_zero or s is None:
+        return [gen_zero] * n
+    t = type(s)
+    if t is OneHot:
+        return s.to_list()
+    if t is TupleAccumulator:
+        return s.items
+    return list(s)
+
+
+def is_complex(x: Any) -> bool:
+    if isinstance(x, complex):
+        return True
+    np = _np()
+    return np is not None and isinstance(x, (np.ndarray, np.generic)) and np.iscomplexobj(x)
+
+
+def unbroadcast(A: Any, x: Any) -> Any:
+    """``A`` summed down to the shape of ``x`` (NumPy broadcasting), real when ``x`` is real."""
+    np = _np()
+    if is_ndarray(A):
+        shape = np.shape(x)
+        if A.shape != shape:
+            while A.ndim > len(shape):
+                A = A.sum(axis=0)
+            for ax, d in enumerate(shape):
+                if d == 1 and A.shape[ax] != 1:
+                    A = A.sum(axis=ax, keepdims=True)
+            if not is_ndarray(x):
+                A = A.reshape(()) if hasattr(A, "reshape") else A
+                A = A.item() if isinstance(x, (int, float, complex)) else A
+    return proj(A, x)
+
+
+def proj(A: Any, x: Any) -> Any:
+    """``A`` made real when the primal ``x`` is real (the sensitivity of a real value is real)."""
+    if A is gen_zero or A is None:
+        return A
+    tA = type(A)
+    if tA is float or tA is int:
+        return A
+    if tA is complex or is_complex(A):
+        if not is_complex(x):
+            return A.real
+    return A
+
+
+def sum_sens(ss: list) -> Any:
+    total: Any = gen_zero
+    for s in ss:
+        if s is not gen_zero and s is not None:
+            total = add(total, s)
+    return total
+
+
+def add_closure(total: Any, c: Any) -> Any:
+    """Add the closure sensitivity ``c`` of one call of a function argument to ``total``."""
+    if c is gen_zero or c is None:
+        return total
+    if total is gen_zero:
+        return c
+    return add(total, c)
+
+
+def check_finite(seqs: list, fn: str) -> None:
+    """Raise when every input of a ``zip``-like rule is a known infinite iterator."""
+    if seqs and all(sq.items is None and is_infinite(sq.value) for sq in seqs):
+        raise DplusError(
+            f"{fn}() returns a list inside differentiated code, and all its inputs are infinite "
+            "iterators. Fix: bound one of them, e.g. with itertools.islice."
+        )

@@ -1,0 +1,723 @@
+"""Rules for Python's builtin functions.
+
+Conventions (see also ``_iterables``):
+
+* **Eager results.** Inside differentiated code ``map``, ``filter``, ``zip``,
+  ``enumerate`` and ``reversed`` return *lists*, not iterators (and ``sorted``
+  returns a list as always). Iterating over them works as usual; code that relies on
+  their laziness (``next(map(...))`` on an infinite input, side effects interleaved
+  with consumption) behaves differently. ``zip`` and ``map`` still stop at their
+  shortest input, so an infinite iterator (``itertools.count()``, ``repeat(x)``) may
+  be zipped with a finite list.
+* **Sensitivities of iterable arguments** conform to them: a list gets a list, a
+  tuple a tuple, a NumPy array an array; ``range``, ``str`` and ``bytes`` get none.
+  Iterators, generators, sets, dict keys and other iterables are materialized for
+  the primal, but sensitivity cannot be sent back into them: when a non-zero
+  sensitivity would reach one of their elements, the backward pass raises
+  :class:`dplus.NonDifferentiableError` naming the function and argument (fix: pass
+  a list or tuple). An infinite ``itertools.repeat(x)`` is the exception: its
+  sensitivity is the (summed) sensitivity of ``x``.
+* **Function arguments** (``map``) are called through ``dplus.runtime.lift``, so a
+  plus-function, a registered primitive, or an unknown callable (under the current
+  unknown-transform policy) may be passed; the function argument's sensitivity is
+  the sum of the closure sensitivities of all calls. ``key=`` functions (``min``,
+  ``max``, ``sorted``) and ``filter``'s predicate only choose elements: they are
+  called for their primal value and get zero sensitivity.
+* **min / max**: the whole sensitivity goes to the element returned, i.e. the
+  *first* extremal element when there are ties (Python's own choice). ``default=``
+  receives the sensitivity when it is returned.
+* **abs**: for real ``x`` the derivative is ``sign(x)``, with ``0`` at ``x == 0``.
+  For complex ``z`` it is ``A * conj(z) / |z|`` (``0`` at ``z == 0``): complex
+  sensitivities pair with changes as ``Re(s * dz)``, the JAX / autograd convention,
+  under which a holomorphic ``f`` has ``s = A * f'(z)``. The sensitivity of a real
+  argument is always real (the real part is taken when a complex one arises).
+* **complex(re, im)**: the sensitivity of a real ``re`` is ``Re(A)``, of a real ``im``
+  ``-Im(A)`` (same pairing); complex arguments get ``A`` and ``1j * A``.
+* **pow(x, y)** is ``x ** y``: it uses the registered rule of ``operator.pow`` when
+  there is one; otherwise: ``d/dx = y * x**(y-1)``, ``d/dy = log(x) * x**y`` with
+  ``0`` at ``x == 0``, ``nan`` for a negative real base with a float exponent, and
+  zero for an ``int`` exponent (a discrete exponent, as in JAX). ``pow(x, y, mod)``
+  is non-differentiable.
+* **Piecewise-constant functions** have zero derivative everywhere: ``int``,
+  ``round``, and the quotient of ``divmod`` (its remainder ``x - q*y`` has
+  derivatives ``1`` and ``-q``, like ``%``).
+* ``float(x)`` passes the sensitivity through to numbers and arrays of size 1.
+* Non-differentiable (zero derivative, results never carry sensitivity): ``range``,
+  ``len``, ``isinstance``, ``issubclass``, ``type``, ``bool``, ``any``, ``all``,
+  ``id``, ``hash``, ``repr``, ``str``, ``print``, ``callable``, ``hasattr``, ``ord``,
+  ``chr``, ``format``, ``bin``, ``oct``, ``hex``, ``ascii``, ``int``, ``round``.
+"""
+
+from __future__ import annotations
+
+import builtins as _b
+import cmath
+import math
+import operator
+import sys
+from typing import Any
+
+from dplus.errors import NonDifferentiableError
+from dplus.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from dplus.registry import lookup_transform, register_primitive
+from dplus.result import ProcResult
+from dplus.rules import defnondiff
+from dplus.runtime import as_plain_callable, lift
+
+from ._iterables import (
+    add_closure,
+    check_finite,
+    ensure_abox,
+    is_complex,
+    items_of,
+    lazy_seq,
+    out_sens,
+    proj,
+    seq,
+    settle,
+    unbroadcast,
+)
+
+_MISSING = object()
+
+
+def _np() -> Any:
+    return sys.modules.get("numpy")
+
+
+def _named(transform: Any, fn: Any) -> Any:
+    transform.__name__ = transform.__qualname__ = f"{fn.__name__}_plus"
+    return transform
+
+
+def _kw_out(kwargs: dict, **sens: Any) -> dict:
+    return {k: sens.get(k, gen_zero) for k in kwargs}
+
+
+def _result(args: tuple, kwargs: dict, pos: tuple, **kw: Any) -> tuple:
+    """``((), *pos)`` and, when keywords were passed, the dict of their sensitivities."""
+    out = ((),) + pos
+    if kwargs:
+        out = out + (_kw_out(kwargs, **kw),)
+    return out
+
+
+def _bind(sig: Any, fn: Any, args: tuple, kwargs: dict) -> tuple:
+    """Bind ``args`` to ``sig``; on a bad call, let ``fn`` raise its own error."""
+    try:
+        return sig(*args, **kwargs)
+    except TypeError:
+        fn(*args, **kwargs)
+        raise
+
+
+def _zeros(args: tuple, kwargs: dict) -> tuple:
+    out = ((),) + (gen_zero,) * len(args)
+    if kwargs:
+        out = out + ({k: gen_zero for k in kwargs},)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# sum
+
+
+def _sum_sig(iterable: Any, /, start: Any = 0) -> tuple:
+    return iterable, start
+
+
+def sum_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    iterable, start = _bind(_sum_sig, sum, args, kwargs)
+    s = seq(iterable, "sum", "iterable")
+    items = s.items
+    result = _b.sum(items, start)
+    start_kw = "start" in kwargs
+
+    if isinstance(result, (list, tuple)) and items:
+        # concatenation: each piece of the result goes back to the value it came from
+        lengths = [len(start)] + [len(x) for x in items]
+        total = sum(lengths)
+        new_list = type(result) is list or isinstance(result, list)
+
+        def sum_concat_backprop(A: Any, Abox: Any) -> tuple:
+            Abox = ensure_abox(Abox)
+            if new_list:
+                es = out_sens(result, A, Abox)
+                es = [gen_zero] * total if es is None else list(es)
+            else:
+                es = items_of(A, total)
+            pieces = []
+            pos = 0
+            for piece, n in zip([start] + list(items), lengths):
+                part = es[pos : pos + n]
+                pos += n
+                pieces.append(part if isinstance(piece, list) else tuple(part))
+            s_start, s_items = pieces[0], s.sens(pieces[1:], Abox)
+            if start_kw:
+                return _result(args[:1], kwargs, (s_items,), start=s_start)
+            return ((),) + ((s_items, s_start) if len(args) == 2 else (s_items,))
+
+        return ProcResult(result, sum_concat_backprop)
+
+    n = len(items)
+
+    def sum_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return _zeros(args, kwargs)
+        if type(A) is float:
+            el = [A] * n
+        else:
+            el = [unbroadcast(A, x) for x in items]
+        s_items = s.sens(el, Abox)
+        s_start = unbroadcast(A, start)
+        if start_kw:
+            return ((), s_items, {"start": s_start})
+        return ((), s_items, s_start) if len(args) == 2 else ((), s_items)
+
+    return ProcResult(result, sum_backprop)
+
+
+register_primitive(
+    sum,
+    _named(sum_plus, sum),
+    note="sum(iterable, start=0): every element and start get the result's sensitivity "
+    "(summed over broadcast axes for arrays); concatenations of lists/tuples split it back.",
+)
+
+
+# ---------------------------------------------------------------------------
+# min, max
+
+
+def _extremum(fn: Any, better: Any) -> Any:
+    name = fn.__name__
+
+    def extremum_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        if not args or any(k not in ("key", "default") for k in kwargs):
+            fn(*args, **kwargs)  # raises the builtin's own TypeError
+        key = kwargs.get("key", None)
+        default = kwargs.get("default", _MISSING)
+        if len(args) == 1:
+            s = seq(args[0], name, "iterable")
+            items = s.items
+        else:
+            if default is not _MISSING:
+                fn(*args, **kwargs)  # TypeError: default with several positional arguments
+            s = None
+            items = args
+        n = len(items)
+        if n == 0:
+            if default is _MISSING:
+                fn([], **kwargs)  # ValueError: empty sequence
+            idx = -1
+            result = default
+        else:
+            keyf = None if key is None else as_plain_callable(key)
+            if keyf is None:
+                best = items[0]
+                idx = 0
+                for i in range(1, n):
+                    x = items[i]
+                    if better(x, best):
+                        best, idx = x, i
+            else:
+                best = keyf(items[0])
+                idx = 0
+                for i in range(1, n):
+                    k = keyf(items[i])
+                    if better(k, best):
+                        best, idx = k, i
+            result = items[idx]
+
+        def extremum_backprop(A: Any, Abox: Any) -> tuple:
+            if A is gen_zero or A is None:
+                return _zeros(args, kwargs)
+            if idx < 0:
+                s_default = A
+                pos = (s.sens(None),) if s is not None else ()
+                return ((),) + pos + (_kw_out(kwargs, default=s_default),)
+            if s is not None:
+                el: list = [gen_zero] * n
+                el[idx] = A
+                pos = (s.sens(el, ensure_abox(Abox)),)
+            else:
+                pl: list = [gen_zero] * n
+                pl[idx] = A
+                pos = tuple(pl)
+            out = ((),) + pos
+            return out + (_kw_out(kwargs),) if kwargs else out
+
+        return ProcResult(result, extremum_backprop)
+
+    return _named(extremum_plus, fn)
+
+
+register_primitive(
+    min,
+    _extremum(min, operator.lt),
+    note="min(*args or iterable, key=, default=): the sensitivity goes to the element returned "
+    "(the first minimal one on ties); key= is used for the primal only.",
+)
+register_primitive(
+    max,
+    _extremum(max, operator.gt),
+    note="max(*args or iterable, key=, default=): the sensitivity goes to the element returned "
+    "(the first maximal one on ties); key= is used for the primal only.",
+)
+
+
+# ---------------------------------------------------------------------------
+# abs
+
+
+def _abs_grad(A: Any, r: Any, x: Any) -> Any:
+    if is_ndarray(x):
+        np = _np()
+        if np.iscomplexobj(x):
+            safe = np.where(r == 0, 1, r)
+            return A * np.where(r == 0, 0, np.conj(x) / safe)
+        return A * np.sign(x)
+    if is_complex(x):
+        if type(A) is complex:
+            A = A.real
+        return A * (x.conjugate() / r) if r != 0 else A * 0.0
+    if x > 0:
+        return proj(A, x)
+    if x < 0:
+        return -proj(A, x)
+    if x == 0:
+        return proj(A, x) * 0
+    return proj(A, x) * x  # nan
+
+
+def abs_plus(x: Any) -> ProcResult:
+    r = abs(x)
+
+    def abs_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return ((), gen_zero)
+        if not (is_number(x) or is_ndarray(x)):
+            if is_zero_sensitivity(A):
+                return ((), gen_zero)
+            raise NonDifferentiableError(
+                f"abs(): no derivative is known for abs of a {type(x).__name__}; "
+                "register a rule for its __abs__ with dplus.register_primitive"
+            )
+        return ((), _abs_grad(A, r, x))
+
+    return ProcResult(r, abs_backprop)
+
+
+register_primitive(
+    abs,
+    _named(abs_plus, abs),
+    note="abs(x): sign(x) for real x (0 at 0); A*conj(z)/|z| for complex z (0 at 0), "
+    "the JAX/autograd convention.",
+)
+
+
+# ---------------------------------------------------------------------------
+# pow
+
+
+def _pow_sig(base: Any, exp: Any, mod: Any = None) -> tuple:
+    return base, exp, mod
+
+
+def _is_int(y: Any) -> bool:
+    if type(y) is int:
+        return True
+    np = _np()
+    return np is not None and isinstance(y, np.integer)
+
+
+def pow_grads(A: Any, r: Any, x: Any, y: Any) -> tuple:
+    """The sensitivities of ``x`` and ``y`` in ``r = x ** y`` (scalars; see the module docstring)."""
+    if is_complex(x) or is_complex(y) or is_complex(r):
+        # holomorphic in both arguments, principal branch
+        if y == 0:
+            sx = A * 0
+        else:
+            try:
+                sx = A * (y * x ** (y - 1))
+            except ZeroDivisionError:
+                sx = A * complex(math.inf, 0)
+        if _is_int(y):
+            sy = gen_zero
+        elif x == 0:
+            sy = A * 0
+        else:
+            sy = A * (r * cmath.log(x))
+        return proj(sx, x), proj(sy, y)
+    # real
+    if y == 0:
+        sx = A * 0.0
+    else:
+        try:
+            sx = A * (y * x ** (y - 1))
+        except ZeroDivisionError:
+            sx = A * (y * math.inf)
+    if _is_int(y):
+        sy = gen_zero
+    elif x > 0:
+        sy = A * (r * math.log(x))
+    elif x == 0:
+        sy = A * 0.0
+    else:
+        sy = A * math.nan
+    return sx, sy
+
+
+def _pow_array_grads(A: Any, r: Any, x: Any, y: Any) -> tuple:
+    np = _np()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx = A * np.where(np.equal(y, 0), 0, y * np.power(x, np.subtract(y, 1)))
+        if _is_int(y) or (is_ndarray(y) and np.issubdtype(y.dtype, np.integer)):
+            sy = gen_zero
+        else:
+            logx = np.log(np.where(np.equal(x, 0), 1, x))
+            sy = A * r * logx
+    return unbroadcast(sx, x), (gen_zero if sy is gen_zero else unbroadcast(sy, y))
+
+
+def pow_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    base, exp, mod = _bind(_pow_sig, pow, args, kwargs)
+    if mod is not None:
+        r3 = pow(base, exp, mod)
+        return ProcResult(r3, lambda A, Abox: _zeros(args, kwargs))
+    if not kwargs and len(args) == 2:
+        t = lookup_transform(operator.pow)
+        if t is not None:
+            return t(base, exp)
+    r = pow(base, exp)
+
+    def pow_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return _zeros(args, kwargs)
+        if is_ndarray(r) or is_ndarray(base) or is_ndarray(exp):
+            sx, sy = _pow_array_grads(A, r, base, exp)
+        else:
+            sx, sy = pow_grads(A, r, base, exp)
+        if kwargs:
+            names = ("base", "exp")
+            sens = {"base": sx, "exp": sy}
+            pos = tuple(sens[names[i]] for i in range(len(args)))
+            return ((),) + pos + ({k: sens.get(k, gen_zero) for k in kwargs},)
+        return ((), sx, sy)
+
+    return ProcResult(r, pow_backprop)
+
+
+register_primitive(
+    pow,
+    _named(pow_plus, pow),
+    note="pow(x, y) as x ** y (operator.pow's rule when registered); pow(x, y, mod) is "
+    "non-differentiable.",
+)
+
+
+# ---------------------------------------------------------------------------
+# float, complex, divmod
+
+
+def float_plus(*args: Any) -> ProcResult:
+    r = float(*args)
+
+    def float_backprop(A: Any, Abox: Any) -> tuple:
+        if not args:
+            return ((),)
+        x = args[0]
+        if A is gen_zero or A is None or isinstance(x, (str, bytes, bytearray, bool)):
+            return ((), gen_zero)
+        if is_number(x):
+            return ((), proj(A, x))
+        if is_ndarray(x):
+            np = _np()
+            return ((), np.full(x.shape, proj(A, x), dtype=float))
+        if is_zero_sensitivity(A):
+            return ((), gen_zero)
+        raise NonDifferentiableError(
+            f"float(): sensitivity reached a {type(x).__name__} converted with its __float__, "
+            "which has no derivative rule; register one with dplus.register_primitive"
+        )
+
+    return ProcResult(r, float_backprop)
+
+
+register_primitive(float, _named(float_plus, float), note="float(x): identity derivative for numbers; none for strings.")
+
+
+def _complex_sig(real: Any = 0, imag: Any = _MISSING) -> tuple:
+    return real, imag
+
+
+def complex_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    re, im = _bind(_complex_sig, complex, args, kwargs)
+    r = complex(*args, **kwargs)
+
+    def complex_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return _zeros(args, kwargs)
+        sens = {}
+        if isinstance(re, (str, bytes)) or type(re) is bool:
+            sens["real"] = gen_zero
+        else:
+            sens["real"] = proj(A, re)
+        if im is not _MISSING:
+            if type(im) is bool:
+                sens["imag"] = gen_zero
+            else:
+                sens["imag"] = proj(A * 1j, im)
+        names = ("real", "imag")
+        pos = tuple(sens[names[i]] for i in range(len(args)))
+        if kwargs:
+            return ((),) + pos + ({k: sens.get(k, gen_zero) for k in kwargs},)
+        return ((),) + pos
+
+    return ProcResult(r, complex_backprop)
+
+
+register_primitive(
+    complex,
+    _named(complex_plus, complex),
+    note="complex(re, im): real arguments get Re(A) and -Im(A) (the Re(s*dz) pairing); "
+    "complex ones A and 1j*A.",
+)
+
+
+def divmod_plus(x: Any, y: Any) -> ProcResult:
+    q, rem = r = divmod(x, y)
+
+    def divmod_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return ((), gen_zero, gen_zero)
+        Ar = items_of(A, 2)[1]
+        if Ar is gen_zero or Ar is None:
+            return ((), gen_zero, gen_zero)
+        return ((), unbroadcast(Ar, x), unbroadcast(-Ar * q, y))
+
+    return ProcResult(r, divmod_backprop)
+
+
+register_primitive(
+    divmod,
+    _named(divmod_plus, divmod),
+    note="divmod(x, y): the quotient has zero derivative; the remainder x - q*y has 1 and -q.",
+)
+
+
+# ---------------------------------------------------------------------------
+# sorted, reversed
+
+
+def _sorted_sig(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> tuple:
+    return iterable, key, reverse
+
+
+def sorted_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    iterable, key, reverse = _bind(_sorted_sig, sorted, args, kwargs)
+    s = seq(iterable, "sorted", "iterable")
+    items = s.items
+    n = len(items)
+    if key is None:
+        keys = items
+    else:
+        keyf = as_plain_callable(key)
+        keys = [keyf(x) for x in items]
+    perm = sorted(range(n), key=keys.__getitem__, reverse=reverse)
+    out = [items[i] for i in perm]
+    return ProcResult(out, _permutation_backprop(out, s, perm, n, args, kwargs))
+
+
+def _permutation_backprop(out: list, s: Any, perm: list, n: int, args: tuple, kwargs: dict) -> Any:
+    """The backprop of ``out[i] = items[perm[i]]``, ``out`` a new list."""
+
+    def permutation_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        if so is None:
+            return _zeros(args, kwargs)
+        el: list = [gen_zero] * n
+        for i, p in enumerate(perm):
+            el[p] = so[i]
+        out_t = ((), s.sens(el, Abox)) + (gen_zero,) * (len(args) - 1)
+        return out_t + ({k: gen_zero for k in kwargs},) if kwargs else out_t
+
+    return permutation_backprop
+
+
+register_primitive(
+    sorted,
+    _named(sorted_plus, sorted),
+    note="sorted(iterable, key=, reverse=): a list; sensitivities follow the permutation; key= "
+    "is used for the primal only.",
+)
+
+
+def reversed_plus(sequence: Any) -> ProcResult:
+    r = list(reversed(sequence))  # the builtin's own checks: sequences and __reversed__ only
+    s = lazy_seq(sequence, "reversed", "sequence")
+    if s.items is None:
+        s.items = r[::-1]
+    n = len(r)
+    perm = list(range(n - 1, -1, -1))
+    return ProcResult(r, _permutation_backprop(r, s, perm, n, (sequence,), {}))
+
+
+register_primitive(
+    reversed,
+    _named(reversed_plus, reversed),
+    note="reversed(seq): a list inside differentiated code; sensitivities are reversed back.",
+)
+
+
+# ---------------------------------------------------------------------------
+# zip, enumerate, map, filter
+
+
+def zip_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
+    if any(k != "strict" for k in kwargs):
+        zip(*iterables, **kwargs)  # raises
+    seqs = [lazy_seq(x, "zip", f"iterables[{j}]") for j, x in enumerate(iterables)]
+    check_finite(seqs, "zip")
+    out = list(zip(*[sq.source() for sq in seqs], **kwargs))
+    m = len(seqs)
+
+    def zip_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        if so is None:
+            return _zeros(iterables, kwargs)
+        cols: list = [[] for _ in range(m)]
+        for k, sk in enumerate(so):
+            its = items_of(sk, m)
+            for j in range(m):
+                cols[j].append(its[j])
+        pos = tuple(sq.sens(col, Abox) for sq, col in zip(seqs, cols))
+        res = ((),) + pos
+        return res + ({k: gen_zero for k in kwargs},) if kwargs else res
+
+    return ProcResult(out, zip_backprop)
+
+
+register_primitive(
+    zip,
+    _named(zip_plus, zip),
+    note="zip(*iterables, strict=): a list of tuples inside differentiated code; stops at the "
+    "shortest input (which may be infinite).",
+)
+
+
+def _enumerate_sig(iterable: Any, start: int = 0) -> tuple:
+    return iterable, start
+
+
+def enumerate_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    iterable, start = _bind(_enumerate_sig, enumerate, args, kwargs)
+    s = seq(iterable, "enumerate", "iterable")
+    out = list(enumerate(s.items, start))
+
+    def enumerate_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        if so is None:
+            return _zeros(args, kwargs)
+        el = [items_of(sk, 2)[1] for sk in so]
+        res = ((), s.sens(el, Abox)) + (gen_zero,) * (len(args) - 1)
+        return res + ({k: gen_zero for k in kwargs},) if kwargs else res
+
+    return ProcResult(out, enumerate_backprop)
+
+
+register_primitive(
+    enumerate,
+    _named(enumerate_plus, enumerate),
+    note="enumerate(iterable, start=0): a list of (index, element) inside differentiated code.",
+)
+
+
+def map_plus(function: Any, *iterables: Any) -> ProcResult:
+    if not iterables:
+        map(function)  # raises TypeError
+    seqs = [lazy_seq(x, "map", f"iterables[{j}]") for j, x in enumerate(iterables)]
+    check_finite(seqs, "map")
+    fp = lift(function)
+    calls = list(zip(*[sq.source() for sq in seqs]))
+    bps = []
+    out = []
+    for a in calls:
+        r = fp(*a)
+        out.append(r.primal)
+        bps.append(r.backprop)
+    vals = tuple(out)
+    m = len(seqs)
+    n = len(calls)
+
+    def map_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        cols: list = [[gen_zero] * n for _ in range(m)]
+        fsens: Any = gen_zero
+        for k in range(n - 1, -1, -1):
+            a = gen_zero if so is None else settle(vals[k], so[k], Abox)
+            rs = bps[k](a, Abox)
+            fsens = add_closure(fsens, rs[0])
+            args_k = calls[k]
+            for j in range(m):
+                cols[j][k] = settle(args_k[j], rs[1 + j], Abox)
+        pos = tuple(sq.sens(col, Abox) for sq, col in zip(seqs, cols))
+        return ((), fsens) + pos
+
+    return ProcResult(out, map_backprop)
+
+
+register_primitive(
+    map,
+    _named(map_plus, map),
+    note="map(f, *iterables): a list inside differentiated code; f is called through its "
+    "transform, its sensitivity is the sum of the closure sensitivities of all calls.",
+)
+
+
+def filter_plus(function: Any, iterable: Any) -> ProcResult:
+    s = seq(iterable, "filter", "iterable")
+    items = s.items
+    pred = bool if function is None else as_plain_callable(function)
+    keep = [i for i, x in enumerate(items) if pred(x)]
+    out = [items[i] for i in keep]
+    n = len(items)
+
+    def filter_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        if so is None:
+            return ((), gen_zero, gen_zero)
+        el: list = [gen_zero] * n
+        for k, i in enumerate(keep):
+            el[i] = so[k]
+        return ((), gen_zero, s.sens(el, Abox))
+
+    return ProcResult(out, filter_backprop)
+
+
+register_primitive(
+    filter,
+    _named(filter_plus, filter),
+    note="filter(pred, iterable): a list inside differentiated code; pred is used for the primal "
+    "only, the kept elements receive their sensitivities.",
+)
+
+
+# ---------------------------------------------------------------------------
+# non-differentiable builtins
+
+for _fn in (
+    range, len, isinstance, issubclass, type, bool, any, all, id, hash, repr, str, print,
+    callable, hasattr, ord, chr, format, bin, oct, hex, ascii,
+):
+    defnondiff(_fn)
+
+defnondiff(int, note="int(x): piecewise constant, zero derivative")
+defnondiff(round, note="round(x, ndigits=None): piecewise constant, zero derivative")
+
+del _fn
