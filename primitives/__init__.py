@@ -3,3 +3,6 @@
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
 from . import builtins  # noqa: F401
+from . import functional  # noqa: F401
+from . import cmath  # noqa: F401
+from . import statistics  # noqa: F401

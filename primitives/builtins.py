@@ -26,18 +26,13 @@ Conventions (see also ``_iterables``):
 * **min / max**: the whole sensitivity goes to the element returned, i.e. the
   *first* extremal element when there are ties (Python's own choice). ``default=``
   receives the sensitivity when it is returned.
-* **abs**: for real ``x`` the derivative is ``sign(x)``, with ``0`` at ``x == 0``.
-  For complex ``z`` it is ``A * conj(z) / |z|`` (``0`` at ``z == 0``): complex
-  sensitivities pair with changes as ``Re(s * dz)``, the JAX / autograd convention,
-  under which a holomorphic ``f`` has ``s = A * f'(z)``. The sensitivity of a real
-  argument is always real (the real part is taken when a complex one arises).
-* **complex(re, im)**: the sensitivity of a real ``re`` is ``Re(A)``, of a real ``im``
-  ``-Im(A)`` (same pairing); complex arguments get ``A`` and ``1j * A``.
-* **pow(x, y)** is ``x ** y``: it uses the registered rule of ``operator.pow`` when
-  there is one; otherwise: ``d/dx = y * x**(y-1)``, ``d/dy = log(x) * x**y`` with
-  ``0`` at ``x == 0``, ``nan`` for a negative real base with a float exponent, and
-  zero for an ``int`` exponent (a discrete exponent, as in JAX). ``pow(x, y, mod)``
-  is non-differentiable.
+* **Complex numbers** follow the convention of ``operators.py`` (JAX / autograd): a
+  sensitivity ``c`` of ``z`` pairs with changes as ``Re(c * dz)``, and a real argument
+  receives the real part of its sensitivity. So ``complex(re, im)`` gives a real ``re``
+  ``Re(A)`` and a real ``im`` ``-Im(A)``; complex arguments get ``A`` and ``1j * A``.
+* ``abs`` and ``pow`` are registered with the operator rules (``operators.py``:
+  ``abs`` like ``operator.abs``, ``pow(x, y)`` like ``x ** y``, ``pow(x, y, mod)``
+  non-differentiable).
 * **Piecewise-constant functions** have zero derivative everywhere: ``int``,
   ``round``, and the quotient of ``divmod`` (its remainder ``x - q*y`` has
   derivatives ``1`` and ``-q``, like ``%``).
@@ -51,15 +46,13 @@ Conventions (see also ``_iterables``):
 from __future__ import annotations
 
 import builtins as _b
-import cmath
-import math
 import operator
 import sys
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
-from dplus.registry import lookup_transform, register_primitive
+from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
 from dplus.runtime import as_plain_callable, lift
@@ -68,7 +61,6 @@ from ._iterables import (
     add_closure,
     check_finite,
     ensure_abox,
-    is_complex,
     items_of,
     lazy_seq,
     out_sens,
@@ -263,156 +255,6 @@ register_primitive(
     _extremum(max, operator.gt),
     note="max(*args or iterable, key=, default=): the sensitivity goes to the element returned "
     "(the first maximal one on ties); key= is used for the primal only.",
-)
-
-
-# ---------------------------------------------------------------------------
-# abs
-
-
-def _abs_grad(A: Any, r: Any, x: Any) -> Any:
-    if is_ndarray(x):
-        np = _np()
-        if np.iscomplexobj(x):
-            safe = np.where(r == 0, 1, r)
-            return A * np.where(r == 0, 0, np.conj(x) / safe)
-        return A * np.sign(x)
-    if is_complex(x):
-        if type(A) is complex:
-            A = A.real
-        return A * (x.conjugate() / r) if r != 0 else A * 0.0
-    if x > 0:
-        return proj(A, x)
-    if x < 0:
-        return -proj(A, x)
-    if x == 0:
-        return proj(A, x) * 0
-    return proj(A, x) * x  # nan
-
-
-def abs_plus(x: Any) -> ProcResult:
-    r = abs(x)
-
-    def abs_backprop(A: Any, Abox: Any) -> tuple:
-        if A is gen_zero or A is None:
-            return ((), gen_zero)
-        if not (is_number(x) or is_ndarray(x)):
-            if is_zero_sensitivity(A):
-                return ((), gen_zero)
-            raise NonDifferentiableError(
-                f"abs(): no derivative is known for abs of a {type(x).__name__}; "
-                "register a rule for its __abs__ with dplus.register_primitive"
-            )
-        return ((), _abs_grad(A, r, x))
-
-    return ProcResult(r, abs_backprop)
-
-
-register_primitive(
-    abs,
-    _named(abs_plus, abs),
-    note="abs(x): sign(x) for real x (0 at 0); A*conj(z)/|z| for complex z (0 at 0), "
-    "the JAX/autograd convention.",
-)
-
-
-# ---------------------------------------------------------------------------
-# pow
-
-
-def _pow_sig(base: Any, exp: Any, mod: Any = None) -> tuple:
-    return base, exp, mod
-
-
-def _is_int(y: Any) -> bool:
-    if type(y) is int:
-        return True
-    np = _np()
-    return np is not None and isinstance(y, np.integer)
-
-
-def pow_grads(A: Any, r: Any, x: Any, y: Any) -> tuple:
-    """The sensitivities of ``x`` and ``y`` in ``r = x ** y`` (scalars; see the module docstring)."""
-    if is_complex(x) or is_complex(y) or is_complex(r):
-        # holomorphic in both arguments, principal branch
-        if y == 0:
-            sx = A * 0
-        else:
-            try:
-                sx = A * (y * x ** (y - 1))
-            except ZeroDivisionError:
-                sx = A * complex(math.inf, 0)
-        if _is_int(y):
-            sy = gen_zero
-        elif x == 0:
-            sy = A * 0
-        else:
-            sy = A * (r * cmath.log(x))
-        return proj(sx, x), proj(sy, y)
-    # real
-    if y == 0:
-        sx = A * 0.0
-    else:
-        try:
-            sx = A * (y * x ** (y - 1))
-        except ZeroDivisionError:
-            sx = A * (y * math.inf)
-    if _is_int(y):
-        sy = gen_zero
-    elif x > 0:
-        sy = A * (r * math.log(x))
-    elif x == 0:
-        sy = A * 0.0
-    else:
-        sy = A * math.nan
-    return sx, sy
-
-
-def _pow_array_grads(A: Any, r: Any, x: Any, y: Any) -> tuple:
-    np = _np()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sx = A * np.where(np.equal(y, 0), 0, y * np.power(x, np.subtract(y, 1)))
-        if _is_int(y) or (is_ndarray(y) and np.issubdtype(y.dtype, np.integer)):
-            sy = gen_zero
-        else:
-            logx = np.log(np.where(np.equal(x, 0), 1, x))
-            sy = A * r * logx
-    return unbroadcast(sx, x), (gen_zero if sy is gen_zero else unbroadcast(sy, y))
-
-
-def pow_plus(*args: Any, **kwargs: Any) -> ProcResult:
-    base, exp, mod = _bind(_pow_sig, pow, args, kwargs)
-    if mod is not None:
-        r3 = pow(base, exp, mod)
-        return ProcResult(r3, lambda A, Abox: _zeros(args, kwargs))
-    if not kwargs and len(args) == 2:
-        t = lookup_transform(operator.pow)
-        if t is not None:
-            return t(base, exp)
-    r = pow(base, exp)
-
-    def pow_backprop(A: Any, Abox: Any) -> tuple:
-        if A is gen_zero or A is None:
-            return _zeros(args, kwargs)
-        if is_ndarray(r) or is_ndarray(base) or is_ndarray(exp):
-            sx, sy = _pow_array_grads(A, r, base, exp)
-        else:
-            sx, sy = pow_grads(A, r, base, exp)
-        if kwargs:
-            names = ("base", "exp")
-            sens = {"base": sx, "exp": sy}
-            pos = tuple(sens[names[i]] for i in range(len(args)))
-            return ((),) + pos + ({k: sens.get(k, gen_zero) for k in kwargs},)
-        return ((), sx, sy)
-
-    return ProcResult(r, pow_backprop)
-
-
-register_primitive(
-    pow,
-    _named(pow_plus, pow),
-    note="pow(x, y) as x ** y (operator.pow's rule when registered); pow(x, y, mod) is "
-    "non-differentiable.",
 )
 
 

@@ -1,0 +1,455 @@
+"""Rules for higher-order and iterator tools: ``functools.reduce`` and ``itertools``.
+
+Covered: ``functools.reduce`` (with and without ``initial``), ``itertools.accumulate``
+(default addition and with a function, ``initial=``), ``chain``,
+``chain.from_iterable``, ``product`` (``repeat=``), ``repeat``, ``islice`` and
+``starmap``.
+
+Conventions (the same as for the builtins, see ``builtins.py``):
+
+* **Eager results.** Inside differentiated code these return *lists* (``reduce``
+  returns its value). ``islice`` stops early, so it may slice an infinite iterator;
+  the others consume their whole input, and raise a :class:`dplus.DplusError` for a
+  known infinite iterator (``count``, ``cycle``, ``repeat(x)``) instead of hanging.
+* ``repeat(x, n)`` is the list ``[x] * n`` (the same object ``n`` times, as the
+  iterator gives); its sensitivity is summed into ``x``. ``repeat(x)`` with no ``n``
+  stays the infinite iterator, and *its* sensitivity is the (summed) sensitivity of
+  ``x``: ``zip``, ``map``, ``starmap``-style consumers and ``islice`` send the
+  sensitivities of its elements back that way, so ``map(mul, xs, repeat(y))`` is
+  differentiable in ``y``.
+* Sensitivities of iterable arguments conform to them (list, tuple, array; nothing for
+  ``range``/``str``); sensitivity that would have to flow into an iterator, generator,
+  set or dict keys raises :class:`dplus.NonDifferentiableError` (pass a list instead).
+* **Function arguments** are called through ``dplus.runtime.lift``: plus-functions,
+  registered primitives, or unknown callables under the current policy (the default
+  raises :class:`dplus.UnknownTransformError` only when sensitivity reaches an
+  unknown function's result). Their backpropagators run in reverse order of the
+  calls, with the shared box-sensitivity map; the function argument's sensitivity is
+  the sum of the closure sensitivities of all calls.
+* ``accumulate`` without ``func`` adds with ``operator.add``'s rule (a reversed
+  cumulative sum of the sensitivities for numbers).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+from typing import Any
+
+from dplus.linear import add, gen_zero
+from dplus.registry import register_primitive
+from dplus.result import ProcResult
+from dplus.runtime import lift
+
+from ._iterables import (
+    REPEAT,
+    add_closure,
+    ensure_abox,
+    items_of,
+    lazy_seq,
+    out_sens,
+    proj,
+    seq,
+    settle,
+    sum_sens,
+)
+
+_MISSING = object()
+
+
+def _named(transform: Any, name: str) -> Any:
+    transform.__name__ = transform.__qualname__ = f"{name}_plus"
+    return transform
+
+
+def _bind(sig: Any, fn: Any, args: tuple, kwargs: dict) -> tuple:
+    """Bind ``args`` to ``sig``; on a bad call, let ``fn`` raise its own error."""
+    try:
+        return sig(*args, **kwargs)
+    except TypeError:
+        fn(*args, **kwargs)
+        raise
+
+
+# ---------------------------------------------------------------------------
+# functools.reduce
+
+
+def reduce_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    if kwargs or not 2 <= len(args) <= 3:
+        functools.reduce(*args, **kwargs)  # raises the builtin's TypeError
+    function, iterable = args[0], args[1]
+    s = seq(iterable, "reduce", "iterable")
+    items = s.items
+    n = len(items)
+    if len(args) == 3:
+        acc = args[2]
+        start = 0
+    else:
+        if n == 0:
+            functools.reduce(function, [])  # TypeError: empty iterable, no initial value
+        acc = items[0]
+        start = 1
+    fp = lift(function)
+    accs = []
+    bps = []
+    for i in range(start, n):
+        accs.append(acc)
+        r = fp(acc, items[i])
+        bps.append(r.backprop)
+        acc = r.primal
+    result = acc
+
+    def reduce_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        a = settle(result, A, Abox) if bps else A
+        fs: Any = gen_zero
+        el: list = [gen_zero] * n
+        for k in range(len(bps) - 1, -1, -1):
+            rs = bps[k](a, Abox)
+            fs = add_closure(fs, rs[0])
+            i = start + k
+            el[i] = settle(items[i], rs[2], Abox)
+            a = settle(accs[k], rs[1], Abox)
+        if start == 1:
+            el[0] = add(el[0], a)
+            return ((), fs, s.sens(el, Abox))
+        return ((), fs, s.sens(el, Abox), a)
+
+    return ProcResult(result, reduce_backprop)
+
+
+register_primitive(
+    functools.reduce,
+    _named(reduce_plus, "reduce"),
+    note="functools.reduce(f, iterable[, initial]): f through its transform; backprops run in "
+    "reverse, threading the accumulator's sensitivity.",
+)
+
+
+# ---------------------------------------------------------------------------
+# itertools.accumulate
+
+
+def _accumulate_sig(iterable: Any, func: Any = None, *, initial: Any = None) -> tuple:
+    return iterable, func, initial
+
+
+def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    iterable, func, initial = _bind(_accumulate_sig, itertools.accumulate, args, kwargs)
+    s = seq(iterable, "accumulate", "iterable")
+    items = s.items
+    n = len(items)
+    has_init = initial is not None
+    fast = func is None and all(type(x) in (float, int, complex) for x in items) and (
+        not has_init or type(initial) in (float, int, complex)
+    )
+    if fast:
+        out = list(itertools.accumulate(items, initial=initial))
+        bps = None
+    else:
+        fp = lift(operator.add if func is None else func)
+        out = []
+        bps = []
+        if has_init:
+            acc = initial
+            lo = 0
+        elif n:
+            acc = items[0]
+            lo = 1
+        else:
+            acc = _MISSING
+            lo = 0
+        if acc is not _MISSING:
+            out.append(acc)
+        for i in range(lo, n):
+            r = fp(acc, items[i])
+            bps.append(r.backprop)
+            acc = r.primal
+            out.append(acc)
+    vals = tuple(out)
+    m = len(vals)
+    off = 1 if has_init else 0  # out[k] combines items[k - off]
+
+    def _result(fs: Any, el: list, s_init: Any, Abox: Any) -> tuple:
+        s_items = s.sens(el, Abox)
+        pos: tuple = ((), s_items)
+        if len(args) >= 2:
+            pos = pos + (fs,)
+        if kwargs:
+            kw = {}
+            for k in kwargs:
+                kw[k] = fs if k == "func" else s_init if k == "initial" else gen_zero
+            pos = pos + (kw,)
+        return pos
+
+    def accumulate_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        el: list = [gen_zero] * n
+        fs: Any = gen_zero
+        if bps is None:
+            # numbers added: reversed cumulative sum
+            if so is None:
+                return _result(fs, el, gen_zero, Abox)
+            a: Any = gen_zero
+            for k in range(m - 1, off - 1, -1):
+                a = add(a, so[k])
+                el[k - off] = proj(a, items[k - off])
+            s_init = gen_zero
+            if has_init:
+                s_init = proj(add(a, so[0]), initial)
+            return _result(fs, el, s_init, Abox)
+        # general: out[k] = f(out[k-1], items[k - off]) for k >= 1
+        a = gen_zero
+        for k in range(m - 1, -1, -1):
+            if so is not None:
+                a = add(a, settle(vals[k], so[k], Abox))
+            if k == 0:
+                break
+            rs = bps[k - 1](a, Abox)
+            fs = add_closure(fs, rs[0])
+            el[k - off] = settle(items[k - off], rs[2], Abox)
+            a = settle(vals[k - 1], rs[1], Abox)
+        if m == 0:
+            return _result(fs, el, gen_zero, Abox)
+        if has_init:
+            return _result(fs, el, a, Abox)
+        el[0] = add(el[0], a)
+        return _result(fs, el, gen_zero, Abox)
+
+    return ProcResult(out, accumulate_backprop)
+
+
+register_primitive(
+    itertools.accumulate,
+    _named(accumulate_plus, "accumulate"),
+    note="itertools.accumulate(iterable, func=operator.add, initial=None): a list inside "
+    "differentiated code; func through its transform.",
+)
+
+
+# ---------------------------------------------------------------------------
+# chain, chain.from_iterable
+
+
+def _chain_pieces(seqs: list, es: list | None, Abox: Any) -> list:
+    out = []
+    pos = 0
+    for sq in seqs:
+        n = len(sq.items)
+        out.append(sq.sens(None if es is None else es[pos : pos + n], Abox))
+        pos += n
+    return out
+
+
+def chain_plus(*iterables: Any) -> ProcResult:
+    seqs = [seq(x, "chain", f"iterables[{j}]") for j, x in enumerate(iterables)]
+    out = [x for sq in seqs for x in sq.items]
+
+    def chain_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            return ((),) + (gen_zero,) * len(seqs)
+        return ((),) + tuple(_chain_pieces(seqs, es, Abox))
+
+    return ProcResult(out, chain_backprop)
+
+
+register_primitive(
+    itertools.chain,
+    _named(chain_plus, "chain"),
+    note="itertools.chain(*iterables): a list inside differentiated code; the sensitivity is split back.",
+)
+
+
+def chain_from_iterable_plus(iterable: Any) -> ProcResult:
+    outer = seq(iterable, "chain.from_iterable", "iterable")
+    seqs = [seq(x, "chain.from_iterable", f"iterable[{j}]") for j, x in enumerate(outer.items)]
+    out = [x for sq in seqs for x in sq.items]
+
+    def chain_from_iterable_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            return ((), gen_zero)
+        pieces = _chain_pieces(seqs, es, Abox)
+        return ((), outer.sens(pieces, Abox))
+
+    return ProcResult(out, chain_from_iterable_backprop)
+
+
+register_primitive(
+    itertools.chain.from_iterable,
+    _named(chain_from_iterable_plus, "chain.from_iterable"),
+    note="itertools.chain.from_iterable(iterables): a list inside differentiated code.",
+)
+
+
+# ---------------------------------------------------------------------------
+# product
+
+
+def product_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
+    if any(k != "repeat" for k in kwargs):
+        itertools.product(*iterables, **kwargs)  # raises
+    rep = kwargs.get("repeat", 1)
+    if not isinstance(rep, int) or rep < 0:
+        itertools.product(*iterables, **kwargs)  # raises
+    seqs = [seq(x, "product", f"iterables[{j}]") for j, x in enumerate(iterables)]
+    pools = [sq.items for sq in seqs] * rep
+    index_tuples = list(itertools.product(*[range(len(p)) for p in pools]))
+    out = [tuple(pools[j][i] for j, i in enumerate(t)) for t in index_tuples]
+    m = len(seqs)
+    width = len(pools)
+
+    def product_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            res = ((),) + (gen_zero,) * m
+        else:
+            els = [[gen_zero] * len(sq.items) for sq in seqs]
+            for t, sk in zip(index_tuples, es):
+                if sk is gen_zero or sk is None:
+                    continue
+                parts = items_of(sk, width)
+                for j, i in enumerate(t):
+                    p = parts[j]
+                    if p is not gen_zero and p is not None:
+                        col = els[j % m]
+                        col[i] = add(col[i], p)
+            res = ((),) + tuple(sq.sens(el, Abox) for sq, el in zip(seqs, els))
+        return res + ({k: gen_zero for k in kwargs},) if kwargs else res
+
+    return ProcResult(out, product_backprop)
+
+
+register_primitive(
+    itertools.product,
+    _named(product_plus, "product"),
+    note="itertools.product(*iterables, repeat=1): a list of tuples inside differentiated code.",
+)
+
+
+# ---------------------------------------------------------------------------
+# repeat
+
+
+def _repeat_sig(object: Any, times: Any = _MISSING) -> tuple:  # noqa: A002
+    return object, times
+
+
+def repeat_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    obj, times = _bind(_repeat_sig, itertools.repeat, args, kwargs)
+    names = ("object", "times")
+
+    def _res(s_obj: Any) -> tuple:
+        sens = {"object": s_obj, "times": gen_zero}
+        res = ((),) + tuple(sens[names[i]] for i in range(len(args)))
+        return res + ({k: sens[k] for k in kwargs},) if kwargs else res
+
+    if times is _MISSING:
+        # infinite: stays an iterator; its sensitivity is its element's
+        return ProcResult(itertools.repeat(obj), lambda A, Abox: _res(A))
+    out = list(itertools.repeat(obj, times))
+
+    def repeat_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        return _res(gen_zero if es is None else sum_sens(es))
+
+    return ProcResult(out, repeat_backprop)
+
+
+register_primitive(
+    itertools.repeat,
+    _named(repeat_plus, "repeat"),
+    note="itertools.repeat(x, n): the list [x]*n inside differentiated code; repeat(x) stays "
+    "infinite and its sensitivity is x's.",
+)
+
+
+# ---------------------------------------------------------------------------
+# islice
+
+
+def islice_plus(iterable: Any, *bounds: Any) -> ProcResult:
+    s = lazy_seq(iterable, "islice", "iterable")
+    if s.items is not None:
+        idx = list(itertools.islice(range(len(s.items)), *bounds))
+        out = [s.items[i] for i in idx]
+    else:
+        idx = None
+        out = list(itertools.islice(iterable, *bounds))
+    vals = tuple(out)
+    nb = len(bounds)
+
+    def islice_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            return ((), gen_zero) + (gen_zero,) * nb
+        if idx is not None:
+            el: list = [gen_zero] * len(s.items)
+            for k, i in enumerate(idx):
+                el[i] = es[k]
+            return ((), s.sens(el, Abox)) + (gen_zero,) * nb
+        if s.kind == REPEAT:
+            return ((), s.sens(list(es), Abox)) + (gen_zero,) * nb
+        # an iterator: mutable elements take their own sensitivities; others cannot be reached
+        s.items = list(vals)
+        return ((), s.sens(list(es), Abox)) + (gen_zero,) * nb
+
+    return ProcResult(out, islice_backprop)
+
+
+register_primitive(
+    itertools.islice,
+    _named(islice_plus, "islice"),
+    note="itertools.islice(iterable, [start,] stop[, step]): a list inside differentiated code; "
+    "the iterable may be infinite.",
+)
+
+
+# ---------------------------------------------------------------------------
+# starmap
+
+
+def starmap_plus(function: Any, iterable: Any) -> ProcResult:
+    outer = seq(iterable, "starmap", "iterable")
+    inners = [seq(x, "starmap", f"iterable[{k}]") for k, x in enumerate(outer.items)]
+    fp = lift(function)
+    out = []
+    bps = []
+    for inner in inners:
+        r = fp(*inner.items)
+        out.append(r.primal)
+        bps.append(r.backprop)
+    vals = tuple(out)
+    n = len(inners)
+
+    def starmap_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        so = out_sens(out, A, Abox)
+        fs: Any = gen_zero
+        el: list = [gen_zero] * n
+        for k in range(n - 1, -1, -1):
+            a = gen_zero if so is None else settle(vals[k], so[k], Abox)
+            rs = bps[k](a, Abox)
+            fs = add_closure(fs, rs[0])
+            inner = inners[k]
+            args_s = [settle(x, sx, Abox) for x, sx in zip(inner.items, rs[1:])]
+            el[k] = settle(inner.value, inner.sens(args_s, Abox), Abox)
+        return ((), fs, outer.sens(el, Abox))
+
+    return ProcResult(out, starmap_backprop)
+
+
+register_primitive(
+    itertools.starmap,
+    _named(starmap_plus, "starmap"),
+    note="itertools.starmap(f, iterable): a list inside differentiated code; f through its transform.",
+)
