@@ -1,11 +1,361 @@
-"""Rules for the math module."""
+"""Rules for the ``math`` module.
+
+Every differentiable function of ``math`` has a rule; the piecewise-constant and
+integer-valued ones (``floor ceil trunc isfinite isinf isnan isclose factorial comb
+perm gcd lcm isqrt ulp``) are registered as non-differentiable, and integer arguments
+(``ldexp``'s exponent, ``copysign``'s sign source, ``nextafter``'s direction) get no
+sensitivity. ``math`` works on real numbers only, so every sensitivity here is real.
+
+Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
+
+=================  ==========================================================
+``sin``            ``cos x``
+``cos``            ``-sin x``
+``tan``            ``1 + tan² x`` (``= sec² x``; written ``1 + r*r``)
+``asin``/``acos``  ``±1/sqrt((1-x)(1+x))``
+``atan``           ``1/(1+x²)``
+``atan2(y, x)``    ``x/(x²+y²)`` for ``y``, ``-y/(x²+y²)`` for ``x``
+``sinh``/``cosh``  ``cosh x`` / ``sinh x``
+``tanh``           ``1 - tanh² x``
+``asinh``          ``1/sqrt(x²+1)`` (``1/hypot(x, 1)``, no overflow)
+``acosh``          ``1/sqrt((x-1)(x+1))``
+``atanh``          ``1/((1-x)(1+x))``
+``exp``/``expm1``  ``exp x`` (``r`` / ``r + 1``)
+``exp2``           ``2**x ln 2``
+``log(x)``         ``1/x``;  ``log(x, b) = ln x / ln b``: ``1/(x ln b)`` and ``-r/(b ln b)``
+``log2``/``log10`` ``1/(x ln 2)`` / ``1/(x ln 10)``
+``log1p``          ``1/(1+x)``
+``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (infinite at 0: ``ZeroDivisionError``)
+``pow(x, y)``      ``y x**(y-1)`` and ``r ln x`` (``x > 0``; ``0`` for ``x <= 0``, where
+                   ``math.pow`` is real only at integer ``y``)
+``hypot(*xs)``     ``xᵢ/r`` (``0`` when ``r == 0``: a subgradient)
+``dist(p, q)``     ``(pᵢ-qᵢ)/r`` and ``-(pᵢ-qᵢ)/r`` (``0`` when ``p == q``)
+``erf``/``erfc``   ``±2/sqrt(pi) exp(-x²)``
+``gamma``          ``Γ(x) ψ(x)`` (``ψ``: digamma, implemented below)
+``lgamma``         ``ψ(x)`` (also for negative ``x``: ``d/dx ln|Γ(x)| = ψ(x)``)
+``fabs``           ``sign x``, ``0`` at ``0``
+``copysign(x, y)`` ``sign x · sign y`` for ``x`` (signed zeros count), nothing for ``y``
+``fmod(x, y)``     ``1`` and ``-trunc(x/y)`` (``r = x - trunc(x/y) y``)
+``remainder``      ``1`` and ``-n``, ``n`` the nearest integer to ``x/y``
+``modf(x)``        ``1`` for the fractional part, ``0`` for the integral part
+``frexp(x)``       ``2**-e`` for the mantissa, ``0`` for the exponent
+``ldexp(x, i)``    ``2**i``
+``nextafter``      ``1`` for ``x`` (it moves ``x`` by one ulp)
+``degrees``        ``180/pi``; ``radians``: ``pi/180``
+``fsum``           ``1`` for every element; ``prod``: the product of the others
+                   (by prefix and suffix products, exact with zeros), ``start`` included
+``sumprod(p, q)``  ``qᵢ`` and ``pᵢ`` (Python 3.12+)
+=================  ==========================================================
+
+Sequence arguments (``fsum``, ``prod``, ``dist``, ``sumprod``) get a sensitivity shaped
+like them: a list for a list, a tuple for a tuple, a list for any other iterable.
+"""
+
+from __future__ import annotations
 
 import math
+from typing import Any
 
-from dplus.rules import defvjp
+from dplus.linear import OneHot, TupleAccumulator, gen_zero
+from dplus.registry import register_primitive
+from dplus.result import ProcResult
+from dplus.rules import defnondiff, defvjp
+
+from .operators import _fit
+
+__all__ = ["digamma"]
+
+# ---------------------------------------------------------------------------
+# digamma, for the derivatives of gamma and lgamma
+
+
+def digamma(x: float) -> float:
+    """ψ(x) = Γ'(x)/Γ(x), to about 1e-15 absolute (relative away from its zero at 1.4616...).
+
+    Reflection ψ(x) = ψ(1-x) - π/tan(πx) for negative x, the recurrence
+    ψ(x) = ψ(x+1) - 1/x up to x >= 10, then the asymptotic series.
+    """
+    x = float(x)
+    if x <= 0.0:
+        if x == math.floor(x):
+            return math.nan  # a pole of Γ
+        t = x - round(x)  # exact; tan(πx) has period 1
+        return digamma(1.0 - x) - math.pi / math.tan(math.pi * t)
+    if math.isinf(x):
+        return x
+    if math.isnan(x):
+        return x
+    acc = 0.0
+    while x < 10.0:
+        acc -= 1.0 / x
+        x += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = inv2 * (
+        1.0 / 12.0
+        - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 * (1.0 / 132.0 - inv2 * (691.0 / 32760.0 - inv2 / 12.0)))))
+    )
+    return acc + math.log(x) - 0.5 * inv - series
+
+
+_digamma = digamma
+
+# ---------------------------------------------------------------------------
+# one-argument functions (inline rules: single expressions, valid for int and float)
 
 defvjp(math.sin, lambda A, r, x: A * math.cos(x))
 defvjp(math.cos, lambda A, r, x: -A * math.sin(x))
+defvjp(math.tan, lambda A, r, x: A * (1.0 + r * r))
+defvjp(math.asin, lambda A, r, x: A / math.sqrt((1.0 - x) * (1.0 + x)))
+defvjp(math.acos, lambda A, r, x: -A / math.sqrt((1.0 - x) * (1.0 + x)))
+defvjp(math.atan, lambda A, r, x: A / (1.0 + x * x))
+defvjp(math.sinh, lambda A, r, x: A * math.cosh(x))
+defvjp(math.cosh, lambda A, r, x: A * math.sinh(x))
+defvjp(math.tanh, lambda A, r, x: A * (1.0 - r * r))
+defvjp(math.asinh, lambda A, r, x: A / math.hypot(x, 1.0))
+defvjp(math.acosh, lambda A, r, x: A / math.sqrt((x - 1.0) * (x + 1.0)))
+defvjp(math.atanh, lambda A, r, x: A / ((1.0 - x) * (1.0 + x)))
 defvjp(math.exp, lambda A, r, x: A * r)
-defvjp(math.log, lambda A, r, x: A / x)
+defvjp(math.expm1, lambda A, r, x: A * (r + 1.0))
+defvjp(math.log2, lambda A, r, x: A / (x * 0.6931471805599453))
+defvjp(math.log10, lambda A, r, x: A / (x * 2.302585092994046))
+defvjp(math.log1p, lambda A, r, x: A / (1.0 + x))
 defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r))
+defvjp(math.erf, lambda A, r, x: A * 1.1283791670955126 * math.exp(-x * x))
+defvjp(math.erfc, lambda A, r, x: -A * 1.1283791670955126 * math.exp(-x * x))
+defvjp(math.gamma, lambda A, r, x: A * r * _digamma(x))
+defvjp(math.lgamma, lambda A, r, x: A * _digamma(x))
+defvjp(math.fabs, lambda A, r, x: A * (1.0 if x > 0 else -1.0 if x < 0 else 0.0))
+defvjp(math.degrees, lambda A, r, x: A * 57.29577951308232)
+defvjp(math.radians, lambda A, r, x: A * 0.017453292519943295)
+if hasattr(math, "exp2"):
+    defvjp(math.exp2, lambda A, r, x: A * r * 0.6931471805599453)
+if hasattr(math, "cbrt"):
+    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r))
+
+# ---------------------------------------------------------------------------
+# two-argument functions
+
+defvjp(
+    math.atan2,
+    lambda A, r, y, x: A * x / (x * x + y * y),
+    lambda A, r, y, x: -A * y / (x * x + y * y),
+)
+defvjp(
+    math.pow,
+    lambda A, r, x, y: A * (y * r / x if x else y * math.pow(x, y - 1.0) if y else 0.0),
+    lambda A, r, x, y: A * (r * math.log(x) if x > 0 else 0.0),
+)
+defvjp(math.copysign, lambda A, r, x, y: A * math.copysign(1.0, x) * math.copysign(1.0, y), None)
+defvjp(math.fmod, lambda A, r, x, y: A, lambda A, r, x, y: -A * ((x - r) / y))
+defvjp(math.remainder, lambda A, r, x, y: A, lambda A, r, x, y: -A * ((x - r) / y))
+defvjp(math.ldexp, lambda A, r, x, i: A * math.ldexp(1.0, i), None)
+defvjp(math.nextafter, lambda A, r, x, y: A, None)
+
+# ---------------------------------------------------------------------------
+# non-differentiable
+
+for _fn in (
+    math.floor, math.ceil, math.trunc, math.isfinite, math.isinf, math.isnan, math.isclose,
+    math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.ulp,
+):  # fmt: skip
+    defnondiff(_fn)
+
+
+# ---------------------------------------------------------------------------
+# helpers for tuple results and sequence arguments
+
+
+def _tuple_items(A: Any, n: int) -> list:
+    """A tuple sensitivity as a list of ``n`` items (``gen_zero`` for missing ones)."""
+    if A is gen_zero or A is None:
+        return [gen_zero] * n
+    t = type(A)
+    if t is OneHot:
+        return A.to_list()
+    if t is TupleAccumulator:
+        return list(A.items)
+    return list(A)
+
+
+def _seq(v: Any) -> tuple[list | tuple, bool]:
+    """The elements of a sequence argument, materialized when it is a one-shot iterable."""
+    if isinstance(v, (list, tuple)):
+        return v, True
+    return list(v), False
+
+
+def _shaped(sens: list, v: Any) -> Any:
+    """Element sensitivities shaped like the sequence argument ``v``."""
+    if isinstance(v, tuple):
+        return tuple(sens)
+    if isinstance(v, list):
+        return sens
+    if isinstance(v, range):
+        return gen_zero
+    np_mod = __import__("sys").modules.get("numpy")
+    if np_mod is not None and isinstance(v, np_mod.ndarray):
+        return np_mod.asarray(sens).reshape(v.shape)
+    return sens
+
+
+def _zeros(n: int, kwargs: dict) -> tuple:
+    out = ((),) + (gen_zero,) * n
+    return out + ({k: gen_zero for k in kwargs},) if kwargs else out
+
+
+# ---------------------------------------------------------------------------
+# log(x[, base]): inline rule for the one-argument call, a full transform for both
+
+
+defvjp(math.log, lambda A, r, x: A / x)  # the inline rule (arity 1) ...
+
+
+def _log_plus(x: Any, *base: Any) -> ProcResult:  # ... and the transform used for every call
+    r = math.log(x, *base)
+    if not base:
+        return ProcResult(r, lambda A, Abox: ((), gen_zero) if A is gen_zero else ((), A / x))
+    b = base[0]
+
+    def log_base_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero:
+            return _zeros(2, {})
+        lb = math.log(b)
+        return ((), A / (x * lb), -A * r / (b * lb))
+
+    return ProcResult(r, log_base_backprop)
+
+
+register_primitive(math.log, _log_plus, note="1/x; with a base b: 1/(x ln b), -log_b(x)/(b ln b)")
+
+
+# ---------------------------------------------------------------------------
+# variadic and sequence functions
+
+
+def _hypot_plus(*xs: Any) -> ProcResult:
+    r = math.hypot(*xs)
+
+    def hypot_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or r == 0:
+            return _zeros(len(xs), {})
+        s = A / r
+        return ((),) + tuple(s * x for x in xs)
+
+    return ProcResult(r, hypot_backprop)
+
+
+register_primitive(math.hypot, _hypot_plus, note="x_i / hypot(*xs)")
+
+
+def _dist_plus(p: Any, q: Any) -> ProcResult:
+    ps, _ = _seq(p)
+    qs, _ = _seq(q)
+    r = math.dist(ps, qs)
+
+    def dist_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or r == 0:
+            return _zeros(2, {})
+        s = A / r
+        d = [s * (a - b) for a, b in zip(ps, qs)]
+        return ((), _shaped(d, p), _shaped([-e for e in d], q))
+
+    return ProcResult(r, dist_backprop)
+
+
+register_primitive(math.dist, _dist_plus, note="(p - q)/dist(p, q) and its negative")
+
+
+def _fsum_plus(iterable: Any) -> ProcResult:
+    xs, _ = _seq(iterable)
+    r = math.fsum(xs)
+
+    def fsum_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero:
+            return _Z1
+        return ((), _shaped([_fit(A, x) for x in xs], iterable))
+
+    return ProcResult(r, fsum_backprop)
+
+
+_Z1 = ((), gen_zero)
+register_primitive(math.fsum, _fsum_plus, note="1 for every element")
+
+
+def _prod_plus(iterable: Any, **kwargs: Any) -> ProcResult:
+    xs, _ = _seq(iterable)
+    if set(kwargs) - {"start"}:
+        math.prod(xs, **kwargs)  # raises Python's TypeError
+    start = kwargs.get("start", 1)
+    r = math.prod(xs, start=start)
+
+    def prod_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero:
+            return _zeros(1, kwargs)
+        n = len(xs)
+        prefix = [start] * (n + 1)  # prefix[i] = start * x0 * ... * x(i-1)
+        for i in range(n):
+            prefix[i + 1] = prefix[i] * xs[i]
+        sens = [gen_zero] * n
+        suffix: Any = 1  # x(i+1) * ... * x(n-1)
+        for i in range(n - 1, -1, -1):
+            sens[i] = _fit(A * (prefix[i] * suffix), xs[i])
+            suffix = xs[i] * suffix
+        out = ((), _shaped(sens, iterable))
+        if kwargs:
+            out = out + ({"start": _fit(A * suffix, start)},)
+        return out
+
+    return ProcResult(r, prod_backprop)
+
+
+register_primitive(math.prod, _prod_plus, note="the product of the other factors (start included)")
+
+
+if hasattr(math, "sumprod"):  # Python 3.12+
+
+    def _sumprod_plus(p: Any, q: Any) -> ProcResult:
+        ps, _ = _seq(p)
+        qs, _ = _seq(q)
+        r = math.sumprod(ps, qs)
+
+        def sumprod_backprop(A: Any, Abox: Any) -> tuple:
+            if A is gen_zero:
+                return _zeros(2, {})
+            return (
+                (),
+                _shaped([_fit(A * b, a) for a, b in zip(ps, qs)], p),
+                _shaped([_fit(A * a, b) for a, b in zip(ps, qs)], q),
+            )
+
+        return ProcResult(r, sumprod_backprop)
+
+    register_primitive(math.sumprod, _sumprod_plus, note="q_i and p_i")
+
+
+# ---------------------------------------------------------------------------
+# tuple results
+
+
+def _modf_plus(x: Any) -> ProcResult:
+    r = math.modf(x)
+
+    def modf_backprop(A: Any, Abox: Any) -> tuple:
+        a = _tuple_items(A, 2)[0]
+        return _Z1 if a is gen_zero else ((), a)
+
+    return ProcResult(r, modf_backprop)
+
+
+def _frexp_plus(x: Any) -> ProcResult:
+    r = math.frexp(x)
+
+    def frexp_backprop(A: Any, Abox: Any) -> tuple:
+        a = _tuple_items(A, 2)[0]
+        return _Z1 if a is gen_zero else ((), a * math.ldexp(1.0, -r[1]))
+
+    return ProcResult(r, frexp_backprop)
+
+
+register_primitive(math.modf, _modf_plus, note="1 for the fractional part, 0 for the integral part")
+register_primitive(math.frexp, _frexp_plus, note="2**-e for the mantissa")
