@@ -48,7 +48,10 @@ Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
 =================  ==========================================================
 
 Sequence arguments (``fsum``, ``prod``, ``dist``, ``sumprod``) get a sensitivity shaped
-like them: a list for a list, a tuple for a tuple, a list for any other iterable.
+like them, as in the builtins rules: a list for a list, a tuple for a tuple, an array
+for an array, none for a ``range``; other iterables (generators, sets, ...) are read
+once, and a non-zero sensitivity reaching their elements raises
+:class:`dplus.NonDifferentiableError` (pass a list instead).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff, defvjp
 
+from ._iterables import seq as _seq
 from .operators import _fit
 
 __all__ = ["digamma"]
@@ -178,27 +182,6 @@ def _tuple_items(A: Any, n: int) -> list:
     return list(A)
 
 
-def _seq(v: Any) -> tuple[list | tuple, bool]:
-    """The elements of a sequence argument, materialized when it is a one-shot iterable."""
-    if isinstance(v, (list, tuple)):
-        return v, True
-    return list(v), False
-
-
-def _shaped(sens: list, v: Any) -> Any:
-    """Element sensitivities shaped like the sequence argument ``v``."""
-    if isinstance(v, tuple):
-        return tuple(sens)
-    if isinstance(v, list):
-        return sens
-    if isinstance(v, range):
-        return gen_zero
-    np_mod = __import__("sys").modules.get("numpy")
-    if np_mod is not None and isinstance(v, np_mod.ndarray):
-        return np_mod.asarray(sens).reshape(v.shape)
-    return sens
-
-
 def _zeros(n: int, kwargs: dict) -> tuple:
     out = ((),) + (gen_zero,) * n
     return out + ({k: gen_zero for k in kwargs},) if kwargs else out
@@ -249,8 +232,8 @@ register_primitive(math.hypot, _hypot_plus, note="x_i / hypot(*xs)")
 
 
 def _dist_plus(p: Any, q: Any) -> ProcResult:
-    ps, _ = _seq(p)
-    qs, _ = _seq(q)
+    sp, sq = _seq(p, "math.dist", "p"), _seq(q, "math.dist", "q")
+    ps, qs = sp.items, sq.items
     r = math.dist(ps, qs)
 
     def dist_backprop(A: Any, Abox: Any) -> tuple:
@@ -258,7 +241,7 @@ def _dist_plus(p: Any, q: Any) -> ProcResult:
             return _zeros(2, {})
         s = A / r
         d = [s * (a - b) for a, b in zip(ps, qs)]
-        return ((), _shaped(d, p), _shaped([-e for e in d], q))
+        return ((), sp.sens(d, Abox), sq.sens([-e for e in d], Abox))
 
     return ProcResult(r, dist_backprop)
 
@@ -267,13 +250,14 @@ register_primitive(math.dist, _dist_plus, note="(p - q)/dist(p, q) and its negat
 
 
 def _fsum_plus(iterable: Any) -> ProcResult:
-    xs, _ = _seq(iterable)
+    sx = _seq(iterable, "math.fsum", "iterable")
+    xs = sx.items
     r = math.fsum(xs)
 
     def fsum_backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero:
             return _Z1
-        return ((), _shaped([_fit(A, x) for x in xs], iterable))
+        return ((), sx.sens([_fit(A, x) for x in xs], Abox))
 
     return ProcResult(r, fsum_backprop)
 
@@ -283,7 +267,8 @@ register_primitive(math.fsum, _fsum_plus, note="1 for every element")
 
 
 def _prod_plus(iterable: Any, **kwargs: Any) -> ProcResult:
-    xs, _ = _seq(iterable)
+    sx = _seq(iterable, "math.prod", "iterable")
+    xs = sx.items
     if set(kwargs) - {"start"}:
         math.prod(xs, **kwargs)  # raises Python's TypeError
     start = kwargs.get("start", 1)
@@ -301,7 +286,7 @@ def _prod_plus(iterable: Any, **kwargs: Any) -> ProcResult:
         for i in range(n - 1, -1, -1):
             sens[i] = _fit(A * (prefix[i] * suffix), xs[i])
             suffix = xs[i] * suffix
-        out = ((), _shaped(sens, iterable))
+        out = ((), sx.sens(sens, Abox))
         if kwargs:
             out = out + ({"start": _fit(A * suffix, start)},)
         return out
@@ -315,8 +300,8 @@ register_primitive(math.prod, _prod_plus, note="the product of the other factors
 if hasattr(math, "sumprod"):  # Python 3.12+
 
     def _sumprod_plus(p: Any, q: Any) -> ProcResult:
-        ps, _ = _seq(p)
-        qs, _ = _seq(q)
+        sp, sq = _seq(p, "math.sumprod", "p"), _seq(q, "math.sumprod", "q")
+        ps, qs = sp.items, sq.items
         r = math.sumprod(ps, qs)
 
         def sumprod_backprop(A: Any, Abox: Any) -> tuple:
@@ -324,8 +309,8 @@ if hasattr(math, "sumprod"):  # Python 3.12+
                 return _zeros(2, {})
             return (
                 (),
-                _shaped([_fit(A * b, a) for a, b in zip(ps, qs)], p),
-                _shaped([_fit(A * a, b) for a, b in zip(ps, qs)], q),
+                sp.sens([_fit(A * b, a) for a, b in zip(ps, qs)], Abox),
+                sq.sens([_fit(A * a, b) for a, b in zip(ps, qs)], Abox),
             )
 
         return ProcResult(r, sumprod_backprop)

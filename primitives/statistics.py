@@ -1,7 +1,9 @@
 """Rules for the ``statistics`` module, on sequences of real numbers.
 
-The sensitivity of the ``data`` argument is shaped like it: a list for a list, a tuple
-for a tuple, a list for any other iterable (which is read once, into a list).
+The sensitivity of the ``data`` argument is shaped like it, as in the builtins rules: a
+list for a list, a tuple for a tuple, an array for an array; other iterables are read
+once, and a non-zero sensitivity reaching their elements raises
+:class:`dplus.NonDifferentiableError` (pass a list instead).
 ``n`` is the number of data points, ``m`` their mean, ``A`` the result sensitivity.
 
 * ``mean``, ``fmean``: ``1/n`` each; with ``weights``: ``wᵢ/W`` for ``xᵢ`` and
@@ -35,11 +37,11 @@ from dplus.linear import OneHot, TupleAccumulator, gen_zero
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 
-from .math import _shaped
+from ._iterables import seq as _seq
 
 
-def _data(v: Any) -> list | tuple:
-    return v if isinstance(v, (list, tuple)) else list(v)
+def _arg(v: Any, fn: Any, name: str) -> Any:
+    return _seq(v, f"statistics.{fn.__name__}", name)
 
 
 def _mean(xs: Any) -> float:
@@ -67,7 +69,8 @@ def _register(fn: Any, transform: Any, note: str) -> None:
 
 
 def _mean_plus(data: Any) -> ProcResult:
-    xs = _data(data)
+    sd = _arg(data, statistics.mean, "data")
+    xs = sd.items
     r = statistics.mean(xs)
     n = len(xs)
 
@@ -75,15 +78,17 @@ def _mean_plus(data: Any) -> ProcResult:
         if A is gen_zero:
             return _zeros(1, {})
         a = A / n
-        return ((), _shaped([a] * n, data))
+        return ((), sd.sens([a] * n, Abox))
 
     return ProcResult(r, mean_backprop)
 
 
 def _fmean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
-    xs = _data(data)
+    sd = _arg(data, statistics.fmean, "data")
+    xs = sd.items
     weights = args[0] if args else kwargs.get("weights")
-    ws = None if weights is None else _data(weights)
+    swt = None if weights is None else _arg(weights, statistics.fmean, "weights")
+    ws = None if swt is None else swt.items
     if ws is None:
         r = statistics.fmean(xs, *args, **kwargs)
     else:
@@ -96,10 +101,10 @@ def _fmean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
             return _zeros(nargs, kwargs)
         if ws is None:
             a = A / n
-            return _with_kwargs(((), _shaped([a] * n, data)) + (gen_zero,) * len(args), kwargs, {})
+            return _with_kwargs(((), sd.sens([a] * n, Abox)) + (gen_zero,) * len(args), kwargs, {})
         W = math.fsum(ws)
-        sx = _shaped([A * w / W for w in ws], data)
-        sw = _shaped([A * (x - r) / W for x in xs], weights)
+        sx = sd.sens([A * w / W for w in ws], Abox)
+        sw = swt.sens([A * (x - r) / W for x in xs], Abox)
         if args:
             return ((), sx, sw)
         return _with_kwargs(((), sx), kwargs, {"weights": sw})
@@ -108,7 +113,8 @@ def _fmean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
 
 
 def _geometric_mean_plus(data: Any) -> ProcResult:
-    xs = _data(data)
+    sd = _arg(data, statistics.geometric_mean, "data")
+    xs = sd.items
     r = statistics.geometric_mean(xs)
     n = len(xs)
 
@@ -116,15 +122,17 @@ def _geometric_mean_plus(data: Any) -> ProcResult:
         if A is gen_zero:
             return _zeros(1, {})
         a = A * r / n
-        return ((), _shaped([a / x for x in xs], data))
+        return ((), sd.sens([a / x for x in xs], Abox))
 
     return ProcResult(r, geometric_mean_backprop)
 
 
 def _harmonic_mean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
-    xs = _data(data)
+    sd = _arg(data, statistics.harmonic_mean, "data")
+    xs = sd.items
     weights = args[0] if args else kwargs.get("weights")
-    ws = None if weights is None else _data(weights)
+    swt = None if weights is None else _arg(weights, statistics.harmonic_mean, "weights")
+    ws = None if swt is None else swt.items
     r = statistics.harmonic_mean(xs, ws)
     nargs = 1 + len(args)
 
@@ -133,10 +141,10 @@ def _harmonic_mean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
             return _zeros(nargs, kwargs)
         w_list = [1.0] * len(xs) if ws is None else ws
         W = math.fsum(w_list)
-        sx = _shaped([A * r * r * w / (W * x * x) for w, x in zip(w_list, xs)], data)
+        sx = sd.sens([A * r * r * w / (W * x * x) for w, x in zip(w_list, xs)], Abox)
         if ws is None:
             return _with_kwargs(((), sx) + (gen_zero,) * len(args), kwargs, {})
-        sw = _shaped([A * r * (1.0 - r / x) / W for x in xs], weights)
+        sw = swt.sens([A * r * (1.0 - r / x) / W for x in xs], Abox)
         if args:
             return ((), sx, sw)
         return _with_kwargs(((), sx), kwargs, {"weights": sw})
@@ -150,7 +158,8 @@ def _harmonic_mean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
 
 def _spread(fn: Any, sample: bool, root: bool) -> Any:
     def transform(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
-        xs = _data(data)
+        sd = _arg(data, fn, "data")
+        xs = sd.items
         r = fn(xs, *args, **kwargs)
         given = args[0] if args else (next(iter(kwargs.values())) if kwargs else None)
         n = len(xs)
@@ -166,7 +175,7 @@ def _spread(fn: Any, sample: bool, root: bool) -> Any:
                 if r == 0:
                     return _zeros(nargs, kwargs)
                 scale = scale / (2.0 * r)
-            sx = _shaped([scale * (x - c) for x in xs], data)
+            sx = sd.sens([scale * (x - c) for x in xs], Abox)
             if given is None:
                 return _with_kwargs(((), sx) + (gen_zero,) * len(args), kwargs, {})
             sc = -scale * math.fsum(x - c for x in xs)
@@ -185,7 +194,8 @@ def _spread(fn: Any, sample: bool, root: bool) -> Any:
 
 def _order_stat(fn: Any, kind: str) -> Any:
     def transform(data: Any) -> ProcResult:
-        xs = _data(data)
+        sd = _arg(data, fn, "data")
+        xs = sd.items
         r = fn(xs)
         n = len(xs)
 
@@ -204,7 +214,7 @@ def _order_stat(fn: Any, kind: str) -> Any:
                 sens[order[n // 2 - 1]] = A
             else:
                 sens[order[n // 2]] = A
-            return ((), _shaped(sens, data))
+            return ((), sd.sens(sens, Abox))
 
         return ProcResult(r, order_backprop)
 
@@ -221,7 +231,8 @@ def _centered(xs: Any) -> list:
 
 
 def _covariance_plus(x: Any, y: Any) -> ProcResult:
-    xs, ys = _data(x), _data(y)
+    sx_, sy_ = _arg(x, statistics.covariance, "x"), _arg(y, statistics.covariance, "y")
+    xs, ys = sx_.items, sy_.items
     r = statistics.covariance(xs, ys)
     n = len(xs)
 
@@ -229,13 +240,14 @@ def _covariance_plus(x: Any, y: Any) -> ProcResult:
         if A is gen_zero:
             return _zeros(2, {})
         a = A / (n - 1)
-        return ((), _shaped([a * d for d in _centered(ys)], x), _shaped([a * d for d in _centered(xs)], y))
+        return ((), sx_.sens([a * d for d in _centered(ys)], Abox), sy_.sens([a * d for d in _centered(xs)], Abox))
 
     return ProcResult(r, covariance_backprop)
 
 
 def _correlation_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
-    xs, ys = _data(x), _data(y)
+    sx_, sy_ = _arg(x, statistics.correlation, "x"), _arg(y, statistics.correlation, "y")
+    xs, ys = sx_.items, sy_.items
     r = statistics.correlation(xs, ys, **kwargs)
 
     def correlation_backprop(A: Any, Abox: Any) -> tuple:
@@ -247,7 +259,7 @@ def _correlation_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
         root = math.sqrt(sxx * syy)
         sx = [A * (b / root - r * a / sxx) for a, b in zip(dx, dy)]
         sy = [A * (a / root - r * b / syy) for a, b in zip(dx, dy)]
-        return _with_kwargs(((), _shaped(sx, x), _shaped(sy, y)), kwargs, {})
+        return _with_kwargs(((), sx_.sens(sx, Abox), sy_.sens(sy, Abox)), kwargs, {})
 
     return ProcResult(r, correlation_backprop)
 
@@ -264,7 +276,8 @@ def _pair(A: Any) -> tuple[Any, Any]:
 
 
 def _linear_regression_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
-    xs, ys = _data(x), _data(y)
+    sx_, sy_ = _arg(x, statistics.linear_regression, "x"), _arg(y, statistics.linear_regression, "y")
+    xs, ys = sx_.items, sy_.items
     r = statistics.linear_regression(xs, ys, **kwargs)
     proportional = kwargs.get("proportional", False)
     n = len(xs)
@@ -292,7 +305,7 @@ def _linear_regression_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
             # intercept = my - slope * mx
             sx = [a_slope * g + a_icpt * (-slope / n - mx * g) for g in ds_dx]
             sy = [a_slope * g + a_icpt * (1.0 / n - mx * g) for g in ds_dy]
-        return _with_kwargs(((), _shaped(sx, x), _shaped(sy, y)), kwargs, {})
+        return _with_kwargs(((), sx_.sens(sx, Abox), sy_.sens(sy, Abox)), kwargs, {})
 
     return ProcResult(r, linear_regression_backprop)
 
