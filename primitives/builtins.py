@@ -181,6 +181,24 @@ register_primitive(
 # min, max
 
 
+def _first_extremum(fn: Any, better: Any, keys: Any) -> int:
+    """The index of the element ``fn`` (min or max) picks: the first extremal one."""
+    best = fn(keys)  # at C speed; then the first element equal to it is the one picked,
+    try:  # unless comparisons are inconsistent (checked by identity)
+        idx = keys.index(best)
+        if keys[idx] is best:
+            return idx
+    except (ValueError, TypeError):
+        pass
+    best = keys[0]
+    idx = 0
+    for i in range(1, len(keys)):
+        k = keys[i]
+        if better(k, best):
+            best, idx = k, i
+    return idx
+
+
 def _extremum(fn: Any, better: Any) -> Any:
     name = fn.__name__
 
@@ -204,21 +222,8 @@ def _extremum(fn: Any, better: Any) -> Any:
             idx = -1
             result = default
         else:
-            keyf = None if key is None else as_plain_callable(key)
-            if keyf is None:
-                best = items[0]
-                idx = 0
-                for i in range(1, n):
-                    x = items[i]
-                    if better(x, best):
-                        best, idx = x, i
-            else:
-                best = keyf(items[0])
-                idx = 0
-                for i in range(1, n):
-                    k = keyf(items[i])
-                    if better(k, best):
-                        best, idx = k, i
+            keys = items if key is None else list(map(as_plain_callable(key), items))
+            idx = _first_extremum(fn, better, keys)
             result = items[idx]
 
         def extremum_backprop(A: Any, Abox: Any) -> tuple:
