@@ -1,0 +1,425 @@
+"""The math rules against finite differences, on hypothesis-generated inputs inside each domain."""
+
+from __future__ import annotations
+
+import dis
+import math
+import operator
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import dplus
+from dplus import BoxSensitivities, gen_zero
+from dplus.primitives.math import digamma
+from dplus.registry import lookup_transform
+from dplus.rules import inline_rule_for, inline_rules
+
+from rules_fd_helpers import (
+    assert_close,
+    backprop,
+    check_grad_matches_backprop,
+    check_number_rule,
+    expected_sens,
+    richardson,
+    step,
+)
+
+SETTINGS = settings(max_examples=50, deadline=None)
+
+
+def floats(lo: float, hi: float) -> st.SearchStrategy[float]:
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
+
+
+def away_from_zero(lo: float, hi: float, gap: float = 0.05) -> st.SearchStrategy[float]:
+    return st.one_of(floats(-hi, -max(lo, gap)), floats(max(lo, gap), hi))
+
+
+def non_integer(lo: float, hi: float, gap: float = 0.05) -> st.SearchStrategy[float]:
+    return floats(lo, hi).filter(lambda x: abs(x - round(x)) > gap)
+
+
+# function -> (strategies for each argument, differentiable argument positions)
+ONE_ARG = {
+    math.sin: floats(-10, 10),
+    math.cos: floats(-10, 10),
+    math.tan: floats(-1.4, 1.4),
+    math.asin: floats(-0.98, 0.98),
+    math.acos: floats(-0.98, 0.98),
+    math.atan: floats(-50, 50),
+    math.sinh: floats(-5, 5),
+    math.cosh: floats(-5, 5),
+    math.tanh: floats(-5, 5),
+    math.asinh: floats(-50, 50),
+    math.acosh: floats(1.02, 50),
+    math.atanh: floats(-0.98, 0.98),
+    math.exp: floats(-10, 10),
+    math.expm1: floats(-10, 10),
+    math.log: floats(0.02, 100),
+    math.log2: floats(0.02, 100),
+    math.log10: floats(0.02, 100),
+    math.log1p: floats(-0.98, 100),
+    math.sqrt: floats(0.02, 100),
+    math.erf: floats(-4, 4),
+    math.erfc: floats(-4, 4),
+    math.gamma: st.one_of(floats(0.1, 8.0), non_integer(-4.9, -0.1)),
+    math.lgamma: st.one_of(floats(0.1, 40.0), non_integer(-6.9, -0.1)),
+    math.fabs: away_from_zero(0.0, 100),
+    math.degrees: floats(-100, 100),
+    math.radians: floats(-1000, 1000),
+}
+if hasattr(math, "exp2"):
+    ONE_ARG[math.exp2] = floats(-10, 10)
+if hasattr(math, "cbrt"):
+    ONE_ARG[math.cbrt] = away_from_zero(0.02, 100)
+
+
+@pytest.mark.parametrize("fn", list(ONE_ARG), ids=lambda f: f.__name__)
+@SETTINGS
+@given(data=st.data())
+def test_one_argument_rules(fn, data):
+    x = data.draw(ONE_ARG[fn], label="x")
+    A = data.draw(st.sampled_from([1.0, -0.5, 2.0]), label="A")
+    out = check_number_rule(fn, (x,), A=A, rtol=1e-6)
+    if A == 1.0:
+        check_grad_matches_backprop(fn, (x,), out)
+
+
+@pytest.mark.parametrize("fn", list(ONE_ARG), ids=lambda f: f.__name__)
+def test_one_argument_rules_accept_ints(fn):
+    x = {math.acosh: 2, math.asin: 0, math.acos: 0, math.atanh: 0, math.tan: 1}.get(fn, 1)
+    if fn in (math.gamma, math.lgamma):
+        x = 3
+    out = backprop(fn, x)
+    assert_close(out[1], expected_sens(fn, (float(x),), 1.0, 0), 1e-6, 1e-9, fn.__name__)
+
+
+def _pair_not_origin(lo: float, hi: float) -> st.SearchStrategy[tuple[float, float]]:
+    # atan2(y, x) jumps across the negative x axis (y == 0, x < 0)
+    return st.tuples(floats(lo, hi), floats(lo, hi)).filter(lambda p: math.hypot(*p) > 0.1 and (p[1] > 0 or abs(p[0]) > 0.05))
+
+
+def _quotient_margin(x: float, y: float) -> float:
+    """How far x/y moves when finite differences move x or y (with room to spare)."""
+    return 3 * (step(x) / abs(y) + abs(x) * step(y) / (y * y)) + 1e-3
+
+
+def _fmod_args() -> st.SearchStrategy[tuple[float, float]]:
+    def ok(p: tuple[float, float]) -> bool:
+        x, y = p
+        q = x / y
+        return abs(q - round(q)) > _quotient_margin(x, y)  # fmod jumps where x/y is an integer
+
+    return st.tuples(floats(-50, 50), away_from_zero(0.1, 10)).filter(ok)
+
+
+def _remainder_args() -> st.SearchStrategy[tuple[float, float]]:
+    def ok(p: tuple[float, float]) -> bool:
+        x, y = p
+        q = x / y
+        return abs(abs(q - math.floor(q)) - 0.5) > _quotient_margin(x, y)  # jumps at half-integers
+
+    return st.tuples(floats(-50, 50), away_from_zero(0.1, 10)).filter(ok)
+
+
+TWO_ARG = {
+    math.atan2: (_pair_not_origin(-10, 10), (0, 1)),
+    math.pow: (st.tuples(floats(0.1, 10), floats(-3, 3)), (0, 1)),
+    math.copysign: (st.tuples(away_from_zero(0.01, 100), away_from_zero(0.01, 100)), (0,)),
+    math.fmod: (_fmod_args(), (0, 1)),
+    math.remainder: (_remainder_args(), (0, 1)),
+    math.ldexp: (st.tuples(floats(-100, 100), st.integers(-20, 20)), (0,)),
+    math.nextafter: (st.tuples(floats(-100, 100), floats(-100, 100)), (0,)),
+    math.log: (st.tuples(floats(0.02, 100), st.one_of(floats(1.1, 20), floats(0.05, 0.9))), (0, 1)),
+}
+
+
+@pytest.mark.parametrize("fn", list(TWO_ARG), ids=lambda f: f.__name__)
+@SETTINGS
+@given(data=st.data())
+def test_two_argument_rules(fn, data):
+    strategy, diff = TWO_ARG[fn]
+    args = data.draw(strategy, label="args")
+    if fn is math.nextafter:
+        # nextafter moves x by one ulp: its derivative in x is 1, by definition
+        out = backprop(fn, *args)
+        assert out[1] == 1.0 and out[2] is gen_zero
+        return
+    out = check_number_rule(fn, args, diff=diff)
+    check_grad_matches_backprop(fn, args, out)
+
+
+def test_pow_at_special_points():
+    assert backprop(math.pow, 0.0, 2.0) == ((), 0.0, 0.0)
+    assert backprop(math.pow, 0.0, 1.0)[1] == 1.0
+    assert backprop(math.pow, 3.0, 0.0)[1] == 0.0
+    assert backprop(math.pow, 0.0, 0.0) == ((), 0.0, 0.0)
+    # a negative base with an integer exponent: derivative in the base only
+    out = backprop(math.pow, -2.0, 3.0)
+    assert out == ((), 12.0, 0.0)
+
+
+def test_fabs_and_copysign_at_zero():
+    assert backprop(math.fabs, 0.0)[1] == 0.0
+    assert backprop(math.copysign, 2.0, -0.0)[1] == -1.0
+
+
+@SETTINGS
+@given(xs=st.lists(floats(-100, 100), min_size=0, max_size=6))
+def test_hypot(xs):
+    assume(math.hypot(*xs) > 1e-3 or not xs)
+    out = backprop(math.hypot, *xs)
+    assert len(out) == len(xs) + 1
+    for i in range(len(xs)):
+        assert_close(out[i + 1], expected_sens(math.hypot, tuple(xs), 1.0, i), 1e-6, 1e-9)
+    if xs:
+        check_grad_matches_backprop(math.hypot, tuple(xs), out)
+
+
+def test_hypot_at_origin_is_zero():
+    assert backprop(math.hypot, 0.0, 0.0) == ((), gen_zero, gen_zero)
+    assert dplus.grad(math.hypot)(0.0, 0.0) == (0.0, 0.0)
+
+
+def _seq_partials(fn, seq_args, A=1.0, kwargs=None):
+    """Finite-difference partials of fn with respect to each element of each sequence argument."""
+    kwargs = kwargs or {}
+    result = []
+    for j, s in enumerate(seq_args):
+        parts = []
+        for i in range(len(s)):
+
+            def L(t, j=j, i=i):
+                args = [list(a) for a in seq_args]
+                args[j][i] = t
+                args = [type(a)(b) for a, b in zip(seq_args, args)]
+                return A * fn(*args, **kwargs)
+
+            parts.append(richardson(L, s[i], step(s[i])))
+        result.append(parts)
+    return result
+
+
+@SETTINGS
+@given(
+    pq=st.integers(1, 5).flatmap(
+        lambda n: st.tuples(st.lists(floats(-10, 10), min_size=n, max_size=n), st.lists(floats(-10, 10), min_size=n, max_size=n))
+    ),
+    kind=st.sampled_from([list, tuple]),
+)
+def test_dist(pq, kind):
+    p, q = kind(pq[0]), kind(pq[1])
+    assume(math.dist(p, q) > 1e-2)
+    out = backprop(math.dist, p, q)
+    assert type(out[1]) is kind and type(out[2]) is kind
+    expected = _seq_partials(math.dist, [p, q])
+    assert_close(list(out[1]), expected[0], 1e-6, 1e-9)
+    assert_close(list(out[2]), expected[1], 1e-6, 1e-9)
+    g = dplus.grad(math.dist)(p, q)
+    assert_close(list(g[0]), list(out[1]), 1e-12, 0)
+
+
+@SETTINGS
+@given(xs=st.lists(floats(-100, 100), max_size=8), kind=st.sampled_from([list, tuple]), A=floats(-2, 2))
+def test_fsum(xs, kind, A):
+    xs = kind(xs)
+    out = backprop(math.fsum, xs, A=A)
+    assert type(out[1]) is kind and list(out[1]) == [A] * len(xs)
+    assert dplus.grad(math.fsum)(xs) == (kind([1.0] * len(xs)),)
+
+
+@SETTINGS
+@given(
+    xs=st.lists(st.one_of(floats(-3, 3), st.just(0.0)), max_size=6),
+    start=st.one_of(st.none(), floats(-3, 3)),
+)
+def test_prod(xs, start):
+    kwargs = {} if start is None else {"start": start}
+    out = backprop(math.prod, xs, **kwargs)
+    if start is None:
+        assert len(out) == 2
+    else:
+        assert len(out) == 3 and set(out[2]) == {"start"}
+    expected = _seq_partials(math.prod, [xs], kwargs=kwargs)[0]
+    assert_close(list(out[1]), expected, 1e-6, 1e-9)
+    if start is not None:
+        assert_close(out[2]["start"], math.prod(xs), 1e-12, 0)
+    # exact with zeros: the product of the others
+    for i in range(len(xs)):
+        others = xs[:i] + xs[i + 1 :]
+        assert_close(out[1][i], math.prod(others) * (1 if start is None else start), 1e-12, 1e-300)
+
+
+@pytest.mark.skipif(not hasattr(math, "sumprod"), reason="math.sumprod is Python 3.12+")
+def test_sumprod():
+    out = backprop(math.sumprod, [1.0, 2.0], [3.0, 4.0])
+    assert out == ((), [3.0, 4.0], [1.0, 2.0])
+
+
+@SETTINGS
+@given(x=floats(-100, 100), a0=floats(-2, 2), a1=floats(-2, 2))
+def test_modf_and_frexp(x, a0, a1):
+    assume(abs(x - round(x)) > 1e-3)
+    assert backprop(math.modf, x, A=(a0, a1)) == ((), a0)
+    assert backprop(math.modf, x, A=dplus.linear.OneHot(1, a1, 2)) == ((), gen_zero)
+    assume(x != 0 and abs(math.frexp(x)[0]) > 0.5 + 1e-6)  # the mantissa jumps at powers of 2
+    out = backprop(math.frexp, x, A=(a0, a1))
+    assert_close(out[1], a0 * richardson(lambda t: math.frexp(t)[0], x, abs(x) * 1e-9), 1e-5, 1e-9)
+
+
+NONDIFF = {
+    math.floor: (2.5,),
+    math.ceil: (2.5,),
+    math.trunc: (2.5,),
+    math.isfinite: (2.5,),
+    math.isinf: (2.5,),
+    math.isnan: (2.5,),
+    math.isclose: (2.5, 2.6),
+    math.factorial: (5,),
+    math.comb: (5, 2),
+    math.perm: (5, 2),
+    math.gcd: (12, 18),
+    math.lcm: (4, 6),
+    math.isqrt: (17,),
+    math.ulp: (2.5,),
+}
+
+
+@pytest.mark.parametrize("fn", list(NONDIFF), ids=lambda f: f.__name__)
+def test_non_differentiable(fn):
+    args = NONDIFF[fn]
+    out = backprop(fn, *args, A=1.0)
+    assert out == ((),) + (gen_zero,) * len(args)
+    assert inline_rule_for(fn) is None
+
+
+def test_isclose_with_keywords():
+    r = lookup_transform(math.isclose)(1.0, 1.0 + 1e-12, rel_tol=1e-9)
+    assert r.primal is True
+    assert r.backprop(1.0, BoxSensitivities()) == ((), gen_zero, gen_zero, {"rel_tol": gen_zero})
+
+
+# ---------------------------------------------------------------------------
+# digamma
+
+
+def test_digamma_known_values():
+    euler = 0.5772156649015329
+    assert_close(digamma(1.0), -euler, 1e-14, 1e-15)
+    assert_close(digamma(0.5), -euler - 2 * math.log(2), 1e-14, 1e-15)
+    assert_close(digamma(10.0), sum(1 / k for k in range(1, 10)) - euler, 1e-14, 1e-15)
+    assert_close(digamma(-0.5), 0.03648997397857652, 1e-13, 1e-15)
+    assert math.isnan(digamma(0.0)) and math.isnan(digamma(-3.0))
+
+
+@SETTINGS
+@given(x=st.one_of(floats(0.05, 200), non_integer(-10, -0.05)))
+def test_digamma_recurrence_and_reflection(x):
+    assert_close(digamma(x + 1), digamma(x) + 1 / x, 1e-12, 1e-12)
+    if x < 1:
+        assert_close(digamma(1 - x) - digamma(x), math.pi / math.tan(math.pi * x), 1e-10, 1e-10)
+
+
+@SETTINGS
+@given(x=floats(0.2, 50))
+def test_digamma_is_lgamma_derivative(x):
+    assert_close(digamma(x), richardson(math.lgamma, x, step(x, 1e-3)), 1e-8, 1e-10)
+
+
+# ---------------------------------------------------------------------------
+# gen_zero and inline rules
+
+
+ALL_DIFF_ARGS = {fn: (1.5,) for fn in ONE_ARG}
+ALL_DIFF_ARGS.update({math.acosh: (1.5,), math.asin: (0.5,), math.acos: (0.5,), math.atanh: (0.5,)})
+ALL_DIFF_ARGS.update({
+    math.atan2: (1.0, 2.0), math.pow: (2.0, 3.0), math.copysign: (1.0, -2.0), math.fmod: (5.5, 2.0),
+    math.remainder: (5.5, 2.0), math.ldexp: (1.5, 3), math.nextafter: (1.0, 2.0),
+    math.hypot: (3.0, 4.0), math.modf: (2.5,), math.frexp: (2.5,),
+})  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", list(ALL_DIFF_ARGS), ids=lambda f: f.__name__)
+def test_gen_zero_sensitivity(fn):
+    args = ALL_DIFF_ARGS[fn]
+    assert backprop(fn, *args, A=gen_zero) == ((),) + (gen_zero,) * len(args)
+
+
+def test_gen_zero_for_sequence_functions():
+    assert backprop(math.fsum, [1.0, 2.0], A=gen_zero) == ((), gen_zero)
+    assert backprop(math.prod, [1.0, 2.0], A=gen_zero) == ((), gen_zero)
+    assert backprop(math.prod, [1.0, 2.0], A=gen_zero, start=2.0) == ((), gen_zero, {"start": gen_zero})
+    assert backprop(math.dist, [1.0], [2.0], A=gen_zero) == ((), gen_zero, gen_zero)
+    assert backprop(math.log, 2.0, 10.0, A=gen_zero) == ((), gen_zero, gen_zero)
+    assert backprop(math.hypot, A=gen_zero) == ((),)
+
+
+def _loaded_globals(fn) -> set[str]:
+    return {ins.argval for ins in dis.get_instructions(fn) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+
+
+def check_inlinable(fn, rule) -> None:
+    """An inline gradient: a lambda, one expression, no closure, no nested code, only its
+    parameters and its module's globals."""
+    import types
+
+    for g in rule.grads:
+        if g is None:
+            continue
+        code = g.__code__
+        assert g.__name__ == "<lambda>", f"{fn}: inline gradients must be lambdas"
+        assert g.__closure__ is None and not code.co_freevars, f"{fn}: an inline gradient closes over variables"
+        assert not g.__defaults__ and not g.__kwdefaults__
+        assert code.co_argcount == rule.arity + 2, f"{fn}: an inline gradient takes (A, r, *args)"
+        assert not (code.co_flags & (0x04 | 0x08)), "no *args / **kwargs"
+        assert not any(isinstance(c, types.CodeType) for c in code.co_consts), f"{fn}: nested code"
+        for name in _loaded_globals(g):
+            assert name in g.__globals__, f"{fn}: inline gradient uses {name!r}, not a global of its module"
+
+
+MATH_INLINE_DOMAIN = {fn: ONE_ARG[fn] for fn in ONE_ARG}
+MATH_INLINE_DOMAIN.update({fn: TWO_ARG[fn][0] for fn in TWO_ARG if fn is not math.log})
+
+
+def test_every_math_rule_is_inline_or_deliberately_not():
+    inl = inline_rules()
+    for fn in list(ONE_ARG) + [math.atan2, math.pow, math.copysign, math.fmod, math.remainder, math.ldexp, math.nextafter]:
+        assert fn in inl, f"{fn.__name__} should have an inline rule"
+        check_inlinable(fn, inl[fn])
+    assert inl[math.log].arity == 1  # the one-argument call only
+    for fn in (math.hypot, math.dist, math.fsum, math.prod, math.modf, math.frexp):
+        assert fn not in inl
+
+
+@pytest.mark.parametrize("fn", [f for f in MATH_INLINE_DOMAIN if f is not math.nextafter], ids=lambda f: f.__name__)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_math_inline_lambdas_against_finite_differences(fn, data):
+    rule = inline_rule_for(fn)
+    strategy = MATH_INLINE_DOMAIN[fn]
+    args = data.draw(strategy)
+    args = args if isinstance(args, tuple) else (args,)
+    r = fn(*args)
+    for i, g in enumerate(rule.grads):
+        if g is None:
+            continue
+        got = g(0.75, r, *args)
+        assert_close(got, expected_sens(fn, args, 0.75, i), 1e-6, 1e-9, f"inline {fn.__name__} arg {i}")
+        assert g(gen_zero, r, *args) is gen_zero
+
+
+def test_grad_of_grad_through_math_rules():
+    # the rules are themselves differentiable where the transformer is present; here only
+    # the first derivative through the API of registered primitives
+    assert dplus.grad(math.sin)(0.0) == (1.0,)
+    assert dplus.grad(math.log)(2.0, 2.0)[1] == pytest.approx(-1 / (2 * math.log(2)))
+
+
+def test_operator_module_not_shadowed():
+    # the rules module is named dplus.primitives.math, but refers to the standard math
+    import dplus.primitives.math as rules_math
+
+    assert rules_math.math is math
+    assert operator.add is not None
