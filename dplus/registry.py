@@ -44,8 +44,6 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
         old = _TRANSFORMS.get(fn)
     except TypeError:
         raise DplusError(f"cannot register {fn!r}: it is not hashable") from None
-    if old is not None:
-        _TRANSFORM_IDS.pop(id(old), None)
     _TRANSFORMS[fn] = transform
     _TRANSFORM_IDS[id(transform)] = (transform, fn)
     if note:

@@ -1,0 +1,1135 @@
+"""The reverse transform: from the normalised core to the AST of a plus-function.
+
+A plus-function runs the primal statements and, at the end of each straight-line
+*segment*, pushes one record of the values its reverse needs. Its backprop pops the
+records in reverse order and runs generated reverse code. Segments made only of
+arithmetic and inline-able calls get two forward variants behind a type guard: a float
+fast path whose reverse is straight-line Python copied from the rules' lambda bodies,
+and the general path, which calls each operation's transform and its backprop.
+Control flow pushes what the reverse needs to retrace it: branch flags, loop counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import operator
+from typing import Any, Callable
+
+from .normalize import IRFunction, Namer
+from .rules import InlineRule, inline_rule_for
+
+__all__ = ["build_plus_function", "Helpers"]
+
+Z = "_dp_Z"  # gen_zero
+_NUM_TYPES = frozenset({float, int})
+ABOX = "_dp_Abox"
+PUSH = "_dp_push"
+POP = "_dp_pop"
+TAPE = "_dp_tape"
+
+BINOPS: dict[type, Any] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.MatMult: operator.matmul,
+    ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+    ast.BitAnd: operator.and_,
+}
+INPLACE: dict[type, Any] = {
+    ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul, ast.Div: operator.itruediv,
+    ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod, ast.Pow: operator.ipow, ast.MatMult: operator.imatmul,
+    ast.LShift: operator.ilshift, ast.RShift: operator.irshift, ast.BitOr: operator.ior, ast.BitXor: operator.ixor,
+    ast.BitAnd: operator.iand,
+}
+UNARYOPS: dict[type, Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+
+
+class Helpers:
+    """The values generated code refers to by name (bound as closure cells)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self._by_id: dict[int, str] = {}
+
+    def ref(self, value: Any, hint: str) -> str:
+        key = id(value)
+        name = self._by_id.get(key)
+        if name is not None and self.values[name] is value:
+            return name
+        base = "_dp_" + "".join(c if c.isalnum() else "_" for c in hint)
+        name = base
+        i = 1
+        while name in self.values and self.values[name] is not value:
+            i += 1
+            name = f"{base}{i}"
+        self.values[name] = value
+        self._by_id[key] = name
+        return name
+
+
+def N(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def S(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store())
+
+
+def C(v: Any) -> ast.Constant:
+    return ast.Constant(value=v)
+
+
+def assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
+    t = S(target) if isinstance(target, str) else target
+    return ast.Assign(targets=[t], value=value)
+
+
+def call(fn: str | ast.expr, *args: ast.expr, keywords: list | None = None) -> ast.Call:
+    f = N(fn) if isinstance(fn, str) else fn
+    return ast.Call(func=f, args=list(args), keywords=keywords or [])
+
+
+def attr(obj: str | ast.expr, name: str) -> ast.Attribute:
+    o = N(obj) if isinstance(obj, str) else obj
+    return ast.Attribute(value=o, attr=name, ctx=ast.Load())
+
+
+def tuple_(elts: list[ast.expr]) -> ast.Tuple:
+    return ast.Tuple(elts=elts, ctx=ast.Load())
+
+
+def unpack(names: list[str], value: ast.expr) -> ast.stmt:
+    if len(names) == 1:
+        return assign(ast.Tuple(elts=[S(names[0])], ctx=ast.Store()), value)
+    return assign(ast.Tuple(elts=[S(n) for n in names], ctx=ast.Store()), value)
+
+
+def _is_atom(e: ast.AST | None) -> bool:
+    return isinstance(e, (ast.Name, ast.Constant))
+
+
+def _names_read(node: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+
+
+def _is_number_const(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float)
+
+
+# ---------------------------------------------------------------------------
+# inline templates
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, ast.expr]) -> None:
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+class Template:
+    """A rule's gradient lambda as an expression with holes for A, r and the arguments."""
+
+    def __init__(self, fn: Callable, helpers: Helpers) -> None:
+        from .source import function_source
+
+        src = function_source(fn)
+        node = src.node
+        if not isinstance(node, ast.Lambda):
+            raise ValueError("inline gradients must be lambdas")
+        self.params = [a.arg for a in node.args.args]
+        body = copy.deepcopy(node.body)
+        # free names of the template refer to the rule module's globals
+        rename: dict[str, ast.expr] = {}
+        for name in set(_names_read(body)):
+            if name in self.params:
+                continue
+            if name in fn.__globals__:
+                value = fn.__globals__[name]
+            else:
+                import builtins
+
+                value = getattr(builtins, name)
+            rename[name] = N(helpers.ref(value, name))
+        self.body = _Substitute(rename).visit(body)
+        self.uses = set(_names_read(self.body))
+
+    def instantiate(self, mapping: dict[str, ast.expr]) -> ast.expr:
+        return _Substitute(mapping).visit(copy.deepcopy(self.body))
+
+
+_TEMPLATE_CACHE: dict[tuple[int, int], Template | None] = {}
+
+
+def template_for(fn: Callable, helpers: Helpers) -> Template | None:
+    try:
+        return Template(fn, helpers)
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# the builder
+
+
+class FunctionBuilder:
+    """Builds the plus-function for one IRFunction (nested ones recursively)."""
+
+    def __init__(self, ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, *, top_level: bool,
+                 outer_free: tuple[str, ...] = (), fast: bool = True) -> None:
+        self.ir = ir
+        self.namer = namer
+        self.h = helpers
+        self.globals = globals_
+        self.top_level = top_level
+        self.fast = fast
+        self.boxed: set[str] = getattr(ir, "boxed", set())
+        self.adjoint_names: dict[str, str] = {}
+        self.persistent: set[str] = set()
+        self.key_names: dict[str, str] = {}
+        self.outer_free = outer_free
+        self.in_try = 0
+        self.read_count: dict[str, int] = {}
+        self.def_segment: dict[str, int] = {}
+        self.Z = self.h.ref(_gen_zero(), "Z")
+
+    # ---------------------------------------------------------------- names
+    def adj(self, name: str) -> str:
+        a = self.adjoint_names.get(name)
+        if a is None:
+            a = self.namer.fresh("A_" + name.strip("_")[:20] + "_")
+            self.adjoint_names[name] = a
+        return a
+
+    def key(self, name: str) -> str:
+        k = self.key_names.get(name)
+        if k is None:
+            k = f"_dp_cell_{name}"
+            self.key_names[name] = k
+        return k
+
+    def helper(self, value: Any, hint: str) -> ast.Name:
+        return N(self.h.ref(value, hint))
+
+    def rt(self, name: str) -> ast.Name:
+        from . import runtime_ops
+
+        return self.helper(getattr(runtime_ops, name), name)
+
+    # ---------------------------------------------------------------- entry
+    def build(self) -> ast.FunctionDef:
+        ir = self.ir
+        scope = ir.scope
+        self.count_reads(ir.body)
+        fwd, rev = self.block(ir.body)
+        args = ir.args
+        simple = (
+            not args.posonlyargs and not args.vararg and not args.kwonlyargs and not args.kwarg and not args.defaults
+        )
+        params = [a.arg for a in args.posonlyargs + args.args]
+        all_params = list(scope.params)
+        prologue: list[ast.stmt] = [
+            assign(TAPE, ast.List(elts=[], ctx=ast.Load())),
+            assign(PUSH, attr(TAPE, "append")),
+        ]
+        # keys of boxed variables owned here (and of free variables written through nonlocal
+        # in a top-level function: their owner is not transformed)
+        owned_boxed = [n for n in sorted(self.boxed) if n in scope.locals or n in all_params]
+        if self.top_level:
+            owned_boxed += [n for n in sorted(self.boxed) if n in ir.scope.nonlocals]
+        for n in owned_boxed:
+            prologue.append(assign(self.key(n), call(self.rt("CellKey"), C(n))))
+        if simple:
+            plus_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None,
+                                      kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+        else:
+            plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg="_dp_args"), kwonlyargs=[ast.arg(arg="_dp_sig")],
+                                      kw_defaults=[C(None)], kwarg=ast.arg(arg="_dp_kw"), defaults=[])
+            prologue.append(unpack(all_params, call(self.rt("bind_arguments"), N("_dp_sig"), N("_dp_args"), N("_dp_kw"))))
+        # backprop
+        free_by_value = self.by_value_freevars()
+        bp_body: list[ast.stmt] = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
+        adjoint_vars = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in all_params} | {self.adj(v) for v in free_by_value} | {self.adj(ir.retval)})
+        if adjoint_vars:
+            bp_body.append(ast.Assign(targets=[S(a) for a in adjoint_vars], value=N(self.Z)))
+        bp_body.append(assign(self.adj(ir.retval), N("_dp_A")))
+        if ir.retval in self.boxed:
+            pass
+        bp_body += rev
+        # sensitivities of parameters
+        param_sens: list[ast.expr] = []
+        for p in all_params:
+            if p in self.boxed:
+                param_sens.append(call(attr(ABOX, "pop"), N(self.key(p)), N(self.Z)))
+            else:
+                param_sens.append(N(self.adj(p)))
+        closure: list[ast.expr] = []
+        for v in free_by_value:
+            if v in self.boxed:
+                closure.append(call(attr(ABOX, "pop"), N(self.key(v)), N(self.Z)))
+            else:
+                closure.append(N(self.adj(v)))
+        if simple:
+            ret = tuple_([tuple_(closure)] + param_sens)
+        else:
+            ret = call(self.rt("unbind_sensitivities"), N("_dp_sig"), N("_dp_args"), N("_dp_kw"), tuple_(closure),
+                       tuple_(param_sens), N(ABOX))
+        bp_body.append(ast.Return(value=ret))
+        bp_name = f"{ir.name}__backprop" if not ir.is_lambda else "lambda__backprop"
+        bp = ast.FunctionDef(
+            name=bp_name,
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg="_dp_A"), ast.arg(arg=ABOX)], vararg=None,
+                               kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+            body=bp_body, decorator_list=[], returns=None, type_comment=None,
+        )
+        body = prologue + fwd + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
+        fdef = ast.FunctionDef(name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus", args=plus_args,
+                               body=body, decorator_list=[], returns=None, type_comment=None)
+        fdef.dp_simple = simple
+        fdef.dp_by_value = free_by_value
+        _locate(fdef, ir.lineno)
+        return fdef
+
+    def by_value_freevars(self) -> tuple[str, ...]:
+        ir = self.ir
+        if self.top_level:
+            return tuple(self.outer_free)
+        return tuple(sorted(n for n in ir.scope.free if n not in self.boxed))
+
+    # ---------------------------------------------------------------- analysis
+    def count_reads(self, stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    self.read_count[n.id] = self.read_count.get(n.id, 0) + 1
+            if isinstance(s, ast.FunctionDef) and hasattr(s, "dp_ir"):
+                for n in s.dp_ir.scope.free:
+                    self.read_count[n] = self.read_count.get(n, 0) + 1
+                for d in getattr(s, "dp_defaults", []) + [d for d in getattr(s, "dp_kw_defaults", []) if d is not None]:
+                    if isinstance(d, ast.Name):
+                        self.read_count[d.id] = self.read_count.get(d.id, 0) + 1
+
+    # ---------------------------------------------------------------- blocks
+    def block(self, stmts: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Forward statements, and the reverse statements in the order they run."""
+        fwd: list[ast.stmt] = []
+        rev_parts: list[list[ast.stmt]] = []
+        run: list[ast.stmt] = []
+
+        def flush() -> None:
+            if run:
+                for seg in self.segments(run):
+                    f, r = self.segment(seg)
+                    fwd.extend(f)
+                    rev_parts.append(r)
+                run.clear()
+
+        for s in stmts:
+            if isinstance(s, (ast.Assign, ast.Delete, ast.FunctionDef)):
+                run.append(s)
+                continue
+            flush()
+            f, r = self.compound(s)
+            fwd.extend(f)
+            rev_parts.append(r)
+        flush()
+        rev: list[ast.stmt] = []
+        for part in reversed(rev_parts):
+            rev.extend(part)
+        return fwd, rev
+
+    # ---------------------------------------------------------------- classification
+    def inline_rule(self, value: ast.expr) -> tuple[InlineRule | None, Any]:
+        """(rule, callee) when ``value`` may run on the float fast path."""
+        if isinstance(value, ast.BinOp) and not getattr(value, "dp_inplace", False) or (
+            isinstance(value, ast.BinOp) and type(value.op) in (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
+        ):
+            fn = BINOPS.get(type(value.op))
+            if fn is None:
+                return None, None
+            if not all(_is_atom(x) and (isinstance(x, ast.Name) or _is_number_const(x)) for x in (value.left, value.right)):
+                return None, None
+            return inline_rule_for(fn), None
+        if isinstance(value, ast.UnaryOp) and type(value.op) in (ast.USub, ast.UAdd):
+            if isinstance(value.operand, ast.Name) or _is_number_const(value.operand):
+                return inline_rule_for(UNARYOPS[type(value.op)]), None
+            return None, None
+        if isinstance(value, ast.Call) and not value.keywords and all(
+            isinstance(a, ast.Name) or _is_number_const(a) for a in value.args
+        ):
+            fn = self.resolve_static(value.func)
+            if fn is None:
+                return None, None
+            rule = inline_rule_for(fn)
+            if rule is not None and rule.arity == len(value.args):
+                return rule, fn
+        return None, None
+
+    def resolve_static(self, func: ast.expr) -> Any:
+        """The object a global dotted name refers to now (for choosing an inline rule)."""
+        if not self.is_static_chain(func):
+            return None
+        parts = []
+        node = func
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        import builtins
+
+        if node.id in self.globals:
+            obj = self.globals[node.id]
+        elif hasattr(builtins, node.id):
+            obj = getattr(builtins, node.id)
+        else:
+            return None
+        for p in reversed(parts):
+            obj = getattr(obj, p, None)
+            if obj is None:
+                return None
+        return obj
+
+    def is_static_chain(self, func: ast.expr) -> bool:
+        node = func
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        scope = self.ir.scope
+        return not (node.id in scope.locals or node.id in scope.params or node.id in scope.free
+                    or node.id in self.namer.generated or node.id.startswith("_dp_"))
+
+    def kind(self, s: ast.stmt) -> str:
+        """'inline', 'nondiff', 'copy' or 'general'."""
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            target = s.targets[0].id
+            v = s.value
+            if target in self.boxed:
+                return "general"
+            if isinstance(v, ast.Constant):
+                return "nondiff"
+            if isinstance(v, ast.Name):
+                return "general" if v.id in self.boxed else "copy"
+            if isinstance(v, (ast.Compare, ast.JoinedStr)) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)):
+                return "nondiff"
+            if isinstance(v, ast.Call) and getattr(v, "dp_builtin", False):
+                return "nondiff"
+            if self.fast and not self.in_try:
+                rule, _ = self.inline_rule(v)
+                if rule is not None and all(template_for(g, self.h) is not None for g in rule.grads if g is not None):
+                    return "inline"
+        return "general"
+
+    def segments(self, run: list[ast.stmt]) -> list[list[ast.stmt]]:
+        segs: list[list[ast.stmt]] = []
+        cur: list[ast.stmt] = []
+        cur_fast = False
+        for s in run:
+            k = self.kind(s)
+            s.dp_kind = k
+            if self.in_try:
+                segs.append([s])
+                continue
+            fastish = k in ("inline", "nondiff", "copy")
+            if cur and fastish != cur_fast:
+                segs.append(cur)
+                cur = []
+            cur_fast = fastish
+            cur.append(s)
+        if cur:
+            segs.append(cur)
+        return segs
+
+    # ---------------------------------------------------------------- segments
+    def segment(self, seg: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        ssa = _SSA(self, seg)
+        has_inline = any(getattr(s, "dp_kind", "") == "inline" for s in seg)
+        gen_fwd, gen_rec, gen_rev = self.general_segment(ssa)
+        if not has_inline or not self.fast:
+            fwd = gen_fwd + ([ast.Expr(call(PUSH, tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
+            rev = ([unpack(gen_rec, call(POP))] if gen_rec else []) + gen_rev
+            _locate_all(fwd, seg[0])
+            _locate_all(rev, seg[0])
+            return fwd, rev
+        fast_fwd, fast_rec, fast_rev, guard = self.fast_segment(ssa)
+        fwd_fast = fast_fwd + [ast.Expr(call(PUSH, tuple_([C(True)] + [N(x) for x in fast_rec])))]
+        fwd_gen = gen_fwd + [ast.Expr(call(PUSH, tuple_([C(False)] + [N(x) for x in gen_rec])))]
+        fwd = [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
+        rec = self.namer.fresh("rec")
+        rev = [
+            assign(rec, call(POP)),
+            ast.If(
+                test=ast.Subscript(value=N(rec), slice=C(0), ctx=ast.Load()),
+                body=[unpack(["_"] + fast_rec, N(rec))] + (fast_rev or [ast.Pass()]),
+                orelse=[unpack(["_"] + gen_rec, N(rec))] + (gen_rev or [ast.Pass()]),
+            ),
+        ]
+        _locate_all(fwd, seg[0])
+        _locate_all(rev, seg[0])
+        return fwd, rev
+
+    def fast_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt], ast.expr]:
+        fwd: list[ast.stmt] = []
+        saved: list[str] = []
+        guards: list[ast.expr] = []
+        guarded_inputs: set[str] = set()
+        checks_callee: list[tuple[ast.expr, Any]] = []
+        num = self.helper(_NUM_TYPES, "NUM")
+        ops: list[tuple[ast.stmt, InlineRule | None]] = []
+        for s in ssa.stmts:
+            k = s.dp_kind
+            target = s.targets[0].id
+            v = s.value
+            if k == "inline":
+                rule, fn = self.inline_rule(v)
+                operands = self.operands(v)
+                for o in operands:
+                    if isinstance(o, ast.Name) and o.id in ssa.inputs and o.id not in guarded_inputs:
+                        guarded_inputs.add(o.id)
+                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(o.id)), ops=[ast.In()], comparators=[copy.deepcopy(num)]))
+                if fn is not None:
+                    fname = self.helper(fn, getattr(fn, "__name__", "fn"))
+                    guards.append(ast.Compare(left=copy.deepcopy(v.func), ops=[ast.Is()], comparators=[fname]))
+                    fwd.append(assign(target, call(fname, *[copy.deepcopy(a) for a in v.args])))
+                else:
+                    fwd.append(assign(target, copy.deepcopy(v)))
+                ops.append((s, rule))
+            else:
+                fwd.append(assign(target, copy.deepcopy(v)))
+                ops.append((s, None))
+        # reverse
+        rev: list[ast.stmt] = []
+        acc = _AdjointAccumulator(self, ssa, rev, fast=True)
+        for s, rule in reversed(ops):
+            target = s.targets[0].id
+            k = s.dp_kind
+            A = acc.take(target)
+            if k == "nondiff":
+                continue
+            if k == "copy":
+                if A is not None:
+                    acc.add(s.value.id, A)
+                continue
+            if A is None:
+                continue
+            operands = self.operands(s.value)
+            for o, g in zip(operands, rule.grads):
+                if g is None or not isinstance(o, ast.Name):
+                    continue
+                tmpl = template_for(g, self.h)
+                mapping = dict(zip(tmpl.params, [A, N(target)] + [copy.deepcopy(x) for x in operands]))
+                expr = tmpl.instantiate(mapping)
+                for used in _names_read(expr):
+                    if used in ssa.all_names and used not in saved:
+                        saved.append(used)
+                acc.add(o.id, expr)
+        acc.finish()
+        guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
+        return fwd, saved, rev, guard
+
+    def operands(self, v: ast.expr) -> list[ast.expr]:
+        if isinstance(v, ast.BinOp):
+            return [v.left, v.right]
+        if isinstance(v, ast.UnaryOp):
+            return [v.operand]
+        if isinstance(v, ast.Call):
+            return list(v.args)
+        return []
+
+    def general_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt]]:
+        fwd: list[ast.stmt] = []
+        rec: list[str] = []
+        rev: list[ast.stmt] = []
+        acc = _AdjointAccumulator(self, ssa, rev, fast=False)
+        plans = []
+        for s in ssa.stmts:
+            f, r_names, rev_fn = self.general_stmt(s, ssa)
+            fwd.extend(f)
+            for n in r_names:
+                if n not in rec:
+                    rec.append(n)
+            plans.append(rev_fn)
+        for rev_fn in reversed(plans):
+            rev_fn(acc)
+        acc.finish()
+        return fwd, rec, rev
+
+    # ---------------------------------------------------------------- general statements
+    def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
+        if isinstance(s, ast.FunctionDef):
+            return self.closure_stmt(s, ssa)
+        if isinstance(s, ast.Delete):
+            return self.delete_stmt(s)
+        target = s.targets[0]
+        v = s.value
+        if isinstance(target, ast.Subscript):
+            return self.call_like(None, self.rt("setitem_plus"), [target.value, self.slice_expr(target.slice), v], [], s)
+        if isinstance(target, ast.Attribute):
+            return self.call_like(None, self.rt("setattr_plus"), [target.value, C(target.attr), v], [], s)
+        name = target.id
+        kind = getattr(s, "dp_kind", "general")
+        if name in self.boxed:
+            # a write to a boxed variable: its sensitivity lives in Abox under the cell key
+            fwd = [assign(name, copy.deepcopy(v))] if not isinstance(v, ast.Name) or v.id != name else []
+
+            def rev_boxed(acc: _AdjointAccumulator) -> None:
+                popped = call(attr(ABOX, "pop"), N(self.key(name)), N(self.Z))
+                if isinstance(v, ast.Name):
+                    acc.add(v.id, popped)
+                else:
+                    acc.out.append(ast.Expr(popped))
+
+            return fwd, [], rev_boxed
+        if isinstance(v, ast.Name) and v.id in self.boxed:
+            fwd = [assign(name, N(v.id))]
+
+            def rev_read(acc: _AdjointAccumulator) -> None:
+                A = acc.take(name)
+                if A is not None:
+                    acc.out.append(ast.Expr(call(self.rt("accumulate_cell"), N(ABOX), N(self.key(v.id)), N(name), A)))
+
+            return fwd, [name], rev_read
+        if kind == "nondiff" or isinstance(v, ast.Constant):
+            def rev_nd(acc: _AdjointAccumulator) -> None:
+                acc.take(name)
+
+            return [assign(name, copy.deepcopy(v))], [], rev_nd
+        if kind == "copy" or isinstance(v, ast.Name):
+            def rev_copy(acc: _AdjointAccumulator) -> None:
+                A = acc.take(name)
+                if A is not None:
+                    acc.add(v.id, A)
+
+            return [assign(name, copy.deepcopy(v))], [], rev_copy
+        if isinstance(v, ast.BinOp):
+            table = INPLACE if getattr(v, "dp_inplace", False) else BINOPS
+            fn = table[type(v.op)]
+            return self.call_like(name, self.rt("binop_plus"), [self.helper(fn, fn.__name__), v.left, v.right], [], s, skip=1)
+        if isinstance(v, ast.UnaryOp):
+            fn = UNARYOPS[type(v.op)]
+            return self.call_like(name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1)
+        if isinstance(v, ast.Call):
+            if getattr(v, "dp_internal", False) or (isinstance(v.func, ast.Name) and v.func.id in ("_dp_unpack", "_dp_unpack_star", "_dp_match_args")):
+                fn_name = {"_dp_unpack": "unpack_plus", "_dp_unpack_star": "unpack_star_plus", "_dp_match_args": "match_args_plus"}[v.func.id]
+                return self.call_like(name, self.rt(fn_name), list(v.args), [], s)
+            return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
+        if isinstance(v, ast.Attribute):
+            return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
+        if isinstance(v, ast.Subscript):
+            return self.call_like(name, self.rt("getitem_plus"), [v.value, self.slice_expr(v.slice)], [], s)
+        if isinstance(v, ast.Tuple):
+            return self.display(name, "build_tuple", v.elts, s)
+        if isinstance(v, ast.List):
+            return self.display(name, "build_list", v.elts, s)
+        if isinstance(v, ast.Set):
+            return self.display(name, "build_set", v.elts, s)
+        if isinstance(v, ast.Dict):
+            parts: list[ast.expr] = []
+            spec: list[bool] = []
+            for k, val in zip(v.keys, v.values):
+                if k is None:
+                    spec.append(True)
+                    parts.append(val)
+                else:
+                    spec.append(False)
+                    parts.append(k)
+                    parts.append(val)
+            return self.call_like(name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1)
+        raise NotImplementedError(ast.dump(v))
+
+    def slice_expr(self, sl: ast.expr) -> ast.expr:
+        if isinstance(sl, ast.Slice):
+            return call(self.helper(slice, "slice"), *[x if x is not None else C(None) for x in (sl.lower, sl.upper, sl.step)])
+        return sl
+
+    def display(self, name: str, builder: str, elts: list[ast.expr], s: ast.stmt) -> Any:
+        if any(isinstance(e, ast.Starred) for e in elts):
+            spec = tuple(isinstance(e, ast.Starred) for e in elts)
+            args = [e.value if isinstance(e, ast.Starred) else e for e in elts]
+            return self.call_like(name, self.rt(builder + "_star"), [C(spec)] + args, [], s, skip=1)
+        return self.call_like(name, self.rt(builder), list(elts), [], s)
+
+    def delete_stmt(self, s: ast.Delete) -> Any:
+        t = s.targets[0]
+        if isinstance(t, ast.Name):
+            def rev_del(acc: _AdjointAccumulator) -> None:
+                pass
+
+            return [copy.deepcopy(s)], [], rev_del
+        if isinstance(t, ast.Subscript):
+            return self.call_like(None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s)
+        return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
+
+    def call_like(self, target: str | None, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword],
+                  s: ast.stmt, skip: int = 0, callee: ast.expr | None = None) -> Any:
+        """``target = plus(*args, **keywords).primal``, recording the backprop and argument values.
+
+        ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
+        """
+        bp = self.namer.fresh("bp")
+        r = self.namer.fresh("r")
+        fwd: list[ast.stmt] = []
+        call_args: list[ast.expr] = []
+        for a in args:
+            if isinstance(a, ast.Starred):
+                call_args.append(ast.Starred(value=copy.deepcopy(a.value), ctx=ast.Load()))
+            else:
+                call_args.append(copy.deepcopy(a))
+        kws = [ast.keyword(arg=k.arg, value=copy.deepcopy(k.value)) for k in keywords]
+        fwd.append(assign(r, call(copy.deepcopy(plus), *call_args, keywords=kws)))
+        if target is not None:
+            fwd.append(assign(target, attr(r, "primal")))
+        fwd.append(assign(bp, attr(r, "backprop")))
+        record = [bp]
+        star_lens: dict[int, str] = {}
+        for i, a in enumerate(args):
+            node = a.value if isinstance(a, ast.Starred) else a
+            if i < skip and not (callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)):
+                continue
+            if isinstance(node, ast.Name) and node.id not in record and not node.id.startswith("_dp_"):
+                record.append(node.id)
+            if isinstance(a, ast.Starred):
+                ln = self.namer.fresh("len")
+                fwd.insert(0, assign(ln, call(self.helper(len, "len"), copy.deepcopy(a.value))))
+                star_lens[i] = ln
+                record.append(ln)
+        for k in keywords:
+            if isinstance(k.value, ast.Name) and k.value.id not in record:
+                record.append(k.value.id)
+        is_callee_var = callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(target) if target is not None else None
+            g = self.namer.fresh("g")
+            acc.out.append(assign(g, call(bp, A if A is not None else N(self.Z), N(ABOX))))
+            if is_callee_var:
+                acc.add_value(callee.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
+            pos: ast.expr = C(1)
+            fixed = 1
+            dynamic: list[str] = []
+
+            def position() -> ast.expr:
+                e: ast.expr = C(fixed)
+                for d in dynamic:
+                    e = ast.BinOp(left=e, op=ast.Add(), right=N(d))
+                return e
+
+            for i, a in enumerate(args):
+                if i < skip:
+                    continue
+                if isinstance(a, ast.Starred):
+                    ln = star_lens[i]
+                    if isinstance(a.value, ast.Name):
+                        part = call(self.rt("star_sensitivity"), N(g), position(), N(ln), N(a.value.id))
+                        acc.add_value(a.value.id, part)
+                    dynamic.append(ln)
+                    continue
+                if isinstance(a, ast.Name):
+                    acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
+                fixed += 1
+            if keywords:
+                kw = self.namer.fresh("kw")
+                acc.out.append(assign(kw, call(self.rt("keyword_sensitivities"), N(g), position())))
+                for k in keywords:
+                    if not isinstance(k.value, ast.Name):
+                        continue
+                    if k.arg is None:
+                        acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), N(kw), N(k.value.id)))
+                    else:
+                        acc.add_value(k.value.id, call(attr(kw, "get"), C(k.arg), N(self.Z)))
+
+        return fwd, record, rev
+
+    def closure_stmt(self, s: ast.FunctionDef, ssa: "_SSA") -> Any:
+        ir: IRFunction = s.dp_ir
+        child = FunctionBuilder(ir, self.namer, self.h, self.globals, top_level=False, fast=self.fast)
+        child.key_names = dict(self.key_names)
+        plus = child.build()
+        for k, v in child.key_names.items():
+            self.key_names.setdefault(k, v)
+        defaults = getattr(s, "dp_defaults", [])
+        kw_defaults = getattr(s, "dp_kw_defaults", [])
+        fwd: list[ast.stmt] = [plus]
+        if not plus.dp_simple:
+            sig = call(self.rt("make_signature"), C(ast.unparse(ir.args) if ir.args else ""),
+                       tuple_([copy.deepcopy(d) for d in defaults]),
+                       tuple_([copy.deepcopy(d) if d is not None else C(None) for d in kw_defaults]))
+            plus.args.kw_defaults = [sig]
+        fwd.append(assign(s.name, N(plus.name)))
+        from .closures import PlusInfo
+
+        by_value = plus.dp_by_value
+        s.dp_plus_name = plus.name
+        s.dp_by_value = by_value
+        record = [v for v in by_value]
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(s.name)
+            if A is None or not by_value:
+                return
+            a = self.namer.fresh("clo")
+            acc.out.append(assign(a, call(self.rt("closure_parts"), A, C(len(by_value)))))
+            for i, v in enumerate(by_value):
+                acc.add_value(v, ast.Subscript(value=N(a), slice=C(i), ctx=ast.Load()), value_name=v)
+
+        return fwd, record, rev
+
+    # ---------------------------------------------------------------- compound statements
+    def compound(self, s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        method = getattr(self, "c_" + type(s).__name__)
+        fwd, rev = method(s)
+        _locate_all(fwd, s)
+        _locate_all(rev, s)
+        return fwd, rev
+
+    def c_If(self, s: ast.If) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        bf, br = self.block(s.body)
+        of, orr = self.block(s.orelse)
+        if not br and not orr:
+            return [ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of)], []
+        bf = bf + [ast.Expr(call(PUSH, C(True)))]
+        of = of + [ast.Expr(call(PUSH, C(False)))]
+        return [ast.If(test=s.test, body=bf, orelse=of)], [ast.If(test=call(POP), body=br or [ast.Pass()], orelse=orr)]
+
+    def loop_common(self, body_stmts: list[ast.stmt], stop: str | None) -> tuple[list[ast.stmt], list[ast.stmt], str]:
+        bf, br = self.block(body_stmts)
+        n = self.namer.fresh("n")
+        bf = bf + [ast.AugAssign(target=S(n), op=ast.Add(), value=C(1))]
+        if stop:
+            bf.append(ast.If(test=N(stop), body=[ast.Break()], orelse=[]))
+        return bf, br, n
+
+    def c_For(self, s: ast.For) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        target = s.target.id
+        bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
+        it = s.iter
+        fwd = [assign(n, C(0)), ast.For(target=S(target), iter=copy.deepcopy(it), body=bf, orelse=[], type_comment=None)]
+        rec_it = it.id if isinstance(it, ast.Name) else None
+        fwd.append(ast.Expr(call(PUSH, tuple_([copy.deepcopy(it), N(n)]))))
+        itv = self.namer.fresh("it")
+        route = self.namer.fresh("route")
+        i = self.namer.fresh("i")
+        A_t = self.adj(target)
+        rev_body = list(br)
+        rev_body.append(ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
+                               body=[ast.Expr(call(attr(route, "back"), N(i), N(A_t), N(ABOX))), assign(A_t, N(self.Z))],
+                               orelse=[]))
+        rev = [
+            unpack([itv, n], call(POP)),
+            assign(route, call(self.rt("iteration_router"), N(itv), N(n))),
+            ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=N(n), op=ast.Sub(), right=C(1)), C(-1), C(-1)),
+                    body=rev_body, orelse=[], type_comment=None),
+        ]
+        if rec_it is not None:
+            self.persistent.add(rec_it)
+            A_it = self.adj(rec_it)
+            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), call(attr(route, "result")), N(ABOX))))
+        return fwd, rev
+
+    def c_While(self, s: ast.While) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
+        fwd = [assign(n, C(0)), ast.While(test=C(True), body=bf, orelse=[]), ast.Expr(call(PUSH, N(n)))]
+        rev = [ast.For(target=S(self.namer.fresh("k")), iter=call(self.helper(range, "range"), call(POP)), body=br or [ast.Pass()], orelse=[], type_comment=None)]
+        return fwd, rev
+
+    def c_Try(self, s: ast.Try) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        self.in_try += 1
+        try:
+            p = self.namer.fresh("done")
+            mark = self.namer.fresh("mark")
+            body_fwd: list[ast.stmt] = []
+            body_revs: list[list[ast.stmt]] = []
+            compound_idx: list[int] = []
+            for k, stmt in enumerate(s.body):
+                f, r = self.block([stmt])
+                body_fwd.append(assign(mark, call(self.helper(len, "len"), N(TAPE))))
+                body_fwd.extend(f)
+                body_fwd.append(assign(p, C(k + 1)))
+                body_revs.append(r)
+                if not isinstance(stmt, (ast.Assign, ast.Delete, ast.FunctionDef, ast.Pass)) and r:
+                    compound_idx.append(k)
+            handlers = []
+            handler_revs = []
+            for hi, h in enumerate(s.handlers):
+                hf, hr = self.block(h.body)
+                hbody = [ast.Delete(targets=[ast.Subscript(value=N(TAPE), slice=ast.Slice(lower=N(mark), upper=None, step=None), ctx=ast.Del())])]
+                hbody += hf + [ast.Expr(call(PUSH, tuple_([N(p), C(hi)])))]
+                handlers.append(ast.ExceptHandler(type=h.type, name=h.name, body=hbody))
+                handler_revs.append(hr)
+        finally:
+            self.in_try -= 1
+        ef, er = self.block(s.orelse)
+        ff, fr = self.block(s.finalbody)
+        else_fwd = ef + [ast.Expr(call(PUSH, tuple_([N(p), C(-1)])))]
+        fwd = [assign(p, C(0)), assign(mark, call(self.helper(len, "len"), N(TAPE))),
+               ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
+        hv = self.namer.fresh("handler")
+        rev: list[ast.stmt] = list(fr)
+        rev.append(unpack([p, hv], call(POP)))
+        chain: list[ast.stmt] = er or [ast.Pass()]
+        dispatch: list[ast.stmt] = []
+        for hi, hr in enumerate(handler_revs):
+            dispatch = [ast.If(test=ast.Compare(left=N(hv), ops=[ast.Eq()], comparators=[C(hi)]), body=hr or [ast.Pass()], orelse=dispatch)]
+        rev.append(ast.If(test=ast.Compare(left=N(hv), ops=[ast.Eq()], comparators=[C(-1)]), body=chain, orelse=dispatch or [ast.Pass()]))
+        if compound_idx:
+            msg = (f"an exception interrupted a compound statement inside try (line {s.lineno}); dplus cannot "
+                   "differentiate through a partially executed loop, if or with: move the try inside it")
+            rev.append(ast.If(
+                test=ast.BoolOp(op=ast.And(), values=[
+                    ast.Compare(left=N(hv), ops=[ast.NotEq()], comparators=[C(-1)]),
+                    ast.Compare(left=N(p), ops=[ast.In()], comparators=[C(tuple(compound_idx))])]),
+                body=[ast.Raise(exc=call(self.helper(_nondiff_error(), "NonDifferentiableError"), C(msg)), cause=None)], orelse=[]))
+        for k in range(len(s.body) - 1, -1, -1):
+            if body_revs[k]:
+                rev.append(ast.If(test=ast.Compare(left=N(p), ops=[ast.Gt()], comparators=[C(k)]), body=body_revs[k], orelse=[]))
+        return fwd, rev
+
+    def c_With(self, s: ast.With) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        bf, br = self.block(s.body)
+        ok = self.namer.fresh("ok")
+        mark = self.namer.fresh("mark")
+        fwd = [assign(ok, C(False)), assign(mark, call(self.helper(len, "len"), N(TAPE))),
+               ast.With(items=s.items, body=bf + [assign(ok, C(True))]),
+               ast.If(test=ast.UnaryOp(op=ast.Not(), operand=N(ok)),
+                      body=[ast.Delete(targets=[ast.Subscript(value=N(TAPE), slice=ast.Slice(lower=N(mark), upper=None, step=None), ctx=ast.Del())])],
+                      orelse=[]),
+               ast.Expr(call(PUSH, N(ok)))]
+        msg = (f"the context manager of the with statement at line {s.lineno} suppressed an exception; dplus cannot "
+               "differentiate through a partially executed with body")
+        rev = [ast.If(test=call(POP), body=br or [ast.Pass()],
+                      orelse=[ast.Raise(exc=call(self.helper(_nondiff_error(), "NonDifferentiableError"), C(msg)), cause=None)])]
+        return fwd, rev
+
+    def c_Match(self, s: ast.Match) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        cases = []
+        revs = []
+        irrefutable = False
+        for ci, case in enumerate(s.cases):
+            cf, cr = self.block(case.body)
+            cases.append(ast.match_case(pattern=case.pattern, guard=case.guard, body=cf + [ast.Expr(call(PUSH, C(ci)))]))
+            revs.append(cr)
+            if case.guard is None and isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
+                irrefutable = True
+        if not irrefutable:
+            cases.append(ast.match_case(pattern=ast.MatchAs(pattern=None, name=None), guard=None, body=[ast.Expr(call(PUSH, C(-1)))]))
+        cv = self.namer.fresh("case")
+        dispatch: list[ast.stmt] = []
+        for ci, cr in enumerate(revs):
+            if cr:
+                dispatch = [ast.If(test=ast.Compare(left=N(cv), ops=[ast.Eq()], comparators=[C(ci)]), body=cr, orelse=dispatch)]
+        return [ast.Match(subject=s.subject, cases=cases)], [assign(cv, call(POP))] + dispatch
+
+    def _native(self, s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        return [s], []
+
+    c_Raise = _native
+    c_Assert = _native
+    c_Pass = _native
+    c_Nonlocal = _native
+    c_Import = _native
+    c_ImportFrom = _native
+    c_Global = _native
+    c_Expr = _native
+
+
+# ---------------------------------------------------------------------------
+# SSA renaming inside a segment
+
+
+class _SSA:
+    """Renames the names a segment assigns again, so every value it records stays available."""
+
+    def __init__(self, builder: FunctionBuilder, seg: list[ast.stmt]) -> None:
+        self.b = builder
+        self.version: dict[str, str] = {}
+        self.origin: dict[str, str] = {}  # ssa name -> user/temp name
+        self.inputs: set[str] = set()
+        self.defined: list[str] = []
+        self.all_names: set[str] = set()
+        self.stmts: list[ast.stmt] = []
+        self.local_temps: set[str] = set()
+        reads: dict[str, int] = {}
+        for s in seg:
+            s2 = copy.deepcopy(s)
+            s2.dp_kind = getattr(s, "dp_kind", "general")
+            for n in self._rename_loads(s2):
+                reads[n] = reads.get(n, 0) + 1
+            if isinstance(s2, ast.Assign) and isinstance(s2.targets[0], ast.Name):
+                name = s2.targets[0].id
+                if name in builder.boxed:
+                    self.stmts.append(s2)
+                    continue
+                if name in self.version or name in self.inputs:
+                    new = builder.namer.fresh(name.strip("_")[:12] + "_")
+                else:
+                    new = name
+                self.version[name] = new
+                self.origin[new] = name
+                s2.targets[0].id = new
+                self.defined.append(new)
+                self.all_names.add(new)
+            elif isinstance(s2, ast.FunctionDef):
+                self.version.pop(s2.name, None)
+            self.stmts.append(s2)
+        # temps read only inside this segment keep their adjoints in local variables
+        for user, new in self.version.items():
+            if user in builder.namer.generated and user not in builder.ir.scope.locals and not user.startswith("_ret"):
+                if builder.read_count.get(user, 0) == reads.get(new, 0) and user == new:
+                    self.local_temps.add(new)
+
+    def _rename_loads(self, s: ast.stmt) -> list[str]:
+        nodes: list[ast.AST] = []
+        if isinstance(s, ast.Assign):
+            nodes.append(s.value)
+            t = s.targets[0]
+            if not isinstance(t, ast.Name):
+                nodes.append(t)
+        elif isinstance(s, ast.Delete):
+            nodes.extend(s.targets)
+        elif isinstance(s, ast.FunctionDef):
+            nodes.extend(getattr(s, "dp_defaults", []))
+            nodes.extend(d for d in getattr(s, "dp_kw_defaults", []) if d is not None)
+        seen: list[str] = []
+        for root in nodes:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    if n.id in self.version:
+                        n.id = self.version[n.id]
+                        seen.append(n.id)
+                    elif not n.id.startswith("_dp_"):
+                        self.inputs.add(n.id)
+                        self.all_names.add(n.id)
+        return seen
+
+    def copy_back(self) -> list[ast.stmt]:
+        out = []
+        for name, new in self.version.items():
+            if new != name:
+                out.append(assign(name, N(new)))
+        return out
+
+    def user_name(self, ssa_name: str) -> str:
+        return self.origin.get(ssa_name, ssa_name)
+
+    def is_final(self, ssa_name: str) -> bool:
+        user = self.origin.get(ssa_name)
+        return user is not None and self.version.get(user) == ssa_name and ssa_name not in self.local_temps
+
+
+class _AdjointAccumulator:
+    """Tracks, while writing a segment's reverse code, where each value's adjoint is.
+
+    The adjoints of the values a segment leaves in its names are moved into locals at the
+    start, so that contributions to the values those names held before go straight to the
+    persistent adjoints.
+    """
+
+    def __init__(self, builder: FunctionBuilder, ssa: _SSA, out: list[ast.stmt] | None, fast: bool) -> None:
+        self.b = builder
+        self.ssa = ssa
+        self.out = out if out is not None else []
+        self.fast = fast
+        self.local: dict[str, str] = {}  # ssa name -> local adjoint variable
+        for name in ssa.defined:
+            if ssa.is_final(name):
+                a = self.b.adj(ssa.user_name(name))
+                tmp = self.b.namer.fresh("a")
+                self.out.append(assign(tmp, N(a)))
+                self.out.append(assign(a, N(self.b.Z)))
+                self.local[name] = tmp
+
+    def take(self, ssa_name: str | None) -> ast.expr | None:
+        """The adjoint of a value being defined here (consumed: the definition is reversed)."""
+        if ssa_name is None:
+            return None
+        if ssa_name in self.local:
+            return N(self.local.pop(ssa_name))
+        if ssa_name in self.ssa.defined:
+            return None  # never used: zero
+        a = self.b.adj(ssa_name)
+        tmp = self.b.namer.fresh("a")
+        self.out.append(assign(tmp, N(a)))
+        self.out.append(assign(a, N(self.b.Z)))
+        return N(tmp)
+
+    def add(self, ssa_name: str, contrib: ast.expr) -> None:
+        """Add a contribution to the adjoint of a number (fast path) or of an immutable value."""
+        op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if self.fast else (
+            lambda cur: call(self.b.rt("add"), N(cur), contrib))
+        if ssa_name in self.ssa.defined:
+            cur = self.local.get(ssa_name)
+            if cur is None:
+                v = self.b.namer.fresh("a")
+                self.local[ssa_name] = v
+                self.out.append(assign(v, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+            else:
+                self.out.append(assign(cur, op(cur)))
+            return
+        if ssa_name in self.b.boxed:
+            self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), C(None), contrib)))
+            return
+        a = self.b.adj(ssa_name)
+        self.out.append(assign(a, op(a)))
+
+    def add_value(self, ssa_name: str, contrib: ast.expr, value_name: str | None = None) -> None:
+        """Add a sensitivity of any type; mutable values hand it to Abox."""
+        val = N(value_name or ssa_name)
+        acc = self.b.rt("accumulate")
+        if ssa_name in self.ssa.defined:
+            cur = self.local.get(ssa_name)
+            if cur is None:
+                v = self.b.namer.fresh("a")
+                self.local[ssa_name] = v
+                self.out.append(assign(v, call(acc, N(self.b.Z), val, contrib, N(ABOX))))
+            else:
+                self.out.append(assign(cur, call(acc, N(cur), val, contrib, N(ABOX))))
+            return
+        if ssa_name in self.b.boxed:
+            self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), val, contrib)))
+            return
+        a = self.b.adj(ssa_name)
+        self.out.append(assign(a, call(acc, N(a), val, contrib, N(ABOX))))
+
+    def finish(self) -> None:
+        self.local.clear()
+
+
+# ---------------------------------------------------------------------------
+
+
+def _locate(node: ast.AST, lineno: int) -> None:
+    for n in ast.walk(node):
+        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
+            n.lineno = lineno
+            n.end_lineno = lineno
+            n.col_offset = 0
+            n.end_col_offset = 0
+
+
+def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
+    line = getattr(like, "lineno", 1) or 1
+    for s in stmts:
+        _locate(s, line)
+
+
+def _gen_zero() -> Any:
+    from .linear import gen_zero
+
+    return gen_zero
+
+
+def _procresult() -> Any:
+    from .result import ProcResult
+
+    return ProcResult
+
+
+def _nondiff_error() -> Any:
+    from .errors import NonDifferentiableError
+
+    return NonDifferentiableError
+
+
+def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...], fast: bool = True) -> ast.FunctionDef:
+    return FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, fast=fast).build()

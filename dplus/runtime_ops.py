@@ -1,0 +1,342 @@
+"""The operations generated code calls by name (bound into it as closure cells).
+
+Each general-path operation returns a ProcResult; the rest move sensitivities around.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import sys
+import types
+from typing import Any
+
+from dplus.primitives.containers import (  # noqa: F401  (re-exported for generated code)
+    build_dict,
+    build_list,
+    build_list_star,
+    build_set,
+    build_set_star,
+    build_tuple,
+    build_tuple_star,
+    concat_plus,
+    delattr_plus,
+    delitem_plus,
+    getattr_plus,
+    getitem_plus,
+    list_iadd_plus,
+    match_args_plus,
+    repeat_plus,
+    setattr_plus,
+    setitem_plus,
+    unpack_plus,
+    unpack_star_plus,
+)
+
+from .boxes import BoxSensitivities
+from .closures import is_plus_function
+from .errors import NonDifferentiableError, SensitivityError
+from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from .registry import lookup_transform
+from .result import ProcResult
+from .runtime import CellKey, accumulate, handover, is_tracked_mutable, lift  # noqa: F401
+
+Z = gen_zero
+
+_NUMERIC = (int, float, complex)
+
+
+def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
+    if type(f) is types.FunctionType and is_plus_function(f):
+        return f(*args, **kwargs)
+    return lift(f)(*args, **kwargs)
+
+
+_SEQ_CONCAT = {operator.add, operator.iadd}
+_SEQ_REPEAT = {operator.mul, operator.imul}
+_REFLECTED = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"), operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"), operator.pow: ("__pow__", "__rpow__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"), operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"),
+}
+_INPLACE_TO_PLAIN = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+    operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+}
+
+
+def _is_value(x: Any) -> bool:
+    t = type(x)
+    return t in _NUMERIC or is_number(x) or is_ndarray(x) or x is Z or t is bool
+
+
+def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
+    """A binary operator on any operands: numbers and arrays use the operator's rule."""
+    if _is_value(a) and _is_value(b):
+        plain = _INPLACE_TO_PLAIN.get(fn, fn)
+        t = lookup_transform(plain)
+        if t is not None:
+            return t(a, b)
+    if fn is operator.iadd and isinstance(a, list):
+        return list_iadd_plus(a, b)
+    if fn in _SEQ_CONCAT and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return concat_plus(a, b)
+    if fn in _SEQ_REPEAT and (
+        (isinstance(a, (list, tuple)) and isinstance(b, int)) or (isinstance(b, (list, tuple)) and isinstance(a, int))
+    ):
+        return repeat_plus(a, b)
+    plain = _INPLACE_TO_PLAIN.get(fn, fn)
+    names = _REFLECTED.get(plain)
+    if names is not None:
+        # user classes: their Python dunder methods, through the registry or the policy
+        meth = getattr(type(a), names[0], None)
+        if isinstance(meth, types.FunctionType):
+            r = lift(meth)(a, b)
+            if r.primal is not NotImplemented:
+                return r
+        rmeth = getattr(type(b), names[1], None)
+        if isinstance(rmeth, types.FunctionType):
+            r = lift(rmeth)(b, a)
+            inner = r.backprop
+            if r.primal is not NotImplemented:
+                return ProcResult(r.primal, lambda A, Abox: _swap(inner(A, Abox)))
+    t = lookup_transform(plain)
+    if t is not None:
+        return t(a, b)
+    return lift(fn)(a, b)
+
+
+def _swap(g: tuple) -> tuple:
+    return (g[0], g[2], g[1]) + tuple(g[3:])
+
+
+def accumulate_cell(Abox: BoxSensitivities, key: CellKey, value: Any, s: Any) -> None:
+    """Add the sensitivity of a value read from a boxed variable into its cell's entry."""
+    if s is Z or s is None:
+        return
+    if value is not None and is_tracked_mutable(value):
+        handover(Abox, value, s)
+    else:
+        Abox.accumulate(key, s)
+
+
+def closure_parts(A: Any, n: int) -> list:
+    """The per-variable parts of a closure's sensitivity."""
+    if A is Z or A is None:
+        return [Z] * n
+    t = type(A)
+    if t is OneHot:
+        return A.to_list()
+    if t is TupleAccumulator:
+        return A.items
+    parts = list(A)
+    if len(parts) != n:
+        raise SensitivityError(f"a closure sensitivity of length {len(parts)} was given for a function closing over {n} variables")
+    return parts
+
+
+def star_sensitivity(g: tuple, pos: int, n: int, value: Any) -> Any:
+    """The sensitivities of the arguments a ``*value`` supplied, shaped like ``value``."""
+    items = list(g[pos : pos + n])
+    if all(s is Z or s is None for s in items):
+        return Z
+    if isinstance(value, list):
+        return items
+    if isinstance(value, tuple):
+        return tuple(items)
+    if is_ndarray(value):
+        np = sys.modules["numpy"]
+        return np.array([0.0 if s is Z else s for s in items])
+    if all(is_zero_sensitivity(s) for s in items):
+        return Z
+    raise NonDifferentiableError(
+        f"sensitivity reached arguments unpacked from a {type(value).__name__}; unpack a list or a tuple"
+    )
+
+
+def keyword_sensitivities(g: tuple, pos: int) -> dict:
+    if len(g) > pos and isinstance(g[pos], dict):
+        return g[pos]
+    return {}
+
+
+def double_star_sensitivity(kw: dict, d: dict) -> Any:
+    out = {k: kw.get(k, Z) for k in d}
+    return out if any(v is not Z for v in out.values()) else Z
+
+
+# ---------------------------------------------------------------------------
+# loops: where the sensitivity of each iteration's element goes
+
+
+class _NullRouter:
+    __slots__ = ()
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        pass
+
+    def result(self) -> Any:
+        return Z
+
+
+class _RaisingRouter:
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if not is_zero_sensitivity(A):
+            raise NonDifferentiableError(
+                f"sensitivity reached the elements of a {self.what} iterated by a for loop; such elements cannot "
+                "carry sensitivity in dplus. Iterate over a list or a tuple instead"
+            )
+
+    def result(self) -> Any:
+        return Z
+
+
+class _ListRouter:
+    __slots__ = ("lst", "n")
+
+    def __init__(self, lst: list) -> None:
+        self.lst = lst
+        self.n = len(lst)
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        entry = Abox.list_entry(self.lst, self.n)
+        entry[i] = add(entry[i], A)
+
+    def result(self) -> Any:
+        return Z
+
+
+class _TupleRouter:
+    __slots__ = ("items",)
+
+    def __init__(self, n: int) -> None:
+        self.items: list | None = None
+        self.items = [Z] * n
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        self.items[i] = add(self.items[i], A)
+
+    def result(self) -> Any:
+        if all(s is Z for s in self.items):
+            return Z
+        return TupleAccumulator(self.items)
+
+
+class _ArrayRouter:
+    __slots__ = ("arr", "g")
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+        self.g = None
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        if self.g is None:
+            np = sys.modules["numpy"]
+            self.g = np.zeros_like(self.arr, dtype=float)
+        self.g[i] += A
+
+    def result(self) -> Any:
+        return Z if self.g is None else self.g
+
+
+_NULL = _NullRouter()
+
+
+def iteration_router(itv: Any, n: int) -> Any:
+    t = type(itv)
+    if t is range:
+        return _NULL
+    if t is list:
+        return _ListRouter(itv)
+    if t is tuple:
+        return _TupleRouter(len(itv))
+    if isinstance(itv, list):
+        return _ListRouter(itv)
+    if isinstance(itv, tuple):
+        return _TupleRouter(len(itv))
+    if isinstance(itv, (str, bytes, dict, type({}.keys()))):
+        return _NULL
+    if is_ndarray(itv):
+        return _ArrayRouter(itv)
+    if isinstance(itv, (set, frozenset)):
+        return _RaisingRouter("set")
+    return _RaisingRouter(t.__name__)
+
+
+# ---------------------------------------------------------------------------
+# calling conventions with defaults, *args and **kwargs
+
+
+def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Signature:
+    """The signature of a nested function from its source parameter list and default values."""
+    src = f"def _f({spec}): pass"
+    ns: dict = {}
+    exec(compile(src, "<dplus signature>", "exec"), ns)
+    f = ns["_f"]
+    f.__defaults__ = tuple(defaults) or None
+    kwonly = [p.name for p in inspect.signature(f).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    kwd = {name: d for name, d in zip(kwonly, kw_defaults) if d is not None}
+    f.__kwdefaults__ = kwd or None
+    return inspect.signature(f)
+
+
+def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict) -> tuple:
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = []
+    for name, p in sig.parameters.items():
+        v = bound.arguments[name]
+        values.append(v)
+    return tuple(values) if len(values) != 1 else (values[0],)
+
+
+def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, closure: tuple, sens: tuple, Abox: BoxSensitivities) -> tuple:
+    """Map parameter sensitivities back to the positions and keywords the call used."""
+    params = list(sig.parameters.values())
+    by_name = dict(zip([p.name for p in params], sens))
+    pos_sens: list = []
+    npos = len(args)
+    i = 0
+    for p in params:
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            if i < npos:
+                pos_sens.append(by_name[p.name])
+                i += 1
+        elif p.kind is inspect.Parameter.VAR_POSITIONAL:
+            extra = npos - i
+            if extra > 0:
+                s = by_name[p.name]
+                items = closure_parts(s, extra) if s is not Z else [Z] * extra
+                pos_sens.extend(items)
+                i += extra
+    out = (closure,) + tuple(pos_sens)
+    if kwargs:
+        kw_sens: dict = {}
+        var_kw = next((p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+        kw_obj = None
+        for name in kwargs:
+            if name in by_name and sig.parameters[name].kind is not inspect.Parameter.VAR_KEYWORD:
+                kw_sens[name] = by_name[name]
+            elif var_kw is not None:
+                kw_sens[name] = Z
+        if var_kw is not None:
+            s = by_name[var_kw]
+            if isinstance(s, dict):
+                for k, v in s.items():
+                    kw_sens[k] = add(kw_sens.get(k, Z), v)
+        out = out + (kw_sens,)
+    return out

@@ -1,0 +1,159 @@
+"""Getting the source of a function: its AST, file and line numbers.
+
+Source comes from ``inspect`` / ``linecache`` (files, notebooks, ``python -c`` is not
+possible). Several lambdas on one line are told apart by the column positions that
+Python 3.11 code objects record.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+import types
+from typing import Any
+
+import attrs
+
+from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
+
+__all__ = ["FunctionSource", "function_source"]
+
+
+@attrs.frozen
+class FunctionSource:
+    """A function's definition as an AST (a FunctionDef or Lambda) with where it came from."""
+
+    node: ast.FunctionDef | ast.Lambda
+    filename: str
+    code: types.CodeType
+    globals: dict
+    freevars: tuple[str, ...]
+
+
+def _fix_fn_error(fn: Any) -> str:
+    return (
+        f"dplus could not find the source of {describe_callable(fn)}. Functions defined in a file, "
+        "a notebook cell or a module have source; ones built by exec/eval, in a bare interactive "
+        "prompt, or in C do not. Define it in a file, or register its derivative with "
+        "dplus.register_primitive / dplus.register_backprop."
+    )
+
+
+def function_source(fn: Any) -> FunctionSource:
+    """The source of a plain Python function (``def`` or ``lambda``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        raise SourceUnavailableError(_fix_fn_error(fn))
+    filename = code.co_filename
+    lines = linecache.getlines(filename, fn.__globals__)
+    if not lines:
+        linecache.checkcache(filename)
+        lines = linecache.getlines(filename, fn.__globals__)
+    if not lines:
+        raise SourceUnavailableError(_fix_fn_error(fn))
+    try:
+        block_lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError, IndexError):
+        raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    node = _find_node(fn, code, block_lines, start, lines)
+    return FunctionSource(node, filename, code, fn.__globals__, code.co_freevars)
+
+
+def _parse_block(block_lines: list[str]) -> tuple[ast.Module, int]:
+    """Parse a block of source lines that may be indented or a fragment of a statement."""
+    text = "".join(block_lines)
+    dedented = textwrap.dedent(text)
+    indent = len(block_lines[0]) - len(block_lines[0].lstrip()) if block_lines else 0
+    try:
+        return ast.parse(dedented), indent
+    except SyntaxError:
+        pass
+    # a lambda inside a larger expression: cut at the end of the expression
+    stripped = dedented.strip()
+    for end in range(len(stripped), 0, -1):
+        try:
+            return ast.parse(stripped[:end]), indent
+        except SyntaxError:
+            continue
+    raise SyntaxError("could not parse")
+
+
+def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int, all_lines: list[str]) -> Any:
+    first = code.co_firstlineno
+    if code.co_name != "<lambda>":
+        try:
+            module, indent = _parse_block(block_lines)
+        except SyntaxError:
+            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+        for node in ast.walk(module):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+                if isinstance(node, ast.AsyncFunctionDef):
+                    raise UnsupportedSyntaxError(
+                        f"async functions cannot be differentiated: {code.co_name} at {code.co_filename}:{first}"
+                    )
+                _shift(module, start - 1, indent)
+                return node
+        raise SourceUnavailableError(_fix_fn_error(fn))
+    # A lambda: parse the whole file region around it and match positions.
+    positions = [p for p in code.co_positions() if p[0] is not None]
+    try:
+        module = ast.parse("".join(all_lines))
+    except SyntaxError:
+        module = None
+    candidates: list[ast.Lambda] = []
+    if module is not None:
+        for node in ast.walk(module):
+            if isinstance(node, ast.Lambda) and node.lineno == first:
+                candidates.append(node)
+    if not candidates:
+        try:
+            module, indent = _parse_block(block_lines)
+        except SyntaxError:
+            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+        _shift(module, start - 1, indent)
+        candidates = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if positions:
+        # the body's first instruction position lies inside exactly one lambda's body
+        body_pos = [(p[0], p[2]) for p in positions if p[2] is not None]
+        for cand in candidates:
+            b = cand.body
+            if any(
+                (b.lineno, b.col_offset) <= pos <= (b.end_lineno, b.end_col_offset) for pos in body_pos
+            ) and _arg_names(cand) == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+                inner = [c for c in candidates if c is not cand and _contains(cand, c)]
+                if not any(
+                    any((c.body.lineno, c.body.col_offset) <= pos <= (c.body.end_lineno, c.body.end_col_offset) for pos in body_pos)
+                    for c in inner
+                ):
+                    return cand
+    matching = [c for c in candidates if _arg_names(c) == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]]
+    if len(matching) == 1:
+        return matching[0]
+    raise SourceUnavailableError(
+        f"several lambdas on line {first} of {code.co_filename} could not be told apart; "
+        "give the function a name with def"
+    )
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return any(n is inner for n in ast.walk(outer))
+
+
+def _arg_names(node: ast.Lambda) -> tuple[str, ...]:
+    a = node.args
+    return tuple(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs)
+
+
+def _shift(module: ast.AST, line_offset: int, col_offset: int) -> None:
+    if line_offset:
+        ast.increment_lineno(module, line_offset)
+    if col_offset:
+        for node in ast.walk(module):
+            if hasattr(node, "col_offset") and node.col_offset is not None:
+                node.col_offset += col_offset
+            if hasattr(node, "end_col_offset") and node.end_col_offset is not None:
+                node.end_col_offset += col_offset

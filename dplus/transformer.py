@@ -1,0 +1,376 @@
+"""The source transformer's front door: from a Python callable to its plus-function.
+
+Pipeline: ``source`` (get the AST) → ``scopes`` (what is local, free, boxed) →
+``normalize`` (A-normal form) → ``reverse`` (forward and reverse code) → here: compile
+once per code object, bind to each function object's closure cells, cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import functools
+import inspect
+import threading
+import types
+from typing import Any, Callable
+
+import attrs
+
+from .closures import PlusInfo, is_plus_function, plus_info, register_plus_code
+from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
+from .linear import gen_zero
+from .normalize import Namer, normalize_function
+from .registry import lookup_transform, register_primitive
+from .result import ProcResult
+from .reverse import Helpers, build_plus_function
+from .scopes import _nonlocal_assigned, analyse, resolve_free
+from .source import function_source
+
+__all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
+
+Z = gen_zero
+
+
+@attrs.define
+class Compiled:
+    code: types.CodeType  # the plus-function's code
+    helper_cells: dict[str, Any]
+    source: str  # readable generated source, for show()
+    name: str
+    simple: bool
+
+
+_LOCK = threading.RLock()
+_COMPILED: dict[types.CodeType, Compiled] = {}
+
+
+def can_transform(f: Any) -> bool:
+    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)):
+        return True
+    if isinstance(f, type):
+        return False
+    call = getattr(type(f), "__call__", None)
+    return isinstance(call, types.FunctionType)
+
+
+def plus_function_for(f: Any) -> Callable[..., ProcResult]:
+    """The plus-function of a Python callable, derived from its source."""
+    if isinstance(f, types.MethodType):
+        return _bound_plus(plus_function_for(f.__func__) if lookup_transform(f.__func__) is None else lookup_transform(f.__func__), f.__self__)
+    if isinstance(f, functools.partial):
+        return _partial_plus(f)
+    if not isinstance(f, types.FunctionType):
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            t = lookup_transform(call)
+            return _bound_plus(t if t is not None else plus_function_for(call), f)
+        raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source")
+    compiled = compile_function(f)
+    closure = _closure_for(compiled, f)
+    kwdefaults = None if compiled.simple else {"_dp_sig": inspect.signature(f)}
+    fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    fn.__dplus_source__ = f
+    return fn
+
+
+def _closure_for(compiled: Compiled, f: types.FunctionType) -> tuple:
+    user_cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+    cells = []
+    for name in compiled.code.co_freevars:
+        if name in user_cells:
+            cells.append(user_cells[name])
+        elif name in compiled.helper_cells:
+            cells.append(compiled.helper_cells[name])
+        else:
+            raise RuntimeError(f"dplus internal error: no cell for free variable {name!r} of generated code")
+    return tuple(cells)
+
+
+def compile_function(f: types.FunctionType) -> Compiled:
+    code = f.__code__
+    compiled = _COMPILED.get(code)
+    if compiled is not None:
+        return compiled
+    with _LOCK:
+        compiled = _COMPILED.get(code)
+        if compiled is None:
+            compiled = _compile(f)
+            _COMPILED[code] = compiled
+    return compiled
+
+
+def _compile(f: types.FunctionType) -> Compiled:
+    src = function_source(f)
+    node = src.node
+    if isinstance(node, ast.FunctionDef):
+        node = copy.deepcopy(node)
+        node.decorator_list = []
+    else:
+        node = copy.deepcopy(node)
+    scope = analyse(node)
+    freevars = src.freevars
+    resolve_free(scope, set(), set(freevars))
+    boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
+    taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(scope.params)
+    taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+    namer = Namer(taken)
+    name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
+    ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
+    helpers = Helpers()
+    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars)
+    _unique_plus_names(plus_def, namer)
+    user_free = list(freevars)
+    factory = ast.FunctionDef(
+        name="_dp_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in list(helpers.values) + user_free], vararg=None,
+                           kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[plus_def, ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None,
+    )
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    try:
+        code = compile(module, src.filename, "exec")
+    except SyntaxError as e:  # pragma: no cover - a transformer bug
+        raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{ast.unparse(plus_def)}") from e
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
+    by_value = {d.name: getattr(d, "dp_by_value", ()) for d in ast.walk(plus_def) if isinstance(d, ast.FunctionDef)}
+    _register_codes(plus_code, by_value, f.__code__, ir)
+    helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
+    return Compiled(plus_code, helper_cells, _readable(plus_def, src.filename), plus_def.name, bool(getattr(plus_def, "dp_simple", True)))
+
+
+def _unique_plus_names(plus_def: ast.FunctionDef, namer: Namer) -> None:
+    seen: set[str] = set()
+    for d in ast.walk(plus_def):
+        if isinstance(d, ast.FunctionDef) and d.name.endswith("__plus"):
+            if d.name in seen:
+                old = d.name
+                d.name = namer.fresh(old.strip("_") + "_")
+                # the statement after the def assigns the user's name from it
+            seen.add(d.name)
+    # keep the assignments that refer to renamed defs consistent
+    for parent in ast.walk(plus_def):
+        body = getattr(parent, "body", None)
+        if not isinstance(body, list):
+            continue
+        for i, st in enumerate(body):
+            if isinstance(st, ast.FunctionDef) and i + 1 < len(body):
+                nxt = body[i + 1]
+                if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id.endswith("__plus") and nxt.value.id != st.name and getattr(st, "dp_by_value", None) is not None:
+                    nxt.value.id = st.name
+
+
+def _register_codes(code: types.CodeType, by_value: dict[str, tuple], source_code: types.CodeType, origin: Any) -> None:
+    if code.co_name in by_value and code.co_name.endswith("__plus") or code.co_name.endswith("__plus"):
+        register_plus_code(code, PlusInfo(source_code, tuple(by_value.get(code.co_name, ())), origin))
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _register_codes(c, by_value, source_code, origin)
+
+
+def _readable(plus_def: ast.FunctionDef, filename: str) -> str:
+    """The generated source with the user's line numbers as comments."""
+    tree = copy.deepcopy(plus_def)
+    markers: dict[str, int] = {}
+
+    def mark(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        last = None
+        for st in body:
+            line = getattr(st, "lineno", None)
+            if line is not None and line != last:
+                key = f"__dp_line_{len(markers)}__"
+                markers[key] = line
+                out.append(ast.Expr(value=ast.Name(id=key, ctx=ast.Load())))
+                last = line
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    setattr(st, field, mark(sub))
+            if isinstance(st, ast.Try):
+                for h in st.handlers:
+                    h.body = mark(h.body)
+            out.append(st)
+        return out
+
+    tree.body = mark(tree.body)
+    text = ast.unparse(tree)
+    import linecache
+
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped in markers:
+            n = markers[stripped]
+            indent = line[: len(line) - len(line.lstrip())]
+            src_line = linecache.getline(filename, n).strip()
+            lines.append(f"{indent}# line {n}: {src_line}" if src_line else f"{indent}# line {n}")
+        else:
+            lines.append(line)
+    return f"# generated by dplus from {filename}\n" + "\n".join(lines)
+
+
+def generated_source(f: Any) -> str:
+    """The readable generated source of ``f``'s plus-function."""
+    target = f
+    if isinstance(f, types.MethodType):
+        target = f.__func__
+    if not isinstance(target, types.FunctionType):
+        raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function: it has no generated code to show")
+    info = plus_info(target)
+    if info is not None and getattr(target, "__dplus_source__", None) is not None:
+        target = target.__dplus_source__
+    return compile_function(target).source
+
+
+# ---------------------------------------------------------------------------
+# bound methods, partials, callable objects
+
+
+def _bound_plus(t: Callable[..., ProcResult], owner: Any) -> Callable[..., ProcResult]:
+    def bound_method_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        r = t(owner, *args, **kwargs)
+        inner = r.backprop
+
+        def bound_method_backprop(A: Any, Abox: Any) -> tuple:
+            out = inner(A, Abox)
+            return ((out[1],),) + tuple(out[2:])
+
+        return ProcResult(r.primal, bound_method_backprop)
+
+    _mark_plus(bound_method_plus)
+    return bound_method_plus
+
+
+def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
+    from .runtime import lift
+
+    inner_plus = lift(p.func) if not can_transform(p.func) or lookup_transform(p.func) is not None else plus_function_for(p.func)
+    bound_args = p.args
+    bound_kw = dict(p.keywords)
+
+    def partial_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        kw = {**bound_kw, **kwargs}
+        r = inner_plus(*bound_args, *args, **kw)
+        inner = r.backprop
+        nb = len(bound_args)
+
+        def partial_backprop(A: Any, Abox: Any) -> tuple:
+            out = inner(A, Abox)
+            npos = nb + len(args)
+            pos = out[1 : 1 + npos]
+            kws = out[1 + npos] if len(out) > 1 + npos and isinstance(out[1 + npos], dict) else {}
+            closure = (out[0], tuple(pos[:nb]), {k: kws.get(k, Z) for k in bound_kw})
+            res = (closure,) + tuple(pos[nb:])
+            if kwargs:
+                res = res + ({k: kws.get(k, Z) for k in kwargs},)
+            return res
+
+        return ProcResult(r.primal, partial_backprop)
+
+    _mark_plus(partial_plus)
+    return partial_plus
+
+
+_EXTRA_PLUS: set[types.CodeType] = set()
+
+
+def _mark_plus(fn: types.FunctionType) -> None:
+    if fn.__code__ not in _EXTRA_PLUS:
+        _EXTRA_PLUS.add(fn.__code__)
+        register_plus_code(fn.__code__, PlusInfo(None, (), None))
+
+
+# ---------------------------------------------------------------------------
+# define_dplus: derive lazily, so recursion and mutual recursion work in any order
+
+
+def lazy_transform(f: Any) -> Callable[..., ProcResult]:
+    state: dict[str, Any] = {}
+
+    def lazy_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        plus = state.get("plus")
+        if plus is None:
+            plus = state["plus"] = plus_function_for(f)
+            register_primitive(f, plus, note="derived from source by define_dplus")
+        return plus(*args, **kwargs)
+
+    lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
+    lazy_plus.__dplus_source__ = f
+    return lazy_plus
+
+
+# ---------------------------------------------------------------------------
+# constructing instances of user classes
+
+
+def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
+    if dataclasses.is_dataclass(cls) or attrs.has(cls):
+        return _field_constructor(cls)
+    init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else getattr(cls, "__init__", None)
+    if isinstance(init, types.FunctionType):
+        t = lookup_transform(init)
+        init_plus = t if t is not None else plus_function_for(init)
+
+        def construct(*args: Any, **kwargs: Any) -> ProcResult:
+            obj = cls.__new__(cls)
+            r = init_plus(obj, *args, **kwargs)
+            inner = r.backprop
+
+            def construct_backprop(A: Any, Abox: Any) -> tuple:
+                from .runtime import handover
+
+                if A is not Z and A is not None:
+                    handover(Abox, obj, A)
+                out = inner(Z, Abox)
+                return ((),) + tuple(out[2:])
+
+            return ProcResult(obj, construct_backprop)
+
+        _mark_plus(construct)
+        return construct
+    return None
+
+
+def _field_constructor(cls: type) -> Callable[..., ProcResult]:
+    if dataclasses.is_dataclass(cls):
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+    else:
+        names = [a.name for a in attrs.fields(cls) if a.init]
+
+    def construct_fields(*args: Any, **kwargs: Any) -> ProcResult:
+        obj = cls(*args, **kwargs)
+        pos_names = names[: len(args)]
+
+        def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
+            from .runtime import handover
+
+            if A is not Z and A is not None:
+                handover(Abox, obj, A)
+            entry = Abox.pop(obj, Z)
+            get = (lambda n: entry.get(n, Z)) if entry is not Z else (lambda n: Z)
+            out = ((),) + tuple(get(n) for n in pos_names)
+            if kwargs:
+                out = out + ({k: get(k) for k in kwargs},)
+            return out
+
+        return ProcResult(obj, construct_fields_backprop)
+
+    _mark_plus(construct_fields)
+    return construct_fields
+
+
+# ---------------------------------------------------------------------------
+# derivatives of derivatives
+
+
+def transform_of_plus(p: Any) -> Callable[..., ProcResult]:
+    from .higher import transform_of_plus as impl
+
+    return impl(p)

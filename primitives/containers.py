@@ -1,0 +1,1070 @@
+"""Rules for containers: subscripts, attributes, displays, unpacking, list/dict methods, boxes.
+
+Sensitivities of lists, dicts, boxes and user objects live in the box-sensitivity map
+``Abox`` (SPEC section 5): a read adds the result's sensitivity into the container's
+entry, a write moves the written element's sensitivity out of the entry (leaving zero)
+and restores the layout the container had before the write. Tuples are values: a
+projection's sensitivity is a sparse ``OneHot`` so that reading every element of a
+length-n tuple costs O(n) in all, not O(n^2).
+
+Decisions (documented in docs/containers.md):
+- the sensitivity of a user object is a dict of attribute sensitivities;
+- sets carry no sensitivity: sensitivity reaching a set element raises;
+- NumPy arrays are values; assigning into an array inside differentiated code raises.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import types
+from typing import Any
+
+from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
+from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
+from dplus.linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from dplus.registry import register_primitive
+from dplus.result import ProcResult
+from dplus.runtime import accumulate, fold, handover, is_tracked_mutable, lift
+
+Z = gen_zero
+
+_ATTR_RULES: dict[tuple[type, str], Any] = {}
+
+
+def register_attribute(cls: type, name: str, transform: Any) -> None:
+    """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
+    _ATTR_RULES[(cls, name)] = transform
+
+
+def _tuple_items(A: Any, n: int) -> list:
+    if A is Z or A is None:
+        return [Z] * n
+    t = type(A)
+    if t is OneHot:
+        return A.to_list()
+    if t is TupleAccumulator:
+        return A.items
+    return list(A)
+
+
+def _conform_items(items: list, like: Any) -> Any:
+    if isinstance(like, list):
+        return list(items)
+    if isinstance(like, tuple):
+        return tuple(items)
+    if all(is_zero_sensitivity(x) for x in items):
+        return Z
+    raise NonDifferentiableError(
+        f"sensitivity reached the elements of a {type(like).__name__}, which cannot carry it; "
+        "pass a list or a tuple instead"
+    )
+
+
+# ---------------------------------------------------------------------------
+# reading: xs[i], d[k], t[i], obj.a
+
+
+def getitem_plus(obj: Any, idx: Any) -> ProcResult:
+    t = type(obj)
+    v = obj[idx]
+    if t is list or isinstance(obj, list):
+        n = len(obj)
+        if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
+            i = idx + n if idx < 0 else idx
+
+            def list_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                if A is not Z and A is not None:
+                    if is_tracked_mutable(v):
+                        handover(Abox, v, A)
+                    else:
+                        entry = Abox.list_entry(obj, n)
+                        entry[i] = add(entry[i], A)
+                return (), Z, None
+
+            return ProcResult(v, list_read_backprop)
+        rng = range(*idx.indices(n))
+
+        def list_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is not Z and A is not None:
+                handover(Abox, v, A)
+            part = Abox.pop(v, Z)
+            if part is not Z:
+                entry = Abox.list_entry(obj, n)
+                for j, s in zip(rng, part):
+                    if s is not Z:
+                        entry[j] = add(entry[j], s)
+            return (), Z, None
+
+        return ProcResult(v, list_slice_backprop)
+    if t is tuple or isinstance(obj, tuple):
+        n = len(obj)
+        if isinstance(idx, slice):
+            rng = range(*idx.indices(n))
+
+            def tuple_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                if A is Z or A is None:
+                    return (), Z, None
+                items = [Z] * n
+                for j, s in zip(rng, _tuple_items(A, len(rng))):
+                    items[j] = s
+                return (), tuple(items), None
+
+            return ProcResult(v, tuple_slice_backprop)
+        i = idx + n if idx < 0 else idx
+
+        def tuple_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+                return (), Z, None
+            return (), OneHot(i, A, n), None
+
+        return ProcResult(v, tuple_read_backprop)
+    if t is dict or isinstance(obj, dict):
+
+        def dict_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is not Z and A is not None:
+                if is_tracked_mutable(v):
+                    handover(Abox, v, A)
+                else:
+                    entry = Abox.map_entry(obj)
+                    entry[idx] = add(entry[idx], A) if idx in entry else A
+            return (), Z, None
+
+        return ProcResult(v, dict_read_backprop)
+    if is_ndarray(obj):
+        np = sys.modules["numpy"]
+
+        def array_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            g = np.zeros_like(obj, dtype=np.result_type(obj.dtype, np.asarray(A).dtype, float))
+            np.add.at(g, idx, A)
+            return (), g, None
+
+        return ProcResult(v, array_read_backprop)
+    if isinstance(obj, (str, bytes, range)):
+        return ProcResult(v, lambda A, Abox: ((), Z, None))
+    method = getattr(t, "__getitem__", None)
+    if isinstance(method, types.FunctionType):
+        r = lift(method)(obj, idx)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
+    return _unknown_read(obj, v, f"indexing a {t.__name__}")
+
+
+def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
+    def unknown_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A):
+            raise UnknownTransformError(
+                f"no derivative is known for {what}, and its result received a non-zero sensitivity. "
+                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or arrays"
+            )
+        return (), Z, None
+
+    return ProcResult(v, unknown_read_backprop)
+
+
+def _instance_has(obj: Any, name: str) -> bool:
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and name in d:
+        return True
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        if name in slots:
+            return True
+    return False
+
+
+def getattr_plus(obj: Any, name: str) -> ProcResult:
+    v = getattr(obj, name)
+    t = type(obj)
+    if isinstance(obj, (types.ModuleType, type)):
+        return ProcResult(v, _no_sens_2)
+    rule = _ATTR_RULES.get((t, name))
+    if rule is not None:
+        r = rule(obj)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
+    if t is ProcResult:
+        if name == "primal":
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(A, Z) if A is not Z else Z, None))
+        if name == "backprop":
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
+    if t is Box and name == "value":
+        return _box_read(obj, v)
+    if is_tracked_mutable(obj) and _instance_has(obj, name):
+
+        def attr_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is not Z and A is not None:
+                if is_tracked_mutable(v):
+                    handover(Abox, v, A)
+                else:
+                    entry = Abox.map_entry(obj)
+                    entry[name] = add(entry[name], A) if name in entry else A
+            return (), Z, None
+
+        return ProcResult(v, attr_read_backprop)
+    if isinstance(v, types.MethodType) and v.__self__ is obj:
+        # a bound method closes over its instance: its sensitivity is (A_self,)
+        def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            parts = _tuple_items(A, 1)
+            return (), parts[0], None
+
+        return ProcResult(v, method_read_backprop)
+    if callable(v) and not is_tracked_mutable(obj):
+        # builtin methods (xs.append, d.get): registered per descriptor, see lift()
+        return ProcResult(v, _method_of_value_backprop)
+    if callable(v):
+        return ProcResult(v, _method_of_value_backprop)
+    prop = getattr(t, name, None)
+    if isinstance(prop, property) and prop.fget is not None:
+        r = lift(prop.fget)(obj)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
+    if is_number(obj) or is_ndarray(obj):
+        return _unknown_read(obj, v, f"the attribute {name!r} of a {t.__name__}")
+    if is_tracked_mutable(obj):
+        # a class attribute read through an instance: a constant
+        return ProcResult(v, _no_sens_2)
+    return _unknown_read(obj, v, f"the attribute {name!r} of a {t.__name__}")
+
+
+def _method_of_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    # the sensitivity of a bound builtin method is (A_self,)
+    if A is Z or A is None:
+        return (), Z, None
+    return (), _tuple_items(A, 1)[0], None
+
+
+def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
+    return (), Z, None
+
+
+# ---------------------------------------------------------------------------
+# writing: xs[i] = v, d[k] = v, obj.a = v, del
+
+
+def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
+    t = type(obj)
+    if t is list or isinstance(obj, list):
+        n = len(obj)
+        if isinstance(idx, slice):
+            start, stop, step = idx.indices(n)
+            vals = list(v)
+            old_positions = list(range(start, stop, step))
+            obj[idx] = vals
+            m = len(vals)
+            n_after = len(obj)
+
+            def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                entry = Abox.get(obj)
+                if entry is Z:
+                    new_sens = [Z] * m
+                else:
+                    if step == 1:
+                        new_sens = entry[start : start + m]
+                        entry[start : start + m] = [Z] * len(old_positions)
+                    else:
+                        new_sens = [entry[j] for j in old_positions]
+                        for j in old_positions:
+                            entry[j] = Z
+                for e, s in zip(vals, new_sens):
+                    pass
+                return (), Z, None, _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z
+
+            return ProcResult(None, list_slice_write_backprop)
+        i = idx + n if idx < 0 else idx
+        obj[i] = v
+
+        def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is Z:
+                return (), Z, None, Z
+            s = entry[i]
+            entry[i] = Z
+            return (), Z, None, s
+
+        return ProcResult(None, list_write_backprop)
+    if t is dict or isinstance(obj, dict):
+        obj[idx] = v
+
+        def dict_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is Z:
+                return (), Z, None, Z
+            return (), Z, None, entry.pop(idx, Z)
+
+        return ProcResult(None, dict_write_backprop)
+    if is_ndarray(obj):
+        raise NonDifferentiableError(
+            "assigning into a NumPy array inside differentiated code is not supported (arrays are values "
+            "in dplus); build a new array instead, e.g. with numpy.where or numpy.concatenate"
+        )
+    method = getattr(t, "__setitem__", None)
+    if isinstance(method, types.FunctionType):
+        r = lift(method)(obj, idx, v)
+        inner = r.backprop
+        return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
+    obj[idx] = v
+    return ProcResult(None, _unknown_write_backprop(f"assigning into a {t.__name__}"))
+
+
+def _unknown_write_backprop(what: str) -> Any:
+    def unknown_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), Z, None, Z
+
+    return unknown_write_backprop
+
+
+def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    if is_ndarray(obj) or is_number(obj):
+        raise NonDifferentiableError(f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported")
+    if type(obj) is Box and name == "value":
+        return _box_write(obj, v)
+    setattr(obj, name, v)
+
+    def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is Z:
+            return (), Z, None, Z
+        return (), Z, None, entry.pop(name, Z)
+
+    return ProcResult(None, attr_write_backprop)
+
+
+def delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    if isinstance(obj, list):
+        n = len(obj)
+        if isinstance(idx, slice):
+            positions = list(range(*idx.indices(n)))
+            del obj[idx]
+
+            def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                entry = Abox.get(obj)
+                if entry is not Z:
+                    restored = [Z] * n
+                    keep = [j for j in range(n) if j not in set(positions)]
+                    for j, s in zip(keep, entry):
+                        restored[j] = s
+                    entry[:] = restored
+                return (), Z, None
+
+            return ProcResult(None, list_slice_del_backprop)
+        i = idx + n if idx < 0 else idx
+        del obj[i]
+
+        def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is not Z:
+                entry.insert(i, Z)
+            return (), Z, None
+
+        return ProcResult(None, list_del_backprop)
+    if isinstance(obj, dict):
+        del obj[idx]
+
+        def dict_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is not Z:
+                entry.pop(idx, None)
+            return (), Z, None
+
+        return ProcResult(None, dict_del_backprop)
+    if is_ndarray(obj):
+        raise NonDifferentiableError("deleting from a NumPy array is not possible")
+    del obj[idx]
+    return ProcResult(None, _no_sens_2)
+
+
+def delattr_plus(obj: Any, name: str) -> ProcResult:
+    delattr(obj, name)
+
+    def attr_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is not Z:
+            entry.pop(name, None)
+        return (), Z, None
+
+    return ProcResult(None, attr_del_backprop)
+
+
+# ---------------------------------------------------------------------------
+# displays: (a, b), [a, b], {k: v}, {a, b}, with starred parts
+
+
+def build_tuple(*items: Any) -> ProcResult:
+    n = len(items)
+
+    def tuple_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return ((),) + (Z,) * n
+        return ((),) + tuple(_tuple_items(A, n))
+
+    return ProcResult(items, tuple_display_backprop)
+
+
+def build_list(*items: Any) -> ProcResult:
+    lst = list(items)
+    n = len(items)
+
+    def list_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, lst, A)
+        entry = Abox.pop(lst, Z)
+        if entry is Z:
+            return ((),) + (Z,) * n
+        return ((),) + tuple(entry)
+
+    return ProcResult(lst, list_display_backprop)
+
+
+def build_set(*items: Any) -> ProcResult:
+    s = set(items)
+    n = len(items)
+
+    def set_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A):
+            raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
+        return ((),) + (Z,) * n
+
+    return ProcResult(s, set_display_backprop)
+
+
+def build_dict(spec: tuple, *parts: Any) -> ProcResult:
+    d: dict = {}
+    origin: dict = {}
+    it = iter(parts)
+    plan = []
+    for k, is_star in enumerate(spec):
+        if is_star:
+            m = next(it)
+            plan.append(("star", m))
+            for key in m:
+                d[key] = m[key]
+                origin[key] = len(plan) - 1
+        else:
+            key = next(it)
+            val = next(it)
+            plan.append(("kv", key))
+            d[key] = val
+            origin[key] = len(plan) - 1
+
+    def dict_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, d, A)
+        entry = Abox.pop(d, Z)
+        out: list = [(), Z]
+        for pi, (kind, x) in enumerate(plan):
+            if kind == "star":
+                sens = {k: entry.get(k, Z) for k in x if origin.get(k) == pi} if entry is not Z else Z
+                out.append(sens if sens else Z)
+            else:
+                out.append(None)
+                out.append(entry.get(x, Z) if entry is not Z and origin.get(x) == pi else Z)
+        return tuple(out)
+
+    return ProcResult(d, dict_display_backprop)
+
+
+def _star_parts(spec: tuple, parts: tuple) -> tuple[list, list]:
+    items: list = []
+    lengths: list = []
+    for is_star, p in zip(spec, parts):
+        if is_star:
+            seq = list(p)
+            items.extend(seq)
+            lengths.append(len(seq))
+        else:
+            items.append(p)
+            lengths.append(None)
+    return items, lengths
+
+
+def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: list) -> tuple:
+    out: list = [(), Z]
+    pos = 0
+    for is_star, p, ln in zip(spec, parts, lengths):
+        if is_star:
+            chunk = items_sens[pos : pos + ln]
+            pos += ln
+            out.append(Z if all(s is Z for s in chunk) else _conform_items(chunk, p))
+        else:
+            out.append(items_sens[pos])
+            pos += 1
+    return tuple(out)
+
+
+def build_tuple_star(spec: tuple, *parts: Any) -> ProcResult:
+    items, lengths = _star_parts(spec, parts)
+    t = tuple(items)
+
+    def tuple_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return _split_star(spec, parts, lengths, _tuple_items(A, len(t)))
+
+    return ProcResult(t, tuple_star_backprop)
+
+
+def build_list_star(spec: tuple, *parts: Any) -> ProcResult:
+    items, lengths = _star_parts(spec, parts)
+
+    def list_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, items, A)
+        entry = Abox.pop(items, Z)
+        return _split_star(spec, parts, lengths, entry if entry is not Z else [Z] * len(items))
+
+    return ProcResult(items, list_star_backprop)
+
+
+def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
+    items, lengths = _star_parts(spec, parts)
+
+    def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A):
+            raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
+        return ((), Z) + (Z,) * len(parts)
+
+    return ProcResult(set(items), set_star_backprop)
+
+
+# ---------------------------------------------------------------------------
+# unpacking: a, b = v   and   a, *rest, b = v
+
+
+def _sequence_sensitivity(v: Any, items: list) -> Any:
+    if all(s is Z or s is None for s in items):
+        return Z
+    if isinstance(v, (list, tuple)):
+        return _conform_items(items, v)
+    if isinstance(v, (dict, str, bytes, range, set, frozenset)):
+        return Z
+    if is_ndarray(v):
+        np = sys.modules["numpy"]
+        return np.array([0.0 if s is Z else s for s in items])
+    return _conform_items(items, v)
+
+
+def unpack_plus(v: Any, n: int) -> ProcResult:
+    t = v if type(v) is tuple else tuple(v)
+    if len(t) != n:
+        if len(t) < n:
+            raise ValueError(f"not enough values to unpack (expected {n}, got {len(t)})")
+        raise ValueError(f"too many values to unpack (expected {n})")
+
+    def unpack_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, None
+        if type(v) is tuple:
+            return (), A, None
+        return (), _sequence_sensitivity(v, _tuple_items(A, n)), None
+
+    return ProcResult(t, unpack_backprop)
+
+
+def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
+    items = list(v)
+    n = len(items)
+    if n < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {n})")
+    rest = items[before : n - after]
+    t = tuple(items[:before]) + (rest,) + tuple(items[n - after :])
+
+    def unpack_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        parts = _tuple_items(A, len(t))
+        rest_sens = parts[before]
+        if rest_sens is not Z and rest_sens is not None:
+            handover(Abox, rest, rest_sens)
+        entry = Abox.pop(rest, Z)
+        mid = entry if entry is not Z else [Z] * len(rest)
+        full = list(parts[:before]) + list(mid) + list(parts[before + 1 :])
+        return (), _sequence_sensitivity(v, full), None, None
+
+    return ProcResult(t, unpack_star_backprop)
+
+
+def match_args_plus(subject: Any, n: int) -> ProcResult:
+    names = getattr(type(subject), "__match_args__", ())
+    return ProcResult(tuple(names[:n]), lambda A, Abox: ((), Z, None))
+
+
+# ---------------------------------------------------------------------------
+# constructors and methods of list, tuple, dict
+
+
+def _iterable_to_list(x: Any) -> list:
+    return list(x)
+
+
+def list_plus(*args: Any) -> ProcResult:
+    if not args:
+        return ProcResult([], lambda A, Abox: ((),))
+    (src,) = args
+    lst = list(src)
+    n = len(lst)
+
+    def list_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, lst, A)
+        entry = Abox.pop(lst, Z)
+        if entry is Z:
+            return (), Z
+        return (), _sequence_sensitivity(src, entry)
+
+    return ProcResult(lst, list_constructor_backprop)
+
+
+def tuple_plus(*args: Any) -> ProcResult:
+    if not args:
+        return ProcResult((), lambda A, Abox: ((),))
+    (src,) = args
+    t = tuple(src)
+    n = len(t)
+
+    def tuple_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z
+        if type(src) is tuple:
+            return (), A
+        return (), _sequence_sensitivity(src, _tuple_items(A, n))
+
+    return ProcResult(t, tuple_constructor_backprop)
+
+
+def dict_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    src = args[0] if args else None
+    d = dict(*args, **kwargs)
+    pairs_src = None
+    if src is not None and not isinstance(src, dict):
+        pairs_src = list(src) if not isinstance(src, (list, tuple)) else src
+
+    def dict_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, d, A)
+        entry = Abox.pop(d, Z)
+        out: list = [()]
+        if entry is Z:
+            entry = {}
+        if args:
+            if isinstance(src, dict):
+                out.append({k: entry[k] for k in src if k in entry and k not in kwargs} or Z)
+            else:
+                sens = []
+                for pair in pairs_src:
+                    k = pair[0]
+                    s = entry.get(k, Z)
+                    sens.append((None, s) if s is not Z else Z)
+                out.append(_sequence_sensitivity(src, sens))
+        if kwargs:
+            out.append({k: entry.get(k, Z) for k in kwargs})
+        return tuple(out)
+
+    return ProcResult(d, dict_constructor_backprop)
+
+
+def list_append_plus(xs: list, v: Any) -> ProcResult:
+    xs.append(v)
+
+    def append_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is Z:
+            return (), Z, Z
+        return (), Z, entry.pop()
+
+    return ProcResult(None, append_backprop)
+
+
+def list_extend_plus(xs: list, ys: Any) -> ProcResult:
+    items = list(ys)
+    m = len(items)
+    xs.extend(items)
+
+    def extend_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is Z or m == 0:
+            return (), Z, Z
+        tail = entry[len(entry) - m :]
+        del entry[len(entry) - m :]
+        return (), Z, _sequence_sensitivity(ys, tail)
+
+    return ProcResult(None, extend_backprop)
+
+
+def list_insert_plus(xs: list, i: int, v: Any) -> ProcResult:
+    n = len(xs)
+    xs.insert(i, v)
+    j = xs.index(v) if False else (max(0, min(n, i + n if i < 0 else i)))
+
+    def insert_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is Z:
+            return (), Z, None, Z
+        return (), Z, None, entry.pop(j)
+
+    return ProcResult(None, insert_backprop)
+
+
+def list_pop_plus(xs: list, *args: Any) -> ProcResult:
+    n = len(xs)
+    i = args[0] if args else -1
+    j = i + n if i < 0 else i
+    v = xs.pop(i)
+
+    def pop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if A is not Z and A is not None and is_tracked_mutable(v):
+            handover(Abox, v, A)
+            A = Z
+        if entry is Z:
+            if A is Z or A is None:
+                return ((), Z) + ((None,) if args else ())
+            entry = Abox.list_entry(xs, n - 1)
+        entry.insert(j, A if A is not None else Z)
+        return ((), Z) + ((None,) if args else ())
+
+    return ProcResult(v, pop_backprop)
+
+
+def list_remove_plus(xs: list, v: Any) -> ProcResult:
+    j = xs.index(v)
+    del xs[j]
+
+    def remove_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is not Z:
+            entry.insert(j, Z)
+        return (), Z, Z
+
+    return ProcResult(None, remove_backprop)
+
+
+def list_copy_plus(xs: list) -> ProcResult:
+    return list_plus(xs)
+
+
+def list_clear_plus(xs: list) -> ProcResult:
+    n = len(xs)
+    xs.clear()
+
+    def clear_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is not Z:
+            entry[:] = [Z] * n
+        return (), Z
+
+    return ProcResult(None, clear_backprop)
+
+
+def list_reverse_plus(xs: list) -> ProcResult:
+    xs.reverse()
+
+    def reverse_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is not Z:
+            entry.reverse()
+        return (), Z
+
+    return ProcResult(None, reverse_backprop)
+
+
+def list_sort_plus(xs: list, *, key: Any = None, reverse: bool = False) -> ProcResult:
+    keyf = (lambda x: x) if key is None else (lambda x: lift(key)(x).primal)
+    order = sorted(range(len(xs)), key=lambda i: keyf(xs[i]), reverse=reverse)
+    xs[:] = [xs[i] for i in order]
+
+    def sort_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(xs)
+        if entry is not Z:
+            restored = [Z] * len(order)
+            for new_pos, old_pos in enumerate(order):
+                restored[old_pos] = entry[new_pos]
+            entry[:] = restored
+        out = ((), Z)
+        kw = {}
+        if key is not None:
+            kw["key"] = Z
+        if reverse:
+            kw["reverse"] = None
+        return out + ((kw,) if kw else ())
+
+    return ProcResult(None, sort_backprop)
+
+
+def list_index_plus(xs: list, *args: Any) -> ProcResult:
+    return ProcResult(xs.index(*args), lambda A, Abox: ((), Z) + (Z,) * len(args))
+
+
+def list_count_plus(xs: list, v: Any) -> ProcResult:
+    return ProcResult(xs.count(v), lambda A, Abox: ((), Z, Z))
+
+
+def dict_get_plus(d: dict, key: Any, *default: Any) -> ProcResult:
+    if key in d:
+        r = getitem_plus(d, key)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
+    v = default[0] if default else None
+    return ProcResult(v, lambda A, Abox: ((), Z, None) + ((A,) if default else ()))
+
+
+def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
+    if key in d:
+        r = getitem_plus(d, key)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
+    v = default[0] if default else None
+    d[key] = v
+
+    def setdefault_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        # the result is the stored value: its read sensitivity joins the entry, then moves to the default
+        if A is not Z and A is not None:
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+            else:
+                entry = Abox.map_entry(d)
+                entry[key] = add(entry[key], A) if key in entry else A
+        entry = Abox.get(d)
+        s = entry.pop(key, Z) if entry is not Z else Z
+        return ((), Z, None) + ((s,) if default else ())
+
+    return ProcResult(v, setdefault_backprop)
+
+
+def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
+    src = dict(*args, **kwargs)
+    d.update(src)
+
+    def update_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(d)
+        moved = {}
+        if entry is not Z:
+            for k in src:
+                moved[k] = entry.pop(k, Z)
+        out: list = [(), Z]
+        if args:
+            a = args[0]
+            if isinstance(a, dict):
+                out.append({k: moved.get(k, Z) for k in a if k not in kwargs} or Z)
+            else:
+                out.append(Z)
+        if kwargs:
+            out.append({k: moved.get(k, Z) for k in kwargs})
+        return tuple(out)
+
+    return ProcResult(None, update_backprop)
+
+
+def dict_pop_plus(d: dict, key: Any, *default: Any) -> ProcResult:
+    if key in d:
+        v = d.pop(key)
+
+        def dict_pop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is not Z and A is not None:
+                if is_tracked_mutable(v):
+                    handover(Abox, v, A)
+                else:
+                    entry = Abox.map_entry(d)
+                    entry[key] = A
+            return ((), Z, None) + ((Z,) if default else ())
+
+        return ProcResult(v, dict_pop_backprop)
+    v = default[0] if default else d.pop(key)
+    return ProcResult(v, lambda A, Abox: ((), Z, None) + ((A,) if default else ()))
+
+
+def dict_items_plus(d: dict) -> ProcResult:
+    keys = list(d)
+    pairs = [(k, d[k]) for k in keys]
+
+    def items_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, pairs, A)
+        entry = Abox.pop(pairs, Z)
+        if entry is not Z:
+            dentry = None
+            for k, s in zip(keys, entry):
+                if s is Z or s is None:
+                    continue
+                part = _tuple_items(s, 2)[1]
+                if part is Z or part is None:
+                    continue
+                v = d.get(k) if k in d else None
+                if is_tracked_mutable(v):
+                    handover(Abox, v, part)
+                    continue
+                if dentry is None:
+                    dentry = Abox.map_entry(d)
+                dentry[k] = add(dentry[k], part) if k in dentry else part
+        return (), Z
+
+    return ProcResult(pairs, items_backprop)
+
+
+def dict_values_plus(d: dict) -> ProcResult:
+    keys = list(d)
+    vals = [d[k] for k in keys]
+
+    def values_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, vals, A)
+        entry = Abox.pop(vals, Z)
+        if entry is not Z:
+            dentry = Abox.map_entry(d)
+            for k, s in zip(keys, entry):
+                if s is Z or s is None:
+                    continue
+                dentry[k] = add(dentry[k], s) if k in dentry else s
+        return (), Z
+
+    return ProcResult(vals, values_backprop)
+
+
+def dict_keys_plus(d: dict) -> ProcResult:
+    return ProcResult(list(d), lambda A, Abox: ((), Z))
+
+
+def dict_copy_plus(d: dict) -> ProcResult:
+    return dict_plus(d)
+
+
+def _box_read(b: Box, v: Any) -> ProcResult:
+    def unbox_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+            else:
+                Abox.accumulate(b, A)
+        return (), Z, None
+
+    return ProcResult(v, unbox_backprop)
+
+
+def _box_write(b: Box, v: Any) -> ProcResult:
+    b.value = v
+
+    def set_box_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), Z, None, Abox.pop(b, Z)
+
+    return ProcResult(None, set_box_backprop)
+
+
+def box_plus(v: Any) -> ProcResult:
+    b = Box(v)
+
+    def box_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, b, A)
+        return (), Abox.pop(b, Z)
+
+    return ProcResult(b, box_backprop)
+
+
+def unbox_plus(b: Box) -> ProcResult:
+    r = _box_read(b, b.value)
+    inner = r.backprop
+    return ProcResult(r.primal, lambda A, Abox: inner(A, Abox)[:2])
+
+
+def set_box_plus(b: Box, v: Any) -> ProcResult:
+    r = _box_write(b, v)
+    inner = r.backprop
+    return ProcResult(None, lambda A, Abox: ((), Z, inner(A, Abox)[3]))
+
+
+register_primitive(list, list_plus, note="list(iterable): a new list; element sensitivities flow back to the iterable")
+register_primitive(tuple, tuple_plus, note="tuple(iterable)")
+register_primitive(dict, dict_plus, note="dict(mapping or pairs, **kwargs)")
+register_primitive(list.append, list_append_plus, note="moves the appended element's sensitivity out of the list's entry")
+register_primitive(list.extend, list_extend_plus)
+register_primitive(list.insert, list_insert_plus)
+register_primitive(list.pop, list_pop_plus, note="puts the popped element's sensitivity back at its index")
+register_primitive(list.remove, list_remove_plus)
+register_primitive(list.copy, list_copy_plus)
+register_primitive(list.clear, list_clear_plus)
+register_primitive(list.reverse, list_reverse_plus)
+register_primitive(list.sort, list_sort_plus, note="gradients follow the permutation; key= is used for primals only")
+register_primitive(list.index, list_index_plus, note="non-differentiable")
+register_primitive(list.count, list_count_plus, note="non-differentiable")
+register_primitive(dict.get, dict_get_plus)
+register_primitive(dict.setdefault, dict_setdefault_plus)
+register_primitive(dict.update, dict_update_plus)
+register_primitive(dict.pop, dict_pop_plus)
+register_primitive(dict.items, dict_items_plus, note="a list of (key, value) pairs inside differentiated code")
+register_primitive(dict.values, dict_values_plus, note="a list inside differentiated code")
+register_primitive(dict.keys, dict_keys_plus, note="a list inside differentiated code; keys carry no sensitivity")
+register_primitive(dict.copy, dict_copy_plus)
+register_primitive(Box, box_plus, note="a new Box")
+register_primitive(box, box_plus, note="a new Box")
+register_primitive(unbox, unbox_plus)
+register_primitive(set_box, set_box_plus)
+register_primitive(operator.getitem, getitem_plus, note="xs[i], d[k], t[i], a[idx]")
+register_primitive(operator.setitem, setitem_plus)
+register_primitive(operator.delitem, delitem_plus)
+register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) if not default or hasattr(obj, name) else ProcResult(default[0], lambda A, Abox: ((), Z, None, A)))
+register_primitive(setattr, setattr_plus)
+register_primitive(delattr, delattr_plus)
+
+
+# ---------------------------------------------------------------------------
+# sequence arithmetic: list + list, tuple + tuple, list * int, list += iterable
+
+
+def concat_plus(a: Any, b: Any) -> ProcResult:
+    r = a + b
+    na, nb = len(a), len(b)
+
+    def concat_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if isinstance(r, list):
+            if A is not Z and A is not None:
+                handover(Abox, r, A)
+            entry = Abox.pop(r, Z)
+            if entry is Z:
+                return (), Z, Z
+            items = entry
+        else:
+            if A is Z or A is None:
+                return (), Z, Z
+            items = _tuple_items(A, na + nb)
+        sa, sb = items[:na], items[na:]
+        return (), (Z if all(s is Z for s in sa) else _conform_items(sa, a)), (Z if all(s is Z for s in sb) else _conform_items(sb, b))
+
+    return ProcResult(r, concat_backprop)
+
+
+def repeat_plus(a: Any, b: Any) -> ProcResult:
+    seq, k = (a, b) if isinstance(a, (list, tuple)) else (b, a)
+    r = a * b
+    n = len(seq)
+
+    def repeat_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if isinstance(r, list):
+            if A is not Z and A is not None:
+                handover(Abox, r, A)
+            entry = Abox.pop(r, Z)
+            if entry is Z:
+                return (), Z, Z
+            items = entry
+        else:
+            if A is Z or A is None:
+                return (), Z, Z
+            items = _tuple_items(A, len(r))
+        total = [Z] * n
+        for j, s in enumerate(items):
+            if s is not Z:
+                total[j % n] = add(total[j % n], s)
+        sens = Z if all(s is Z for s in total) else _conform_items(total, seq)
+        return ((), sens, Z) if seq is a else ((), Z, sens)
+
+    return ProcResult(r, repeat_backprop)
+
+
+def list_iadd_plus(xs: list, ys: Any) -> ProcResult:
+    r = list_extend_plus(xs, ys)
+    inner = r.backprop
+    return ProcResult(xs, inner)
