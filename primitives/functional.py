@@ -2,8 +2,11 @@
 
 Covered: ``functools.reduce`` (with and without ``initial``), ``itertools.accumulate``
 (default addition and with a function, ``initial=``), ``chain``,
-``chain.from_iterable``, ``product`` (``repeat=``), ``repeat``, ``islice`` and
-``starmap``.
+``chain.from_iterable``, ``product`` (``repeat=``), ``repeat``, ``islice``,
+``starmap``, ``compress``, ``takewhile``, ``dropwhile``, ``pairwise`` and
+``zip_longest`` (``fillvalue=`` gets the summed sensitivity of its uses).
+Predicates (``takewhile``, ``dropwhile``) and selectors (``compress``) only choose
+elements: they are used for the primal and get zero sensitivity.
 
 Conventions (the same as for the builtins, see ``builtins.py``):
 
@@ -40,7 +43,7 @@ from typing import Any
 from dplus.linear import add, gen_zero
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
-from dplus.runtime import lift
+from dplus.runtime import as_plain_callable, lift
 
 from ._iterables import (
     REPEAT,
@@ -452,4 +455,132 @@ register_primitive(
     itertools.starmap,
     _named(starmap_plus, "starmap"),
     note="itertools.starmap(f, iterable): a list inside differentiated code; f through its transform.",
+)
+
+
+# ---------------------------------------------------------------------------
+# selections: compress, takewhile, dropwhile; pairwise; zip_longest
+
+
+def _selection_plus(name: str, out_idx: list, s: Any, out: list, nargs: int, data_pos: int) -> ProcResult:
+    """``out[k] = s.items[out_idx[k]]``: sensitivities go back to the selected elements."""
+
+    def selection_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        res = [gen_zero] * nargs
+        if es is not None:
+            el: list = [gen_zero] * len(s.items)
+            for k, i in enumerate(out_idx):
+                el[i] = add(el[i], es[k])
+            res[data_pos] = s.sens(el, Abox)
+        return ((),) + tuple(res)
+
+    selection_backprop.__name__ = selection_backprop.__qualname__ = f"{name}_backprop"
+    return ProcResult(out, selection_backprop)
+
+
+def compress_plus(data: Any, selectors: Any) -> ProcResult:
+    s = seq(data, "compress", "data")
+    idx = list(itertools.compress(range(len(s.items)), selectors))
+    return _selection_plus("compress", idx, s, [s.items[i] for i in idx], 2, 0)
+
+
+def takewhile_plus(predicate: Any, iterable: Any) -> ProcResult:
+    s = seq(iterable, "takewhile", "iterable")
+    pred = as_plain_callable(predicate)
+    n = 0
+    for x in s.items:
+        if not pred(x):
+            break
+        n += 1
+    return _selection_plus("takewhile", list(range(n)), s, list(s.items[:n]), 2, 1)
+
+
+def dropwhile_plus(predicate: Any, iterable: Any) -> ProcResult:
+    s = seq(iterable, "dropwhile", "iterable")
+    pred = as_plain_callable(predicate)
+    n = 0
+    for x in s.items:
+        if not pred(x):
+            break
+        n += 1
+    m = len(s.items)
+    return _selection_plus("dropwhile", list(range(n, m)), s, list(s.items[n:]), 2, 1)
+
+
+for _fn, _t, _what in (
+    (itertools.compress, compress_plus, "compress(data, selectors): the selected elements of data"),
+    (itertools.takewhile, takewhile_plus, "takewhile(pred, iterable): the leading elements that pass pred"),
+    (itertools.dropwhile, dropwhile_plus, "dropwhile(pred, iterable): the elements after the leading ones that pass pred"),
+):
+    register_primitive(
+        _fn,
+        _named(_t, _fn.__name__),
+        note=f"itertools.{_what}, as a list inside differentiated code; the choice has zero sensitivity.",
+    )
+
+
+def pairwise_plus(iterable: Any) -> ProcResult:
+    s = seq(iterable, "pairwise", "iterable")
+    items = s.items
+    out = list(itertools.pairwise(items))
+    m = len(out)
+
+    def pairwise_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            return ((), gen_zero)
+        el: list = [gen_zero] * len(items)
+        for k in range(m):
+            a, b = items_of(es[k], 2)
+            el[k] = add(el[k], a)
+            el[k + 1] = add(el[k + 1], b)
+        return ((), s.sens(el, Abox))
+
+    return ProcResult(out, pairwise_backprop)
+
+
+register_primitive(
+    itertools.pairwise,
+    _named(pairwise_plus, "pairwise"),
+    note="itertools.pairwise(iterable): a list of overlapping pairs inside differentiated code.",
+)
+
+
+def zip_longest_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
+    if any(k != "fillvalue" for k in kwargs):
+        itertools.zip_longest(*iterables, **kwargs)  # raises
+    fill = kwargs.get("fillvalue", None)
+    seqs = [seq(x, "zip_longest", f"iterables[{j}]") for j, x in enumerate(iterables)]
+    out = list(itertools.zip_longest(*[sq.items for sq in seqs], fillvalue=fill))
+    m = len(seqs)
+
+    def zip_longest_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        es = out_sens(out, A, Abox)
+        if es is None:
+            res = ((),) + (gen_zero,) * m
+            return res + ({k: gen_zero for k in kwargs},) if kwargs else res
+        cols = [[gen_zero] * len(sq.items) for sq in seqs]
+        s_fill: Any = gen_zero
+        for k, sk in enumerate(es):
+            parts = items_of(sk, m)
+            for j in range(m):
+                if k < len(cols[j]):
+                    cols[j][k] = parts[j]
+                elif parts[j] is not gen_zero and parts[j] is not None:
+                    s_fill = add(s_fill, parts[j])
+        res = ((),) + tuple(sq.sens(col, Abox) for sq, col in zip(seqs, cols))
+        return res + ({k: s_fill for k in kwargs},) if kwargs else res
+
+    return ProcResult(out, zip_longest_backprop)
+
+
+register_primitive(
+    itertools.zip_longest,
+    _named(zip_longest_plus, "zip_longest"),
+    note="itertools.zip_longest(*iterables, fillvalue=None): a list of tuples inside differentiated "
+    "code; fillvalue receives the summed sensitivity of its uses.",
 )

@@ -250,3 +250,25 @@ def test_iter_tools_fd(xs, ys, start, step):
     ss = [1.0 - 0.5 * i for i in range(len(pairs))]
     g = grad(itertools.starmap, sensitivity=ss)(operator.sub, pairs)[1:]
     fd_check(lambda p: itertools.starmap(operator.sub, p), (pairs,), g, ss)
+
+
+def test_selections_pairwise_zip_longest_exact():
+    assert D(itertools.compress)([1.0, 2.0, 3.0], [1, 0, 1])([1.0, 2.0]) == ([1.0, 0.0, 2.0], [0, 0, 0])
+    assert D(itertools.takewhile)(lambda v: v < 3, (1.0, 2.0, 3.0, 1.0))([1.0, 2.0]) == ((), (1.0, 2.0, 0.0, 0.0))
+    assert D(itertools.dropwhile)(lambda v: v < 2, [1.0, 2.0, 3.0, 1.0])([1.0, 2.0, 3.0]) == ((), [0.0, 1.0, 2.0, 3.0])
+    assert D(itertools.pairwise)([1.0, 2.0, 3.0])([(1.0, 2.0), (3.0, 4.0)]) == ([1.0, 5.0, 4.0],)
+    assert direct(itertools.zip_longest, [1.0, 2.0, 3.0], (5.0,), fillvalue=0.5, A=[(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]) == (
+        [(1.0, 5.0), (2.0, 0.5), (3.0, 0.5)], ([1.0, 3.0, 5.0], (2.0,)), {"fillvalue": 10.0})
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_lists, small_lists)
+def test_pairwise_zip_longest_fd(xs, ys):
+    sp = [(1.0 + i, 2.0 - i) for i in range(len(xs) - 1)]
+    g = grad(itertools.pairwise, sensitivity=sp)(xs)
+    fd_check(lambda a: itertools.pairwise(a), (xs,), g, sp)
+    sz = [(1.0 + i, 0.5 * i) for i in range(max(len(xs), len(ys)))]
+    r = lookup_transform(itertools.zip_longest)(xs, ys, fillvalue=0.25)
+    out = r.backprop(sz, BoxSensitivities())
+    g = (out[1], out[2], out[3]["fillvalue"])
+    fd_check(lambda a, b, c: itertools.zip_longest(a, b, fillvalue=c), (xs, ys, 0.25), coerce_zero(g, (xs, ys, 0.25)), sz)
