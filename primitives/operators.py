@@ -13,8 +13,9 @@ Each rule knows several kinds of operands:
   the rules below; ``bool`` operands get no sensitivity.
 * **NumPy arrays**: the same rules written array-safely, with broadcasting undone
   (a sensitivity is summed over the broadcast axes so it has its argument's shape).
-  In-place operators on arrays are computed *out of place* (``a += b`` rebinds ``a`` to
-  ``a + b``): an array that some backpropagator has recorded must never change under it.
+  In-place operators on arrays are computed *out of place*, on a copy (``a += b`` rebinds
+  ``a`` to a new array; other names for the old array do not see the change): an array
+  that some backpropagator has recorded must never change under it.
 * **sequences**: ``+`` on tuples and lists (concatenation), ``*`` with an int
   (repetition), and ``+=``/``*=`` on lists (in-place extend / repeat; the list's entry in
   the box-sensitivity map is split back to its earlier layout). ``str``/``bytes``
@@ -35,8 +36,11 @@ Derivatives (``A`` is the result sensitivity, ``r`` the result):
   (``0**y`` is constant for ``y > 0``); for ``x < 0`` the principal complex logarithm
   ``r * cmath.log(x)`` when the result is complex (non-integer exponent), and ``0`` when
   the result is real: a real negative base only has a real power at integer exponents,
-  where the power is not differentiable in the exponent along the reals, and ``0`` is
-  the choice that keeps gradients real and finite (as autograd and JAX do).
+  where the power is not differentiable in the exponent along the reals; ``0`` keeps
+  the gradient real and finite (autograd, JAX and PyTorch give ``nan`` there). (Python's
+  ``**`` continues to the principal complex branch off the integers, whose real part has
+  derivative ``r * log|x|`` in the exponent at the integers: finite differences of
+  ``(x ** y).real`` see that value, not ``0``.)
 * ``abs(x)``: ``sign(x)`` for reals, ``0`` at ``x == 0`` (a subgradient); for complex
   ``z``, ``A * conj(z) / |z|`` (see the complex convention below).
 * ``x @ y`` (NumPy): ``A @ y.T`` and ``x.T @ A`` with 1-D operands promoted as NumPy does
@@ -559,7 +563,11 @@ def _matmul_transform(fn: Any, inplace: bool) -> Callable[..., ProcResult]:
             return ProcResult(gen_zero, lambda A, Abox: _Z2)
         if not (_is_array_like(x) or _is_array_like(y)) and not (_is_seq(x) and _is_seq(y)):
             return _user_binary(fn, x, y)
-        r = operator.matmul(x, y)  # out of place, also for @=
+        np = _np()
+        if inplace and np is not None and isinstance(x, np.ndarray):
+            r = operator.imatmul(x.copy(), y)  # on a copy: NumPy's checks, no mutation
+        else:
+            r = operator.matmul(x, y)
 
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
@@ -584,7 +592,7 @@ _DIV = (lambda A, r, x, y: A / y, lambda A, r, x, y: -A * r / y)
 _MOD = (lambda A, r, x, y: A, lambda A, r, x, y: -A * (x // y))
 _POW = (
     lambda A, r, x, y: A * (y * r / x if x else y * x ** (y - 1) if y else 0.0),
-    lambda A, r, x, y: A * (0.0 if x == 0 else r * cmath.log(x) if isinstance(r, complex) else r * math.log(x) if x > 0 else 0.0),
+    lambda A, r, x, y: A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or r.imag or y.imag else r * math.log(x.real) if x.real > 0 else 0.0),
 )
 _ABS = lambda A, r, x: A * (x.conjugate() / r if r else 0.0)  # noqa: E731
 _pow_gx, _pow_gy = _POW
@@ -608,11 +616,14 @@ def _irepeat(x: Any, y: Any) -> ProcResult:
 
 
 def _out_of_place_for_arrays(inplace_fn: Any, plain_fn: Any) -> Any:
-    """The in-place operator, except on NumPy arrays, which are treated as values."""
+    """The in-place operator, except on NumPy arrays, which are treated as values: the
+    operation runs in place on a copy, so NumPy's own checks (the result must keep the
+    array's shape and dtype) still apply, but no recorded array is changed."""
 
     def compute(x: Any, y: Any) -> Any:
-        if _is_array_like(x):
-            return plain_fn(x, y)
+        np = _np()
+        if np is not None and isinstance(x, np.ndarray):
+            return inplace_fn(x.copy(), y)
         return inplace_fn(x, y)
 
     return compute
