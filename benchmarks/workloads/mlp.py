@@ -14,10 +14,10 @@ from ._base import Workload, differentiable
 def dense(w, b, x):
     out = []
     for row, bias in zip(w, b):
-        acc = bias
+        acc = 0.0
         for wij, xj in zip(row, x):
             acc += wij * xj
-        out.append(acc)
+        out.append(acc + bias)
     return out
 
 
