@@ -590,9 +590,18 @@ _SUB = (lambda A, r, x, y: A, lambda A, r, x, y: -A)
 _MUL = (lambda A, r, x, y: A * y, lambda A, r, x, y: A * x)
 _DIV = (lambda A, r, x, y: A / y, lambda A, r, x, y: -A * r / y)
 _MOD = (lambda A, r, x, y: A, lambda A, r, x, y: -A * (x // y))
+# ``x ** y`` of real numbers is complex for a negative base and a fractional exponent;
+# a real argument then takes the real part of its sensitivity (checked through ``r.imag``
+# so that the common real case costs one attribute read).
+_type = type
+_complex = complex
 _POW = (
-    lambda A, r, x, y: A * (y * r / x if x else y * x ** (y - 1) if y else 0.0),
-    lambda A, r, x, y: A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or r.imag or y.imag else r * math.log(x.real) if x.real > 0 else 0.0),
+    lambda A, r, x, y: (A * (y * r / x if x else y * x ** (y - 1) if y else 0.0)).real
+    if r.imag and _type(x) is not _complex
+    else A * (y * r / x if x else y * x ** (y - 1) if y else 0.0),
+    lambda A, r, x, y: (A * (0.0 if x == 0 else r * cmath.log(x))).real
+    if r.imag and _type(y) is not _complex
+    else A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or y.imag else r * math.log(x.real) if x.real > 0 else 0.0),
 )
 _ABS = lambda A, r, x: A * (x.conjugate() / r if r else 0.0)  # noqa: E731
 _pow_gx, _pow_gy = _POW

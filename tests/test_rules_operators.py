@@ -546,3 +546,15 @@ def test_user_objects_dispatch_to_special_methods():
     assert r.primal == -2.0 and r.backprop(1.0, BoxSensitivities()) == ((), {"v": -1.0})
     with pytest.raises(TypeError):
         lookup_transform(operator.sub)(a, b)
+
+
+@SETTINGS
+@given(x=floats(-10, -0.1), y=floats(-3, 3).filter(lambda v: abs(v - round(v)) > 0.05), A=st.builds(complex, floats(-2, 2), floats(-2, 2)))
+def test_pow_inline_lambdas_project_for_real_arguments(x, y, A):
+    # the float fast path guards the argument types only: (-2.0) ** 0.5 is complex there
+    rule = inline_rule_for(operator.pow)
+    r = x**y
+    gx, gy = (g(A, r, x, y) for g in rule.grads)
+    assert type(gx) is float and type(gy) is float
+    assert_close(gx, expected_sens(operator.pow, (x, y), A, 0), 1e-6, 1e-8)
+    assert_close(gy, expected_sens(operator.pow, (x, y), A, 1), 1e-6, 1e-8)
