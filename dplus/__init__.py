@@ -21,6 +21,7 @@ from .registry import register_backprop, register_primitive
 from .result import ProcResult, backprop, primal
 
 from . import primitives as _primitives  # noqa: E402,F401  (registers the rule library)
+from . import higher as _higher  # noqa: E402,F401  (rules for derivatives of derivatives)
 
 __version__ = "0.1.0"
 

@@ -53,38 +53,59 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     return construct_plus(cls)
 
 
-def _check_sensitivity(Aw: Any, result: Any) -> None:
+# The functions that dplus, D, grad and grad1 return are written in the language dplus
+# differentiates, so that lift_dplus can transform them again: derivatives of derivatives.
+# Inside them, ``call_plus(P, *args)`` calls a plus-function captured from outside as the
+# primal function it is; the small boundary helpers below have rules of their own.
+
+
+def call_plus(P: Any, *args: Any) -> ProcResult:
+    """``P(*args)``: call a plus-function from outside transformed code (its rule is the tower)."""
+    return P(*args)
+
+
+def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
+    """Check ``Aw`` against the result; a sensitivity for a mutable result goes into ``Abox``."""
     check_conforms(Aw, result, "the sensitivity given")
+    if is_tracked_mutable(result) or (type(result) is tuple and any(map(is_tracked_mutable, result))):
+        from .runtime import accumulate
+
+        return accumulate(gen_zero, result, Aw, Abox)
+    return Aw
 
 
-def _user_sensitivities(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
-    """Fold ``Abox`` entries of mutable arguments into the returned sensitivities."""
+def default_sensitivity(result: Any, sensitivity: Any) -> Any:
+    """``grad``'s sensitivity: 1.0 for a number, else the one given (error if none was)."""
+    if sensitivity is _DEFAULT_SENSITIVITY:
+        if not is_number(result):
+            raise SensitivityError(
+                f"grad needs a number as the result, but the result is {type(result).__name__}: pass "
+                "grad(f, sensitivity=...) with a sensitivity conforming to the result"
+            )
+        return 1.0
+    return sensitivity
+
+
+def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
+    """The user-facing argument sensitivities: ``Abox`` entries of mutable arguments folded in."""
     sens = out[1 : 1 + len(args)]
     return tuple(fold(a, s, Abox) for a, s in zip(args, sens))
 
 
-def _backprop_from_Aw(r: ProcResult, Aw: Any, Abox: BoxSensitivities) -> tuple:
-    _check_sensitivity(Aw, r.primal)
-    if is_tracked_mutable(r.primal) or (type(r.primal) is tuple and any(map(is_tracked_mutable, r.primal))):
-        # a sensitivity handed over for a mutable result goes into its Abox entry
-        from .runtime import accumulate
-
-        Aw = accumulate(gen_zero, r.primal, Aw, Abox)
-    return r.backprop(Aw, Abox)
+_DEFAULT_SENSITIVITY = float("1.0")
 
 
 def dplus(f: Any) -> Callable[..., ProcResult]:
     """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
     fplus = lift_dplus(f)
 
-    @functools.wraps(f if callable(f) and hasattr(f, "__name__") else dplus)
-    def dplus_fn(*args: Any, **kwargs: Any) -> ProcResult:
-        r = fplus(*args, **kwargs)
+    def dplus_fn(*args: Any) -> ProcResult:
+        r = call_plus(fplus, *args)
 
         def dplus_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
-            out = _backprop_from_Aw(r, Aw, Abox)
-            return _user_sensitivities(args, out, Abox)
+            out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            return boundary(args, out, Abox)
 
         return ProcResult(r.primal, dplus_backprop)
 
@@ -96,30 +117,18 @@ def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
     fplus = lift_dplus(f)
 
-    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
-        r = fplus(*args, **kwargs)
+    def D_fn(*args: Any) -> Callable[[Any], tuple]:
+        r = call_plus(fplus, *args)
 
         def D_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
-            out = _backprop_from_Aw(r, Aw, Abox)
-            return _user_sensitivities(args, out, Abox)
+            out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            return boundary(args, out, Abox)
 
         return D_backprop
 
     _mark_derived(D_fn, "D", f)
     return D_fn
-
-
-def _default_sensitivity(result: Any, sensitivity: Any) -> Any:
-    if sensitivity is not None:
-        return sensitivity
-    raise SensitivityError(
-        f"grad needs a scalar result, but the result is {type(result).__name__}: pass "
-        "grad(f, sensitivity=...) with a sensitivity conforming to the result"
-    )
-
-
-_DEFAULT_SENSITIVITY = float("1.0")
 
 
 def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
@@ -129,18 +138,12 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
     """
     fplus = lift_dplus(f)
 
-    def gradient(*args: Any, **kwargs: Any) -> tuple:
-        r = fplus(*args, **kwargs)
-        result = r.primal
-        if sensitivity is _DEFAULT_SENSITIVITY:
-            if not is_number(result):
-                _default_sensitivity(result, None)
-            Aw = 1.0
-        else:
-            Aw = sensitivity
+    def gradient(*args: Any) -> tuple:
+        r = call_plus(fplus, *args)
         Abox = BoxSensitivities()
-        out = _backprop_from_Aw(r, Aw, Abox)
-        return _user_sensitivities(args, out, Abox)
+        Aw = default_sensitivity(r.primal, sensitivity)
+        out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+        return boundary(args, out, Abox)
 
     _mark_derived(gradient, "grad", f, sensitivity)
     return gradient
@@ -159,9 +162,6 @@ def grad1(f: Any) -> Callable[[Any], Any]:
 
 # Functions made by grad, D, dplus, grad1 remember what they were made from, so that
 # lift_dplus can differentiate them again (derivatives of derivatives).
-_DERIVED: dict[types.CodeType, str] = {}
-
-
 def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
     fn.__dplus_derived__ = (kind, f) + extra
     try:

@@ -70,6 +70,13 @@ def _const(v: Any) -> ast.Constant:
     return ast.Constant(value=v)
 
 
+def _internal(op: str, args: list[ast.expr]) -> ast.Call:
+    """A call of one of the transformer's own operations (its callee is not a user name)."""
+    node = ast.Call(func=ast.Constant(value=op), args=args, keywords=[])
+    node.dp_op = op
+    return node
+
+
 def _assign(target: str, value: ast.expr, like: ast.AST) -> ast.Assign:
     node = ast.Assign(targets=[_name(target, ast.Store())], value=value)
     return ast.copy_location(node, like)
@@ -281,12 +288,9 @@ class Normalizer:
                 raise self.unsupported(like, "two starred targets")
             if star:
                 k = star[0]
-                call = ast.Call(
-                    func=_name("_dp_unpack_star"), args=[value, _const(k), _const(len(elts) - k - 1)], keywords=[]
-                )
+                call = _internal("unpack_star", [value, _const(k), _const(len(elts) - k - 1)])
             else:
-                call = ast.Call(func=_name("_dp_unpack"), args=[value, _const(len(elts))], keywords=[])
-            call.dp_internal = True
+                call = _internal("unpack", [value, _const(len(elts))])
             u = self.temp(call, like)
             for i, e in enumerate(elts):
                 part = self.temp(ast.Subscript(value=u, slice=_const(i), ctx=ast.Load()), like)
@@ -562,9 +566,9 @@ class Normalizer:
             n = len(pattern.patterns)
             if star:
                 k = star[0]
-                call = ast.Call(func=_name("_dp_unpack_star"), args=[subject, _const(k), _const(n - k - 1)], keywords=[])
+                call = _internal("unpack_star", [subject, _const(k), _const(n - k - 1)])
             else:
-                call = ast.Call(func=_name("_dp_unpack"), args=[subject, _const(n)], keywords=[])
+                call = _internal("unpack", [subject, _const(n)])
             u = self.temp(call, like)
             for i, p in enumerate(pattern.patterns):
                 part = self.temp(ast.Subscript(value=u, slice=_const(i), ctx=ast.Load()), like)
@@ -581,7 +585,7 @@ class Normalizer:
                 raise self.unsupported(like, "a **rest capture in a mapping pattern")
         elif isinstance(pattern, ast.MatchClass):
             if pattern.patterns:
-                names = self.temp(ast.Call(func=_name("_dp_match_args"), args=[subject, _const(len(pattern.patterns))], keywords=[]), like)
+                names = self.temp(_internal("match_args", [subject, _const(len(pattern.patterns))]), like)
                 for i, p in enumerate(pattern.patterns):
                     attr = self.temp(ast.Subscript(value=names, slice=_const(i), ctx=ast.Load()), like)
                     part = self.temp(ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like)

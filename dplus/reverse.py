@@ -21,12 +21,33 @@ from .rules import InlineRule, inline_rule_for
 
 __all__ = ["build_plus_function", "Helpers"]
 
-Z = "_dp_Z"  # gen_zero
 _NUM_TYPES = frozenset({float, int})
-ABOX = "_dp_Abox"
-PUSH = "_dp_push"
-POP = "_dp_pop"
-TAPE = "_dp_tape"
+
+# Names of generated variables start with PFX, chosen per transform so that it never occurs
+# in the source being transformed (which may itself be generated code: derivatives of
+# derivatives). Set by build_plus_function under the transformer's lock.
+PFX = "_dp_"
+ABOX = PUSH = POP = TAPE = ""
+
+
+def _set_prefix(p: str) -> None:
+    global PFX, ABOX, PUSH, POP, TAPE
+    PFX = p
+    ABOX, PUSH, POP, TAPE = p + "Abox", p + "push", p + "pop", p + "tape"
+
+
+_set_prefix("_dp_")
+
+
+def choose_prefix(names: set[str]) -> str:
+    for c in "pqrstuvwxyz":
+        p = f"_d{c}_"
+        if not any(n.startswith(p) for n in names):
+            return p
+    i = 0
+    while any(n.startswith(f"_dp{i}_") for n in names):
+        i += 1
+    return f"_dp{i}_"
 
 BINOPS: dict[type, Any] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -55,7 +76,7 @@ class Helpers:
         name = self._by_id.get(key)
         if name is not None and self.values[name] is value:
             return name
-        base = "_dp_" + "".join(c if c.isalnum() else "_" for c in hint)
+        base = PFX + "".join(c if c.isalnum() else "_" for c in hint)
         name = base
         i = 1
         while name in self.values and self.values[name] is not value:
@@ -178,13 +199,14 @@ class FunctionBuilder:
     """Builds the plus-function for one IRFunction (nested ones recursively)."""
 
     def __init__(self, ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, *, top_level: bool,
-                 outer_free: tuple[str, ...] = (), fast: bool = True) -> None:
+                 outer_free: tuple[str, ...] = (), fast: bool = True, nestable: bool = False) -> None:
         self.ir = ir
         self.namer = namer
         self.h = helpers
         self.globals = globals_
         self.top_level = top_level
-        self.fast = fast
+        self.nestable = nestable
+        self.fast = fast and not nestable
         self.boxed: set[str] = getattr(ir, "boxed", set())
         self.adjoint_names: dict[str, str] = {}
         self.persistent: set[str] = set()
@@ -194,6 +216,7 @@ class FunctionBuilder:
         self.read_count: dict[str, int] = {}
         self.def_segment: dict[str, int] = {}
         self.Z = self.h.ref(_gen_zero(), "Z")
+        self.internal = {ABOX, PUSH, POP, TAPE}
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -206,7 +229,7 @@ class FunctionBuilder:
     def key(self, name: str) -> str:
         k = self.key_names.get(name)
         if k is None:
-            k = f"_dp_cell_{name}"
+            k = f"{PFX}cell_{name}"
             self.key_names[name] = k
         return k
 
@@ -228,6 +251,9 @@ class FunctionBuilder:
         simple = (
             not args.posonlyargs and not args.vararg and not args.kwonlyargs and not args.kwarg and not args.defaults
         )
+        only_varargs = (
+            not args.posonlyargs and not args.args and args.vararg is not None and not args.kwonlyargs and not args.kwarg
+        )
         params = [a.arg for a in args.posonlyargs + args.args]
         all_params = list(scope.params)
         prologue: list[ast.stmt] = [
@@ -244,17 +270,25 @@ class FunctionBuilder:
         if simple:
             plus_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None,
                                       kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+        elif only_varargs:
+            plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg=args.vararg.arg),
+                                      kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         else:
-            plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg="_dp_args"), kwonlyargs=[ast.arg(arg="_dp_sig")],
-                                      kw_defaults=[C(None)], kwarg=ast.arg(arg="_dp_kw"), defaults=[])
-            prologue.append(unpack(all_params, call(self.rt("bind_arguments"), N("_dp_sig"), N("_dp_args"), N("_dp_kw"))))
+            plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg=PFX + "args"), kwonlyargs=[ast.arg(arg=PFX + "sig")],
+                                      kw_defaults=[C(None)], kwarg=ast.arg(arg=PFX + "kw"), defaults=[])
+            prologue.append(unpack(all_params, call(self.rt("bind_arguments"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"))))
         # backprop
         free_by_value = self.by_value_freevars()
-        bp_body: list[ast.stmt] = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
+        if self.nestable:
+            # differentiable again: a copy of the record, popped with list.pop (both have rules)
+            bp_body: list[ast.stmt] = [assign(PFX + "stack", call(self.helper(list, "list"), N(TAPE))),
+                                       assign(POP, attr(PFX + "stack", "pop"))]
+        else:
+            bp_body = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
         adjoint_vars = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in all_params} | {self.adj(v) for v in free_by_value} | {self.adj(ir.retval)})
         if adjoint_vars:
             bp_body.append(ast.Assign(targets=[S(a) for a in adjoint_vars], value=N(self.Z)))
-        bp_body.append(assign(self.adj(ir.retval), N("_dp_A")))
+        bp_body.append(assign(self.adj(ir.retval), N(PFX + "A")))
         if ir.retval in self.boxed:
             pass
         bp_body += rev
@@ -273,21 +307,26 @@ class FunctionBuilder:
                 closure.append(N(self.adj(v)))
         if simple:
             ret = tuple_([tuple_(closure)] + param_sens)
+        elif only_varargs:
+            va = args.vararg.arg
+            ret = ast.BinOp(left=tuple_([tuple_(closure)]), op=ast.Add(),
+                            right=call(self.helper(tuple, "tuple"), call(self.rt("closure_parts"), param_sens[0],
+                                                                         call(self.helper(len, "len"), N(va)))))
         else:
-            ret = call(self.rt("unbind_sensitivities"), N("_dp_sig"), N("_dp_args"), N("_dp_kw"), tuple_(closure),
+            ret = call(self.rt("unbind_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), tuple_(closure),
                        tuple_(param_sens), N(ABOX))
         bp_body.append(ast.Return(value=ret))
         bp_name = f"{ir.name}__backprop" if not ir.is_lambda else "lambda__backprop"
         bp = ast.FunctionDef(
             name=bp_name,
-            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg="_dp_A"), ast.arg(arg=ABOX)], vararg=None,
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=PFX + "A"), ast.arg(arg=ABOX)], vararg=None,
                                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
             body=bp_body, decorator_list=[], returns=None, type_comment=None,
         )
         body = prologue + fwd + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
         fdef = ast.FunctionDef(name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus", args=plus_args,
                                body=body, decorator_list=[], returns=None, type_comment=None)
-        fdef.dp_simple = simple
+        fdef.dp_simple = simple or only_varargs
         fdef.dp_by_value = free_by_value
         _locate(fdef, ir.lineno)
         return fdef
@@ -398,7 +437,7 @@ class FunctionBuilder:
             return False
         scope = self.ir.scope
         return not (node.id in scope.locals or node.id in scope.params or node.id in scope.free
-                    or node.id in self.namer.generated or node.id.startswith("_dp_"))
+                    or node.id in self.namer.generated or node.id.startswith(PFX))
 
     def kind(self, s: ast.stmt) -> str:
         """'inline', 'nondiff', 'copy' or 'general'."""
@@ -610,8 +649,9 @@ class FunctionBuilder:
             fn = UNARYOPS[type(v.op)]
             return self.call_like(name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1)
         if isinstance(v, ast.Call):
-            if getattr(v, "dp_internal", False) or (isinstance(v.func, ast.Name) and v.func.id in ("_dp_unpack", "_dp_unpack_star", "_dp_match_args")):
-                fn_name = {"_dp_unpack": "unpack_plus", "_dp_unpack_star": "unpack_star_plus", "_dp_match_args": "match_args_plus"}[v.func.id]
+            op = getattr(v, "dp_op", None)
+            if op is not None:
+                fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), [], s)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
@@ -687,7 +727,7 @@ class FunctionBuilder:
             node = a.value if isinstance(a, ast.Starred) else a
             if i < skip and not (callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)):
                 continue
-            if isinstance(node, ast.Name) and node.id not in record and not node.id.startswith("_dp_"):
+            if isinstance(node, ast.Name) and node.id not in record and not node.id.startswith(PFX):
                 record.append(node.id)
             if isinstance(a, ast.Starred):
                 ln = self.namer.fresh("len")
@@ -743,7 +783,7 @@ class FunctionBuilder:
 
     def closure_stmt(self, s: ast.FunctionDef, ssa: "_SSA") -> Any:
         ir: IRFunction = s.dp_ir
-        child = FunctionBuilder(ir, self.namer, self.h, self.globals, top_level=False, fast=self.fast)
+        child = FunctionBuilder(ir, self.namer, self.h, self.globals, top_level=False, fast=self.fast, nestable=self.nestable)
         child.key_names = dict(self.key_names)
         plus = child.build()
         for k, v in child.key_names.items():
@@ -812,8 +852,10 @@ class FunctionBuilder:
         i = self.namer.fresh("i")
         A_t = self.adj(target)
         rev_body = list(br)
+        back = (call(self.rt("route_back"), N(route), N(i), N(A_t), N(ABOX)) if self.nestable
+                else call(attr(route, "back"), N(i), N(A_t), N(ABOX)))
         rev_body.append(ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
-                               body=[ast.Expr(call(attr(route, "back"), N(i), N(A_t), N(ABOX))), assign(A_t, N(self.Z))],
+                               body=[ast.Expr(back), assign(A_t, N(self.Z))],
                                orelse=[]))
         rev = [
             unpack([itv, n], call(POP)),
@@ -997,7 +1039,7 @@ class _SSA:
                     if n.id in self.version:
                         n.id = self.version[n.id]
                         seen.append(n.id)
-                    elif not n.id.startswith("_dp_"):
+                    elif not n.id.startswith(PFX):
                         self.inputs.add(n.id)
                         self.all_names.add(n.id)
         return seen
@@ -1131,5 +1173,7 @@ def _nondiff_error() -> Any:
     return NonDifferentiableError
 
 
-def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...], fast: bool = True) -> ast.FunctionDef:
-    return FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, fast=fast).build()
+def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
+                        nestable: bool = False, prefix: str = "_dp_") -> ast.FunctionDef:
+    _set_prefix(prefix)
+    return FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable).build()

@@ -71,6 +71,10 @@ def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") ->
     name = getattr(fn, "__name__", "fn")
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
     register_primitive(fn, transform, note=note)
+    for g in grads:
+        if g is not None:
+            # gradient functions are transformed from source when differentiated again
+            g.__dplus_derived__ = ("rule", fn)
     if inline:
         _INLINE[fn] = InlineRule(fn, grads)
     else:

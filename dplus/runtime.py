@@ -71,6 +71,11 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return t
     if is_plus_function(f):
         return f
+    if type(f) is types.FunctionType and hasattr(f, "__dplus_derived__"):
+        # made by grad, D, dplus or grad1: transformable, so derivatives nest
+        from .transformer import plus_function_for
+
+        return plus_function_for(f)
     if isinstance(f, type):
         from .api import _lift_class
 
@@ -100,7 +105,9 @@ def as_plain_callable(a: Any) -> Any:
 # ---------------------------------------------------------------------------
 # mutable values and the box-sensitivity map
 
-_MUTABLE_CACHE: dict[type, bool] = {list: True, dict: True, Box: True, CellKey: True, float: False, int: False, tuple: False}
+_MUTABLE_CACHE: dict[type, bool] = {
+    list: True, dict: True, Box: True, CellKey: True, float: False, int: False, tuple: False, BoxSensitivities: False,
+}
 
 
 def _type_is_tracked(t: type) -> bool:
@@ -110,12 +117,8 @@ def _type_is_tracked(t: type) -> bool:
         return False
     if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return False
-    if t.__module__ in ("builtins", "numpy", "functools", "itertools", "types", "typing"):
+    if t.__module__ in ("builtins", "numpy", "functools", "itertools", "types", "typing") or t.__module__.startswith("dplus."):
         return False
-    if callable(getattr(t, "__call__", None)) and t.__call__ is not object.__call__ and hasattr(t, "__call__"):
-        # callable objects are treated like functions
-        if getattr(t, "__call__", None) is not None and "__call__" in dir(t) and t.__call__ is not type.__call__:
-            pass
     return hasattr(t, "__dict__") or bool(getattr(t, "__slots__", ()))
 
 

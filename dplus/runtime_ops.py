@@ -73,40 +73,47 @@ def _is_value(x: Any) -> bool:
     return t in _NUMERIC or is_number(x) or is_ndarray(x) or x is Z or t is bool
 
 
-def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
-    """A binary operator on any operands: numbers and arrays use the operator's rule."""
+def select_binop(fn: Any, a: Any, b: Any) -> tuple[Any, tuple, bool]:
+    """Which transform a binary operator uses for these operands: (transform, args, swapped)."""
     if _is_value(a) and _is_value(b):
         plain = _INPLACE_TO_PLAIN.get(fn, fn)
         t = lookup_transform(plain)
         if t is not None:
-            return t(a, b)
+            return t, (a, b), False
     if fn is operator.iadd and isinstance(a, list):
-        return list_iadd_plus(a, b)
+        return list_iadd_plus, (a, b), False
     if fn in _SEQ_CONCAT and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return concat_plus(a, b)
+        return concat_plus, (a, b), False
     if fn in _SEQ_REPEAT and (
         (isinstance(a, (list, tuple)) and isinstance(b, int)) or (isinstance(b, (list, tuple)) and isinstance(a, int))
     ):
-        return repeat_plus(a, b)
+        return repeat_plus, (a, b), False
     plain = _INPLACE_TO_PLAIN.get(fn, fn)
     names = _REFLECTED.get(plain)
     if names is not None:
         # user classes: their Python dunder methods, through the registry or the policy
         meth = getattr(type(a), names[0], None)
-        if isinstance(meth, types.FunctionType):
-            r = lift(meth)(a, b)
-            if r.primal is not NotImplemented:
-                return r
+        if isinstance(meth, types.FunctionType) and (type(b) is type(a) or not isinstance(getattr(type(b), names[1], None), types.FunctionType)):
+            return lift(meth), (a, b), False
         rmeth = getattr(type(b), names[1], None)
         if isinstance(rmeth, types.FunctionType):
-            r = lift(rmeth)(b, a)
-            inner = r.backprop
-            if r.primal is not NotImplemented:
-                return ProcResult(r.primal, lambda A, Abox: _swap(inner(A, Abox)))
+            return lift(rmeth), (b, a), True
+        if isinstance(meth, types.FunctionType):
+            return lift(meth), (a, b), False
     t = lookup_transform(plain)
     if t is not None:
-        return t(a, b)
-    return lift(fn)(a, b)
+        return t, (a, b), False
+    return lift(fn), (a, b), False
+
+
+def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
+    """A binary operator on any operands: numbers and arrays use the operator's rule."""
+    t, args, swapped = select_binop(fn, a, b)
+    r = t(*args)
+    if swapped:
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: _swap(inner(A, Abox)))
+    return r
 
 
 def _swap(g: tuple) -> tuple:
@@ -123,16 +130,16 @@ def accumulate_cell(Abox: BoxSensitivities, key: CellKey, value: Any, s: Any) ->
         Abox.accumulate(key, s)
 
 
-def closure_parts(A: Any, n: int) -> list:
-    """The per-variable parts of a closure's sensitivity."""
+def closure_parts(A: Any, n: int) -> tuple:
+    """The per-variable parts of a closure's (or a ``*args`` tuple's) sensitivity."""
     if A is Z or A is None:
-        return [Z] * n
+        return (Z,) * n
     t = type(A)
     if t is OneHot:
-        return A.to_list()
+        return tuple(A.to_list())
     if t is TupleAccumulator:
-        return A.items
-    parts = list(A)
+        return tuple(A.items)
+    parts = tuple(A)
     if len(parts) != n:
         raise SensitivityError(f"a closure sensitivity of length {len(parts)} was given for a function closing over {n} variables")
     return parts
@@ -254,6 +261,11 @@ class _ArrayRouter:
 
 
 _NULL = _NullRouter()
+
+
+def route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> None:
+    """``route.back(i, A, Abox)``, as a function with a rule (for derivatives of derivatives)."""
+    route.back(i, A, Abox)
 
 
 def iteration_router(itv: Any, n: int) -> Any:

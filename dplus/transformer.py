@@ -24,7 +24,7 @@ from .linear import gen_zero
 from .normalize import Namer, normalize_function
 from .registry import lookup_transform, register_primitive
 from .result import ProcResult
-from .reverse import Helpers, build_plus_function
+from .reverse import Helpers, build_plus_function, choose_prefix
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
 
@@ -40,6 +40,8 @@ class Compiled:
     source: str  # readable generated source, for show()
     name: str
     simple: bool
+    prefix: str
+    codes: dict[str, types.CodeType]  # every generated plus-function's code by (unique) name
 
 
 _LOCK = threading.RLock()
@@ -69,7 +71,7 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
         raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source")
     compiled = compile_function(f)
     closure = _closure_for(compiled, f)
-    kwdefaults = None if compiled.simple else {"_dp_sig": inspect.signature(f)}
+    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": inspect.signature(f)}
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
@@ -103,29 +105,27 @@ def compile_function(f: types.FunctionType) -> Compiled:
     return compiled
 
 
-def _compile(f: types.FunctionType) -> Compiled:
+def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     src = function_source(f)
-    node = src.node
+    node = copy.deepcopy(src.node)
     if isinstance(node, ast.FunctionDef):
-        node = copy.deepcopy(node)
         node.decorator_list = []
-    else:
-        node = copy.deepcopy(node)
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
     boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
     taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(scope.params)
-    taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+    taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)} | set(freevars)
+    prefix = choose_prefix(taken)
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
     helpers = Helpers()
-    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars)
-    _unique_plus_names(plus_def, namer)
+    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable, prefix=prefix)
+    _unique_plus_names(plus_def)
     user_free = list(freevars)
     factory = ast.FunctionDef(
-        name="_dp_factory",
+        name=prefix + "factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in list(helpers.values) + user_free], vararg=None,
                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=[plus_def, ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
@@ -133,45 +133,60 @@ def _compile(f: types.FunctionType) -> Compiled:
     )
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
+    filename = src.filename
+    if nestable:
+        # compiled from its own text, registered with linecache, so it can be transformed again
+        import linecache
+
+        _NEST_COUNTER[0] += 1
+        filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
+        text = ast.unparse(module) + "\n"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        to_compile: Any = text
+    else:
+        to_compile = module
     try:
-        code = compile(module, src.filename, "exec")
+        code = compile(to_compile, filename, "exec")
     except SyntaxError as e:  # pragma: no cover - a transformer bug
         raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{ast.unparse(plus_def)}") from e
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
     by_value = {d.name: getattr(d, "dp_by_value", ()) for d in ast.walk(plus_def) if isinstance(d, ast.FunctionDef)}
-    _register_codes(plus_code, by_value, f.__code__, ir)
+    codes: dict[str, types.CodeType] = {}
+    _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
-    return Compiled(plus_code, helper_cells, _readable(plus_def, src.filename), plus_def.name, bool(getattr(plus_def, "dp_simple", True)))
+    readable = "" if nestable else _readable(plus_def, src.filename)
+    return Compiled(plus_code, helper_cells, readable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix, codes)
 
 
-def _unique_plus_names(plus_def: ast.FunctionDef, namer: Namer) -> None:
-    seen: set[str] = set()
-    for d in ast.walk(plus_def):
-        if isinstance(d, ast.FunctionDef) and d.name.endswith("__plus"):
-            if d.name in seen:
-                old = d.name
-                d.name = namer.fresh(old.strip("_") + "_")
-                # the statement after the def assigns the user's name from it
-            seen.add(d.name)
-    # keep the assignments that refer to renamed defs consistent
+_NEST_COUNTER = [0]
+
+
+def _unique_plus_names(plus_def: ast.FunctionDef) -> None:
+    """Number nested plus-functions in tree order, so two builds of one function agree on names."""
+    k = 0
     for parent in ast.walk(plus_def):
         body = getattr(parent, "body", None)
         if not isinstance(body, list):
             continue
         for i, st in enumerate(body):
-            if isinstance(st, ast.FunctionDef) and i + 1 < len(body):
-                nxt = body[i + 1]
-                if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id.endswith("__plus") and nxt.value.id != st.name and getattr(st, "dp_by_value", None) is not None:
-                    nxt.value.id = st.name
+            if isinstance(st, ast.FunctionDef) and st is not plus_def and st.name.endswith("__plus"):
+                k += 1
+                old = st.name
+                st.name = f"{old}_{k}"
+                for nxt in body[i + 1 :]:
+                    for n in ast.walk(nxt):
+                        if isinstance(n, ast.Name) and n.id == old:
+                            n.id = st.name
 
 
-def _register_codes(code: types.CodeType, by_value: dict[str, tuple], source_code: types.CodeType, origin: Any) -> None:
-    if code.co_name in by_value and code.co_name.endswith("__plus") or code.co_name.endswith("__plus"):
-        register_plus_code(code, PlusInfo(source_code, tuple(by_value.get(code.co_name, ())), origin))
+def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:
+    if "__plus" in code.co_name:
+        register_plus_code(code, PlusInfo(f.__code__, tuple(by_value.get(code.co_name, ())), f))
+        codes[code.co_name] = code
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            _register_codes(c, by_value, source_code, origin)
+            _register_codes(c, by_value, f, codes)
 
 
 def _readable(plus_def: ast.FunctionDef, filename: str) -> str:
@@ -303,6 +318,7 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 
     lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
     lazy_plus.__dplus_source__ = f
+    lazy_plus.__dplus_lazy__ = True
     return lazy_plus
 
 

@@ -1,0 +1,247 @@
+"""Derivatives of derivatives: the transform of a plus-function.
+
+A plus-function ``P`` is itself a Python function, so it has a transform of its own:
+
+- a rule written by hand (``defvjp``'s transforms, ``register_backprop``) is transformed
+  from its source like any function;
+- a plus-function that dplus generated is rebuilt in a *differentiable-again* form (no
+  float fast paths, records read back through ``list.pop``) whose text is registered with
+  ``linecache``, and that function is transformed. Its closure cells are the ones ``P``
+  has, so nested closures keep their values.
+
+Generated code calls a few operations of :mod:`dplus.runtime_ops`; their rules here make
+the tower work: the transform of "call ``f``'s transform" is "call the transform of
+``f``'s transform".
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from typing import Any, Callable
+
+from . import runtime_ops
+from .api import boundary, call_plus, default_sensitivity, prepare_sensitivity
+from .boxes import BoxSensitivities
+from .closures import is_plus_function, plus_info
+from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
+from .linear import gen_zero, is_zero_sensitivity
+from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
+from .result import ProcResult
+from .rules import defnondiff
+from .runtime import CellKey, is_tracked_mutable, lift
+
+Z = gen_zero
+
+_TOWER: "weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]]" = weakref.WeakKeyDictionary()
+_NEST: dict[types.CodeType, Any] = {}
+
+
+def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
+    """The plus-function of the plus-function ``P``."""
+    try:
+        cached = _TOWER.get(P)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    result = _transform_of_plus(P)
+    try:
+        _TOWER[P] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
+    from .transformer import plus_function_for
+
+    info = plus_info(P)
+    if info is not None and info.origin is not None and isinstance(P, types.FunctionType):
+        return plus_function_for(_differentiable_again(P, info.origin))
+    if getattr(P, "__dplus_lazy__", False):
+        # define_dplus's lazy wrapper: differentiate the derived plus-function again
+        return transform_of_plus(plus_function_for(P.__dplus_source__))
+    if isinstance(P, types.FunctionType):
+        return plus_function_for(P)
+    raise NonDifferentiableError(
+        f"dplus cannot differentiate {describe_callable(P)} again: it is not a Python function. "
+        "Register a rule for its transform with dplus.register_primitive"
+    )
+
+
+def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types.FunctionType:
+    """``P`` rebuilt from ``f`` without fast paths, with source that can be transformed again."""
+    from .transformer import _compile
+
+    nest = _NEST.get(f.__code__)
+    if nest is None:
+        nest = _NEST[f.__code__] = _compile(f, nestable=True)
+    code = nest.codes.get(P.__code__.co_name)
+    if code is None:
+        raise NonDifferentiableError(f"dplus cannot differentiate {describe_callable(P)} again")
+    cells = dict(zip(P.__code__.co_freevars, P.__closure__ or ()))
+    closure = []
+    for name in code.co_freevars:
+        if name in cells:
+            closure.append(cells[name])
+        elif name in nest.helper_cells:
+            closure.append(nest.helper_cells[name])
+        else:
+            raise NonDifferentiableError(
+                f"dplus cannot differentiate {describe_callable(P)} again: the variable {name!r} is not available"
+            )
+    again = types.FunctionType(code, P.__globals__, code.co_name, P.__defaults__, tuple(closure))
+    if P.__kwdefaults__:
+        again.__kwdefaults__ = {k.replace(_prefix_of(P), nest.prefix, 1): v for k, v in P.__kwdefaults__.items()}
+    return again
+
+
+def _prefix_of(P: types.FunctionType) -> str:
+    for k in P.__kwdefaults__ or {}:
+        if k.endswith("sig"):
+            return k[: -len("sig")]
+    return "_dp_"
+
+
+# ---------------------------------------------------------------------------
+# rules that make the operations of generated code differentiable again
+
+
+def _shift_callee(r: ProcResult) -> ProcResult:
+    """A callee's plus-function's result, as the result of ``call(f, *args)``: f's sensitivity is out[0]."""
+    inner = r.backprop
+
+    def call_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        return ((), out[0]) + tuple(out[1:])
+
+    return ProcResult(r.primal, call_backprop)
+
+
+def _call_tower(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform."""
+    if is_plus_function(f) and not is_registered_transform(f):
+        # inside transformed code a generated plus-function stands for itself
+        return _shift_callee(f(*args, **kwargs))
+    first = lift(f)
+    return _shift_callee(transform_of_plus(first)(*args, **kwargs))
+
+
+def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
+    """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
+    return _shift_callee(transform_of_plus(P)(*args))
+
+
+def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
+    chosen = runtime_ops.select_binop(fn, a, b)
+    r = transform_of_plus(chosen[0])(*chosen[1])
+    inner = r.backprop
+    swapped = chosen[2]
+
+    def binop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        if swapped:
+            return ((), None, out[2], out[1])
+        return ((), None, out[1], out[2])
+
+    return ProcResult(r.primal, binop_backprop)
+
+
+def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
+    if is_tracked_mutable(v) or (type(v) is tuple and any(map(is_tracked_mutable, v))):
+        if not is_zero_sensitivity(s):
+            raise NonDifferentiableError(
+                "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet; "
+                "use tuples and numbers inside functions differentiated more than once"
+            )
+    r = runtime_ops.accumulate(adj, v, s, Abox)
+    return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
+
+
+def _add_tower(u: Any, v: Any) -> ProcResult:
+    from .linear import add
+
+    return ProcResult(add(u, v), lambda A, Abox: ((), A, A))
+
+
+def _procresult_tower(p: Any, b: Any) -> ProcResult:
+    def procresult_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, Z
+        if isinstance(A, ProcResult):
+            return (), A.primal, A.backprop
+        raise NonDifferentiableError(f"a {type(A).__name__} was given as the sensitivity of a ProcResult")
+
+    return ProcResult(ProcResult(p, b), procresult_backprop)
+
+
+def _closure_parts_tower(A: Any, n: int) -> ProcResult:
+    parts = runtime_ops.closure_parts(A, n)
+    return ProcResult(parts, lambda S, Abox: ((), S, None))
+
+
+def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> ProcResult:
+    if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
+        raise NonDifferentiableError(
+            "derivatives of derivatives of loops over lists, tuples or arrays are not supported yet; "
+            "loop over range(len(xs)) and index instead"
+        )
+    runtime_ops.route_back(route, i, A, Abox)
+    return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
+
+
+def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
+    def again(*args: Any, **kwargs: Any) -> ProcResult:
+        result = fn(*args, **kwargs)
+
+        def again_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if not is_zero_sensitivity(A):
+                raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet")
+            return ((),) + (Z,) * len(args)
+
+        return ProcResult(result, again_backprop)
+
+    return again
+
+
+def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> ProcResult:
+    out = prepare_sensitivity(result, Aw, Abox)
+    if is_tracked_mutable(result):
+        return _unsupported_again(lambda *a: out, "a mutable result")(result, Aw, Abox)
+    return ProcResult(out, lambda A, Abox2: ((), Z, A, None))
+
+
+def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResult:
+    if len(Abox):
+        raise NonDifferentiableError(
+            "derivatives of derivatives of functions of lists, dicts, boxes or objects are not supported yet; "
+            "pass numbers or tuples"
+        )
+    result = boundary(args, out, Abox)
+    n = len(args)
+
+    def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, Z, None
+        items = runtime_ops.closure_parts(A, n)
+        return (), Z, (Z,) + tuple(items) + (Z,) * (len(out) - 1 - n), None
+
+    return ProcResult(result, boundary_backprop)
+
+
+register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
+register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
+register_primitive(runtime_ops.binop_plus, _binop_tower)
+register_primitive(runtime_ops.accumulate, _accumulate_tower)
+register_primitive(runtime_ops.add, _add_tower)
+register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
+register_primitive(runtime_ops.closure_parts, _closure_parts_tower)
+register_primitive(runtime_ops.route_back, _route_back_tower)
+register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
+register_primitive(boundary, _boundary_tower)
+register_primitive(runtime_ops.accumulate_cell, _unsupported_again(runtime_ops.accumulate_cell, "variables rebound inside closures"))
+defnondiff(default_sensitivity)
+defnondiff(BoxSensitivities)
+defnondiff(CellKey)
+defnondiff(runtime_ops.iteration_router)
