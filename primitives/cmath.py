@@ -170,3 +170,37 @@ register_primitive(cmath.rect, _rect_plus, note="Re(A e^{i phi}) and Re(A i r)")
 
 for _fn in (cmath.isfinite, cmath.isinf, cmath.isnan, cmath.isclose):
     defnondiff(_fn)
+
+
+# ---------------------------------------------------------------------------
+# the parts of a number: ``z.real``, ``z.imag``, ``z.conjugate()`` (same convention:
+# ``dL = Re(c dz)``, so ``real`` passes ``A``, ``imag`` gives ``-1j * A``, and the
+# conjugate ``conj(A)``; for int and float, ``real`` and ``conjugate`` are the identity
+# and ``imag`` the constant 0)
+
+from .containers import register_attribute  # noqa: E402
+
+
+def _real_part_plus(z: Any) -> ProcResult:
+    r = z.real
+    return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), A.real if isinstance(A, complex) else A))
+
+
+def _imag_part_plus(z: Any) -> ProcResult:
+    r = z.imag
+    if not isinstance(z, complex):
+        return ProcResult(r, lambda A, Abox: _Z1)
+    return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), -1j * (A.real if isinstance(A, complex) else A)))
+
+
+def _conjugate_plus(z: Any) -> ProcResult:
+    r = z.conjugate()
+    if not isinstance(z, complex):
+        return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), _fit(A, z)))
+    return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), A.conjugate()))
+
+
+for _t in (complex, float, int):
+    register_attribute(_t, "real", _real_part_plus)
+    register_attribute(_t, "imag", _imag_part_plus)
+    register_primitive(_t.conjugate, _conjugate_plus, note="conj(A) (non-holomorphic; see cmath rules)")

@@ -21,6 +21,7 @@ from rules_fd_helpers import (
     assert_close,
     backprop,
     check_number_rule,
+    expected_sens,
     holomorphic_derivative,
     richardson,
     step,
@@ -273,3 +274,37 @@ def test_statistics_other_iterables():
 def test_statistics_gen_zero(fn):
     args = ([1.0, 2.0, 4.0], [1.0, 3.0, 2.0]) if fn in TWO_SEQ else ([1.0, 2.0, 4.0],)
     assert backprop(fn, *args, A=gen_zero) == ((),) + (gen_zero,) * len(args)
+
+
+# ---------------------------------------------------------------------------
+# the parts of a complex number
+
+
+def test_real_imag_conjugate():
+    from dplus.primitives.containers import getattr_plus
+
+    z = 3.0 + 4.0j
+    r = getattr_plus(z, "real")
+    assert r.primal == 3.0 and r.backprop(2.0, BoxSensitivities())[1] == 2.0
+    r = getattr_plus(z, "imag")
+    assert r.primal == 4.0 and r.backprop(2.0, BoxSensitivities())[1] == -2j
+    assert getattr_plus(2.5, "real").backprop(1.0, BoxSensitivities())[1] == 1.0
+    assert getattr_plus(2.5, "imag").backprop(1.0, BoxSensitivities())[1] is gen_zero
+    t = lookup_transform(z.conjugate)
+    r = t()
+    assert r.primal == z.conjugate() and r.backprop(1 + 2j, BoxSensitivities()) == ((1 - 2j,),)
+    assert lookup_transform((2.5).conjugate)().backprop(1.0, BoxSensitivities()) == ((1.0,),)
+
+
+@SETTINGS
+@given(z=off_axes(), a=floats(-2, 2), b=floats(-2, 2))
+def test_parts_against_finite_differences(z, a, b):
+    from dplus.primitives.containers import getattr_plus
+
+    # L = a * Re(z) + b * Im(z): sensitivity dL/dx - i dL/dy = a - i b
+    s = getattr_plus(z, "real").backprop(a, BoxSensitivities())[1] + getattr_plus(z, "imag").backprop(b, BoxSensitivities())[1]
+    assert_close(s, complex(a, -b), 1e-12, 1e-12)
+    # conjugate: L = Re(A conj(z)), A complex
+    A = complex(a, b)
+    out = lookup_transform(complex.conjugate)(z).backprop(A, BoxSensitivities())
+    assert_close(out[1], expected_sens(lambda w: w.conjugate(), (z,), A, 0), 1e-8, 1e-10)
