@@ -19,8 +19,9 @@ __all__ = ["TooSlow", "Timing", "time_limit", "call_once", "autorange", "fmt_sec
 perf = time.perf_counter
 
 
-class TooSlow(Exception):
-    """A single call exceeded the cap."""
+class TooSlow(BaseException):
+    """A single call exceeded the cap.  A ``BaseException`` (like ``KeyboardInterrupt``)
+    so that libraries' ``except Exception`` fallbacks do not swallow it."""
 
     def __init__(self, cap: float) -> None:
         super().__init__(f"a single call took more than {cap:g} s")
@@ -45,7 +46,8 @@ def time_limit(cap: float | None) -> Iterator[None]:
         raise TooSlow(cap)
 
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, cap)
+    # fire at cap, then again every 0.5 s in case a handler somewhere swallowed it
+    signal.setitimer(signal.ITIMER_REAL, cap, 0.5)
     try:
         yield
     finally:
