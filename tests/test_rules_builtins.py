@@ -190,7 +190,9 @@ def test_min_max_errors_are_pythons():
 
 def test_max_of_lists_result_sensitivity_through_box_map():
     # the result is one of the argument's (mutable) elements: its sensitivity lives in Abox
-    assert D(max)([[1.0, 2.0], [3.0, 1.0]], key=sum)([1.0, 1.0]) == ([[0.0, 0.0], [1.0, 1.0]],)
+    assert D(lambda xss: max(xss, key=sum))([[1.0, 2.0], [3.0, 1.0]])([1.0, 1.0]) == ([[0.0, 0.0], [1.0, 1.0]],)
+    r = lookup_transform(max)([[1.0, 2.0], [3.0, 1.0]], key=sum)
+    assert r.backprop(gen_zero, BoxSensitivities()) == ((), gen_zero, {"key": gen_zero})
 
 
 def test_max_of_array():
@@ -204,7 +206,7 @@ def test_min_max_fd(xs):
     for fn in (min, max):
         fd_check(fn, (xs,))
         fd_check(fn, tuple(xs) if len(xs) > 1 else (xs,))
-        fd_check(lambda v, fn=fn: fn(v, key=lambda t: -t), (xs,), g=grad(fn)(xs, key=operator.neg))
+        fd_check(lambda v, fn=fn: fn(v, key=operator.neg), (xs,))
 
 
 # ---------------------------------------------------------------------------
@@ -298,7 +300,7 @@ def test_reversed_exact():
 def test_sorted_reversed_fd(xs, w, rev):
     sens = w[: len(xs)]
     fd_check(sorted, (xs,), sens=sens)
-    fd_check(lambda v: sorted(v, reverse=rev), (xs,), sens=sens, g=grad(sorted, sensitivity=sens)(xs, reverse=rev))
+    fd_check(lambda v: sorted(v, reverse=rev), (xs,), sens=sens)
     fd_check(lambda v: list(reversed(v)), (xs,), sens=sens, g=grad(reversed, sensitivity=sens)(xs))
 
 
@@ -455,3 +457,72 @@ def test_non_differentiable(fn, args):
 def test_non_differentiable_through_grad():
     assert grad(len)([1.0, 2.0]) == ([0.0, 0.0],)
     assert grad(int)(3.0) == (0.0,)
+
+
+# ---------------------------------------------------------------------------
+# through the source transformer: lambdas and defs calling the builtins
+
+from dplus.gradcheck import check_grad  # noqa: E402
+
+
+def f_sorted_then_mutated(xs):
+    ys = sorted(xs)
+    ys.append(10.0)
+    ys[0] = ys[0] * 2.0
+    return sum(ys)
+
+
+def f_loops(xs, ys):
+    t = 0.0
+    for i, x in enumerate(xs):
+        t = t + i * x
+    for a, b in zip(xs, ys):
+        t = t + a * b
+    for x in reversed(xs):
+        t = t * 0.5 + x
+    return t
+
+
+def f_filter_max_key(xs):
+    return sum(filter(lambda v: v > 0, xs)) + max(xs, key=abs)
+
+
+def f_min_max_genexp(xs):
+    return min(xs) * max(x * x for x in xs)
+
+
+def f_map_closure(xs, ys, c):
+    return sum(map(lambda a, b: a * b + c, xs, ys))
+
+
+def f_divmod_float(x, y):
+    q, r = divmod(x * x, y)
+    return r * 3.0 + float(q) + complex(x, y).imag
+
+
+def test_lambdas_exact():
+    assert grad(lambda xs: sum(x * x for x in xs))([1.0, 2.0]) == ([2.0, 4.0],)
+    assert grad(lambda xs, y: sum(map(lambda x: x * y, xs)))([1.0, 2.0], 3.0) == ([3.0, 3.0], 3.0)
+    assert grad(lambda xs: max(xs, key=lambda v: -v))([1.0, 2.0, 3.0]) == ([1.0, 0.0, 0.0],)
+    assert grad(lambda xs: sorted(xs, key=lambda v: -v)[0] * 2)([1.0, 2.0, 3.0]) == ([0.0, 0.0, 2.0],)
+    assert grad(f_sorted_then_mutated)([3.0, 1.0, 2.0]) == ([1.0, 2.0, 1.0],)
+    assert grad(f_filter_max_key)([3.0, -1.0, -4.0]) == ([1.0, 0.0, 1.0],)
+    assert grad(f_map_closure)([3.0, -1.0, 2.0], (1.0, 2.0), 0.5) == ([1.0, 2.0, 0.0], (3.0, -1.0), 2.0)
+
+
+def test_lambda_unknown_function_inside_map():
+    assert grad(lambda xs: len(list(map(unknown_double, xs))) * 1.0)([1.0]) == ([0.0],)
+    with pytest.raises(UnknownTransformError, match="unknown_double"):
+        grad(lambda xs: sum(map(unknown_double, xs)))([1.0, 2.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(distinct_lists.filter(lambda v: all(abs(x) > 1e-3 for x in v)), st.lists(floats, min_size=1, max_size=5), floats)
+def test_transformed_functions_fd(xs, ys, c):
+    ys = [y for y in ys]
+    check_grad(f_loops, xs, ys)
+    check_grad(f_map_closure, xs, tuple(ys), c)
+    check_grad(f_min_max_genexp, xs)
+    if len(set(map(abs, xs))) == len(xs) and spread([abs(x) for x in xs]):
+        check_grad(f_filter_max_key, xs)
+    check_grad(f_sorted_then_mutated, xs)

@@ -199,7 +199,7 @@ def test_chain_exact():
 
 def test_product_exact():
     assert D(itertools.product)([1.0, 2.0], (3.0,))([(1.0, 2.0), (3.0, 4.0)]) == ([1.0, 3.0], (6.0,))
-    assert D(itertools.product)([1.0, 2.0], repeat=2)([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)]) == ([12.0, 24.0],)
+    assert D(lambda xs: itertools.product(xs, repeat=2))([1.0, 2.0])([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)]) == ([12.0, 24.0],)
     primal, pos, kw = direct(itertools.product, [1.0], repeat=0, A=[()])
     assert primal == [()] and pos == ([0.0],) and kw == {"repeat": 0}
 
@@ -272,3 +272,63 @@ def test_pairwise_zip_longest_fd(xs, ys):
     out = r.backprop(sz, BoxSensitivities())
     g = (out[1], out[2], out[3]["fillvalue"])
     fd_check(lambda a, b, c: itertools.zip_longest(a, b, fillvalue=c), (xs, ys, 0.25), coerce_zero(g, (xs, ys, 0.25)), sz)
+
+
+# ---------------------------------------------------------------------------
+# through the source transformer: defs and lambdas calling the tools
+
+from dplus.gradcheck import check_grad  # noqa: E402
+
+
+def g_reduce(xs, y):
+    return functools.reduce(lambda acc, x: acc * y + x, xs, 0.0)
+
+
+def g_accumulate(xs):
+    return sum(itertools.accumulate(xs, lambda a, b: a * b)) + sum(itertools.accumulate(xs))
+
+
+def g_chain(xs, ys):
+    return sum(x * x for x in itertools.chain(xs, ys))
+
+
+def g_product(xs, ys):
+    return sum(a * b for a, b in itertools.product(xs, ys))
+
+
+def g_starmap(xs, ys):
+    return sum(itertools.starmap(lambda a, b: a * b - a, zip(xs, ys)))
+
+
+def g_islice(xs):
+    return sum(itertools.islice(xs, 1, None, 2))
+
+
+def g_repeat(xs, y):
+    return sum(map(operator.mul, xs, itertools.repeat(y))) + sum(itertools.repeat(y, 3))
+
+
+def g_pairwise(xs):
+    return sum(b - a * a for a, b in itertools.pairwise(xs))
+
+
+def test_transformed_exact():
+    assert grad(g_reduce)([1.0, 2.0, 3.0], 1.5) == ([2.25, 1.5, 1.0], 5.0)
+    assert grad(g_accumulate)([1.0, 2.0, 3.0]) == ([12.0, 6.0, 3.0],)
+    assert grad(g_repeat)([1.0, 2.0], 3.0) == ([3.0, 3.0], 6.0)
+    assert grad(g_islice)([1.0, 2.0, 3.0, 4.0]) == ([0.0, 1.0, 0.0, 1.0],)
+    with pytest.raises(UnknownTransformError, match="unknown_add"):
+        grad(lambda xs: functools.reduce(unknown_add, xs))([1.0, 2.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_lists, st.lists(floats, min_size=1, max_size=4), floats)
+def test_transformed_fd(xs, ys, y):
+    check_grad(g_reduce, xs, y)
+    check_grad(g_accumulate, xs)
+    check_grad(g_chain, xs, tuple(ys))
+    check_grad(g_product, xs, tuple(ys))
+    check_grad(g_starmap, xs, ys)
+    check_grad(g_islice, xs)
+    check_grad(g_repeat, xs, y)
+    check_grad(g_pairwise, xs)
