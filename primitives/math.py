@@ -31,7 +31,8 @@ Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
 ``hypot(*xs)``     ``xᵢ/r`` (``0`` when ``r == 0``: a subgradient)
 ``dist(p, q)``     ``(pᵢ-qᵢ)/r`` and ``-(pᵢ-qᵢ)/r`` (``0`` when ``p == q``)
 ``erf``/``erfc``   ``±2/sqrt(pi) exp(-x²)``
-``gamma``          ``Γ(x) ψ(x)`` (``ψ``: digamma, implemented below)
+``gamma``          ``Γ(x) ψ(x)`` (``ψ``: digamma, implemented below, with
+                   ``polygamma`` for its own derivatives)
 ``lgamma``         ``ψ(x)`` (also for negative ``x``: ``d/dx ln|Γ(x)| = ψ(x)``)
 ``fabs``           ``sign x``, ``0`` at ``0``
 ``copysign(x, y)`` ``sign x · sign y`` for ``x`` (signed zeros count), nothing for ``y``
@@ -67,7 +68,7 @@ from dplus.rules import defnondiff, defvjp
 from ._iterables import seq as _seq
 from .operators import _fit
 
-__all__ = ["digamma"]
+__all__ = ["digamma", "polygamma"]
 
 # ---------------------------------------------------------------------------
 # digamma, for the derivatives of gamma and lgamma
@@ -102,7 +103,43 @@ def digamma(x: float) -> float:
     return acc + math.log(x) - 0.5 * inv - series
 
 
+# Bernoulli numbers B2, B4, ..., B16 for the asymptotic series of the polygamma functions
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
+
+
+def polygamma(n: int, x: float) -> float:
+    """ψ⁽ⁿ⁾(x), the n-th derivative of digamma (n >= 0; ``polygamma(0, x) == digamma(x)``).
+
+    The recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x+1) - (-1)ⁿ n!/x^(n+1) up to x >= 15 + 2n (it is valid
+    for negative non-integer x as well), then the asymptotic series
+    (-1)^(n+1) [(n-1)!/xⁿ + n!/(2x^(n+1)) + Σ B₂ₖ (2k+n-1)!/((2k)! x^(2k+n))].
+    Used for the derivatives of digamma, hence for higher derivatives of gamma and lgamma.
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError("polygamma needs an order n >= 0")
+    if n == 0:
+        return digamma(x)
+    x = float(x)
+    if x <= 0.0 and x == math.floor(x):
+        return math.nan
+    if math.isnan(x):
+        return x
+    sign = -1.0 if n % 2 == 0 else 1.0  # (-1)^(n+1)
+    fact_n = math.factorial(n)
+    acc = 0.0
+    limit = 15.0 + 2 * n
+    while x < limit:
+        acc += sign * fact_n / x ** (n + 1)  # -(-1)^n n!/x^(n+1)
+        x += 1.0
+    series = math.factorial(n - 1) / x**n + fact_n / (2.0 * x ** (n + 1))
+    for k, b in enumerate(_BERNOULLI, start=1):
+        series += b * math.factorial(2 * k + n - 1) / (math.factorial(2 * k) * x ** (2 * k + n))
+    return acc + sign * series
+
+
 _digamma = digamma
+_polygamma = polygamma
 
 # ---------------------------------------------------------------------------
 # one-argument functions (inline rules: single expressions, valid for int and float)
@@ -129,6 +166,9 @@ defvjp(math.erf, lambda A, r, x: A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.erfc, lambda A, r, x: -A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.gamma, lambda A, r, x: A * r * _digamma(x))
 defvjp(math.lgamma, lambda A, r, x: A * _digamma(x))
+# the helpers themselves, so that derivatives of every order exist
+defvjp(digamma, lambda A, r, x: A * _polygamma(1, x))
+defvjp(polygamma, None, lambda A, r, n, x: A * _polygamma(n + 1, x))
 defvjp(math.fabs, lambda A, r, x: A * (1.0 if x > 0 else -1.0 if x < 0 else 0.0))
 defvjp(math.degrees, lambda A, r, x: A * 57.29577951308232)
 defvjp(math.radians, lambda A, r, x: A * 0.017453292519943295)

@@ -70,6 +70,7 @@ import operator
 import sys
 from typing import Any, Callable
 
+from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
 from dplus.linear import GenZero, OneHot, TupleAccumulator, add as _add, gen_zero
 from dplus.registry import register_primitive
@@ -156,6 +157,28 @@ def _unbroadcast(np: Any, g: Any, shape: tuple) -> Any:
     if g.shape != shape:
         g = np.broadcast_to(g, shape).copy()
     return g
+
+
+def _fit_plus(g: Any, v: Any) -> ProcResult:
+    """``_fit`` is linear in ``g``: its adjoint passes ``A`` back, broadcast to ``g``'s shape
+    (taking a real part or summing broadcast axes is adjoint to the embedding / broadcast).
+    Registered so that backpropagators using it can themselves be differentiated."""
+    r = _fit(g, v)
+
+    def fit_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or g is gen_zero or g is None:
+            return _Z2
+        np = _np()
+        if np is not None and isinstance(g, np.ndarray) and np.shape(A) != g.shape:
+            A = np.broadcast_to(A, g.shape).copy()
+        elif isinstance(A, (list, tuple)) and np is not None and isinstance(g, np.ndarray):
+            A = np.asarray(A)
+        return ((), A, gen_zero)
+
+    return ProcResult(r, fit_backprop)
+
+
+register_primitive(_fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)")
 
 
 # ---------------------------------------------------------------------------
@@ -394,9 +417,8 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
 # the rule builders
 
 
-def _numeric_binary(compute: Any, gx: Any, gy: Any, x: Any, y: Any) -> ProcResult:
-    r = compute(x, y)
-
+@define_dplus  # a helper of the transforms below: differentiable again for higher derivatives
+def _numeric_binary(r: Any, gx: Any, gy: Any, x: Any, y: Any) -> ProcResult:
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero:
             return _Z2
@@ -431,7 +453,7 @@ def _binary(
         if tx in _REAL and ty in _REAL:
             r = comp(x, y)
             if real_to_complex and type(r) is complex:  # (-8.0) ** (1/3)
-                return _numeric_binary(lambda a, b: r, gx, gy, x, y)
+                return _numeric_binary(r, gx, gy, x, y)
 
             def backprop(A: Any, Abox: Any) -> tuple:
                 if A is gen_zero:
@@ -440,14 +462,14 @@ def _binary(
 
             return ProcResult(r, backprop)
         if tx in _SCALAR and ty in _SCALAR:
-            return _numeric_binary(comp, gx, gy, x, y)
+            return _numeric_binary(comp(x, y), gx, gy, x, y)
         if _is_numeric(x) and _is_numeric(y):
-            return _numeric_binary(comp, ggx, ggy, x, y)
+            return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if _is_text(x) or _is_text(y):
             r = comp(x, y)
             return ProcResult(r, lambda A, Abox: _Z2)
         if (_is_array_like(x) or _is_array_like(y)) and (_is_numeric(x) or _is_seq(x)) and (_is_numeric(y) or _is_seq(y)):
-            return _numeric_binary(comp, ggx, ggy, x, y)
+            return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if seq is not None and (_is_seq(x) or _is_seq(y)):
             return seq(x, y)
         return _user_binary(fn, x, y)
@@ -457,6 +479,10 @@ def _binary(
     register_primitive(fn, transform, note=f"operator rule: {name}")
     for other in also:
         register_primitive(other, transform)
+    if compute is not None:
+        # the out-of-place helper of an in-place operator has the operator's rule, so that
+        # this transform can itself be differentiated (derivatives of derivatives)
+        register_primitive(compute, transform)
     return transform
 
 
@@ -471,6 +497,14 @@ def _unary(fn: Any, g: Callable[..., Any], *, general: Callable[..., Any] | None
         tx = type(x)
         if tx in _SCALAR or (_is_numeric(x) and tx is not bool and tx is not GenZero):
             r = fn(x)
+            if tx in _REAL:
+
+                def real_backprop(A: Any, Abox: Any) -> tuple:
+                    if A is gen_zero:
+                        return _Z1
+                    return ((), g(A, r, x))
+
+                return ProcResult(r, real_backprop)
             grad_fn = g if tx in _SCALAR else gg
 
             def backprop(A: Any, Abox: Any) -> tuple:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import dplus
 from dplus import BoxSensitivities, gen_zero
-from dplus.primitives.math import digamma
+from dplus.primitives.math import digamma, polygamma
 from dplus.registry import lookup_transform
 from dplus.rules import inline_rule_for, inline_rules
 
@@ -326,6 +326,66 @@ def test_digamma_recurrence_and_reflection(x):
 @given(x=floats(0.2, 50))
 def test_digamma_is_lgamma_derivative(x):
     assert_close(digamma(x), richardson(math.lgamma, x, step(x, 1e-3)), 1e-8, 1e-10)
+
+
+def test_polygamma_known_values():
+    assert_close(polygamma(1, 1.0), math.pi**2 / 6, 1e-14, 0)
+    assert_close(polygamma(1, 0.5), math.pi**2 / 2, 1e-14, 0)
+    assert_close(polygamma(2, 1.0), -2.4041138063191885, 1e-13, 0)  # -2 zeta(3)
+    assert_close(polygamma(3, 1.0), math.pi**4 / 15, 1e-13, 0)
+    assert polygamma(0, 2.5) == digamma(2.5)
+    assert math.isnan(polygamma(1, -2.0))
+    with pytest.raises(ValueError):
+        polygamma(-1, 1.0)
+
+
+@SETTINGS
+@given(n=st.integers(1, 4), x=st.one_of(floats(0.05, 100), non_integer(-8, -0.05)))
+def test_polygamma_recurrence_and_derivative(n, x):
+    # psi_n(x + 1) = psi_n(x) + (-1)^n n! / x^(n+1)
+    term = (-1) ** n * math.factorial(n) / x ** (n + 1)
+    scale = abs(polygamma(n, x)) + abs(term)  # the sum may cancel
+    assert_close(polygamma(n, x + 1), polygamma(n, x) + term, 0.0, 1e-13 * scale + 1e-13)
+    if abs(x) > 0.2:
+        d = richardson(lambda t: polygamma(n - 1, t), x, 1e-3 * min(1.0, abs(x - round(x)) + 0.05))
+        assert_close(polygamma(n, x), d, 1e-6, 1e-8)
+
+
+# ---------------------------------------------------------------------------
+# second derivatives: the rules' own gradient code is differentiated again
+
+
+def _second_difference(f, x, h=1e-4):
+    return (f(x + h) - 2 * f(x) + f(x - h)) / (h * h)
+
+
+SECOND_ORDER = {fn: x for fn, x in [
+    (math.sin, 0.7), (math.cos, 0.7), (math.tan, 0.7), (math.asin, 0.3), (math.acos, 0.3),
+    (math.atan, 0.7), (math.sinh, 0.7), (math.cosh, 0.7), (math.tanh, 0.7), (math.asinh, 0.7),
+    (math.acosh, 1.7), (math.atanh, 0.3), (math.exp, 0.7), (math.expm1, 0.7), (math.log, 0.7),
+    (math.log2, 0.7), (math.log10, 0.7), (math.log1p, 0.7), (math.sqrt, 0.7), (math.erf, 0.7),
+    (math.erfc, 0.7), (math.gamma, 1.7), (math.gamma, -1.5), (math.lgamma, 1.7), (math.fabs, -0.7),
+    (math.degrees, 0.7), (math.radians, 0.7), (digamma, 2.5),
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", list(SECOND_ORDER), ids=lambda f: f.__name__)
+def test_second_derivatives(fn):
+    x = SECOND_ORDER[fn]
+    assert_close(dplus.grad1(dplus.grad1(fn))(x), _second_difference(fn, x), 1e-5, 1e-6, fn.__name__)
+
+
+@pytest.mark.parametrize("fn", [math.atan2, math.pow, math.hypot, math.fmod, math.copysign], ids=lambda f: f.__name__)
+def test_mixed_second_derivatives(fn):
+    x, y = 1.3, 0.7
+    h = 1e-5
+    for i in range(2):
+        for j in range(2):
+            got = dplus.grad(lambda a, b: dplus.grad(fn)(a, b)[i])(x, y)[j]
+            hi = [0.0, 0.0]
+            hi[j] = h
+            want = (dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]) / (2 * h)
+            assert_close(got, want, 1e-5, 1e-7, f"{fn.__name__} d2/d{i}d{j}")
 
 
 # ---------------------------------------------------------------------------

@@ -558,3 +558,33 @@ def test_pow_inline_lambdas_project_for_real_arguments(x, y, A):
     assert type(gx) is float and type(gy) is float
     assert_close(gx, expected_sens(operator.pow, (x, y), A, 0), 1e-6, 1e-8)
     assert_close(gy, expected_sens(operator.pow, (x, y), A, 1), 1e-6, 1e-8)
+
+
+# ---------------------------------------------------------------------------
+# second derivatives: the rules' gradient code is itself differentiated
+
+
+@pytest.mark.parametrize(
+    "fn", [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.mod, operator.ipow],
+    ids=lambda f: f.__name__,
+)
+def test_mixed_second_derivatives(fn):
+    x, y = 1.3, 0.7
+    h = 1e-5
+    for i in range(2):
+        for j in range(2):
+            got = dplus.grad(lambda a, b: dplus.grad(fn)(a, b)[i])(x, y)[j]
+            hi = [0.0, 0.0]
+            hi[j] = h
+            want = (dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]) / (2 * h)
+            assert_close(got, want, 1e-5, 1e-7, f"{fn.__name__} d2/d{i}d{j}")
+
+
+def test_second_derivatives_through_the_projections():
+    assert dplus.grad1(dplus.grad1(abs))(-2.0) == 0.0
+    # through the complex path of a rule: d/da Re(d/dz z**3 at z = a + 1j) = Re(6 (a + 1j)) = 6a
+    g = dplus.grad(lambda a: dplus.grad(operator.pow)(operator.add(a, 1j), 3)[0])(0.5)
+    assert_close(g[0], 3.0, 1e-12, 1e-12)
+    # mixed real/complex multiplication
+    # d/da (a * b) = Re(b) for a real a; its gradient in b is 1 (dL/dx - i dL/dy)
+    assert dplus.grad(lambda a, b: dplus.grad(operator.mul)(a, b)[0])(2.0, 3j) == (0.0, 1.0)
