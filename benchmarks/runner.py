@@ -422,7 +422,7 @@ def run_nested(cfg: Config, out: Report) -> None:
                 break
             except Exception as e:
                 msg = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                rows.append([label, str(k), "-", "-", "-", msg[:100], code])
+                rows.append([label, str(k), "-", "-", "-", msg if len(msg) <= 80 else msg[:77] + "...", code])
                 break
     out(render_table(["function", "order", "time", "/primal", "/previous", "value", "show(order k-1) chars"],
                      rows, align_left=1))
