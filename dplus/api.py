@@ -12,7 +12,7 @@ from .errors import DplusError, SensitivityError, SourceUnavailableError, descri
 from .linear import check_conforms, gen_zero, is_number, is_zero_sensitivity
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive, is_registered_transform, primal_of_transform
-from .result import ProcResult
+from .result import ProcResult, call_plus
 from .runtime import fold, handover, is_tracked_mutable
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
@@ -57,11 +57,6 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
 # differentiates, so that lift_dplus can transform them again: derivatives of derivatives.
 # Inside them, ``call_plus(P, *args)`` calls a plus-function captured from outside as the
 # primal function it is; the small boundary helpers below have rules of their own.
-
-
-def call_plus(P: Any, *args: Any) -> ProcResult:
-    """``P(*args)``: call a plus-function from outside transformed code (its rule is the tower)."""
-    return P(*args)
 
 
 def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:

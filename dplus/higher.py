@@ -21,7 +21,8 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime_ops
-from .api import boundary, call_plus, default_sensitivity, prepare_sensitivity
+from .api import boundary, default_sensitivity, prepare_sensitivity
+from .result import call_plus
 from .boxes import BoxSensitivities
 from .closures import is_plus_function, plus_info
 from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
@@ -108,8 +109,12 @@ def _prefix_of(P: types.FunctionType) -> str:
 # rules that make the operations of generated code differentiable again
 
 
+# These tower rules are themselves written in the language dplus differentiates (plain
+# calls, closures, tuples), so that the next order transforms them from source too.
+
+
 def _shift_callee(r: ProcResult) -> ProcResult:
-    """A callee's plus-function's result, as the result of ``call(f, *args)``: f's sensitivity is out[0]."""
+    """A callee's plus-function's result as the result of ``call(f, *args)``: f's sensitivity is out[0]."""
     inner = r.backprop
 
     def call_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -119,33 +124,64 @@ def _shift_callee(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, call_backprop)
 
 
-def _call_tower(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def _swap_operands(r: ProcResult) -> ProcResult:
+    inner = r.backprop
+
+    def swapped_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        return ((), None, out[2], out[1])
+
+    return ProcResult(r.primal, swapped_backprop)
+
+
+def _operator_result(r: ProcResult) -> ProcResult:
+    inner = r.backprop
+
+    def operator_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        return ((), None, out[1], out[2])
+
+    return ProcResult(r.primal, operator_backprop)
+
+
+def _call_tower(f: Any, *args: Any) -> ProcResult:
     """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform."""
     if is_plus_function(f) and not is_registered_transform(f):
-        # inside transformed code a generated plus-function stands for itself
-        return _shift_callee(f(*args, **kwargs))
+        # a plus-function made inside transformed code stands for itself
+        return _shift_callee(f(*args))
     first = lift(f)
-    return _shift_callee(transform_of_plus(first)(*args, **kwargs))
+    return _shift_callee(call_plus(transform_of_plus(first), *args))
 
 
 def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
-    return _shift_callee(transform_of_plus(P)(*args))
+    return _shift_callee(call_plus(transform_of_plus(P), *args))
 
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
-    chosen = runtime_ops.select_binop(fn, a, b)
-    r = transform_of_plus(chosen[0])(*chosen[1])
-    inner = r.backprop
-    swapped = chosen[2]
+    chosen = runtime_ops.select_binop_transform(fn, a, b)
+    if chosen[1]:
+        return _swap_operands(call_plus(transform_of_plus(chosen[0]), b, a))
+    return _operator_result(call_plus(transform_of_plus(chosen[0]), a, b))
 
-    def binop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        out = inner(A, Abox)
-        if swapped:
-            return ((), None, out[2], out[1])
-        return ((), None, out[1], out[2])
 
-    return ProcResult(r.primal, binop_backprop)
+def _transform_of_plus_rule(P: Any) -> ProcResult:
+    """``transform_of_plus`` inside transformed code: its result is used through call_plus."""
+    T = transform_of_plus(P)
+
+    def transform_of_plus_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A):
+            raise NonDifferentiableError(
+                "at this order of differentiation, sensitivity reached the variables a differentiated closure "
+                "captures; pass them as arguments instead"
+            )
+        return (), Z
+
+    return ProcResult(T, transform_of_plus_backprop)
+
+
+def _lift_rule(f: Any) -> ProcResult:
+    return ProcResult(lift(f), lambda A, Abox: ((), Z))
 
 
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
@@ -230,6 +266,15 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
+for _fn in (_shift_callee, _swap_operands, _operator_result, _call_tower, _call_plus_tower, _binop_tower):
+    _fn.__dplus_derived__ = ("tower",)
+register_primitive(transform_of_plus, _transform_of_plus_rule)
+register_primitive(lift, _lift_rule)
+defnondiff(is_plus_function)
+defnondiff(is_registered_transform)
+defnondiff(is_tracked_mutable)
+defnondiff(is_zero_sensitivity)
+defnondiff(runtime_ops.select_binop_transform)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
 register_primitive(runtime_ops.binop_plus, _binop_tower)

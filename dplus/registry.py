@@ -6,7 +6,7 @@ import types
 from typing import Any, Callable
 
 from .errors import DplusError
-from .result import ProcResult
+from .result import ProcResult, call_plus
 
 __all__ = [
     "register_primitive",
@@ -116,8 +116,8 @@ def _bind_transform(t: Transform, owner: Any) -> Transform:
     A bound method closes over its instance, so its closure sensitivity is ``(A_self,)``.
     """
 
-    def bound_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        r = t(owner, *args, **kwargs)
+    def bound_plus(*args: Any) -> ProcResult:
+        r = call_plus(t, owner, *args)
         inner = r.backprop
 
         def bound_backprop(A: Any, Abox: Any) -> tuple:

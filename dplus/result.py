@@ -28,3 +28,14 @@ def primal(r: ProcResult) -> Any:
 def backprop(r: ProcResult) -> Backprop:
     """The backpropagator of a :class:`ProcResult`."""
     return r.backprop
+
+
+def call_plus(P: Backprop, *args: Any) -> ProcResult:
+    """``P(*args)``: call a plus-function captured from outside transformed code.
+
+    Written this way (rather than ``P(*args)``) wherever dplus's own transformable code
+    calls a plus-function it was given, because inside transformed code a plus-function
+    value made there stands for itself, while one captured from outside stands for the
+    function it differentiates: the rule of ``call_plus`` differentiates it again.
+    """
+    return P(*args)

@@ -106,6 +106,11 @@ def select_binop(fn: Any, a: Any, b: Any) -> tuple[Any, tuple, bool]:
     return lift(fn), (a, b), False
 
 
+def select_binop_transform(fn: Any, a: Any, b: Any) -> tuple[Any, bool]:
+    t, _, swapped = select_binop(fn, a, b)
+    return t, swapped
+
+
 def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
     """A binary operator on any operands: numbers and arrays use the operator's rule."""
     t, args, swapped = select_binop(fn, a, b)

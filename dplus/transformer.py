@@ -23,7 +23,7 @@ from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_cal
 from .linear import gen_zero
 from .normalize import Namer, normalize_function
 from .registry import lookup_transform, register_primitive
-from .result import ProcResult
+from .result import ProcResult, call_plus
 from .reverse import Helpers, build_plus_function, choose_prefix
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
@@ -249,8 +249,8 @@ def generated_source(f: Any) -> str:
 
 
 def _bound_plus(t: Callable[..., ProcResult], owner: Any) -> Callable[..., ProcResult]:
-    def bound_method_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        r = t(owner, *args, **kwargs)
+    def bound_method_plus(*args: Any) -> ProcResult:
+        r = call_plus(t, owner, *args)
         inner = r.backprop
 
         def bound_method_backprop(A: Any, Abox: Any) -> tuple:
