@@ -33,12 +33,16 @@ from dplus.linear import (
     is_ndarray,
     is_zero_sensitivity,
 )
+from dplus.closures import is_plus_function
+from dplus.registry import is_registered_transform, lookup_transform, primal_of_transform
+from dplus.rules import inline_rule_for
 from dplus.runtime import accumulate, handover
 
 __all__ = [
     "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
+    "fast_rule", "all_float",
 ]
 
 LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)
@@ -208,6 +212,9 @@ def settle(v: Any, s: Any, Abox: BoxSensitivities) -> Any:
     """Hand the parts of ``s`` that belong to mutable values inside ``v`` into ``Abox``; return the rest."""
     if s is gen_zero or s is None:
         return gen_zero
+    tv = type(v)
+    if tv is float or tv is int or tv is complex:
+        return s
     return accumulate(gen_zero, v, s, Abox)
 
 
@@ -270,7 +277,7 @@ def sum_sens(ss: list) -> Any:
 
 def add_closure(total: Any, c: Any) -> Any:
     """Add the closure sensitivity ``c`` of one call of a function argument to ``total``."""
-    if c is gen_zero or c is None:
+    if c is gen_zero or c is None or (type(c) is tuple and not c and total is not gen_zero):
         return total
     if total is gen_zero:
         return c
@@ -284,3 +291,94 @@ def check_finite(seqs: list, fn: str) -> None:
             f"{fn}() returns a list inside differentiated code, and all its inputs are infinite "
             "iterators. Fix: bound one of them, e.g. with itertools.islice."
         )
+
+
+def fast_rule(function: Any, arity: int) -> tuple | None:
+    """``(fn, grads)`` when calls of ``function`` on floats may skip the transform.
+
+    That is when ``function`` is a primitive (or its registered transform) with inline
+    gradient lambdas of this arity (``dplus.rules.defvjp``): the rule functions then
+    compute the primal directly and the gradients on the backward pass, exactly as the
+    transformer's float fast paths do. Callers use it only when every argument and the
+    result are floats and the sensitivity is a float.
+    """
+    fn = function
+    if is_registered_transform(function):
+        fn = primal_of_transform(function)
+    elif is_plus_function(function):
+        return None
+    rule = inline_rule_for(fn)
+    if rule is None or rule.arity != arity or lookup_transform(fn) is None:
+        return None
+    return fn, rule.grads
+
+
+def all_float(a: tuple) -> bool:
+    for x in a:
+        if type(x) is not float:
+            return False
+    return True
+
+
+class Calls:
+    """The calls a higher-order rule makes of its function argument, recorded for the backward pass.
+
+    ``call(args)`` runs the function through its transform -- or, for a primitive with
+    inline gradient lambdas called on floats with a float result, directly (see
+    :func:`fast_rule`). ``back(k, A, Abox)`` runs the backpropagator of call ``k`` (call
+    them in reverse order) and returns ``(closure_sens, *arg_sens)`` with the parts that
+    belong to mutable values already handed into ``Abox``; ``None`` when all are zero.
+    """
+
+    __slots__ = ("function", "fp", "fast", "args", "results", "bps")
+
+    def __init__(self, function: Any) -> None:
+        from dplus.runtime import lift
+
+        self.function = function
+        self.fp = lift(function)
+        self.fast: dict = {}
+        self.args: list = []
+        self.results: list = []
+        self.bps: list = []
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+    def _rule(self, arity: int) -> Any:
+        try:
+            return self.fast[arity]
+        except KeyError:
+            rule = self.fast[arity] = fast_rule(self.function, arity)
+            return rule
+
+    def call(self, a: tuple) -> Any:
+        self.args.append(a)
+        if all_float(a):
+            rule = self._rule(len(a))
+            if rule is not None:
+                r = rule[0](*a)
+                if type(r) is float:
+                    self.results.append(r)
+                    self.bps.append(None)
+                    return r
+        res = self.fp(*a)
+        r = res.primal
+        self.results.append(r)
+        self.bps.append(res.backprop)
+        return r
+
+    def back(self, k: int, A: Any, Abox: BoxSensitivities) -> tuple | None:
+        bp = self.bps[k]
+        a = self.args[k]
+        if bp is None:
+            if A is gen_zero or A is None:
+                return None
+            if type(A) is float:
+                r = self.results[k]
+                return ((),) + tuple(gen_zero if g is None else g(A, r, *a) for g in self.fast[len(a)][1])
+            bp = self.fp(*a).backprop  # a non-float sensitivity: the full rule, run again
+        else:
+            A = settle(self.results[k], A, Abox)
+        rs = bp(A, Abox)
+        return (rs[0],) + tuple(settle(x, s, Abox) for x, s in zip(a, rs[1:]))

@@ -43,10 +43,11 @@ from typing import Any
 from dplus.linear import add, gen_zero
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
-from dplus.runtime import as_plain_callable, lift
+from dplus.runtime import as_plain_callable
 
 from ._iterables import (
     REPEAT,
+    Calls,
     add_closure,
     ensure_abox,
     items_of,
@@ -94,27 +95,25 @@ def reduce_plus(*args: Any, **kwargs: Any) -> ProcResult:
             functools.reduce(function, [])  # TypeError: empty iterable, no initial value
         acc = items[0]
         start = 1
-    fp = lift(function)
-    accs = []
-    bps = []
+    calls = Calls(function)
+    call = calls.call
     for i in range(start, n):
-        accs.append(acc)
-        r = fp(acc, items[i])
-        bps.append(r.backprop)
-        acc = r.primal
+        acc = call((acc, items[i]))
     result = acc
 
     def reduce_backprop(A: Any, Abox: Any) -> tuple:
         Abox = ensure_abox(Abox)
-        a = settle(result, A, Abox) if bps else A
+        a = A
         fs: Any = gen_zero
         el: list = [gen_zero] * n
-        for k in range(len(bps) - 1, -1, -1):
-            rs = bps[k](a, Abox)
+        for k in range(len(calls) - 1, -1, -1):
+            rs = calls.back(k, a, Abox)
+            if rs is None:
+                a = gen_zero
+                continue
             fs = add_closure(fs, rs[0])
-            i = start + k
-            el[i] = settle(items[i], rs[2], Abox)
-            a = settle(accs[k], rs[1], Abox)
+            el[start + k] = rs[2]
+            a = rs[1]
         if start == 1:
             el[0] = add(el[0], a)
             return ((), fs, s.sens(el, Abox))
@@ -150,11 +149,10 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
     )
     if fast:
         out = list(itertools.accumulate(items, initial=initial))
-        bps = None
+        calls = None
     else:
-        fp = lift(operator.add if func is None else func)
+        calls = Calls(operator.add if func is None else func)
         out = []
-        bps = []
         if has_init:
             acc = initial
             lo = 0
@@ -167,9 +165,7 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
         if acc is not _MISSING:
             out.append(acc)
         for i in range(lo, n):
-            r = fp(acc, items[i])
-            bps.append(r.backprop)
-            acc = r.primal
+            acc = calls.call((acc, items[i]))
             out.append(acc)
     vals = tuple(out)
     m = len(vals)
@@ -192,7 +188,7 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
         so = out_sens(out, A, Abox)
         el: list = [gen_zero] * n
         fs: Any = gen_zero
-        if bps is None:
+        if calls is None:
             # numbers added: reversed cumulative sum
             if so is None:
                 return _result(fs, el, gen_zero, Abox)
@@ -211,10 +207,13 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
                 a = add(a, settle(vals[k], so[k], Abox))
             if k == 0:
                 break
-            rs = bps[k - 1](a, Abox)
+            rs = calls.back(k - 1, a, Abox)
+            if rs is None:
+                a = gen_zero
+                continue
             fs = add_closure(fs, rs[0])
-            el[k - off] = settle(items[k - off], rs[2], Abox)
-            a = settle(vals[k - 1], rs[1], Abox)
+            el[k - off] = rs[2]
+            a = rs[1]
         if m == 0:
             return _result(fs, el, gen_zero, Abox)
         if has_init:
@@ -424,14 +423,8 @@ register_primitive(
 def starmap_plus(function: Any, iterable: Any) -> ProcResult:
     outer = seq(iterable, "starmap", "iterable")
     inners = [seq(x, "starmap", f"iterable[{k}]") for k, x in enumerate(outer.items)]
-    fp = lift(function)
-    out = []
-    bps = []
-    for inner in inners:
-        r = fp(*inner.items)
-        out.append(r.primal)
-        bps.append(r.backprop)
-    vals = tuple(out)
+    calls = Calls(function)
+    out = [calls.call(tuple(inner.items)) for inner in inners]
     n = len(inners)
 
     def starmap_backprop(A: Any, Abox: Any) -> tuple:
@@ -440,12 +433,12 @@ def starmap_plus(function: Any, iterable: Any) -> ProcResult:
         fs: Any = gen_zero
         el: list = [gen_zero] * n
         for k in range(n - 1, -1, -1):
-            a = gen_zero if so is None else settle(vals[k], so[k], Abox)
-            rs = bps[k](a, Abox)
+            rs = calls.back(k, gen_zero if so is None else so[k], Abox)
+            if rs is None:
+                continue
             fs = add_closure(fs, rs[0])
             inner = inners[k]
-            args_s = [settle(x, sx, Abox) for x, sx in zip(inner.items, rs[1:])]
-            el[k] = settle(inner.value, inner.sens(args_s, Abox), Abox)
+            el[k] = settle(inner.value, inner.sens(list(rs[1:]), Abox), Abox)
         return ((), fs, outer.sens(el, Abox))
 
     return ProcResult(out, starmap_backprop)
