@@ -526,3 +526,11 @@ def test_transformed_functions_fd(xs, ys, c):
     if len(set(map(abs, xs))) == len(xs) and spread([abs(x) for x in xs]):
         check_grad(f_filter_max_key, xs)
     check_grad(f_sorted_then_mutated, xs)
+
+
+def test_map_float_fast_path_falls_back_when_needed():
+    # int sensitivities, int elements and complex results leave the float fast path
+    assert direct(map, math.sin, [1.0, 2.0], A=[1, 2])[1][1] == [math.cos(1.0), 2 * math.cos(2.0)]
+    assert direct(map, operator.mul, [1, 2.0], (3.0, 4.0), A=[1.0, 1.0]) == ([3.0, 8.0], ((), [3.0, 4.0], (1, 2.0)))
+    primal, (fs, sx, sy) = direct(map, pow, [-8.0, 4.0], [1 / 3, 0.5], A=[1.0, 1.0])
+    assert primal == [pow(-8.0, 1 / 3), 2.0] and type(sx[0]) is float and sx[1] == 0.25

@@ -332,3 +332,9 @@ def test_transformed_fd(xs, ys, y):
     check_grad(g_islice, xs)
     check_grad(g_repeat, xs, y)
     check_grad(g_pairwise, xs)
+
+
+def test_float_fast_path_falls_back_when_needed():
+    assert direct(functools.reduce, mul, [2.0, 3.0], A=2) == (6.0, ((), [6.0, 4.0]))
+    assert direct(functools.reduce, mul, [2, 3.0], A=1.0) == (6.0, ((), [3.0, 2]))
+    assert direct(itertools.starmap, mul, [(2.0, 3.0), (1, 2.0)], A=[1.0, 2.0]) == ([6.0, 2.0], ((), [(3.0, 2.0), (4.0, 2)]))
