@@ -42,7 +42,7 @@ __all__ = [
     "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
-    "fast_rule", "all_float",
+    "fast_rule", "all_float", "Calls",
 ]
 
 LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)

@@ -23,6 +23,11 @@ Conventions (see also ``_iterables``):
   the sum of the closure sensitivities of all calls. ``key=`` functions (``min``,
   ``max``, ``sorted``) and ``filter``'s predicate only choose elements: they are
   called for their primal value and get zero sensitivity.
+* **Speed.** A function argument that is a primitive with inline gradient lambdas
+  (``dplus.rules.defvjp``: ``math.sin``, ``operator.mul``, ...) called on floats with
+  a float result skips its transform, as the transformer's float fast paths do;
+  ``map`` of such a primitive over lists of floats runs forward at C speed. Other
+  calls (ints, complex numbers, arrays, non-float sensitivities) take the full rule.
 * **min / max**: the whole sensitivity goes to the element returned, i.e. the
   *first* extremal element when there are ties (Python's own choice). ``default=``
   receives the sensitivity when it is returned.
