@@ -26,6 +26,10 @@ Non-holomorphic: ``phase``, ``polar`` (``(|z|, phase z)``) and ``rect(r, phi)`` 
 arguments: ``Re(A e^{i phi})`` and ``Re(A i r e^{i phi})``). ``isfinite``, ``isinf``,
 ``isnan``, ``isclose`` are non-differentiable.
 
+The parts of a number: ``z.real`` passes ``A`` back, ``z.imag`` gives ``-1j * A``,
+``z.conjugate()`` gives ``conj(A)`` (registered for ``complex``, ``float`` and ``int``;
+for real numbers ``imag`` is the constant 0).
+
 These rules are not inlined: they are rarely hot, and a real argument needs the
 projection above.
 """

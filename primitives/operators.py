@@ -376,14 +376,14 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
     seq_first = _is_seq(x)
     seq, k = (x, y) if seq_first else (y, x)
     n = len(seq)
-    kk = max(int(operator.index(k)), 0)
 
     def order(s_seq: Any) -> tuple:
         return ((), s_seq, gen_zero) if seq_first else ((), gen_zero, s_seq)
 
     if inplace and seq_first and isinstance(seq, list):
-        seq *= k
+        seq *= k  # (Python checks k)
         r = seq
+        kk = max(operator.index(k), 0)
 
         def imul_backprop(A: Any, Abox: Any) -> tuple:
             entry = _take_list_entry(Abox, seq, n * kk, A, pop=False)
@@ -394,6 +394,7 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
 
         return ProcResult(r, imul_backprop)
     r = seq * k
+    kk = max(operator.index(k), 0)
     if isinstance(r, list):
 
         def list_repeat_backprop(A: Any, Abox: Any) -> tuple:
