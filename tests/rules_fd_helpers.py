@@ -10,7 +10,9 @@ expected sensitivity of a complex argument is ``dL/dx - i dL/dy`` and of a real 
 
 from __future__ import annotations
 
+import dis
 import math
+import types
 from typing import Any, Callable
 
 import dplus
@@ -120,3 +122,24 @@ def check_grad_matches_backprop(fn: Any, args: tuple, out: tuple) -> None:
             assert gi == 0 or gi is None
         else:
             assert_close(gi, si, 1e-12, 0.0, "grad vs backprop")
+
+
+def _loaded_globals(fn) -> set[str]:
+    return {ins.argval for ins in dis.get_instructions(fn) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+
+
+def check_inlinable(fn, rule) -> None:
+    """An inline gradient: a lambda, one expression, no closure, no nested code, only its
+    parameters and its module's globals."""
+    for g in rule.grads:
+        if g is None:
+            continue
+        code = g.__code__
+        assert g.__name__ == "<lambda>", f"{fn}: inline gradients must be lambdas"
+        assert g.__closure__ is None and not code.co_freevars, f"{fn}: an inline gradient closes over variables"
+        assert not g.__defaults__ and not g.__kwdefaults__
+        assert code.co_argcount == rule.arity + 2, f"{fn}: an inline gradient takes (A, r, *args)"
+        assert not (code.co_flags & (0x04 | 0x08)), "no *args / **kwargs"
+        assert not any(isinstance(c, types.CodeType) for c in code.co_consts), f"{fn}: nested code"
+        for name in _loaded_globals(g):
+            assert name in g.__globals__, f"{fn}: inline gradient uses {name!r}, not a global of its module"

@@ -22,13 +22,13 @@ from dplus.rules import inline_rule_for, inline_rules
 
 from rules_fd_helpers import (
     assert_close,
+    check_inlinable,
     backprop,
     check_grad_matches_backprop,
     check_number_rule,
     expected_sens,
     primal,
 )
-from test_rules_math import check_inlinable
 
 SETTINGS = settings(max_examples=50, deadline=None)
 
