@@ -30,7 +30,7 @@ from .linear import gen_zero, is_zero_sensitivity
 from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
-from .runtime import CellKey, is_tracked_mutable, lift
+from .runtime import CellKey, fold, is_tracked_mutable, lift
 
 Z = gen_zero
 
@@ -258,10 +258,9 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     n = len(args)
 
     def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        if A is Z or A is None:
-            return (), Z, Z, None
-        items = runtime_ops.closure_parts(A, n)
-        return (), Z, (Z,) + tuple(items) + (Z,) * (len(out) - 1 - n), None
+        # the gradients are new values; mutable ones (lists, dicts) keep their sensitivity in Abox2
+        S = fold(result, A, Abox2)
+        return (), Z, (Z,) + tuple(S) + (Z,) * (len(out) - 1 - n), None
 
     return ProcResult(result, boundary_backprop)
 

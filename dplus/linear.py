@@ -194,7 +194,7 @@ def _tuple_items(v: Any, n: int) -> list:
 
 @singledispatch
 def _add(u: Any, v: Any) -> Any:
-    if is_number(u) and (is_number(v) or is_ndarray(v)):
+    if (is_number(u) or is_ndarray(u)) and (is_number(v) or is_ndarray(v)):
         return u + v
     raise SensitivityError(
         f"cannot add sensitivities of types {type(u).__name__} and {type(v).__name__}; "

@@ -252,14 +252,14 @@ class FunctionBuilder:
             not args.posonlyargs and not args.vararg and not args.kwonlyargs and not args.kwarg and not args.defaults
         )
         only_varargs = (
-            not args.posonlyargs and not args.args and args.vararg is not None and not args.kwonlyargs and not args.kwarg
+            not args.posonlyargs and args.vararg is not None and not args.kwonlyargs and not args.kwarg and not args.defaults
         )
         params = [a.arg for a in args.posonlyargs + args.args]
         all_params = list(scope.params)
-        prologue: list[ast.stmt] = [
-            assign(TAPE, ast.List(elts=[], ctx=ast.Load())),
-            assign(PUSH, attr(TAPE, "append")),
-        ]
+        if self.nestable:
+            prologue: list[ast.stmt] = [assign(TAPE, C(None))]
+        else:
+            prologue = [assign(TAPE, ast.List(elts=[], ctx=ast.Load())), assign(PUSH, attr(TAPE, "append"))]
         # keys of boxed variables owned here (and of free variables written through nonlocal
         # in a top-level function: their owner is not transformed)
         owned_boxed = [n for n in sorted(self.boxed) if n in scope.locals or n in all_params]
@@ -271,7 +271,7 @@ class FunctionBuilder:
             plus_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None,
                                       kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         elif only_varargs:
-            plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg=args.vararg.arg),
+            plus_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=ast.arg(arg=args.vararg.arg),
                                       kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         else:
             plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg=PFX + "args"), kwonlyargs=[ast.arg(arg=PFX + "sig")],
@@ -281,8 +281,7 @@ class FunctionBuilder:
         free_by_value = self.by_value_freevars()
         if self.nestable:
             # differentiable again: a copy of the record, popped with list.pop (both have rules)
-            bp_body: list[ast.stmt] = [assign(PFX + "stack", call(self.helper(list, "list"), N(TAPE))),
-                                       assign(POP, attr(PFX + "stack", "pop"))]
+            bp_body: list[ast.stmt] = [assign(PFX + "stack", N(TAPE))]
         else:
             bp_body = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
         adjoint_vars = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in all_params} | {self.adj(v) for v in free_by_value} | {self.adj(ir.retval)})
@@ -309,9 +308,8 @@ class FunctionBuilder:
             ret = tuple_([tuple_(closure)] + param_sens)
         elif only_varargs:
             va = args.vararg.arg
-            ret = ast.BinOp(left=tuple_([tuple_(closure)]), op=ast.Add(),
-                            right=call(self.helper(tuple, "tuple"), call(self.rt("closure_parts"), param_sens[0],
-                                                                         call(self.helper(len, "len"), N(va)))))
+            ret = ast.BinOp(left=tuple_([tuple_(closure)] + param_sens[:-1]), op=ast.Add(),
+                            right=call(self.rt("closure_parts"), param_sens[-1], call(self.helper(len, "len"), N(va))))
         else:
             ret = call(self.rt("unbind_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), tuple_(closure),
                        tuple_(param_sens), N(ABOX))
@@ -336,6 +334,33 @@ class FunctionBuilder:
         if self.top_level:
             return tuple(self.outer_free)
         return tuple(sorted(n for n in ir.scope.free if n not in self.boxed))
+
+    # ---------------------------------------------------------------- the record
+    def push(self, value: ast.expr) -> ast.stmt:
+        if self.nestable:  # an immutable chain of records: only tuples, differentiable again
+            return assign(TAPE, tuple_([value, N(TAPE)]))
+        return ast.Expr(call(PUSH, value))
+
+    def pop_into(self, names: list[str], whole: bool = False) -> list[ast.stmt]:
+        """Statements that take the last record into ``names`` (unpacked, or whole into names[0])."""
+        if self.nestable:
+            if whole:
+                return [unpack([names[0], PFX + "stack"], N(PFX + "stack"))]
+            rec = self.namer.fresh("rec")
+            return [unpack([rec, PFX + "stack"], N(PFX + "stack")), unpack(names, N(rec))]
+        if whole:
+            return [assign(names[0], call(POP))]
+        return [unpack(names, call(POP))]
+
+    def mark(self, name: str) -> ast.stmt:
+        if self.nestable:
+            return assign(name, N(TAPE))
+        return assign(name, call(self.helper(len, "len"), N(TAPE)))
+
+    def truncate(self, mark: str) -> ast.stmt:
+        if self.nestable:
+            return assign(TAPE, N(mark))
+        return ast.Delete(targets=[ast.Subscript(value=N(TAPE), slice=ast.Slice(lower=N(mark), upper=None, step=None), ctx=ast.Del())])
 
     # ---------------------------------------------------------------- analysis
     def count_reads(self, stmts: list[ast.stmt]) -> None:
@@ -486,18 +511,17 @@ class FunctionBuilder:
         has_inline = any(getattr(s, "dp_kind", "") == "inline" for s in seg)
         gen_fwd, gen_rec, gen_rev = self.general_segment(ssa)
         if not has_inline or not self.fast:
-            fwd = gen_fwd + ([ast.Expr(call(PUSH, tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
-            rev = ([unpack(gen_rec, call(POP))] if gen_rec else []) + gen_rev
+            fwd = gen_fwd + ([self.push((tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
+            rev = (self.pop_into(gen_rec) if gen_rec else []) + gen_rev
             _locate_all(fwd, seg[0])
             _locate_all(rev, seg[0])
             return fwd, rev
         fast_fwd, fast_rec, fast_rev, guard = self.fast_segment(ssa)
-        fwd_fast = fast_fwd + [ast.Expr(call(PUSH, tuple_([C(True)] + [N(x) for x in fast_rec])))]
-        fwd_gen = gen_fwd + [ast.Expr(call(PUSH, tuple_([C(False)] + [N(x) for x in gen_rec])))]
+        fwd_fast = fast_fwd + [self.push((tuple_([C(True)] + [N(x) for x in fast_rec])))]
+        fwd_gen = gen_fwd + [self.push((tuple_([C(False)] + [N(x) for x in gen_rec])))]
         fwd = [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
         rec = self.namer.fresh("rec")
-        rev = [
-            assign(rec, call(POP)),
+        rev = self.pop_into([rec], whole=True) + [
             ast.If(
                 test=ast.Subscript(value=N(rec), slice=C(0), ctx=ast.Load()),
                 body=[unpack(["_"] + fast_rec, N(rec))] + (fast_rev or [ast.Pass()]),
@@ -707,6 +731,14 @@ class FunctionBuilder:
 
         ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
         """
+        if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
+            from . import runtime_ops
+
+            if self.h.values[plus.id] not in (runtime_ops.call, runtime_ops.binop_plus):
+                # a transform called as the function it is: its next transform must differentiate it again
+                args = [plus] + list(args)
+                plus = self.rt("call_plus")
+                skip += 1
         bp = self.namer.fresh("bp")
         r = self.namer.fresh("r")
         fwd: list[ast.stmt] = []
@@ -761,7 +793,10 @@ class FunctionBuilder:
                 if isinstance(a, ast.Starred):
                     ln = star_lens[i]
                     if isinstance(a.value, ast.Name):
-                        part = call(self.rt("star_sensitivity"), N(g), position(), N(ln), N(a.value.id))
+                        if self.nestable:
+                            part = ast.Subscript(value=N(g), slice=ast.Slice(lower=position(), upper=ast.BinOp(left=position(), op=ast.Add(), right=N(ln)), step=None), ctx=ast.Load())
+                        else:
+                            part = call(self.rt("star_sensitivity"), N(g), position(), N(ln), N(a.value.id))
                         acc.add_value(a.value.id, part)
                     dynamic.append(ln)
                     continue
@@ -828,9 +863,10 @@ class FunctionBuilder:
         of, orr = self.block(s.orelse)
         if not br and not orr:
             return [ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of)], []
-        bf = bf + [ast.Expr(call(PUSH, C(True)))]
-        of = of + [ast.Expr(call(PUSH, C(False)))]
-        return [ast.If(test=s.test, body=bf, orelse=of)], [ast.If(test=call(POP), body=br or [ast.Pass()], orelse=orr)]
+        bf = bf + [self.push((C(True)))]
+        of = of + [self.push((C(False)))]
+        flag = self.namer.fresh("took")
+        return [ast.If(test=s.test, body=bf, orelse=of)], self.pop_into([flag], whole=True) + [ast.If(test=N(flag), body=br or [ast.Pass()], orelse=orr)]
 
     def loop_common(self, body_stmts: list[ast.stmt], stop: str | None) -> tuple[list[ast.stmt], list[ast.stmt], str]:
         bf, br = self.block(body_stmts)
@@ -846,7 +882,7 @@ class FunctionBuilder:
         it = s.iter
         fwd = [assign(n, C(0)), ast.For(target=S(target), iter=copy.deepcopy(it), body=bf, orelse=[], type_comment=None)]
         rec_it = it.id if isinstance(it, ast.Name) else None
-        fwd.append(ast.Expr(call(PUSH, tuple_([copy.deepcopy(it), N(n)]))))
+        fwd.append(self.push((tuple_([copy.deepcopy(it), N(n)]))))
         itv = self.namer.fresh("it")
         route = self.namer.fresh("route")
         i = self.namer.fresh("i")
@@ -857,8 +893,7 @@ class FunctionBuilder:
         rev_body.append(ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
                                body=[ast.Expr(back), assign(A_t, N(self.Z))],
                                orelse=[]))
-        rev = [
-            unpack([itv, n], call(POP)),
+        rev = self.pop_into([itv, n]) + [
             assign(route, call(self.rt("iteration_router"), N(itv), N(n))),
             ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=N(n), op=ast.Sub(), right=C(1)), C(-1), C(-1)),
                     body=rev_body, orelse=[], type_comment=None),
@@ -871,8 +906,9 @@ class FunctionBuilder:
 
     def c_While(self, s: ast.While) -> tuple[list[ast.stmt], list[ast.stmt]]:
         bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
-        fwd = [assign(n, C(0)), ast.While(test=C(True), body=bf, orelse=[]), ast.Expr(call(PUSH, N(n)))]
-        rev = [ast.For(target=S(self.namer.fresh("k")), iter=call(self.helper(range, "range"), call(POP)), body=br or [ast.Pass()], orelse=[], type_comment=None)]
+        fwd = [assign(n, C(0)), ast.While(test=C(True), body=bf, orelse=[]), self.push((N(n)))]
+        count = self.namer.fresh("count")
+        rev = self.pop_into([count], whole=True) + [ast.For(target=S(self.namer.fresh("k")), iter=call(self.helper(range, "range"), N(count)), body=br or [ast.Pass()], orelse=[], type_comment=None)]
         return fwd, rev
 
     def c_Try(self, s: ast.Try) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -885,7 +921,7 @@ class FunctionBuilder:
             compound_idx: list[int] = []
             for k, stmt in enumerate(s.body):
                 f, r = self.block([stmt])
-                body_fwd.append(assign(mark, call(self.helper(len, "len"), N(TAPE))))
+                body_fwd.append(self.mark(mark))
                 body_fwd.extend(f)
                 body_fwd.append(assign(p, C(k + 1)))
                 body_revs.append(r)
@@ -895,20 +931,20 @@ class FunctionBuilder:
             handler_revs = []
             for hi, h in enumerate(s.handlers):
                 hf, hr = self.block(h.body)
-                hbody = [ast.Delete(targets=[ast.Subscript(value=N(TAPE), slice=ast.Slice(lower=N(mark), upper=None, step=None), ctx=ast.Del())])]
-                hbody += hf + [ast.Expr(call(PUSH, tuple_([N(p), C(hi)])))]
+                hbody = [self.truncate(mark)]
+                hbody += hf + [self.push((tuple_([N(p), C(hi)])))]
                 handlers.append(ast.ExceptHandler(type=h.type, name=h.name, body=hbody))
                 handler_revs.append(hr)
         finally:
             self.in_try -= 1
         ef, er = self.block(s.orelse)
         ff, fr = self.block(s.finalbody)
-        else_fwd = ef + [ast.Expr(call(PUSH, tuple_([N(p), C(-1)])))]
-        fwd = [assign(p, C(0)), assign(mark, call(self.helper(len, "len"), N(TAPE))),
+        else_fwd = ef + [self.push((tuple_([N(p), C(-1)])))]
+        fwd = [assign(p, C(0)), self.mark(mark),
                ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
         hv = self.namer.fresh("handler")
         rev: list[ast.stmt] = list(fr)
-        rev.append(unpack([p, hv], call(POP)))
+        rev.extend(self.pop_into([p, hv]))
         chain: list[ast.stmt] = er or [ast.Pass()]
         dispatch: list[ast.stmt] = []
         for hi, hr in enumerate(handler_revs):
@@ -931,15 +967,16 @@ class FunctionBuilder:
         bf, br = self.block(s.body)
         ok = self.namer.fresh("ok")
         mark = self.namer.fresh("mark")
-        fwd = [assign(ok, C(False)), assign(mark, call(self.helper(len, "len"), N(TAPE))),
+        fwd = [assign(ok, C(False)), self.mark(mark),
                ast.With(items=s.items, body=bf + [assign(ok, C(True))]),
                ast.If(test=ast.UnaryOp(op=ast.Not(), operand=N(ok)),
-                      body=[ast.Delete(targets=[ast.Subscript(value=N(TAPE), slice=ast.Slice(lower=N(mark), upper=None, step=None), ctx=ast.Del())])],
+                      body=[self.truncate(mark)],
                       orelse=[]),
-               ast.Expr(call(PUSH, N(ok)))]
+               self.push((N(ok)))]
         msg = (f"the context manager of the with statement at line {s.lineno} suppressed an exception; dplus cannot "
                "differentiate through a partially executed with body")
-        rev = [ast.If(test=call(POP), body=br or [ast.Pass()],
+        okr = self.namer.fresh("ok")
+        rev = self.pop_into([okr], whole=True) + [ast.If(test=N(okr), body=br or [ast.Pass()],
                       orelse=[ast.Raise(exc=call(self.helper(_nondiff_error(), "NonDifferentiableError"), C(msg)), cause=None)])]
         return fwd, rev
 
@@ -949,18 +986,18 @@ class FunctionBuilder:
         irrefutable = False
         for ci, case in enumerate(s.cases):
             cf, cr = self.block(case.body)
-            cases.append(ast.match_case(pattern=case.pattern, guard=case.guard, body=cf + [ast.Expr(call(PUSH, C(ci)))]))
+            cases.append(ast.match_case(pattern=case.pattern, guard=case.guard, body=cf + [self.push((C(ci)))]))
             revs.append(cr)
             if case.guard is None and isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
                 irrefutable = True
         if not irrefutable:
-            cases.append(ast.match_case(pattern=ast.MatchAs(pattern=None, name=None), guard=None, body=[ast.Expr(call(PUSH, C(-1)))]))
+            cases.append(ast.match_case(pattern=ast.MatchAs(pattern=None, name=None), guard=None, body=[self.push((C(-1)))]))
         cv = self.namer.fresh("case")
         dispatch: list[ast.stmt] = []
         for ci, cr in enumerate(revs):
             if cr:
                 dispatch = [ast.If(test=ast.Compare(left=N(cv), ops=[ast.Eq()], comparators=[C(ci)]), body=cr, orelse=dispatch)]
-        return [ast.Match(subject=s.subject, cases=cases)], [assign(cv, call(POP))] + dispatch
+        return [ast.Match(subject=s.subject, cases=cases)], self.pop_into([cv], whole=True) + dispatch
 
     def _native(self, s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
         return [s], []

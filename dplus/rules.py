@@ -55,19 +55,7 @@ def inline_rules() -> dict[Any, InlineRule]:
 
 def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") -> Callable[..., ProcResult]:
     """Register the reverse transform of ``fn`` from one gradient function per argument."""
-    n = len(grads)
-    zeros = ((),) + (gen_zero,) * n
-
-    def transform(*args: Any) -> ProcResult:
-        r = fn(*args)
-
-        def backprop(A: Any, Abox: Any) -> tuple:
-            if A is gen_zero:
-                return zeros
-            return ((),) + tuple(gen_zero if g is None else g(A, r, *args) for g in grads)
-
-        return ProcResult(r, backprop)
-
+    transform = _vjp_transform(fn, tuple(_no_gradient if g is None else g for g in grads))
     name = getattr(fn, "__name__", "fn")
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
     register_primitive(fn, transform, note=note)
@@ -80,6 +68,66 @@ def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") ->
     else:
         _INLINE.pop(fn, None)
     return transform
+
+
+def _no_gradient(A: Any, r: Any, *args: Any) -> Any:
+    return gen_zero
+
+
+_no_gradient.__dplus_derived__ = ("rule",)
+
+
+def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
+    """The transform for one gradient function per argument.
+
+    Written without comprehensions or mutation, per arity, so that it can itself be
+    differentiated from its source (derivatives of derivatives).
+    """
+    n = len(grads)
+    zeros = ((),) + (gen_zero,) * n
+    if n == 1:
+        g0 = grads[0]
+
+        def transform(x: Any) -> ProcResult:
+            r = fn(x)
+
+            def backprop(A: Any, Abox: Any) -> tuple:
+                if A is gen_zero:
+                    return zeros
+                return ((), g0(A, r, x))
+
+            return ProcResult(r, backprop)
+
+        return transform
+    if n == 2:
+        g0, g1 = grads
+
+        def transform2(x: Any, y: Any) -> ProcResult:
+            r = fn(x, y)
+
+            def backprop2(A: Any, Abox: Any) -> tuple:
+                if A is gen_zero:
+                    return zeros
+                return ((), g0(A, r, x, y), g1(A, r, x, y))
+
+            return ProcResult(r, backprop2)
+
+        return transform2
+
+    def transformn(*args: Any) -> ProcResult:
+        r = fn(*args)
+
+        def backpropn(A: Any, Abox: Any) -> tuple:
+            if A is gen_zero:
+                return zeros
+            out = ((),)
+            for g in grads:
+                out = out + (g(A, r, *args),)
+            return out
+
+        return ProcResult(r, backpropn)
+
+    return transformn
 
 
 def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -> Callable[..., ProcResult]:

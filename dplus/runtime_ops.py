@@ -38,7 +38,7 @@ from .closures import is_plus_function
 from .errors import NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from .registry import lookup_transform
-from .result import ProcResult
+from .result import ProcResult, call_plus  # noqa: F401
 from .runtime import CellKey, accumulate, handover, is_tracked_mutable, lift  # noqa: F401
 
 Z = gen_zero

@@ -214,8 +214,8 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             if A is Z or A is None:
                 return (), Z, None
-            parts = _tuple_items(A, 1)
-            return (), parts[0], None
+            parts = _tuple_items(A, len(A) if isinstance(A, tuple) else 1)
+            return (), (parts[0] if parts else Z), None
 
         return ProcResult(v, method_read_backprop)
     if callable(v) and not is_tracked_mutable(obj):
@@ -238,9 +238,9 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
 
 def _method_of_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
     # the sensitivity of a bound builtin method is (A_self,)
-    if A is Z or A is None:
+    if A is Z or A is None or A == ():
         return (), Z, None
-    return (), _tuple_items(A, 1)[0], None
+    return (), _tuple_items(A, len(A) if isinstance(A, tuple) else 1)[0], None
 
 
 def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -1068,3 +1068,9 @@ def list_iadd_plus(xs: list, ys: Any) -> ProcResult:
     r = list_extend_plus(xs, ys)
     inner = r.backprop
     return ProcResult(xs, inner)
+
+
+# The helpers the rules above call are differentiated from their source when a rule is
+# itself differentiated (derivatives of derivatives).
+for _helper in (_tuple_items, _conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
+    _helper.__dplus_derived__ = ("rule helper",)
