@@ -31,7 +31,8 @@ REL_TOL = 1e-8
 @dataclass
 class Cell:
     status: str  # "ok", "error", "wrong", "too_slow", "n/a"
-    seconds: float | None = None
+    seconds: float | None = None  # median seconds per call
+    best: float | None = None  # fastest repeat
     compile: float | None = None  # first call minus steady state (jax-jit)
     first: float | None = None  # the checked first call
     err: float | None = None  # max relative error against the hand-written gradient
@@ -94,7 +95,7 @@ def run_cell(tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: fl
                     detail=f"first call {first:.3g} s, a later one exceeded {e.cap:g} s")
     except Exception as e:
         return Cell("error", msg=_short_error(e), detail=_error_detail(e))
-    return Cell("ok", seconds=t.seconds, compile=compile_s, first=first, err=err, detail=t.describe())
+    return Cell("ok", seconds=t.seconds, best=t.best, compile=compile_s, first=first, err=err, detail=t.describe())
 
 
 # --------------------------------------------------------------------------

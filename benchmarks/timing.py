@@ -70,8 +70,11 @@ class Timing:
     runs: int  # total timed calls
     repeats: int  # number of medians taken over
     spread: float  # (max - min) / median over the repeats
+    best: float  # the fastest repeat (seconds per call): least disturbed by other load
 
     def describe(self) -> str:
+        if self.runs == 1:
+            return f"{fmt_seconds(self.seconds)} (a single call)"
         return f"{fmt_seconds(self.seconds)} (median of {self.repeats}, {self.runs} calls, spread {self.spread:.0%})"
 
 
@@ -85,8 +88,10 @@ def autorange(fn: Callable[[], Any], budget: float, first: float | None = None, 
     """
     gc.collect()
     if first is not None and first > budget / 2:
+        # the first call may include one-time work (a transform, a compile): time another
         t, _ = call_once(fn, cap)
-        return Timing(seconds=t, runs=1, repeats=1, spread=0.0)
+        if t > budget / 4:
+            return Timing(seconds=t, runs=1, repeats=1, spread=0.0, best=t)
     target = budget / repeats  # time per repeat
     # calibrate: smallest power-of-ten-ish number of calls taking >= target / 5
     number = 1
@@ -107,7 +112,7 @@ def autorange(fn: Callable[[], Any], budget: float, first: float | None = None, 
         times.append((perf() - t0) / number)
     med = statistics.median(times)
     return Timing(seconds=med, runs=number * repeats, repeats=repeats,
-                  spread=(max(times) - min(times)) / med if med > 0 else 0.0)
+                  spread=(max(times) - min(times)) / med if med > 0 else 0.0, best=min(times))
 
 
 def fmt_seconds(s: float) -> str:

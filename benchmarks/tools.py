@@ -315,20 +315,14 @@ TOOLS: list[Tool] = [Primal(), Hand(), Dplus(), Autograd(), JaxEager(), JaxJit()
 
 
 def tool_versions() -> list[tuple[str, str]]:
-    out = []
-    seen = set()
-    for t in TOOLS:
-        key = t.module or t.name
-        if key in seen:
-            continue
-        seen.add(key)
-        label = {"jax": "jax"}.get(key, key)
-        v = t.version()
-        if not t.available() and t.unavailable_reason:
-            v = f"n/a ({t.unavailable_reason[:80]})"
-        out.append((label, v))
-    try:
-        out.append(("numpy", _dist_version("numpy")))
-    except Exception:
-        pass
+    """Versions from the installed distributions' metadata: nothing is imported but
+    dplus, so the sections run before the table see a process without jax/torch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = [("dplus", Dplus().version())]
+    for dist in ("autograd", "jax", "jaxlib", "torch", "numpy"):
+        try:
+            out.append((dist, version(dist)))
+        except PackageNotFoundError:
+            out.append((dist, "not installed"))
     return out
