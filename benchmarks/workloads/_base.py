@@ -240,3 +240,16 @@ class Workload:
                 f"component {list(p)}: hand {g!r}, finite differences {fd!r} (relative error {worst:.2e})"
             )
         return worst
+
+    def check_grad(self, grad_fn: Callable[..., tuple], size: int | None = None, rel: float = 1e-8) -> float:
+        """Compare a ``dplus.grad``-style gradient function (one entry per positional
+        argument) with ``hand_grad`` at ``size``; return the worst relative error, raise
+        ``AssertionError`` when it exceeds ``rel``.  ``w.check_grad(dplus.grad(w.primal))``."""
+        args = self.args(size)
+        ref = self.hand_grad(*copy.deepcopy(args))
+        got = self.select(grad_fn(*args))
+        err = max_rel_error(got, ref)
+        if not err <= rel:
+            raise AssertionError(f"{self.name}: gradient differs from the hand-written one "
+                                 f"(max relative error {err:.3g} > {rel:g})")
+        return err
