@@ -69,15 +69,16 @@ def run_page(path: Path) -> int:
         filename = f"{path}#block{number}"
         source = "\n" * (line - 1) + code
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        failure = None
         try:
             exec(compile(source, filename, "exec"), namespace)
         except BaseException as e:  # noqa: BLE001 - report any failure with its place
-            tb = traceback.format_exc(limit=-8)
-            pytest.fail(
+            failure = (
                 f"docs/{path.name}, python block {number} (line {line}) failed: "
-                f"{type(e).__name__}: {e}\n{tb}",
-                pytrace=False,
+                f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-8)}"
             )
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         ran += 1
     return ran
 
