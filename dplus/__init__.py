@@ -22,6 +22,9 @@ from .result import ProcResult, backprop, primal
 
 from . import primitives as _primitives  # noqa: E402,F401  (registers the rule library)
 from . import higher as _higher  # noqa: E402,F401  (rules for derivatives of derivatives)
+from .derived import hessian, hvp, jacobian, jvp  # noqa: E402
+from .gradcheck import GradCheckError, check_grad  # noqa: E402
+from .transformer import generated_source as show  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -33,7 +36,7 @@ __all__ = [
     "error_unknown_proc_transform", "error_unknown_transform",
     "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
     "BoxSensitivities", "Box", "box", "unbox", "set_box",
-    "foldl", "apply",
+    "foldl", "apply", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
     "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
     "SourceUnavailableError", "NonDifferentiableError",
 ]

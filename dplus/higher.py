@@ -26,7 +26,8 @@ from .result import call_plus
 from .boxes import BoxSensitivities
 from .closures import is_plus_function, plus_info
 from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
-from .linear import gen_zero, is_zero_sensitivity
+from .linear import coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
+from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
@@ -289,3 +290,32 @@ defnondiff(default_sensitivity)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_ops.iteration_router)
+
+
+# The linear interface as differentiable primitives, so derivative code can be differentiated.
+def _dot_rule(u: Any, v: Any) -> ProcResult:
+    return ProcResult(dot(u, v), lambda A, Abox: ((), scale(v, A), scale(u, A)))
+
+
+def _scale_rule(v: Any, a: Any) -> ProcResult:
+    return ProcResult(scale(v, a), lambda A, Abox: ((), scale(A, a), dot(A, v)))
+
+
+def _coerce_zero_rule(u: Any, v: Any) -> ProcResult:
+    return ProcResult(coerce_zero(u, v), lambda A, Abox: ((), A, Z))
+
+
+def _primal_rule(r: ProcResult) -> ProcResult:
+    return ProcResult(r.primal, lambda A, Abox: ((), ProcResult(A, Z) if A is not Z else Z))
+
+
+def _backprop_rule(r: ProcResult) -> ProcResult:
+    return ProcResult(r.backprop, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z))
+
+
+register_primitive(dot, _dot_rule, note="the bilinear pairing of sensitivities")
+register_primitive(scale, _scale_rule)
+register_primitive(coerce_zero, _coerce_zero_rule, note="linear in its first argument")
+register_primitive(result_primal, _primal_rule)
+register_primitive(result_backprop, _backprop_rule)
+defnondiff(zero)
