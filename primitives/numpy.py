@@ -173,17 +173,20 @@ def _as_array_sens(A: Any, r: Any) -> Any:
 Grad = Callable[..., Any]
 
 
-def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, note: str = "") -> Callable[..., ProcResult]:
+def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coerce: bool = True,
+            note: str = "") -> Callable[..., ProcResult]:
     """Register ``fn`` from one gradient function per positional argument.
 
     ``grads[i](A, r, *args, **kwargs)`` returns the sensitivity of ``args[i]`` (``None`` in a
     slot: no sensitivity); arguments past the last gradient get none. ``kw`` maps the names
     of parameters that may also be passed by keyword and are differentiable to the index
     of their gradient; other keyword arguments (``axis``, ``keepdims``, ...) get none.
-    ``out=`` raises :class:`NonDifferentiableError`.
+    ``out=`` raises :class:`NonDifferentiableError`. With ``coerce``, differentiable
+    arguments given as lists or tuples reach the gradients as arrays (NumPy reads them so).
     """
     n = len(grads)
     kwmap = kw or {}
+    coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
         _check_out(fn, kwargs)
@@ -193,16 +196,17 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, note
             if A is Z:
                 return _zeros(args, kwargs)
             A = _as_array_sens(A, r)
+            cargs = _coerce(args, coerced)
             out: tuple = ((),)
             for i, x in enumerate(args):
                 g = grads[i] if i < n else None
-                out = out + ((Z if g is None else fit(g(A, r, *args, **kwargs), x)),)
+                out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), x)),)
             if kwargs:
                 ks = {}
                 for k, v in kwargs.items():
                     j = kwmap.get(k)
                     g = grads[j] if j is not None else None
-                    ks[k] = Z if g is None else fit(g(A, r, *args, **kwargs), v)
+                    ks[k] = Z if g is None else fit(g(A, r, *cargs, **kwargs), v)
                 out = out + (ks,)
             return out
 
@@ -222,6 +226,8 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, note
                     return _Z1
                 if type(r) is _ndarray and type(A) is not _ndarray:
                     A = np.broadcast_to(A, r.shape)
+                if coerce and (type(x) is list or type(x) is tuple):
+                    return ((), fit(g0(A, r, np.asarray(x)), x))
                 return ((), fit(g0(A, r, x), x))
 
             return ProcResult(r, backprop1)
@@ -240,6 +246,9 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, note
                     return _Z2
                 if type(r) is _ndarray and type(A) is not _ndarray:
                     A = np.broadcast_to(A, r.shape)
+                if coerce and (type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple):
+                    xa, ya = _coerce((x, y), (0, 1))
+                    return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
                 return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
 
             return ProcResult(r, backprop2)
@@ -250,6 +259,15 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, note
             return general(args, kwargs)
 
     return _register(fn, transform, note)
+
+
+def _coerce(args: tuple, positions: tuple) -> tuple:
+    """``args`` with the lists and tuples at ``positions`` read as arrays."""
+    for i in positions:
+        if i < len(args) and isinstance(args[i], (list, tuple)):
+            return tuple(np.asarray(a) if j in positions and isinstance(a, (list, tuple)) else a
+                         for j, a in enumerate(args))
+    return args
 
 
 def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcResult]:
@@ -770,6 +788,35 @@ def _reshape_like(A, r, x, *args, **kw):
     return np.reshape(A, np.shape(x))
 
 
+def _unreshape(A: Any, a: Any, order: str) -> Any:
+    """The adjoint of ``np.reshape(a, r.shape, order=order)`` (and of ``np.ravel``)."""
+    shape = np.shape(a)
+    if order == "K":  # ravel in memory order: follow a's layout
+        idx = np.empty_like(a, dtype=np.intp)
+        idx[...] = np.arange(np.size(a)).reshape(shape)
+        src, vals = np.ravel(idx, order="K"), np.ravel(A)
+    elif order == "F" or (order == "A" and np.isfortran(np.asarray(a))):
+        src = np.ravel(np.arange(np.size(a)).reshape(shape), order="F")
+        vals = np.ravel(A, order="F")
+    else:
+        return np.reshape(A, shape)
+    g = np.zeros(np.size(a), dtype=np.result_type(A, float))
+    g[src] = vals
+    return g.reshape(shape)
+
+
+def _reshape_grad(A, r, a, shape=None, order="C", *, newshape=None, copy=None):
+    return _unreshape(A, a, order)
+
+
+def _reshape_method_grad(A, r, a, *shape, order="C", copy=None):
+    return _unreshape(A, a, order)
+
+
+def _ravel_grad(A, r, a, order="C"):
+    return _unreshape(A, a, order)
+
+
 def _transpose_grad(A, r, a, axes=None):
     if axes is None:
         return np.transpose(A)
@@ -1147,8 +1194,11 @@ def register_numpy_rules() -> None:
     defgrad(np.diag, _diag_grad)
 
     # -- shapes
-    for fn in (np.reshape, nd.reshape, np.ravel, nd.ravel, nd.flatten, np.expand_dims, np.squeeze, nd.squeeze,
-               np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    defgrad(np.reshape, _reshape_grad)
+    defgrad(nd.reshape, _reshape_method_grad)
+    for fn in (np.ravel, nd.ravel, nd.flatten):
+        defgrad(fn, _ravel_grad)
+    for fn in (np.expand_dims, np.squeeze, nd.squeeze, np.atleast_1d, np.atleast_2d, np.atleast_3d):
         defgrad(fn, _reshape_like)
     defgrad(np.transpose, _transpose_grad)
     defgrad(nd.transpose, _transpose_method_grad)
@@ -1156,11 +1206,11 @@ def register_numpy_rules() -> None:
     defgrad(nd.swapaxes, _swapaxes_grad)
     defgrad(np.moveaxis, _moveaxis_grad)
     defgrad(np.broadcast_to, _broadcast_to_grad)
-    defgrad(np.concatenate, _concatenate_grad)
-    defgrad(np.stack, _stack_grad)
-    defgrad(np.hstack, _hstack_grad)
-    defgrad(np.vstack, _vstack_grad)
-    defgrad(np.column_stack, _column_stack_grad)
+    defgrad(np.concatenate, _concatenate_grad, coerce=False)
+    defgrad(np.stack, _stack_grad, coerce=False)
+    defgrad(np.hstack, _hstack_grad, coerce=False)
+    defgrad(np.vstack, _vstack_grad, coerce=False)
+    defgrad(np.column_stack, _column_stack_grad, coerce=False)
     _split_transform(np.split, _split_axis)
     _split_transform(np.array_split, _split_axis)
     _split_transform(np.hsplit, _hsplit_axis)
@@ -1180,7 +1230,7 @@ def register_numpy_rules() -> None:
     for fn in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.copy, nd.copy):
         defgrad(fn, _array_grad)
     defgrad(nd.astype, _astype_grad)
-    defgrad(nd.item, _item_grad)
+    defgrad(nd.item, _item_grad, coerce=False)
     register_primitive(nd.tolist, _tolist_transform, note="numpy rule: ndarray.tolist")
     defgrad(nd.conj, lambda A, r, x: np.conj(A))
     defgrad(nd.conjugate, lambda A, r, x: np.conj(A))
