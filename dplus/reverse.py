@@ -150,6 +150,29 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
+class _ResolveChains(ast.NodeTransformer):
+    def __init__(self, globals_: dict, params: set[str], helpers: "Helpers") -> None:
+        self.globals = globals_
+        self.params = params
+        self.helpers = helpers
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        parts = []
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        if isinstance(root, ast.Name) and root.id not in self.params and root.id in self.globals:
+            import types as _types
+
+            obj = self.globals[root.id]
+            if isinstance(obj, _types.ModuleType):
+                for p in reversed(parts):
+                    obj = getattr(obj, p)
+                return ast.copy_location(ast.Name(id=self.helpers.ref(obj, parts[0]), ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
 class Template:
     """A rule's gradient lambda as an expression with holes for A, r and the arguments."""
 
@@ -162,10 +185,12 @@ class Template:
             raise ValueError("inline gradients must be lambdas")
         self.params = [a.arg for a in node.args.args]
         body = copy.deepcopy(node.body)
+        # dotted names of modules (math.cos) become the objects themselves: no lookups at run time
+        body = _ResolveChains(fn.__globals__, set(self.params), helpers).visit(body)
         # free names of the template refer to the rule module's globals
         rename: dict[str, ast.expr] = {}
         for name in set(_names_read(body)):
-            if name in self.params:
+            if name in self.params or name in helpers.values:
                 continue
             if name in fn.__globals__:
                 value = fn.__globals__[name]
@@ -827,7 +852,13 @@ class FunctionBuilder:
         kw_defaults = getattr(s, "dp_kw_defaults", [])
         fwd: list[ast.stmt] = [plus]
         if not plus.dp_simple:
-            sig = call(self.rt("make_signature"), C(ast.unparse(ir.args) if ir.args else ""),
+            bare = copy.deepcopy(ir.args)
+            bare.defaults = []
+            bare.kw_defaults = [None] * len(bare.kwonlyargs)
+            for a in bare.posonlyargs + bare.args + bare.kwonlyargs + [bare.vararg, bare.kwarg]:
+                if a is not None:
+                    a.annotation = None
+            sig = call(self.rt("make_signature"), C(ast.unparse(bare)),
                        tuple_([copy.deepcopy(d) for d in defaults]),
                        tuple_([copy.deepcopy(d) if d is not None else C(None) for d in kw_defaults]))
             plus.args.kw_defaults = [sig]
@@ -1110,6 +1141,7 @@ class _AdjointAccumulator:
         self.out = out if out is not None else []
         self.fast = fast
         self.local: dict[str, str] = {}  # ssa name -> local adjoint variable
+        self.fresh_zero: set[str] = set()  # persistent adjoints reset here and not yet added to
         for name in ssa.defined:
             if ssa.is_final(name):
                 a = self.b.adj(ssa.user_name(name))
@@ -1117,6 +1149,7 @@ class _AdjointAccumulator:
                 self.out.append(assign(tmp, N(a)))
                 self.out.append(assign(a, N(self.b.Z)))
                 self.local[name] = tmp
+                self.fresh_zero.add(a)
 
     def take(self, ssa_name: str | None) -> ast.expr | None:
         """The adjoint of a value being defined here (consumed: the definition is reversed)."""
@@ -1149,6 +1182,11 @@ class _AdjointAccumulator:
             self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), C(None), contrib)))
             return
         a = self.b.adj(ssa_name)
+        if a in self.fresh_zero:
+            # the first contribution after the reset: no addition to gen_zero
+            self.fresh_zero.discard(a)
+            self.out.append(assign(a, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+            return
         self.out.append(assign(a, op(a)))
 
     def add_value(self, ssa_name: str, contrib: ast.expr, value_name: str | None = None) -> None:
@@ -1168,6 +1206,7 @@ class _AdjointAccumulator:
             self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), val, contrib)))
             return
         a = self.b.adj(ssa_name)
+        self.fresh_zero.discard(a)
         self.out.append(assign(a, call(acc, N(a), val, contrib, N(ABOX))))
 
     def finish(self) -> None:
