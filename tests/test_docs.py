@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import traceback
+import types
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,10 @@ def is_skipped(code: str) -> bool:
 
 def run_page(path: Path) -> int:
     """Run every python block of ``path`` in one namespace; return how many ran."""
-    namespace: dict = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
+    # The page runs as a module of its own (dataclasses, pickle and friends look it up).
+    module = types.ModuleType(f"docs_{path.stem.replace('-', '_')}")
+    sys.modules[module.__name__] = module
+    namespace = module.__dict__
     ran = 0
     for number, (line, code) in enumerate(python_blocks(path), start=1):
         if is_skipped(code):
