@@ -52,7 +52,8 @@ and `max`, lists returned by `map` and `zip`, sequences passed as arguments) are
 in [Supported Python](language.md) and [Containers and mutation](containers.md).
 
 Left out of this listing: dplus's own engine functions (registered so that derivatives of
-derivatives work), private helpers and entries marked internal.
+derivatives work), private helpers and entries marked internal. The NumPy rules are
+registered only when NumPy is installed; this listing was generated with it.
 """
 
 
@@ -67,6 +68,9 @@ def module_and_name(fn: Any) -> tuple[str, str]:
         module = self.__module__
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     module = module or "builtins"
+    # private submodules (numpy.random._generator) are shown under their public parent
+    parts = module.split(".")
+    module = ".".join([parts[0]] + [p for p in parts[1:] if not p.startswith("_")])
     return _MODULE_ALIASES.get(module, module), name
 
 
@@ -115,22 +119,69 @@ def _text(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def describe_rule(fn: Any, transform: Any, note: str) -> str:
+def _closure_vars(fn: Any) -> dict:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    out = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    return out
+
+
+def gradient_functions(fn: Any, transform: Any) -> tuple | None:
+    """The per-argument gradient functions of a rule, when it was made from them.
+
+    Inline rules (``dplus.rules.defvjp``) record them; rule families that build their
+    transform from a ``grads`` tuple (the NumPy rules) keep them in its closure.
+    """
     rule = inline_rule_for(fn)
     if rule is not None:
-        parts = []
-        for i, g in enumerate(rule.grads):
-            if g is None:
-                parts.append(f"argument {i + 1}: none")
-                continue
+        return tuple(rule.grads)
+    found = _closure_vars(transform)
+    grads = found.get("grads")
+    if grads is None and callable(found.get("general")):
+        grads = _closure_vars(found["general"]).get("grads")
+    if isinstance(grads, tuple) and grads and all(g is None or callable(g) for g in grads):
+        # shown only when every gradient is a lambda (named helpers are explained in the
+        # module docs of their rule family)
+        if all(g is None or getattr(g, "__name__", "") == "<lambda>" for g in grads):
+            return grads
+    return None
+
+
+def _informative(note: str) -> bool:
+    """Notes that only repeat the function's name say nothing."""
+    return bool(note) and not note.startswith(("operator rule:", "numpy rule:"))
+
+
+def describe_rule(fn: Any, transform: Any, note: str) -> str:
+    grads = gradient_functions(fn, transform)
+    if grads is not None:
+        # the argument names, from any gradient function: g(A, r, *args)
+        names = [f"argument {i + 1}" for i in range(len(grads))]
+        for g in grads:
             code = getattr(g, "__code__", None)
-            arg = code.co_varnames[2 + i] if code is not None and code.co_argcount > 2 + i else f"argument {i + 1}"
-            parts.append(f"{arg}: {_code(_lambda_text(g))}")
-        text = "; ".join(parts) + " (inlined)"
-        if note and not note.startswith("operator rule:"):
+            if code is not None and code.co_argcount >= 2 + len(grads):
+                names = list(code.co_varnames[2 : 2 + len(grads)])
+                break
+        parts = []
+        for name, g in zip(names, grads):
+            if g is None:
+                parts.append(f"{name}: none")
+            else:
+                parts.append(f"{name}: {_code(_lambda_text(g))}")
+        text = "; ".join(parts)
+        if inline_rule_for(fn) is not None:
+            text += " (inlined)"
+        if _informative(note):
             text += f". {_text(note)}"
         return text
-    if note:
+    if _informative(note):
         return _text(note)
     doc = (getattr(transform, "__doc__", None) or "").strip()
     if doc:
