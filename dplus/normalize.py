@@ -281,6 +281,14 @@ class Normalizer:
                 value.dp_shared = True
                 return
             self.emit(_assign(target.id, value, like))
+        elif isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) > 0 and all(
+            isinstance(e, ast.Name) and e.id not in self.boxed and e.id not in self.scope.globals_ for e in target.elts
+        ) and len({e.id for e in target.elts}) == len(target.elts) and isinstance(value, ast.Name):
+            # a, b = v: unpacked natively; the reverse builds (Aa, Ab) for v
+            names = [ast.Name(id=e.id, ctx=ast.Store()) for e in target.elts]
+            node = ast.copy_location(ast.Assign(targets=[ast.Tuple(elts=names, ctx=ast.Store())], value=value), like)
+            node.dp_unpack = True
+            self.emit(node)
         elif isinstance(target, (ast.Tuple, ast.List)):
             elts = target.elts
             star = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]

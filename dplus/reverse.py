@@ -70,6 +70,7 @@ class Helpers:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self._by_id: dict[int, str] = {}
+        self.templates: dict[Any, Any] = {}
 
     def ref(self, value: Any, hint: str) -> str:
         key = id(value)
@@ -210,10 +211,16 @@ _TEMPLATE_CACHE: dict[tuple[int, int], Template | None] = {}
 
 
 def template_for(fn: Callable, helpers: Helpers) -> Template | None:
+    """The inline template of a gradient lambda, built once per build (helpers) and function."""
+    cache = helpers.templates
+    if fn in cache:
+        return cache[fn]
     try:
-        return Template(fn, helpers)
+        t: Template | None = Template(fn, helpers)
     except Exception:
-        return None
+        t = None
+    cache[fn] = t
+    return t
 
 
 # ---------------------------------------------------------------------------
@@ -490,7 +497,9 @@ class FunctionBuilder:
                     or node.id in self.namer.generated or node.id.startswith(PFX))
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy' or 'general'."""
+        """'inline', 'nondiff', 'copy', 'unpack' or 'general'."""
+        if getattr(s, "dp_unpack", False):
+            return "unpack"
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             target = s.targets[0].id
             v = s.value
@@ -520,7 +529,7 @@ class FunctionBuilder:
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy")
+            fastish = k in ("inline", "nondiff", "copy", "unpack")
             if cur and fastish != cur_fast:
                 segs.append(cur)
                 cur = []
@@ -567,6 +576,12 @@ class FunctionBuilder:
         ops: list[tuple[ast.stmt, InlineRule | None]] = []
         for s in ssa.stmts:
             k = s.dp_kind
+            if k == "unpack":
+                fwd.append(copy.deepcopy(s))
+                if s.value.id not in saved:
+                    saved.append(s.value.id)
+                ops.append((s, None))
+                continue
             target = s.targets[0].id
             v = s.value
             if k == "inline":
@@ -590,8 +605,11 @@ class FunctionBuilder:
         rev: list[ast.stmt] = []
         acc = _AdjointAccumulator(self, ssa, rev, fast=True)
         for s, rule in reversed(ops):
-            target = s.targets[0].id
             k = s.dp_kind
+            if k == "unpack":
+                self.unpack_reverse(s, acc)
+                continue
+            target = s.targets[0].id
             A = acc.take(target)
             if k == "nondiff":
                 continue
@@ -644,7 +662,15 @@ class FunctionBuilder:
         return fwd, rec, rev
 
     # ---------------------------------------------------------------- general statements
+    def unpack_reverse(self, s: ast.Assign, acc: "_AdjointAccumulator") -> None:
+        parts = [acc.take(e.id) for e in s.targets[0].elts]
+        if all(p is None for p in parts):
+            return
+        acc.add_value(s.value.id, tuple_([p if p is not None else N(self.Z) for p in parts]))
+
     def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
+        if getattr(s, "dp_unpack", False):
+            return [copy.deepcopy(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
         if isinstance(s, ast.FunctionDef):
             return self.closure_stmt(s, ssa)
         if isinstance(s, ast.Delete):
@@ -1065,6 +1091,17 @@ class _SSA:
             s2.dp_kind = getattr(s, "dp_kind", "general")
             for n in self._rename_loads(s2):
                 reads[n] = reads.get(n, 0) + 1
+            if getattr(s2, "dp_unpack", False):
+                for elt in s2.targets[0].elts:
+                    name = elt.id
+                    new = builder.namer.fresh(name.strip("_")[:12] + "_") if (name in self.version or name in self.inputs) else name
+                    self.version[name] = new
+                    self.origin[new] = name
+                    elt.id = new
+                    self.defined.append(new)
+                    self.all_names.add(new)
+                self.stmts.append(s2)
+                continue
             if isinstance(s2, ast.Assign) and isinstance(s2.targets[0], ast.Name):
                 name = s2.targets[0].id
                 if name in builder.boxed:

@@ -209,10 +209,21 @@ def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:
     """Add sensitivity ``s`` of value ``v`` to the adjoint ``adj`` (or, if ``v`` is mutable, to ``Abox``)."""
     if s is gen_zero or s is None:
         return adj
+    t = type(v)
+    if t is float or t is int:
+        return add(adj, s)
+    if t is tuple:
+        if type(s) is OneHot:  # one element: O(1), whatever the tuple's length
+            return _accumulate_tuple(adj, v, s, Abox)
+        for e in v:  # as long as s itself
+            te = type(e)
+            if te is not float and te is not int and is_tracked_mutable(e):
+                return _accumulate_tuple(adj, v, s, Abox)
+        return add(adj, s)
     if is_tracked_mutable(v):
         handover(Abox, v, s)
         return adj
-    if type(v) is tuple and v:
+    if isinstance(v, tuple) and v:
         return _accumulate_tuple(adj, v, s, Abox)
     return add(adj, s)
 

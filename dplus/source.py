@@ -41,11 +41,24 @@ def _fix_fn_error(fn: Any) -> str:
     )
 
 
+_SOURCE_CACHE: dict[types.CodeType, tuple[ast.AST, str]] = {}
+_MODULE_CACHE: dict[tuple[str, int], ast.Module | None] = {}
+
+
 def function_source(fn: Any) -> FunctionSource:
-    """The source of a plain Python function (``def`` or ``lambda``)."""
+    """The source of a plain Python function (``def`` or ``lambda``), cached per code object."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         raise SourceUnavailableError(_fix_fn_error(fn))
+    cached = _SOURCE_CACHE.get(code)
+    if cached is not None:
+        return FunctionSource(cached[0], cached[1], code, fn.__globals__, code.co_freevars)
+    result = _function_source(fn, code)
+    _SOURCE_CACHE[code] = (result.node, result.filename)
+    return result
+
+
+def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
     filename = code.co_filename
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
@@ -98,10 +111,15 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
         raise SourceUnavailableError(_fix_fn_error(fn))
     # A lambda: parse the whole file region around it and match positions.
     positions = [p for p in code.co_positions() if p[0] is not None]
-    try:
-        module = ast.parse("".join(all_lines))
-    except SyntaxError:
-        module = None
+    key = (code.co_filename, len(all_lines))
+    if key in _MODULE_CACHE:
+        module = _MODULE_CACHE[key]
+    else:
+        try:
+            module = ast.parse("".join(all_lines))
+        except SyntaxError:
+            module = None
+        _MODULE_CACHE[key] = module
     candidates: list[ast.Lambda] = []
     if module is not None:
         for node in ast.walk(module):
