@@ -667,3 +667,40 @@ def test_closure_over_plus_function_value():
     sq = lift_dplus(lambda v: v * v)
     assert grad(dplus.foldl)(lift_dplus(mul), 1, [2, 3, 4]) == ((), 24.0, [12.0, 8.0, 6.0])
     assert grad(lambda x: dplus.apply(sq, [x]))(3.0) == (6.0,)
+
+
+# ---------------------------------------------------------------------------
+# derivatives of derivatives through closures
+
+
+def dd_nested_def(x):
+    def f(y):
+        return y * x
+
+    return f(x)
+
+
+@pytest.mark.xfail(strict=True, reason="second derivative through a nested def: TypeError float + OneHot in linear.add")
+def test_second_derivative_through_nested_def():
+    assert grad1(grad1(dd_nested_def))(2.0) == 2.0
+
+
+def dd_loop(x):
+    y = x
+    for _ in range(3):
+        y = y * x
+    return y
+
+
+def test_second_derivative_through_loop():
+    assert grad1(grad1(dd_loop))(2.0) == 48.0
+
+
+def grad_inside(x):
+    return grad1(lambda y: y * y * x)(x)
+
+
+@pytest.mark.xfail(strict=True, reason="grad called inside differentiated code: AttributeError 'float' object has no attribute 'primal'")
+def test_grad_called_inside_differentiated_function():
+    # d/dx [2 x * x] = 4x
+    assert grad1(grad_inside)(3.0) == 12.0

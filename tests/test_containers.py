@@ -888,3 +888,13 @@ def test_projection_cost_is_linear_nested_tuples():
     small = _count_calls(g, ((1.0, 2.0),) * 500)
     large = _count_calls(g, ((1.0, 2.0),) * 2000)
     assert large <= 4.5 * small
+
+
+def dd_list(x):
+    xs = [x, x * x]
+    return xs[0] * xs[1]
+
+
+@pytest.mark.xfail(strict=True, reason="second derivative through a list: UnknownTransformError for BoxSensitivities.pop")
+def test_second_derivative_through_list():
+    assert grad1(grad1(dd_list))(2.0) == 12.0

@@ -1496,3 +1496,195 @@ def test_nested_lambda_compiled_once():
     for v in range(5):
         assert grad1(f_makes_lambdas)(float(v)) == 3.0
     assert len(transformer._COMPILED) == n
+
+
+# ---------------------------------------------------------------------------
+# constructs in combination
+
+
+class NullCM:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def c_break_in_try_in_loop(xs):
+    s = 0.0
+    for x in xs:
+        try:
+            if x > 2.0:
+                break
+            s += x * x
+        except ValueError:
+            pass
+    return s
+
+
+def c_continue_in_with_in_loop(xs):
+    s = 0.0
+    for x in xs:
+        with NullCM():
+            if x > 2.0:
+                continue
+            s += x * x
+    return s
+
+
+def c_return_inside_with(x):
+    with NullCM():
+        return x * x
+
+
+def c_return_in_try_in_loop(xs):
+    for x in xs:
+        try:
+            return x * 2.0
+        except ValueError:
+            pass
+    return 0.0
+
+
+def c_chained_subscript_assignment(x):
+    xs = [0.0, 0.0]
+    xs[0] = xs[1] = x
+    return xs[0] * xs[1]
+
+
+def c_swap_subscripts(xs):
+    xs[0], xs[1] = xs[1], xs[0] * 2.0
+    return xs[0] * 10.0 + xs[1]
+
+
+def c_chained_name_aliasing(x):
+    a = b = []
+    a.append(x)
+    return b[0] * 2.0
+
+
+def c_starred_then_mutate(xs):
+    a, *b = xs
+    b.append(a)
+    return b[0] * b[-1]
+
+
+def c_not_list(xs, x):
+    return x * 2.0 if not xs else x
+
+
+def c_percent_format(x):
+    s = "%.2f" % x
+    return x * len(s)
+
+
+def c_isinstance(x):
+    if isinstance(x, float):
+        return x * x
+    return x
+
+
+def c_while_continue_else(xs):
+    i = 0
+    s = 0.0
+    while i < len(xs):
+        i += 1
+        if xs[i - 1] < 0:
+            continue
+        s += xs[i - 1]
+    else:
+        s *= 2.0
+    return s
+
+
+def c_match_break_in_loop(xs):
+    s = 0.0
+    for x in xs:
+        match x:
+            case float() if x > 2.0:
+                break
+            case _:
+                s += x
+    return s
+
+
+def c_tuple_iadd(x):
+    t = (x, 2.0 * x)
+    t += (3.0 * x,)
+    return t[2] + t[0]
+
+
+def c_str_iadd(x):
+    s = "a"
+    s += "b"
+    return x * len(s)
+
+
+def c_list_imul(x):
+    xs = [x]
+    xs *= 3
+    return xs[2] * xs[0]
+
+
+def c_is_not_none(x):
+    y = x if x > 0 else None
+    return y * 2.0 if y is not None else 0.0
+
+
+def c_kwonly_default(x, *, k=2.0):
+    return x * k
+
+
+COMBINATIONS = [
+    (c_break_in_try_in_loop, ([1.0, 3.0, 2.0],), ([2.0, 0.0, 0.0],)),
+    (c_continue_in_with_in_loop, ([1.0, 3.0, 2.0],), ([2.0, 0.0, 4.0],)),
+    (c_return_inside_with, (3.0,), (6.0,)),
+    (c_return_in_try_in_loop, ([1.0, 3.0],), ([2.0, 0.0],)),
+    (c_chained_subscript_assignment, (3.0,), (6.0,)),
+    (c_swap_subscripts, ([1.0, 2.0],), ([2.0, 10.0],)),
+    (c_chained_name_aliasing, (3.0,), (2.0,)),
+    (c_starred_then_mutate, ([2.0, 3.0],), ([3.0, 2.0],)),
+    (c_not_list, ([], 3.0), ([], 2.0)),
+    (c_percent_format, (3.0,), (4.0,)),
+    (c_isinstance, (3.0,), (6.0,)),
+    (c_while_continue_else, ([1.0, -1.0, 2.0],), ([2.0, 0.0, 2.0],)),
+    (c_match_break_in_loop, ([1.0, 3.0, 1.0],), ([1.0, 0.0, 0.0],)),
+    (c_tuple_iadd, (1.0,), (4.0,)),
+    (c_str_iadd, (1.0,), (2.0,)),
+    (c_list_imul, (2.0,), (4.0,)),
+    (c_is_not_none, (3.0,), (2.0,)),
+    (c_kwonly_default, (3.0,), (2.0,)),
+]
+
+
+@pytest.mark.parametrize("f,args,expected", COMBINATIONS, ids=[c[0].__name__ for c in COMBINATIONS])
+def test_combinations(f, args, expected):
+    assert grad(f)(*args) == expected
+
+
+def f_comp_lambda_closure(xs):
+    return sum([(lambda: v * v)() for v in xs])
+
+
+@pytest.mark.xfail(strict=True, reason="a lambda closing over a comprehension variable: sensitivity lost / TypeError")
+def test_lambda_closing_over_comprehension_variable():
+    assert grad(f_comp_lambda_closure)([1.0, 2.0]) == ([2.0, 4.0],)
+
+
+def f_loop_lambda_closure(xs):
+    s = 0.0
+    for v in xs:
+        s += (lambda: v * v)()
+    return s
+
+
+def test_lambda_closing_over_loop_variable():
+    assert grad(f_loop_lambda_closure)([1.0, 2.0]) == ([2.0, 4.0],)
+
+
+def f_builtins_mix(xs):
+    return max(xs) * min(xs) + abs(xs[0]) + math.fsum(xs)
+
+
+def test_builtins_on_lists():
+    assert grad(f_builtins_mix)([1.0, -2.0, 3.0]) == ([2.0, 4.0, -1.0],)
