@@ -898,3 +898,127 @@ def dd_list(x):
 @pytest.mark.xfail(strict=True, reason="second derivative through a list: UnknownTransformError for BoxSensitivities.pop")
 def test_second_derivative_through_list():
     assert grad1(grad1(dd_list))(2.0) == 12.0
+
+
+# ---------------------------------------------------------------------------
+# random sequences of list mutations, checked against finite differences
+
+
+@define_dplus
+def run_list_program(x, y, program):
+    xs = [x, y, x * y]
+    for op, k in program:
+        n = len(xs)
+        match op:
+            case "append":
+                xs.append(xs[k % n] * y)
+            case "pop":
+                if n > 1:
+                    v = xs.pop(k % n)
+                    xs[0] = xs[0] + v * 0.5
+            case "insert":
+                xs.insert(k % (n + 1), xs[k % n] + x)
+            case "set":
+                xs[k % n] = xs[(k + 1) % n] * xs[k % n]
+            case "extend":
+                xs.extend([xs[k % n] * 2.0, y])
+            case "del":
+                if n > 2:
+                    del xs[k % n]
+            case "slice":
+                xs[0:2] = [xs[-1], xs[0] * x, y]
+            case "reverse":
+                xs.reverse()
+    s = 0.0
+    for i, v in enumerate(xs):
+        s = s + (i + 1) * v
+    return s
+
+
+OPS = st.tuples(st.sampled_from(["append", "pop", "insert", "set", "extend", "del", "slice", "reverse"]), st.integers(0, 7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.5, 1.5), st.floats(-1.5, -0.5), st.lists(OPS, max_size=6))
+def test_random_list_mutation_programs(x, y, program):
+    check_grad(lambda a, b: run_list_program(a, b, program), x, y)
+
+
+@define_dplus
+def run_dict_program(x, y, program):
+    d = dict(a=x, b=y)
+    for op, k in program:
+        keys = sorted(d)
+        key = keys[k % len(keys)]
+        match op:
+            case "set":
+                d[key + "x"] = d[key] * y
+            case "pop":
+                if len(d) > 1:
+                    v = d.pop(key)
+                    d[keys[0] if keys[0] != key else keys[-1]] += v
+            case "setdefault":
+                d.setdefault("z", x * x)
+                d["z"] = d["z"] + d[key]
+            case "update":
+                d.update(dict(u=d[key] * 2.0))
+            case "get":
+                d["g"] = d.get("missing", y) + d.get(key)
+    s = 0.0
+    for i, kv in enumerate(sorted(d.items())):
+        s = s + (i + 1) * kv[1]
+    return s
+
+
+DOPS = st.tuples(st.sampled_from(["set", "pop", "setdefault", "update", "get"]), st.integers(0, 7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.5, 1.5), st.floats(-1.5, -0.5), st.lists(DOPS, max_size=6))
+def test_random_dict_mutation_programs(x, y, program):
+    check_grad(lambda a, b: run_dict_program(a, b, program), x, y)
+
+
+# ---------------------------------------------------------------------------
+# user classes with properties and __getitem__ (define_dplus'd)
+
+
+class WithProperty:
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def double(self):
+        return self.w * 2.0
+
+
+define_dplus(WithProperty.double.fget)
+
+
+class Seq:
+    def __init__(self, xs):
+        self.xs = xs
+
+    @define_dplus
+    def __getitem__(self, i):
+        return self.xs[i] * 2.0
+
+    @define_dplus
+    def __len__(self):
+        return len(self.xs)
+
+
+def test_property_read():
+    assert grad(lambda p: p.double * p.w)(WithProperty(3.0)) == ({"w": 12.0},)
+
+
+def f_seq_sum(g):
+    s = 0.0
+    for i in range(len(g)):
+        s += g[i] * g[i]
+    return s
+
+
+def test_user_getitem():
+    assert grad(lambda g: g[0] * g[1])(Seq([1.0, 2.0])) == ({"xs": [8.0, 4.0]},)
+    assert grad(f_seq_sum)(Seq([1.0, 2.0])) == ({"xs": [8.0, 16.0]},)
