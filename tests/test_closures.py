@@ -43,7 +43,6 @@ def f_two_sibling_lambdas(x):
     return h(s)
 
 
-@pytest.mark.xfail(strict=True, reason="sibling lambdas in one body: references to the second resolve to the first (_unique_plus_names)")
 def test_two_sibling_lambdas():
     assert grad1(f_two_sibling_lambdas)(2.0) == 8.0
 
@@ -355,7 +354,6 @@ def f_y_combinator(x, n):
     return power(n)
 
 
-@pytest.mark.xfail(strict=True, reason="sibling lambdas in one body: references to the second resolve to the first (_unique_plus_names)")
 def test_recursion_through_y_combinator():
     assert f_y_combinator(2.0, 3) == 8.0
     assert grad(f_y_combinator)(2.0, 3) == (12.0, 0)

@@ -1720,7 +1720,6 @@ def f_higher_order_builtins(xs):
     return a + 10.0 * b + 100.0 * c + 1000.0 * d
 
 
-@pytest.mark.xfail(strict=True, reason="sibling lambdas in one body: references to later lambdas resolve to the first (wrong primal too)")
 def test_higher_order_builtins_with_lambdas():
     # xs = [1, -2]: a = -2 ; b = 1 ; c = 5 ; d = 1 (the max)
     assert grad(f_higher_order_builtins)([1.0, -2.0]) == ([-2.0 + 10.0 + 200.0 + 1000.0, 1.0 - 400.0],)
