@@ -716,6 +716,13 @@ class Normalizer:
 
     def e_Call(self, e: ast.Call) -> Atom:
         func = self.static_callee(e.func)
+        if func is None and isinstance(e.func, ast.Attribute) and not any(
+            isinstance(a, ast.Starred) for a in e.args
+        ) and not e.keywords:
+            # obj.method(args): one operation, so no bound method is made and wrapped
+            obj = self.expr(e.func.value)
+            args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
+            return self.temp(_internal("callmethod", args), e)
         if func is None:
             func = self.expr(e.func)
         args: list[ast.expr] = []

@@ -22,6 +22,7 @@ from .rules import InlineRule, inline_rule_for
 __all__ = ["build_plus_function", "Helpers"]
 
 _NUM_TYPES = frozenset({float, int})
+_SEQ_TYPES = frozenset({list, tuple})
 
 # Names of generated variables start with PFX, chosen per transform so that it never occurs
 # in the source being transformed (which may itself be generated code: derivatives of
@@ -678,6 +679,8 @@ class FunctionBuilder:
         target = s.targets[0]
         v = s.value
         if isinstance(target, ast.Subscript):
+            if not self.nestable and not isinstance(target.slice, ast.Slice) and isinstance(target.value, ast.Name):
+                return self.list_write(target.value, target.slice, v, s)
             return self.call_like(None, self.rt("setitem_plus"), [target.value, self.slice_expr(target.slice), v], [], s)
         if isinstance(target, ast.Attribute):
             return self.call_like(None, self.rt("setattr_plus"), [target.value, C(target.attr), v], [], s)
@@ -726,12 +729,15 @@ class FunctionBuilder:
         if isinstance(v, ast.Call):
             op = getattr(v, "dp_op", None)
             if op is not None:
-                fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus"}[op]
+                fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
+                           "callmethod": "callmethod"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), [], s)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
         if isinstance(v, ast.Subscript):
+            if not self.nestable and not isinstance(v.slice, ast.Slice) and isinstance(v.value, ast.Name):
+                return self.sequence_read(name, v.value, v.slice, s)
             return self.call_like(name, self.rt("getitem_plus"), [v.value, self.slice_expr(v.slice)], [], s)
         if isinstance(v, ast.Tuple):
             return self.display(name, "build_tuple", v.elts, s)
@@ -752,6 +758,56 @@ class FunctionBuilder:
                     parts.append(val)
             return self.call_like(name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1)
         raise NotImplementedError(ast.dump(v))
+
+    def sequence_read(self, name: str, obj: ast.Name, idx: ast.expr, s: ast.stmt) -> Any:
+        """``name = obj[idx]``: native for lists and tuples (the record keeps the length), else the rule."""
+        kind = self.namer.fresh("read")
+        r = self.namer.fresh("r")
+        seq = self.helper(_SEQ_TYPES, "SEQ")
+        fwd = [ast.If(
+            test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.In()], comparators=[seq]),
+            body=[assign(name, ast.Subscript(value=N(obj.id), slice=copy.deepcopy(idx), ctx=ast.Load())),
+                  assign(kind, call(self.helper(len, "len"), N(obj.id)))],
+            orelse=[assign(r, call(self.rt("getitem_plus"), N(obj.id), copy.deepcopy(idx))),
+                    assign(name, attr(r, "primal")), assign(kind, attr(r, "backprop"))],
+        )]
+        record = [obj.id, kind, name]
+        if isinstance(idx, ast.Name):
+            record.insert(1, idx.id)
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(name)
+            if A is None:
+                # nothing to hand back, but a rule's backprop may restore container layouts
+                return
+            acc.add_value(obj.id, call(self.rt("read_back"), N(obj.id), copy.deepcopy(idx), N(kind), N(name), A, N(ABOX)))
+
+        return fwd, record, rev
+
+    def list_write(self, obj: ast.Name, idx: ast.expr, v: ast.expr, s: ast.stmt) -> Any:
+        """``obj[idx] = v``: native for lists (the record keeps the index), else the rule."""
+        kind = self.namer.fresh("write")
+        r = self.namer.fresh("r")
+        fwd = [ast.If(
+            test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.Is()], comparators=[self.helper(list, "list")]),
+            body=[assign(kind, call(self.rt("list_store"), N(obj.id), copy.deepcopy(idx), copy.deepcopy(v)))],
+            orelse=[assign(r, call(self.rt("setitem_plus"), N(obj.id), copy.deepcopy(idx), copy.deepcopy(v))),
+                    assign(kind, attr(r, "backprop"))],
+        )]
+        record = [obj.id, kind]
+        if isinstance(idx, ast.Name):
+            record.append(idx.id)
+        if isinstance(v, ast.Name) and v.id not in record:
+            record.append(v.id)
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            moved = call(self.rt("write_back"), N(obj.id), N(kind), N(ABOX))
+            if isinstance(v, ast.Name):
+                acc.add_value(v.id, moved)
+            else:
+                acc.out.append(ast.Expr(moved))
+
+        return fwd, record, rev
 
     def slice_expr(self, sl: ast.expr) -> ast.expr:
         if isinstance(sl, ast.Slice):

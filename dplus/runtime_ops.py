@@ -357,3 +357,89 @@ def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, clos
                     kw_sens[k] = add(kw_sens.get(k, Z), v)
         out = out + (kw_sens,)
     return out
+
+
+# ---------------------------------------------------------------------------
+# cheap paths for the commonest container operations (lists and tuples)
+
+
+def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivities) -> Any:
+    """The reverse of ``v = obj[idx]``; ``kind`` is the length read from, or the rule's backprop."""
+    if A is Z or A is None:
+        if type(kind) is not int:
+            kind(Z, Abox)
+        return Z
+    if type(kind) is not int:
+        return kind(A, Abox)[1]
+    if is_tracked_mutable(v):
+        handover(Abox, v, A)
+        return Z
+    n = kind
+    i = idx + n if idx < 0 else idx
+    if type(obj) is tuple:
+        return OneHot(i, A, n)
+    entry = Abox.list_entry(obj, n)
+    entry[i] = add(entry[i], A)
+    return Z
+
+
+def list_store(xs: list, idx: Any, v: Any) -> int:
+    """``xs[idx] = v`` for a list; returns the (non-negative) index written."""
+    n = len(xs)
+    i = idx + n if type(idx) is int and idx < 0 else idx
+    xs[i] = v
+    return i
+
+
+def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
+    """The reverse of ``obj[i] = v``: the sensitivity moved out of the entry to ``v``."""
+    if type(kind) is int:
+        entry = Abox.get(obj)
+        if entry is Z:
+            return Z
+        s = entry[kind]
+        entry[kind] = Z
+        return s
+    return kind(Z, Abox)[3]
+
+
+_METHODS: dict[tuple[type, str], Any] = {}
+
+
+def callmethod(obj: Any, name: str, *args: Any) -> ProcResult:
+    """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
+    t = type(obj)
+    key = (t, name)
+    rule = _METHODS.get(key)
+    if rule is None:
+        attr_ = getattr(t, name, None)
+        if attr_ is not None and not isinstance(obj, (types.ModuleType, type)) and not (
+            isinstance(attr_, (staticmethod, classmethod)) or isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__
+        ) and callable(attr_):
+            rule = lookup_transform(attr_)
+            if rule is None and isinstance(attr_, types.FunctionType):
+                rule = lift(attr_)  # a user method: define_dplus'd, or the policy
+            if rule is not None and isinstance(attr_, types.FunctionType) and lookup_transform(attr_) is None:
+                rule = None  # do not cache policies: they may change
+            if rule is not None:
+                _METHODS[key] = rule
+        if rule is None:
+            # a module function, a class or static method, an attribute holding a callable
+            r = getattr_plus(obj, name)
+            inner = r.backprop
+            rc = call(r.primal, *args)
+            inner_c = rc.backprop
+
+            def callattr_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                out = inner_c(A, Abox)
+                return ((), inner(out[0], Abox)[1], None) + tuple(out[1:])
+
+            return ProcResult(rc.primal, callattr_backprop)
+    r = rule(obj, *args)
+    inner = r.backprop
+
+    def method_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        return ((), out[1], None) + tuple(out[2:])
+
+    return ProcResult(r.primal, method_backprop)

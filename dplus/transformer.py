@@ -174,10 +174,10 @@ def _unique_plus_names(plus_def: ast.FunctionDef) -> None:
                 k += 1
                 old = st.name
                 st.name = f"{old}_{k}"
-                for nxt in body[i + 1 :]:
-                    for n in ast.walk(nxt):
-                        if isinstance(n, ast.Name) and n.id == old:
-                            n.id = st.name
+                # the def is followed by the assignment of the user's name from it
+                nxt = body[i + 1] if i + 1 < len(body) else None
+                if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id == old:
+                    nxt.value.id = st.name
 
 
 def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:
