@@ -1022,3 +1022,92 @@ def f_seq_sum(g):
 def test_user_getitem():
     assert grad(lambda g: g[0] * g[1])(Seq([1.0, 2.0])) == ({"xs": [8.0, 4.0]},)
     assert grad(f_seq_sum)(Seq([1.0, 2.0])) == ({"xs": [8.0, 16.0]},)
+
+
+# ---------------------------------------------------------------------------
+# more argument shapes
+
+
+@dataclasses.dataclass(slots=True)
+class DCSlots:
+    w: float
+    b: float = 1.0
+
+
+def test_dataclass_with_slots_argument():
+    assert grad(lambda o: o.w * o.b)(DCSlots(2.0, 3.0)) == ({"w": 3.0, "b": 2.0},)
+
+
+def test_frozen_attrs_argument():
+    assert grad(lambda o: o.w * o.b)(ATFrozen(2.0, 3.0)) == ({"w": 3.0, "b": 2.0},)
+
+
+class Node:
+    def __init__(self, v, nxt):
+        self.v = v
+        self.next = nxt
+
+
+def f_linked_list(n):
+    s = 0.0
+    while n is not None:
+        s += n.v * n.v
+        n = n.next
+    return s
+
+
+def test_linked_list_of_objects():
+    g = grad(f_linked_list)(Node(1.0, Node(2.0, None)))
+    assert g == ({"v": 2.0, "next": {"v": 4.0, "next": None}},)
+
+
+def test_nested_dicts_and_lists():
+    def f(d):
+        return d["a"]["b"] * d["a"]["c"][1]
+
+    assert grad(f)({"a": {"b": 2.0, "c": [0.0, 3.0]}}) == ({"a": {"b": 3.0, "c": [0.0, 2.0]}},)
+
+
+def test_objects_built_in_comprehension():
+    def f(x):
+        objs = [Plain(x * i, 0.0) for i in range(3)]
+        return sum(o.w for o in objs)
+
+    assert grad1(f)(2.0) == 3.0
+
+
+def test_non_differentiable_arguments_get_none():
+    def f(x, b, n, s):
+        return x * b * len(s) if n is None else x
+
+    assert grad(f)(2.0, True, None, "ab") == (2.0, None, None, None)
+
+
+def test_int_argument_gets_a_number():
+    assert grad(lambda x, n: x * n)(2.0, 3) == (3.0, 2.0)
+
+
+def test_mutable_list_in_tuple_overwritten():
+    def f(t):
+        t[0][0] = t[1] * 2.0
+        return t[0][0] * t[0][-1]
+
+    assert grad(f)(([3.0, 5.0], 4.0)) == (([0.0, 8.0], 10.0),)
+
+
+@pytest.mark.xfail(strict=True, reason="gradient of an argument list grown in place is shaped like its final state")
+def test_mutable_list_in_tuple_grown():
+    def f(t):
+        t[0].append(t[1] * 2.0)
+        return t[0][0] * t[0][-1]
+
+    assert grad(f)(([3.0], 4.0)) == (([8.0], 6.0),)
+
+
+@pytest.mark.xfail(strict=True, reason="gradient of an argument object includes attributes added during the call")
+def test_attribute_added_to_argument_object():
+    def f(o):
+        o.extra = o.w * 2.0
+        return o.extra
+
+    assert grad(f)(Plain(3.0, 1.0)) == ({"w": 2.0, "b": 0.0},)
