@@ -76,7 +76,7 @@ from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
 
-from .operators import _abs_general, _fit, _matmul_grads, _pow_gx_general, _pow_gy_general, _unbroadcast
+from .operators import _fit, _unbroadcast
 
 __all__ = ["defgrad", "defvjp_joint", "register_numpy_rules"]
 
@@ -186,6 +186,9 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
     """
     n = len(grads)
     kwmap = kw or {}
+    for g in grads:
+        if g is not None:  # transformed from source when differentiated again
+            g.__dplus_derived__ = ("rule", fn)
     coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
@@ -212,6 +215,7 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
 
         return ProcResult(r, backprop)
 
+    general.__dplus_derived__ = ("rule helper",)  # differentiated from its source at second order
     if n == 1 and grads[0] is not None:
         g0 = grads[0]
 
@@ -274,6 +278,7 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
     """Register ``fn`` from one function computing every positional sensitivity at once:
     ``vjp(A, r, *args, **kwargs) -> tuple`` (shorter than ``args``: the rest get none).
     For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...)."""
+    vjp.__dplus_derived__ = ("rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         if kwargs:
@@ -388,6 +393,61 @@ def _safe_div(a: Any, b: Any) -> Any:
     if not zero.any():
         return a / b
     return np.where(zero, 0.0, a / np.where(zero, 1.0, b))
+
+
+def _sum_to(g: Any, shape: tuple) -> Any:
+    """``g`` summed over the axes that broadcasting added or stretched to reach its shape."""
+    g = np.asarray(g)
+    if g.shape == tuple(shape):
+        return g
+    extra = g.ndim - len(shape)
+    if extra > 0:
+        g = np.sum(g, axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    return g
+
+
+def _sign_conj(x: Any) -> Any:
+    """d|x|: ``sign(x)`` for reals, ``conj(x)/|x|`` for complex numbers (``0`` at ``0``)."""
+    if not np.iscomplexobj(x):
+        return np.sign(x)
+    ax = np.abs(x)
+    return np.where(ax == 0, 0.0, np.conj(x) / np.where(ax == 0, 1.0, ax))
+
+
+def _abs_grad(A, r, x):
+    return A * _sign_conj(x)
+
+
+def _power_gx(A, r, x, y):
+    y = np.asarray(y)
+    return A * y * np.power(x, np.where(y == 0, 1.0, y - 1))
+
+
+def _power_gy(A, r, x, y):
+    x = np.asarray(x)
+    if np.iscomplexobj(x) or np.iscomplexobj(r):
+        xc = x + 0j
+        return A * np.where(x == 0, 0.0, r * np.log(np.where(x == 0, 1.0, xc)))
+    pos = x > 0  # a negative base has a real power only at integer exponents: 0 there
+    return A * np.where(pos, r * np.log(np.where(pos, x, 1.0)), 0.0)
+
+
+def _matmul_grads(A: Any, x: Any, y: Any) -> tuple:
+    """The sensitivities of ``x @ y`` (1-D operands promoted as NumPy does; ``fit`` sums
+    the broadcast batch axes). Plain NumPy calls, so it can be differentiated again."""
+    xa = np.asarray(x)
+    ya = np.asarray(y)
+    A = np.asarray(A)
+    if xa.ndim == 1 and ya.ndim == 1:
+        return A * ya, A * xa
+    if xa.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return np.matmul(np.expand_dims(A, -2), np.swapaxes(ya, -1, -2)), np.expand_dims(xa, -1) * np.expand_dims(A, -2)
+    if ya.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return np.expand_dims(A, -1) * ya, np.matmul(np.expand_dims(A, -2), xa)
+    return np.matmul(A, np.swapaxes(ya, -1, -2)), np.matmul(np.swapaxes(xa, -1, -2), A)
 
 
 def _unsupported(what: str) -> Any:
@@ -642,7 +702,8 @@ def _einsum_parse(args: tuple) -> tuple[list[str], str, list, list[int]]:
 
 def _einsum_vjp(A, r, *args, **kwargs):
     """The sensitivity of each operand is an einsum of the result sensitivity with the others."""
-    subs, out_subs, ops, positions = _einsum_parse(args)
+    subs, out_subs, _, positions = _einsum_parse(args)
+    ops = [args[p] for p in positions]
     A = np.asarray(A)
     sens: list = [Z] * len(args)
     for k, (s_k, op_k) in enumerate(zip(subs, ops)):
@@ -660,7 +721,7 @@ def _einsum_vjp(A, r, *args, **kwargs):
             in_subs.append(naked)
             operands.append(np.ones(tuple(dims[c] for c in naked)))
         g = np.einsum(",".join(in_subs) + "->" + uniq, *operands)
-        g = _unbroadcast(np, g, tuple(dims[c] for c in uniq))
+        g = _sum_to(g, tuple(dims[c] for c in uniq))
         if uniq != s_k:  # repeated indices (a diagonal): write the values onto it
             full = np.zeros(op_k.shape, dtype=g.dtype)
             np.einsum(s_k + "->" + uniq, full)[...] = g
@@ -691,17 +752,17 @@ def _norm_grad(A, r, x, ord=None, axis=None, keepdims=False):
     if ord is None or ord == 2:
         return _safe_div(Ae, re) * np.conj(x)
     if ord == 1:
-        return Ae * _abs_general(1.0, np.abs(x), x)
+        return Ae * _sign_conj(x)
     if ord == np.inf or ord == -np.inf:
         ax = np.abs(x)
         mask = ax == re
         count = np.sum(mask, axis=axis, keepdims=True)
-        return Ae * mask * _abs_general(1.0, ax, x) / np.maximum(count, 1)
+        return Ae * mask * _sign_conj(x) / np.maximum(count, 1)
     if ord == 0:
         return Z
     p = float(ord)
     ax = np.abs(x)
-    return _safe_div(Ae, re ** (p - 1)) * _abs_general(1.0, ax, x) * ax ** (p - 1)
+    return _safe_div(Ae, re ** (p - 1)) * _sign_conj(x) * ax ** (p - 1)
 
 
 def _matrix_norm_grad(A, r, x, ord):
@@ -720,7 +781,7 @@ def _matrix_norm_grad(A, r, x, ord):
         sums = np.sum(np.abs(x), axis=sum_axis, keepdims=True)
         mask = sums == r
         count = np.sum(mask, axis=-1 if sum_axis == -2 else -2, keepdims=True)
-        return A * mask * _abs_general(1.0, np.abs(x), x) / np.maximum(count, 1)
+        return A * mask * _sign_conj(x) / np.maximum(count, 1)
     return _unsupported(f"numpy.linalg.norm with ord={ord!r}")
 
 
@@ -1119,7 +1180,7 @@ def register_numpy_rules() -> None:
     defgrad(np.sqrt, lambda A, r, x: A / (2 * r))
     defgrad(np.cbrt, lambda A, r, x: A / (3 * r * r))
     defgrad(np.square, lambda A, r, x: A * 2 * x)
-    defgrad(np.absolute, lambda A, r, x: _abs_general(A, r, x))  # np.abs is np.absolute
+    defgrad(np.absolute, _abs_grad)  # np.abs is np.absolute
     defgrad(np.fabs, lambda A, r, x: A * np.sign(x))
     defgrad(np.negative, lambda A, r, x: -A)
     defgrad(np.positive, lambda A, r, x: A)
@@ -1138,9 +1199,9 @@ def register_numpy_rules() -> None:
     defgrad(np.subtract, lambda A, r, x, y: A, lambda A, r, x, y: -A)
     defgrad(np.multiply, lambda A, r, x, y: A * y, lambda A, r, x, y: A * x)
     defgrad(np.divide, lambda A, r, x, y: A / y, lambda A, r, x, y: -A * r / y)  # np.true_divide
-    defgrad(np.power, lambda A, r, x, y: _pow_gx_general(A, r, x, y), lambda A, r, x, y: _pow_gy_general(A, r, x, y))
-    defgrad(np.float_power, lambda A, r, x, y: _pow_gx_general(A, r, np.asarray(x, float), y),
-            lambda A, r, x, y: _pow_gy_general(A, r, np.asarray(x, float), y))
+    defgrad(np.power, _power_gx, _power_gy)
+    defgrad(np.float_power, lambda A, r, x, y: _power_gx(A, r, np.asarray(x, float), y),
+            lambda A, r, x, y: _power_gy(A, r, np.asarray(x, float), y))
     defgrad(np.maximum, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
     defgrad(np.minimum, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
     defgrad(np.fmax, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
@@ -1248,6 +1309,7 @@ def register_numpy_rules() -> None:
             return ProcResult(r, backprop)
 
         transform.__name__ = transform.__qualname__ = f"ndarray_{name}_plus"
+        transform.__dplus_derived__ = ("rule helper",)
         register_attribute(nd, name, transform)
 
     attribute("T", lambda A, r, a: np.transpose(A))
@@ -1256,6 +1318,12 @@ def register_numpy_rules() -> None:
     attribute("imag", lambda A, r, a: Z if not np.iscomplexobj(a) else -1j * A)
     for name in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"):
         attribute(name, None)
+
+    # -- NumPy scalar types: conversions
+    for t in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):
+        defgrad(t, lambda A, r, x=0.0: A)
+    nondiff(np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8, np.bool_, np.intp,
+            note="non-differentiable: an integer or bool conversion")
 
     # -- constructors: differentiable in the fill value / end points only
     defgrad(np.full, None, _full_grad, kw={"fill_value": 1})
@@ -1310,5 +1378,37 @@ def register_numpy_rules() -> None:
     defnondiff(np.random.default_rng)
 
 
+# ---------------------------------------------------------------------------
+# derivatives of derivatives: the transforms above are differentiated again from their
+# source, so what they call must be differentiable too. ``fit`` is linear in the
+# sensitivity: its adjoint spreads a sensitivity back over the shape ``g`` had.
+
+
+def _fit_plus(g: Any, v: Any) -> ProcResult:
+    r = fit(g, v)
+
+    def fit_backprop(A: Any, Abox: Any) -> tuple:
+        if A is Z or A is None or g is Z or g is None:
+            return _Z2
+        if isinstance(A, (list, tuple)):
+            A = np.asarray(A)
+        if np.ndim(g) != np.ndim(A) or np.shape(g) != np.shape(A):
+            A = np.broadcast_to(A, np.shape(g)).copy()
+        return ((), A, Z)
+
+    return ProcResult(r, fit_backprop)
+
+
+def _mark_helpers() -> None:
+    """Let the transformer differentiate this module's gradient functions and helpers
+    (a gradient that writes into an array raises NonDifferentiableError when differentiated)."""
+    for name, obj in list(globals().items()):
+        if callable(obj) and getattr(obj, "__module__", None) == __name__ and type(obj).__name__ == "function":
+            if name not in ("fit", "_fit_plus", "register_numpy_rules", "_mark_helpers"):
+                obj.__dplus_derived__ = ("rule helper",)
+
+
 if np is not None:
     register_numpy_rules()
+    register_primitive(fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)")
+    _mark_helpers()

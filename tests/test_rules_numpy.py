@@ -813,3 +813,93 @@ def test_augmented_assignment_on_arrays():
     g = dplus.grad(f)(x, b)
     for i, a in enumerate((x, b)):
         np.testing.assert_allclose(g[i], numeric_sens(f, (x, b), {}, i, 1.0), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# derivatives of derivatives: the rules' transforms are differentiated again
+
+
+def make_second_order(np):
+    def f(W):
+        z = np.sin(W) * np.tanh(W) + np.exp(-np.square(W)) / (1.0 + np.abs(W))
+        return (np.sum(np.power(z, 2)) + np.mean(np.power(np.abs(z) + 1.0, 1.5)) + np.sum(np.var(z, 0))
+                + np.linalg.norm(W) + np.sum(np.maximum(z, 0.2)) + np.sum(np.log1p(np.square(W)))
+                + np.prod(np.cos(W)) + np.sum(np.sqrt(np.cosh(W))) + np.max(np.arctan(W)))
+    return f
+
+
+def test_second_order_against_autograd():
+    W, v = arr(3, 2), arr(3, 2)
+    g = dplus.grad(make_second_order(np))
+
+    def hvp(W):
+        return np.sum(g(W)[0] * v)
+
+    got = dplus.grad(hvp)(W)
+    if autograd is None:  # pragma: no cover
+        pytest.skip("autograd is not installed")
+    ag = autograd.grad(make_second_order(anp))
+    want = autograd.grad(lambda W: anp.sum(ag(W) * v))(W)
+    assert_grads(got, (want,))
+
+
+def _my_transpose(x):
+    return np.transpose(x)
+
+
+def _my_transpose_plus(x):
+    return dplus.ProcResult(np.transpose(x), lambda A, Abox: ((), np.transpose(A)))
+
+
+dplus.register_primitive(_my_transpose, _my_transpose_plus)
+
+
+@pytest.mark.xfail(reason="dplus: a second derivative through any rule whose result has another shape than its "
+                          "argument (transpose, dot, reshape; here a user rule) adds the result's sensitivity to "
+                          "the argument's (shapes (2,3) and (3,2)); reported", raises=ValueError, strict=True)
+def test_second_order_through_shape_changing_rules():
+    v = arr(3, 2)
+    g = dplus.grad(lambda W: np.sum(np.sin(_my_transpose(W))))
+
+    def hvp(W):
+        return np.sum(g(W)[0] * v)
+
+    W = arr(3, 2)
+    np.testing.assert_allclose(dplus.grad(hvp)(W)[0], -np.sin(W) * v)
+
+
+@pytest.mark.xfail(reason="dplus: second derivatives of functions of two array arguments add sensitivities of "
+                          "different arguments (shapes (4,3) and (3,2)); reported", raises=ValueError, strict=True)
+def test_second_order_two_array_arguments():
+    def f(W, x):
+        return W[0, 0] * W[1, 1] + np.sum(x)
+
+    g = dplus.grad(f)
+
+    def hv(W, x):
+        return np.sum(g(W, x)[0])
+
+    dplus.grad(hv)(arr(3, 2), arr(4, 3))
+
+
+@pytest.mark.xfail(reason="dplus.higher._call_tower takes no keyword arguments: a second derivative through any "
+                          "call with keywords (np.sum(x, axis=0)) raises TypeError; reported", raises=TypeError,
+                   strict=True)
+def test_second_order_through_keyword_calls():
+    def f(x):
+        return np.sum(np.sum(np.sin(x), axis=0) ** 2)
+
+    g = dplus.grad(f)
+    x, v = arr(3, 2), arr(3, 2)
+    got = dplus.grad(lambda x: np.sum(g(x)[0] * v))(x)
+    ag = autograd.grad(lambda x: anp.sum(anp.sum(anp.sin(x), axis=0) ** 2))
+    assert_grads(got, (autograd.grad(lambda x: anp.sum(ag(x) * v))(x),))
+
+
+@pytest.mark.xfail(reason="operators: the array gradients of ** (_pow_gx_general, ...), abs and @ are not "
+                          "differentiable again (no __dplus_derived__ / rule); reported",
+                   raises=dplus.UnknownTransformError, strict=True)
+def test_second_order_through_array_operators():
+    g = dplus.grad(lambda W: np.sum(W ** 3))
+    W = arr(3)
+    np.testing.assert_allclose(dplus.grad(lambda W: np.sum(g(W)[0]))(W)[0], 6 * W)
