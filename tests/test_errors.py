@@ -469,3 +469,39 @@ def test_set_elements_cannot_carry_sensitivity():
 
     with pytest.raises(DplusError):
         grad1(f)(1.0)
+
+
+# ---------------------------------------------------------------------------
+# tracebacks point at the user's file and line (SPEC 9)
+
+
+def _last_frame(fn, *args):
+    import traceback
+
+    with pytest.raises(ZeroDivisionError) as info:
+        grad(fn)(*args)
+    return traceback.extract_tb(info.value.__traceback__)[-1]
+
+
+def tb_single(x):
+    z = x / 0.0  # MARK-tb-single
+    return z
+
+
+def test_traceback_points_at_user_line():
+    fr = _last_frame(tb_single, 1.0)
+    assert fr.filename.endswith(THIS_FILE)
+    assert fr.lineno == _line_of(tb_single, "MARK-tb-single")
+
+
+def tb_second_statement(x):
+    y = x * 2.0
+    z = y / 0.0  # MARK-tb-second
+    return z
+
+
+@pytest.mark.xfail(strict=True, reason="traceback from a float fast-path block points at the block's first line, not the failing one")
+def test_traceback_points_at_failing_line_in_fast_path():
+    fr = _last_frame(tb_second_statement, 1.0)
+    assert fr.filename.endswith(THIS_FILE)
+    assert fr.lineno == _line_of(tb_second_statement, "MARK-tb-second")

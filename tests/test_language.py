@@ -1755,3 +1755,46 @@ def test_higher_order_builtins_one_lambda_each():
     assert grad(f_filter_lambda)(xs) == ([1.0, 0.0],)
     assert grad(f_map_lambda)(xs) == ([2.0, -4.0],)
     assert grad(f_sorted_key_lambda)(xs) == ([1.0, 0.0],)
+
+
+# ---------------------------------------------------------------------------
+# Python 3.11 constructs dplus currently rejects (SPEC 7: only yield, async, class
+# definitions and global writes may be rejected)
+
+
+def f_match_or_capture(v):
+    match v:
+        case [x] | (x, _):
+            return x * 2.0
+    return 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="match or-pattern with captures raises UnsupportedSyntaxError (SPEC 7 allows match)")
+def test_match_or_pattern_with_captures():
+    assert grad(f_match_or_capture)([3.0]) == ([2.0],)
+    assert grad(f_match_or_capture)((3.0, 4.0)) == ((2.0, 0.0),)
+
+
+def f_match_mapping_rest(d):
+    match d:
+        case {"a": a, **rest}:
+            return a * len(rest)
+    return 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="match mapping pattern with **rest raises UnsupportedSyntaxError (SPEC 7 allows match)")
+def test_match_mapping_rest():
+    assert grad(f_match_mapping_rest)({"a": 3.0, "b": 1.0}) == ({"a": 1.0, "b": 0.0},)
+
+
+def f_except_star(x):
+    try:
+        raise ExceptionGroup("g", [ValueError()])
+    except* ValueError:
+        y = x * 2.0
+    return y
+
+
+@pytest.mark.xfail(strict=True, reason="try/except* raises UnsupportedSyntaxError (SPEC 7: everything in Python 3.11)")
+def test_except_star():
+    assert grad1(f_except_star)(3.0) == 2.0
