@@ -505,3 +505,22 @@ def test_traceback_points_at_failing_line_in_fast_path():
     fr = _last_frame(tb_second_statement, 1.0)
     assert fr.filename.endswith(THIS_FILE)
     assert fr.lineno == _line_of(tb_second_statement, "MARK-tb-second")
+
+
+class CallableThing:
+    def __call__(self, x):
+        return x * 2.0
+
+
+@pytest.mark.xfail(strict=True, reason="UnknownTransformError names a callable object as 'module.<module.Class object at 0x...>'")
+def test_unknown_callable_object_named_by_its_class():
+    thing = CallableThing()
+
+    def f(x):
+        return thing(x)
+
+    with pytest.raises(UnknownTransformError) as info:
+        grad1(f)(1.0)
+    msg = str(info.value)
+    assert "CallableThing" in msg
+    assert " object at 0x" not in msg
