@@ -12,7 +12,7 @@ from .errors import DplusError, SensitivityError, SourceUnavailableError, descri
 from .linear import check_conforms, gen_zero, is_number, is_zero_sensitivity
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive, is_registered_transform, primal_of_transform
-from .result import ProcResult, call_plus
+from .result import ProcResult, call_plus, run_backprop
 from .runtime import fold, handover, is_tracked_mutable
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
@@ -99,7 +99,7 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
 
         def dplus_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
-            out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(args, out, Abox)
 
         return ProcResult(r.primal, dplus_backprop)
@@ -117,7 +117,7 @@ def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
 
         def D_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
-            out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(args, out, Abox)
 
         return D_backprop
@@ -137,7 +137,7 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
         r = call_plus(fplus, *args)
         Abox = BoxSensitivities()
         Aw = default_sensitivity(r.primal, sensitivity)
-        out = r.backprop(prepare_sensitivity(r.primal, Aw, Abox), Abox)
+        out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
         return boundary(args, out, Abox)
 
     _mark_derived(gradient, "grad", f, sensitivity)

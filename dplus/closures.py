@@ -8,6 +8,35 @@ from typing import Any
 __all__ = ["PlusInfo", "register_plus_code", "plus_info", "closure_values", "is_plus_function"]
 
 
+class CodeMap:
+    """A map keyed by code objects *by identity*.
+
+    Code objects compare equal when their bytecode, names and first line agree, even across
+    files, so a plain dict could hand one function's transform to another.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[types.CodeType, Any]] = {}
+
+    def get(self, code: types.CodeType, default: Any = None) -> Any:
+        item = self._items.get(id(code))
+        return default if item is None else item[1]
+
+    def __setitem__(self, code: types.CodeType, value: Any) -> None:
+        self._items[id(code)] = (code, value)
+
+    def __contains__(self, code: object) -> bool:
+        return id(code) in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def items(self) -> list[tuple[types.CodeType, Any]]:
+        return list(self._items.values())
+
+
 class PlusInfo:
     """What the transformer knows about one generated plus-function code object."""
 
@@ -19,7 +48,7 @@ class PlusInfo:
         self.origin = origin  # the transformer's record of the source (for re-transformation)
 
 
-_PLUS_CODES: dict[types.CodeType, PlusInfo] = {}
+_PLUS_CODES = CodeMap()
 
 
 def register_plus_code(code: types.CodeType, info: PlusInfo) -> None:

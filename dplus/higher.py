@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 from . import runtime_ops
 from .api import boundary, default_sensitivity, prepare_sensitivity
-from .result import call_plus
+from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
-from .closures import is_plus_function, plus_info
+from .closures import CodeMap, is_plus_function, plus_info
 from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
 from .linear import coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
 from .result import backprop as result_backprop, primal as result_primal
@@ -36,7 +36,7 @@ from .runtime import CellKey, fold, is_tracked_mutable, lift
 Z = gen_zero
 
 _TOWER: "weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]]" = weakref.WeakKeyDictionary()
-_NEST: dict[types.CodeType, Any] = {}
+_NEST = CodeMap()
 
 
 def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
@@ -154,6 +154,11 @@ def _call_tower(f: Any, *args: Any) -> ProcResult:
     return _shift_callee(call_plus(transform_of_plus(first), *args))
 
 
+def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
+    """``run_backprop`` in transformed code: ``bp`` was made there, so it stands for itself."""
+    return _shift_callee(bp(A, Abox))
+
+
 def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
     return _shift_callee(call_plus(transform_of_plus(P), *args))
@@ -266,7 +271,7 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _swap_operands, _operator_result, _call_tower, _call_plus_tower, _binop_tower):
+for _fn in (_shift_callee, _swap_operands, _operator_result, _call_tower, _call_plus_tower, _binop_tower, _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(lift, _lift_rule)
@@ -276,6 +281,7 @@ defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
 defnondiff(runtime_ops.select_binop_transform)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
+register_primitive(run_backprop, _run_backprop_tower)
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
 register_primitive(runtime_ops.binop_plus, _binop_tower)
 register_primitive(runtime_ops.accumulate, _accumulate_tower)

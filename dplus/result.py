@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import attrs
@@ -30,6 +31,31 @@ def backprop(r: ProcResult) -> Backprop:
     return r.backprop
 
 
+class _Deeper:
+    """Raise the recursion limit while a transform runs: each primal call level costs the
+    transformed code a few frames, and recursion should be limited by the primal's depth."""
+
+    __slots__ = ("old",)
+
+    def __enter__(self) -> None:
+        self.old = sys.getrecursionlimit()
+        if self.old < _DEEP:
+            sys.setrecursionlimit(_DEEP)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old < _DEEP and sys.getrecursionlimit() == _DEEP:
+            sys.setrecursionlimit(self.old)
+
+
+_DEEP = max(sys.getrecursionlimit() * 5, 5000)
+
+
+def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
+    """``bp(A, Abox)`` with room for the reverse of deep recursion."""
+    with _Deeper():
+        return bp(A, Abox)
+
+
 def call_plus(P: Backprop, *args: Any) -> ProcResult:
     """``P(*args)``: call a plus-function captured from outside transformed code.
 
@@ -38,4 +64,5 @@ def call_plus(P: Backprop, *args: Any) -> ProcResult:
     value made there stands for itself, while one captured from outside stands for the
     function it differentiates: the rule of ``call_plus`` differentiates it again.
     """
-    return P(*args)
+    with _Deeper():
+        return P(*args)

@@ -279,6 +279,11 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
     if t is list or isinstance(v, list):
         entry = Abox.get(v) if Abox is not None else gen_zero
         base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
+        if base is None and entry is not gen_zero and len(entry) == len(v):
+            # the common case, a list of numbers: one pass, no recursion
+            out = [e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo) for x, e in zip(v, entry)]
+            _memo[key] = out
+            return out
         out: list = []
         _memo[key] = out
         for i, e in enumerate(v):

@@ -212,17 +212,24 @@ class _RaisingRouter:
 
 
 class _ListRouter:
-    __slots__ = ("lst", "n")
+    __slots__ = ("lst", "n", "entry")
 
     def __init__(self, lst: list) -> None:
         self.lst = lst
         self.n = len(lst)
+        self.entry: list | None = None
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
         if A is Z or A is None:
             return
-        entry = Abox.list_entry(self.lst, self.n)
-        entry[i] = add(entry[i], A)
+        entry = self.entry
+        if entry is None or Abox.get(self.lst) is not entry:
+            entry = self.entry = Abox.list_entry(self.lst, self.n)
+        e = entry[i]
+        if type(e) is float and type(A) is float:
+            entry[i] = e + A
+        else:
+            entry[i] = add(e, A)
 
     def result(self) -> Any:
         return Z

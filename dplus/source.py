@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from .closures import CodeMap
 from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 
 __all__ = ["FunctionSource", "function_source"]
@@ -41,7 +42,7 @@ def _fix_fn_error(fn: Any) -> str:
     )
 
 
-_SOURCE_CACHE: dict[types.CodeType, tuple[ast.AST, str]] = {}
+_SOURCE_CACHE = CodeMap()
 _MODULE_CACHE: dict[tuple[str, int], ast.Module | None] = {}
 
 

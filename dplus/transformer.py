@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import attrs
 
-from .closures import PlusInfo, is_plus_function, plus_info, register_plus_code
+from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from .linear import gen_zero
 from .normalize import Namer, normalize_function
@@ -45,7 +45,7 @@ class Compiled:
 
 
 _LOCK = threading.RLock()
-_COMPILED: dict[types.CodeType, Compiled] = {}
+_COMPILED = CodeMap()
 
 
 def can_transform(f: Any) -> bool:
