@@ -1,7 +1,9 @@
 """The documentation's examples run, the primitive listing is fresh, and the site builds.
 
-* Every ```python block of every ``docs/*.md`` page is executed. The blocks of one page run
-  in order in one namespace, so a later block may use the names an earlier one defined.
+* Every ```python block of every ``docs/*.md`` page is executed. Each page runs in a fresh
+  interpreter (``python tests/test_docs.py docs/page.md`` runs one by hand); the blocks of
+  one page run in order in one namespace, so a later block may use the names an earlier
+  one defined.
   A block whose first line is ``# not run`` is skipped. A failing block fails the test
   with the page, the block number and the line in the page.
 * ``docs/primitives.md`` must be what ``python docs/gen_primitives.py`` writes.
@@ -89,7 +91,17 @@ def run_page(path: Path) -> int:
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_examples_run(page: Path) -> None:
-    run_page(page)
+    """Each page runs in a fresh interpreter: examples register rules (``np.cross``, ...)
+    that must not leak into other pages or other tests."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), str(page)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if out.returncode != 0:
+        pytest.fail((out.stdout + out.stderr).strip(), pytrace=False)
 
 
 def test_every_page_is_in_the_nav() -> None:
@@ -128,3 +140,14 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert out.returncode == 0, f"mkdocs build --strict failed:\n{out.stdout}\n{out.stderr}"
+
+
+if __name__ == "__main__":
+    # ``python tests/test_docs.py docs/page.md``: run one page's examples (used by the test
+    # above; handy on its own while writing a page).
+    try:
+        ran = run_page(Path(sys.argv[1]).resolve())
+    except pytest.fail.Exception as failure:
+        print(failure.msg)
+        sys.exit(1)
+    print(f"{sys.argv[1]}: {ran} examples ran")
