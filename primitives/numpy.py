@@ -26,8 +26,9 @@ Covered:
   ``maximum``/``minimum`` (and ``max``/``min``) split the sensitivity equally between
   ties. ``clip`` gives ``x`` the sensitivity where ``lo <= x <= hi``, the bounds the rest.
 * **reductions** (``axis``, tuple axes, ``keepdims``; ``where=`` for ``sum``/``mean``):
-  ``sum mean prod max/amax min/amin var std cumsum diff`` (``prepend``/``append``
-  included). ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
+  ``sum mean prod max/amax min/amin var std cumsum diff nansum nanmean`` (``diff`` with
+  ``prepend``/``append``), ``np.add.reduce`` (and ``multiply``, ``maximum``, ``minimum``,
+  ``fmax``, ``fmin``), ``np.add.accumulate``. ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
   ``linalg.norm`` give ``0`` where the result is ``0`` (a subgradient, where autograd
   gives ``nan``).
 * **products**: ``dot matmul inner outer tensordot einsum`` (every subscript form: implicit
@@ -55,7 +56,8 @@ Covered:
 would change what recorded backpropagators see. Every way of doing it raises
 :class:`dplus.NonDifferentiableError` with a suggestion: ``out=`` on any rule here,
 ``ndarray.fill sort put resize partition setfield itemset``, ``np.copyto put place putmask
-fill_diagonal put_along_axis`` and the random ``shuffle``. (``a[i] = v`` raises in the
+fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``) and the random ``shuffle``;
+``a.flat`` is read-only. (``a[i] = v`` raises in the
 container rules; ``a += b`` rebinds ``a`` to a new array, see the operator rules.)
 
 NumPy is optional: without it this module registers nothing.
@@ -573,6 +575,92 @@ def _diff_prepend_grad(A, r, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue)
 def _diff_append_grad(A, r, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
     G, p, m = _diff_full_grad(A, a, n, axis, prepend, append)
     return _diff_slice(G, axis, p + m, None).sum() if np.ndim(append) == 0 else _diff_slice(G, axis, p + m, None)
+
+
+def _nansum_grad(A, r, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+    return _sum_grad(A, r, a, axis, dtype, out, keepdims, initial, where) * ~np.isnan(a)
+
+
+def _nanmean_grad(A, r, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    ok = ~np.isnan(a)
+    return _expand(A, np.shape(a), axis, keepdims, copy=False) * ok / np.maximum(np.sum(ok, axis=axis, keepdims=True), 1)
+
+
+# --- ufunc methods: np.add.reduce (a sum), np.multiply.reduce, np.maximum.reduce, ...
+
+_REDUCE_GRADS: dict = {}
+
+
+def _reduce_params(array, axis=0, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return array, axis, dtype, out, keepdims, initial, where
+
+
+def _ufunc_method_sens(args: tuple, kwargs: dict, sens: Any) -> tuple:
+    """``((), self, *positional, {keywords})`` with ``sens`` for the array argument."""
+    if args:
+        out: tuple = ((), Z, sens) + (Z,) * (len(args) - 1)
+    else:
+        out = ((), Z)
+    if kwargs:
+        ks = _kw_sens(kwargs)
+        if not args:
+            ks["array"] = sens
+        out = out + (ks,)
+    return out
+
+
+def _ufunc_reduce_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    array, axis, dtype, out, keepdims, initial, where = _reduce_params(*args, **kwargs)
+    if out is not None:
+        _check_out(uf.reduce, {"out": out})
+    r = uf.reduce(*args, **kwargs)
+    g = _REDUCE_GRADS.get(uf)
+
+    def backprop(A: Any, Abox: Any) -> tuple:
+        if A is Z:
+            return _ufunc_method_sens(args, kwargs, Z)
+        if g is None:
+            raise NonDifferentiableError(f"dplus has no derivative for numpy.{uf.__name__}.reduce")
+        extra = {"initial": initial} if initial is not _NoValue and uf is np.multiply else {}
+        sens = g(_as_array_sens(A, r), r, np.asarray(array), axis=axis, keepdims=keepdims, where=where, **extra)
+        return _ufunc_method_sens(args, kwargs, fit(sens, array))
+
+    return ProcResult(r, backprop)
+
+
+def _accumulate_params(array, axis=0, dtype=None, out=None):
+    return array, axis, dtype, out
+
+
+def _ufunc_accumulate_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    array, axis, dtype, out = _accumulate_params(*args, **kwargs)
+    if out is not None:
+        _check_out(uf.accumulate, {"out": out})
+    r = uf.accumulate(*args, **kwargs)
+
+    def backprop(A: Any, Abox: Any) -> tuple:
+        if A is Z:
+            return _ufunc_method_sens(args, kwargs, Z)
+        if uf is not np.add:
+            raise NonDifferentiableError(f"dplus has no derivative for numpy.{uf.__name__}.accumulate")
+        sens = _cumsum_grad(_as_array_sens(A, r), r, np.asarray(array), axis)
+        return _ufunc_method_sens(args, kwargs, fit(sens, array))
+
+    return ProcResult(r, backprop)
+
+
+def _flat_plus(a: Any) -> ProcResult:
+    """``a.flat`` is read-only in differentiated code (writing through it would mutate ``a``)."""
+    view = a.view()
+    view.flags.writeable = False
+    r = view.flat
+
+    def backprop(A: Any, Abox: Any) -> tuple:
+        if A is Z or A is None:
+            return _Z1
+        raise NonDifferentiableError("dplus has no derivative through a.flat: use a.ravel() or a.reshape(-1)")
+
+    return ProcResult(r, backprop)
 
 
 # --- elementwise
@@ -1230,6 +1318,13 @@ def register_numpy_rules() -> None:
         for fn in fns:
             if fn is not None:
                 defgrad(fn, g)
+    defgrad(np.nansum, _nansum_grad)
+    defgrad(np.nanmean, _nanmean_grad)
+    _REDUCE_GRADS.update({np.add: _sum_grad, np.multiply: _prod_grad, np.maximum: _chooser_grad,
+                          np.minimum: _chooser_grad, np.fmax: _chooser_grad, np.fmin: _chooser_grad})
+    _register(np.ufunc.reduce, _ufunc_reduce_plus, "numpy rule: ufunc.reduce (add, multiply, maximum, minimum)")
+    _register(np.ufunc.accumulate, _ufunc_accumulate_plus, "numpy rule: ufunc.accumulate (add)")
+    mutating(np.ufunc.at, "Use np.bincount, or build the array with np.zeros and a NumPy expression")
     defgrad(np.diff, _diff_grad, None, None, _diff_prepend_grad, _diff_append_grad, kw={"prepend": 3, "append": 4})
 
     # -- products
@@ -1296,6 +1391,21 @@ def register_numpy_rules() -> None:
     defgrad(nd.conj, lambda A, r, x: np.conj(A))
     defgrad(nd.conjugate, lambda A, r, x: np.conj(A))
 
+    # -- the same methods on NumPy scalars (np.float64(2.0).sum(), np.max(x).item(), ...)
+    gen = np.generic
+    for name, g in (("sum", _sum_grad), ("mean", _mean_grad), ("prod", _prod_grad), ("max", _chooser_grad),
+                    ("min", _chooser_grad), ("var", _var_grad), ("std", _std_grad), ("cumsum", _cumsum_grad),
+                    ("reshape", _reshape_method_grad), ("ravel", _ravel_grad), ("flatten", _ravel_grad),
+                    ("squeeze", _reshape_like), ("transpose", _transpose_method_grad), ("copy", _array_grad),
+                    ("astype", _astype_grad), ("conj", lambda A, r, x: np.conj(A)),
+                    ("conjugate", lambda A, r, x: np.conj(A)), ("item", lambda A, r, x, *args: A),
+                    ("tolist", lambda A, r, x: A)):
+        fn = getattr(gen, name, None)
+        if fn is not None:
+            defgrad(fn, g)
+    defgrad(gen.clip, _clip_x, _clip_lo, _clip_hi, kw={"min": 1, "max": 2})
+    nondiff(gen.argmax, gen.argmin, gen.argsort, gen.all, gen.any, gen.nonzero)
+
     # -- attributes
     def attribute(name: str, grad: Grad | None) -> None:
         def transform(a: Any) -> ProcResult:
@@ -1318,6 +1428,7 @@ def register_numpy_rules() -> None:
     attribute("imag", lambda A, r, a: Z if not np.iscomplexobj(a) else -1j * A)
     for name in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"):
         attribute(name, None)
+    register_attribute(nd, "flat", _flat_plus)
 
     # -- NumPy scalar types: conversions
     for t in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):

@@ -137,7 +137,7 @@ def check(fn, *args, diff=None, kwargs=None, S=None, rtol=1e-5, atol=1e-6, h=1e-
     _check_same(res.primal, expect)
     S = _sens_like(res.primal) if S is None else S
     out = res.backprop(S, BoxSensitivities())
-    assert out[0] == ()
+    assert out[0] in ((), (gen_zero,))  # (a bound method: the sensitivity of its instance)
     assert len(out) == 1 + len(args) + (1 if kwargs else 0), out
     if kwargs:
         assert isinstance(out[-1], dict) and set(out[-1]) == set(kwargs)
@@ -755,8 +755,6 @@ def test_grad_attributes_and_methods():
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-@pytest.mark.xfail(reason="dplus.registry._bind_transform passes no keyword arguments to method rules "
-                          "(x.sum(axis=0) raises TypeError); reported to the lead", raises=TypeError, strict=False)
 def test_grad_methods_with_keywords():
     def f(x):
         return x.sum(axis=0).max() + x.mean(axis=1, keepdims=True).sum() + x.clip(min=-0.5).sum()
@@ -869,7 +867,8 @@ def test_second_order_through_shape_changing_rules():
 
 
 @pytest.mark.xfail(reason="dplus: second derivatives of functions of two array arguments add sensitivities of "
-                          "different arguments (shapes (4,3) and (3,2)); reported", raises=ValueError, strict=True)
+                          "different arguments (shapes (4,3) and (3,2)); reported", raises=(ValueError, dplus.DplusError),
+                   strict=True)
 def test_second_order_two_array_arguments():
     def f(W, x):
         return W[0, 0] * W[1, 1] + np.sum(x)
@@ -903,3 +902,56 @@ def test_second_order_through_array_operators():
     g = dplus.grad(lambda W: np.sum(W ** 3))
     W = arr(3)
     np.testing.assert_allclose(dplus.grad(lambda W: np.sum(g(W)[0]))(W)[0], 6 * W)
+
+
+def test_nan_reductions_and_ufunc_methods():
+    x = arr(3, 4)
+    x[0, 1] = np.nan
+    for fn in (np.nansum, np.nanmean):
+        out = lookup_transform(fn)(x, axis=0).backprop(np.ones(4), BoxSensitivities())
+        assert out[1][0, 1] == 0.0 and np.isfinite(out[1]).all()
+        check(fn, arr(3, 4), kwargs={"axis": 1})
+    x = arr(3, 4)
+    for uf in (np.add, np.multiply, np.maximum, np.minimum):
+        check(uf.reduce, x, diff=[0])
+        check(uf.reduce, x, 1, diff=[0])
+        check(uf.reduce, x, None, diff=[0])
+    check(np.add.accumulate, x, diff=[0])
+    check(np.add.accumulate, x, 1, diff=[0])
+    with pytest.raises(NonDifferentiableError):
+        lookup_transform(np.subtract.reduce)(x).backprop(np.ones(4), BoxSensitivities())
+    with pytest.raises(NonDifferentiableError, match="in place"):
+        lookup_transform(np.add.at)(x, [0], 1.0)
+
+    def f(x):
+        s = 0.0
+        for v in x.flat:
+            s = s + 1.0
+        return s * np.sum(x)
+
+    assert dplus.grad(f)(np.ones(3))[0].tolist() == [3.0, 3.0, 3.0]
+
+    def g(x):
+        y = x * 2.0
+        y.flat[0] = 5.0
+        return np.sum(y)
+
+    with pytest.raises(ValueError, match="read-only"):
+        dplus.grad(g)(np.ones(3))
+
+
+def test_numpy_scalar_methods_and_types():
+    s = np.float64(1.7)
+    for name in ("sum", "mean", "prod", "max", "min", "item", "copy", "tolist", "conj", "squeeze", "ravel"):
+        check(getattr(np.generic, name), s)
+    check(np.generic.astype, s, np.float32, diff=[0], rtol=1e-4, h=1e-3)
+    check(np.float64, 2.5)
+    check(np.float64, arr(1))
+    check(np.complex128, 1.5 + 0.5j)
+
+    def f(x):
+        m = np.max(x)
+        return m.sum() * np.float64(2.0) + np.sqrt(m).item() + float(np.float64(m))
+
+    x = np.array([1.0, 4.0, 2.0])
+    np.testing.assert_allclose(dplus.grad(f)(x)[0], [0.0, 2.0 + 0.25 + 1.0, 0.0])
