@@ -164,7 +164,7 @@ def _name(fn: Any) -> str:
 def _as_array_sens(A: Any, r: Any) -> Any:
     """An array result's sensitivity as an array of its shape (a number is broadcast)."""
     if type(r) is _ndarray and type(A) is not _ndarray:
-        return np.broadcast_to(A, r.shape)
+        return np.full(r.shape, A)
     return A
 
 
@@ -231,7 +231,7 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
                 if A is Z:
                     return _Z1
                 if type(r) is _ndarray and type(A) is not _ndarray:
-                    A = np.broadcast_to(A, r.shape)
+                    A = np.full(r.shape, A)
                 if coerce and (type(x) is list or type(x) is tuple):
                     return ((), fit(g0(A, r, np.asarray(x)), x))
                 return ((), fit(g0(A, r, x), x))
@@ -251,7 +251,7 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
                 if A is Z:
                     return _Z2
                 if type(r) is _ndarray and type(A) is not _ndarray:
-                    A = np.broadcast_to(A, r.shape)
+                    A = np.full(r.shape, A)
                 if coerce and (type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple):
                     xa, ya = _coerce((x, y), (0, 1))
                     return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))

@@ -955,3 +955,13 @@ def test_numpy_scalar_methods_and_types():
 
     x = np.array([1.0, 4.0, 2.0])
     np.testing.assert_allclose(dplus.grad(f)(x)[0], [0.0, 2.0 + 0.25 + 1.0, 0.0])
+
+
+def test_number_sensitivity_for_array_results():
+    x = arr(2, 3)
+    for fn, args in ((np.reshape, (x, 6)), (np.transpose, (x,)), (np.positive, (x,)), (np.add, (x, x)),
+                     (np.sum, (x, 0))):
+        out = lookup_transform(fn)(*args).backprop(2.0, BoxSensitivities())
+        g = out[1]
+        assert isinstance(g, np.ndarray) and g.shape == x.shape and g.flags.writeable
+    assert dplus.D(np.tanh)(x)(1.0)[0].shape == x.shape
