@@ -13,7 +13,7 @@ from .linear import check_conforms, gen_zero, is_number, is_zero_sensitivity
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive, is_registered_transform, primal_of_transform
 from .result import ProcResult, call_plus, run_backprop
-from .runtime import fold, handover, is_tracked_mutable
+from .runtime import fold, handover, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -82,7 +82,10 @@ def default_sensitivity(result: Any, sensitivity: Any) -> Any:
 
 
 def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
-    """The user-facing argument sensitivities: ``Abox`` entries of mutable arguments folded in."""
+    """The user-facing argument sensitivities: ``Abox`` entries of mutable arguments folded in.
+
+    ``args`` are the arguments' snapshots (their layouts at the call).
+    """
     sens = out[1 : 1 + len(args)]
     return tuple(fold(a, s, Abox) for a, s in zip(args, sens))
 
@@ -95,12 +98,13 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
     fplus = lift_dplus(f)
 
     def dplus_fn(*args: Any) -> ProcResult:
+        snaps = snapshot(args)
         r = call_plus(fplus, *args)
 
         def dplus_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
-            return boundary(args, out, Abox)
+            return boundary(snaps, out, Abox)
 
         return ProcResult(r.primal, dplus_backprop)
 
@@ -113,12 +117,13 @@ def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     fplus = lift_dplus(f)
 
     def D_fn(*args: Any) -> Callable[[Any], tuple]:
+        snaps = snapshot(args)
         r = call_plus(fplus, *args)
 
         def D_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
-            return boundary(args, out, Abox)
+            return boundary(snaps, out, Abox)
 
         return D_backprop
 
@@ -134,11 +139,12 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
     fplus = lift_dplus(f)
 
     def gradient(*args: Any) -> tuple:
+        snaps = snapshot(args)
         r = call_plus(fplus, *args)
         Abox = BoxSensitivities()
         Aw = default_sensitivity(r.primal, sensitivity)
         out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
-        return boundary(args, out, Abox)
+        return boundary(snaps, out, Abox)
 
     _mark_derived(gradient, "grad", f, sensitivity)
     return gradient

@@ -31,7 +31,7 @@ from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
-from .runtime import CellKey, fold, is_tracked_mutable, lift
+from .runtime import CellKey, fold, is_tracked_mutable, lift, snapshot
 
 Z = gen_zero
 
@@ -293,6 +293,7 @@ register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
 register_primitive(runtime_ops.accumulate_cell, _unsupported_again(runtime_ops.accumulate_cell, "variables rebound inside closures"))
 defnondiff(default_sensitivity)
+defnondiff(snapshot)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_ops.iteration_router)

@@ -53,6 +53,7 @@ class IRFunction:
     is_lambda: bool = False
     boxed: set[str] = attrs.field(factory=set)
     ret_flag: str | None = None
+    outer_boxed: set[str] = attrs.field(factory=set)  # boxed variables owned by an enclosing function
 
 
 @attrs.define
@@ -226,7 +227,11 @@ class Normalizer:
             v = self.expr(s.value)
             node = ast.BinOp(left=cur, op=s.op, right=v)
             node.dp_inplace = True
-            self.emit_assign_name(target.id, node, s)
+            if target.id in self.boxed:
+                # a boxed variable is written from a name (its write moves the cell's sensitivity)
+                self.emit_assign_name(target.id, self.temp(node, s), s)
+            else:
+                self.emit_assign_name(target.id, node, s)
         elif isinstance(target, ast.Subscript):
             obj = self.expr(target.value)
             idx = self.slice_(target.slice)
@@ -608,10 +613,12 @@ class Normalizer:
 
     def nested_function(self, node: ast.AST, name: str, body: list[ast.stmt], defaults: list, kw_defaults: list, is_lambda: bool) -> None:
         child_scope = next((c for c in self.scope.children if c.node is node), None)
-        if child_scope is None:  # the node was rewritten (a lambda inside a comprehension)
-            from .scopes import _analyse
+        if child_scope is None or getattr(node, "dp_reanalyse", False):
+            # the node was rewritten (a closure inside a comprehension): analyse it afresh
+            from .scopes import _analyse, resolve_free
 
             child_scope = _analyse(node)
+            resolve_free(child_scope, self.local_names | self.scope.free | set(self.boxed) | self.namer.generated, set())
         ir = normalize_function(child_scope, self.namer, self.filename, self.globals, name, is_lambda, self.boxed_visible(child_scope))
         self.children.append(ir)
         fdef = ast.FunctionDef(name=name, args=node.args, body=[ast.Pass()], decorator_list=[], returns=None, type_comment=None)
@@ -718,11 +725,13 @@ class Normalizer:
         func = self.static_callee(e.func)
         if func is None and isinstance(e.func, ast.Attribute) and not any(
             isinstance(a, ast.Starred) for a in e.args
-        ) and not e.keywords:
+        ) and not any(k.arg is None for k in e.keywords):
             # obj.method(args): one operation, so no bound method is made and wrapped
             obj = self.expr(e.func.value)
             args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
-            return self.temp(_internal("callmethod", args), e)
+            node = _internal("callmethod", args)
+            node.keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
+            return self.temp(node, e)
         if func is None:
             func = self.expr(e.func)
         args: list[ast.expr] = []
@@ -818,6 +827,12 @@ class Normalizer:
                 if isinstance(n, ast.Name):
                     renames.setdefault(n.id, self.namer.fresh(n.id.strip("_")[:8] + "_"))
         e = _Renamer(renames).visit(e)
+        for node in ast.walk(e):
+            if isinstance(node, (ast.Lambda, ast.FunctionDef)):
+                used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                # closures made in a comprehension see its variable late-bound, as Python does
+                self.boxed.update(v for v in renames.values() if v in used)
+                node.dp_reanalyse = True
 
         # the first iterable is evaluated in the enclosing scope, the rest per iteration
         loops = self._comp_loops(e, 0, kind, result)
@@ -873,6 +888,9 @@ class _Renamer(ast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        # defaults are evaluated where the lambda is made: they see the renamed variables
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [self.visit(d) if d is not None else None for d in node.args.kw_defaults]
         shadowed = {a.arg for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs}
         inner = _Renamer({k: v for k, v in self.renames.items() if k not in shadowed})
         node.body = inner.visit(node.body)
@@ -918,5 +936,6 @@ def normalize_function(
     boxed = set(scope.boxed) | boxed_from_outside
     n = Normalizer(scope, namer, filename, globals_, boxed)
     stmts = n.function_body(body)
-    ir = IRFunction(name, node.args, stmts, scope, n.retval, filename, node.lineno, n.children, is_lambda, boxed, n.ret_flag)
+    ir = IRFunction(name, node.args, stmts, scope, n.retval, filename, node.lineno, n.children, is_lambda, n.boxed, n.ret_flag,
+                    set(boxed_from_outside))
     return ir

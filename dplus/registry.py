@@ -116,8 +116,8 @@ def _bind_transform(t: Transform, owner: Any) -> Transform:
     A bound method closes over its instance, so its closure sensitivity is ``(A_self,)``.
     """
 
-    def bound_plus(*args: Any) -> ProcResult:
-        r = call_plus(t, owner, *args)
+    def bound_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        r = call_plus(t, owner, *args, **kwargs)
         inner = r.backprop
 
         def bound_backprop(A: Any, Abox: Any) -> tuple:

@@ -56,7 +56,7 @@ def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
         return bp(A, Abox)
 
 
-def call_plus(P: Backprop, *args: Any) -> ProcResult:
+def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
     """``P(*args)``: call a plus-function captured from outside transformed code.
 
     Written this way (rather than ``P(*args)``) wherever dplus's own transformable code
@@ -65,4 +65,4 @@ def call_plus(P: Backprop, *args: Any) -> ProcResult:
     function it differentiates: the rule of ``call_plus`` differentiates it again.
     """
     with _Deeper():
-        return P(*args)
+        return P(*args, **kwargs)

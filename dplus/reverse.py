@@ -295,9 +295,9 @@ class FunctionBuilder:
             prologue = [assign(TAPE, ast.List(elts=[], ctx=ast.Load())), assign(PUSH, attr(TAPE, "append"))]
         # keys of boxed variables owned here (and of free variables written through nonlocal
         # in a top-level function: their owner is not transformed)
-        owned_boxed = [n for n in sorted(self.boxed) if n in scope.locals or n in all_params]
+        owned_boxed = sorted(self.boxed - ir.outer_boxed)
         if self.top_level:
-            owned_boxed += [n for n in sorted(self.boxed) if n in ir.scope.nonlocals]
+            owned_boxed += [n for n in sorted(ir.outer_boxed) if n in ir.scope.nonlocals or n in ir.scope.free]
         for n in owned_boxed:
             prologue.append(assign(self.key(n), call(self.rt("CellKey"), C(n))))
         if simple:
@@ -329,6 +329,10 @@ class FunctionBuilder:
         for p in all_params:
             if p in self.boxed:
                 param_sens.append(call(attr(ABOX, "pop"), N(self.key(p)), N(self.Z)))
+            elif args.kwarg is not None and p == args.kwarg.arg:
+                # the **kwargs dict is mutable: its sensitivity is in Abox
+                prologue.append(assign(PFX + "kwobj", N(p)))
+                param_sens.append(call(self.rt("fold"), N(PFX + "kwobj"), N(self.adj(p)), N(ABOX)))
             else:
                 param_sens.append(N(self.adj(p)))
         closure: list[ast.expr] = []
@@ -667,7 +671,8 @@ class FunctionBuilder:
         parts = [acc.take(e.id) for e in s.targets[0].elts]
         if all(p is None for p in parts):
             return
-        acc.add_value(s.value.id, tuple_([p if p is not None else N(self.Z) for p in parts]))
+        acc.add_value(s.value.id, call(self.rt("unpack_sensitivity"), N(s.value.id),
+                                        tuple_([p if p is not None else N(self.Z) for p in parts])))
 
     def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
         if getattr(s, "dp_unpack", False):
@@ -731,7 +736,7 @@ class FunctionBuilder:
             if op is not None:
                 fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
                            "callmethod": "callmethod"}[op]
-                return self.call_like(name, self.rt(fn_name), list(v.args), [], s)
+                return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
@@ -953,7 +958,11 @@ class FunctionBuilder:
         record = [v for v in by_value]
 
         def rev(acc: _AdjointAccumulator) -> None:
-            A = acc.take(s.name)
+            if s.name in self.boxed:
+                # a boxed function: every read added its sensitivity into the cell's entry
+                A: ast.expr | None = call(attr(ABOX, "pop"), N(self.key(s.name)), N(self.Z))
+            else:
+                A = acc.take(s.name)
             if A is None or not by_value:
                 return
             a = self.namer.fresh("clo")

@@ -264,11 +264,58 @@ def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     return gen_zero
 
 
+class Snapshot:
+    """The layout a mutable argument had when a differentiated function was called.
+
+    The box-sensitivity map gives an argument's sensitivity in the layout it had at the
+    call (writes restore layouts in reverse), so the boundary folds against this record
+    of the layout, not against the argument as the function left it.
+    """
+
+    __slots__ = ("obj", "items")
+
+    def __init__(self, obj: Any, items: Any) -> None:
+        self.obj = obj
+        self.items = items
+
+
+def snapshot(v: Any, _memo: dict | None = None) -> Any:
+    """``v`` with every mutable value inside replaced by a :class:`Snapshot` of its layout."""
+    t = type(v)
+    if t is float or t is int or t is bool or v is None:
+        return v
+    if _memo is None:
+        _memo = {}
+    key = id(v)
+    if key in _memo:
+        return _memo[key]
+    if is_tracked_mutable(v):
+        snap = Snapshot(v, None)
+        _memo[key] = snap
+        if isinstance(v, list):
+            snap.items = [snapshot(e, _memo) for e in v]
+        elif isinstance(v, dict):
+            snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
+        elif t is Box:
+            snap.items = snapshot(v.value, _memo)
+        elif t is not CellKey:
+            snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
+        return snap
+    if isinstance(v, tuple):
+        items = [snapshot(e, _memo) for e in v]
+        if any(type(x) is Snapshot or (isinstance(x, tuple) and x is not e) for x, e in zip(items, v)):
+            return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        return v
+    return v
+
+
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
     """The user-facing sensitivity of ``v``: ``s`` plus ``Abox`` entries, no ``gen_zero`` inside."""
     if _memo is None:
         _memo = {}
     t = type(v)
+    if t is Snapshot:
+        return _fold_snapshot(v, s, Abox, _memo)
     if t is float or t is int:
         if s is gen_zero or s is None:
             return zero(v)
@@ -358,3 +405,40 @@ def check_unknown_result(result: Any, A: Any, Abox: Any, describe: str) -> None:
 
     if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
         raise UnknownTransformError(describe)
+
+
+def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo: dict) -> Any:
+    v = snap.obj
+    key = id(snap)
+    if key in _memo:
+        return _memo[key]
+    entry = Abox.get(v) if Abox is not None else gen_zero
+    items = snap.items
+    if isinstance(v, list):
+        base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
+        out: list = []
+        _memo[key] = out
+        for i, e in enumerate(items):
+            si = gen_zero if base is None else base[i]
+            if entry is not gen_zero and i < len(entry):
+                si = add(si, entry[i])
+            out.append(fold(e, si, Abox, _memo))
+        return out
+    if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
+        outd: dict = {}
+        _memo[key] = outd
+        for k, e in items.items():
+            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+            if entry is not gen_zero and k in entry:
+                sk = add(sk, entry[k])
+            outd[k] = fold(e, sk, Abox, _memo)
+        return outd
+    if type(v) is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if entry is not gen_zero:
+            raw = add(raw, entry)
+        result = Box(None)
+        _memo[key] = result
+        result.value = fold(items, raw, Abox, _memo)
+        return result
+    return fold(v, s, Abox, _memo)

@@ -39,7 +39,7 @@ from .errors import NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from .registry import lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, accumulate, handover, is_tracked_mutable, lift  # noqa: F401
+from .runtime import CellKey, accumulate, fold, handover, is_tracked_mutable, lift  # noqa: F401
 
 Z = gen_zero
 
@@ -49,8 +49,39 @@ _NUMERIC = (int, float, complex)
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
     if type(f) is types.FunctionType and is_plus_function(f):
-        return f(*args, **kwargs)
-    return lift(f)(*args, **kwargs)
+        if kwargs:
+            return _call_positionally(f, args, kwargs)
+        return f(*args)
+    p = lift(f)
+    if kwargs and type(p) is types.FunctionType and p.__code__.co_flags & _VARKW == 0:
+        return _call_positionally(p, args, kwargs)
+    return p(*args, **kwargs)
+
+
+_VARARGS = 0x04
+_VARKW = 0x08
+
+
+def _call_positionally(f: types.FunctionType, args: tuple, kwargs: dict) -> ProcResult:
+    """Keyword arguments to a plus-function with plain parameters: its backprop answers by
+    position, so call it positionally and give the keywords their sensitivities back by name."""
+    code = f.__code__
+    if code.co_flags & (_VARARGS | _VARKW) or code.co_kwonlyargcount or f.__defaults__:
+        return f(*args, **kwargs)  # it binds keywords itself and reports their sensitivities
+    names = code.co_varnames[: code.co_argcount]
+    if len(args) > len(names) or any(k not in names[len(args):] for k in kwargs) or len(args) + len(kwargs) != len(names):
+        return f(*args, **kwargs)  # let Python raise its own TypeError
+    full = list(args) + [kwargs[n] for n in names[len(args):]]
+    r = f(*full)
+    inner = r.backprop
+    npos = len(args)
+
+    def keyword_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        by_name = dict(zip(names, out[1:]))
+        return (out[0],) + tuple(out[1 : 1 + npos]) + ({k: by_name[k] for k in kwargs},)
+
+    return ProcResult(r.primal, keyword_backprop)
 
 
 _SEQ_CONCAT = {operator.add, operator.iadd}
@@ -413,7 +444,7 @@ def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
 _METHODS: dict[tuple[type, str], Any] = {}
 
 
-def callmethod(obj: Any, name: str, *args: Any) -> ProcResult:
+def callmethod(obj: Any, name: str, *args: Any, **kwargs: Any) -> ProcResult:
     """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
     t = type(obj)
     key = (t, name)
@@ -434,7 +465,7 @@ def callmethod(obj: Any, name: str, *args: Any) -> ProcResult:
             # a module function, a class or static method, an attribute holding a callable
             r = getattr_plus(obj, name)
             inner = r.backprop
-            rc = call(r.primal, *args)
+            rc = call(r.primal, *args, **kwargs)
             inner_c = rc.backprop
 
             def callattr_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -442,7 +473,7 @@ def callmethod(obj: Any, name: str, *args: Any) -> ProcResult:
                 return ((), inner(out[0], Abox)[1], None) + tuple(out[1:])
 
             return ProcResult(rc.primal, callattr_backprop)
-    r = rule(obj, *args)
+    r = rule(obj, *args, **kwargs) if kwargs else rule(obj, *args)
     inner = r.backprop
 
     def method_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -450,3 +481,12 @@ def callmethod(obj: Any, name: str, *args: Any) -> ProcResult:
         return ((), out[1], None) + tuple(out[2:])
 
     return ProcResult(r.primal, method_backprop)
+
+
+def unpack_sensitivity(v: Any, parts: tuple) -> Any:
+    """The sensitivity of ``v`` from those of the names ``a, b = v`` bound."""
+    if type(v) is tuple:
+        return parts
+    from dplus.primitives.containers import _sequence_sensitivity
+
+    return _sequence_sensitivity(v, list(parts))

@@ -30,6 +30,7 @@ class Scope:
     assigned_in_loop: set[str]
     children: list["Scope"]
     assign_lines: dict[str, list[int]] = attrs.field(factory=dict)
+    defs: set[str] = attrs.field(factory=set)  # names bound by def statements here
     boxed: set[str] = attrs.field(factory=set)  # locals of this scope that are boxed
 
     @property
@@ -109,6 +110,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.bind(node.name, node.lineno)
+        self.scope.defs.add(node.name)
         for d in node.decorator_list:
             self.visit(d)
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -161,7 +163,10 @@ def _analyse(node: FunctionNode) -> Scope:
                 or name in scope.assigned_in_loop
                 or _nonlocal_assigned(child, name)
                 or any(line > child.node.lineno for line in scope.assign_lines.get(name, []))
+                or name in scope.defs
             ):
+                # local functions captured by closures (recursion, mutual recursion) are boxed:
+                # the sensitivities of their captured variables then add up through every level
                 scope.boxed.add(name)
     return scope
 

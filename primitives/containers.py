@@ -197,6 +197,9 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
             return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
     if t is Box and name == "value":
         return _box_read(obj, v)
+    if isinstance(obj, tuple) and name in getattr(t, "_fields", ()):
+        # a named tuple's field: a projection like t[i]
+        return getitem_plus(obj, t._fields.index(name))
     if is_tracked_mutable(obj) and _instance_has(obj, name):
 
         def attr_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -460,7 +463,7 @@ def build_dict(spec: tuple, *parts: Any) -> ProcResult:
         if A is not Z and A is not None:
             handover(Abox, d, A)
         entry = Abox.pop(d, Z)
-        out: list = [(), Z]
+        out: list = [()]
         for pi, (kind, x) in enumerate(plan):
             if kind == "star":
                 sens = {k: entry.get(k, Z) for k in x if origin.get(k) == pi} if entry is not Z else Z
@@ -488,7 +491,7 @@ def _star_parts(spec: tuple, parts: tuple) -> tuple[list, list]:
 
 
 def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: list) -> tuple:
-    out: list = [(), Z]
+    out: list = [()]
     pos = 0
     for is_star, p, ln in zip(spec, parts, lengths):
         if is_star:
@@ -529,7 +532,7 @@ def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
     def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if not is_zero_sensitivity(A):
             raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
-        return ((), Z) + (Z,) * len(parts)
+        return ((),) + (Z,) * len(parts)
 
     return ProcResult(set(items), set_star_backprop)
 
@@ -852,7 +855,9 @@ def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
             if isinstance(a, dict):
                 out.append({k: moved.get(k, Z) for k in a if k not in kwargs} or Z)
             else:
-                out.append(Z)
+                pairs = list(a)
+                sens = [(None, moved.get(p[0], Z)) if moved.get(p[0], Z) is not Z else Z for p in pairs]
+                out.append(_sequence_sensitivity(a, sens))
         if kwargs:
             out.append({k: moved.get(k, Z) for k in kwargs})
         return tuple(out)

@@ -220,7 +220,6 @@ def f_nonlocal_in_loop(xs):
     return total
 
 
-@pytest.mark.xfail(strict=True, reason="augmented assignment to a nonlocal variable loses its sensitivity")
 def test_nonlocal_accumulator_in_loop():
     xs = [1.0, -2.0, 3.0]
     assert grad(f_nonlocal_in_loop)(xs) == ([2 * x for x in xs],)
@@ -327,7 +326,6 @@ def f_local_recursion(x, n):
     return go(n)
 
 
-@pytest.mark.xfail(strict=True, reason="recursive local def capturing a variable: wrong gradient (only one level counted)")
 def test_recursion_through_local_def():
     assert grad(f_local_recursion)(2.0, 5) == (80.0, 0)
 
@@ -505,7 +503,6 @@ def test_method_called_on_argument():
     assert g == ({"coeffs": [0.0, 1.0, 4.0]}, 6.0)
 
 
-@pytest.mark.xfail(strict=True, reason="gradient of an argument object that defines __call__ is () instead of its attribute dict")
 def test_method_called_on_callable_object_argument():
     p = Poly([1.0, 2.0, 3.0])
     g = grad(lambda p, x: p.deriv_at(x))(p, 2.0)
@@ -822,7 +819,6 @@ def f_local_mutual_recursion(x):
     return f(5)
 
 
-@pytest.mark.xfail(strict=True, reason="recursive local defs capturing a variable: wrong gradient (only one level counted)")
 def test_local_mutual_recursion():
     # x^2 + x^3 + x^4 at 5
     assert f_local_mutual_recursion(5.0) == 775.0
