@@ -48,6 +48,8 @@ def _lift_bound_method(m: types.MethodType) -> Callable[..., ProcResult] | None:
 
 def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
+    if cls.__module__.startswith("dplus."):
+        return None  # dplus's own classes have registered rules or none
     from .transformer import construct_plus
 
     return construct_plus(cls)
@@ -136,8 +138,10 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
 
     A result that is not a number needs an explicit ``sensitivity`` conforming to it.
     """
-    fplus = lift_dplus(f)
+    return _make_gradient(lift_dplus(f), f, sensitivity)
 
+
+def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
     def gradient(*args: Any) -> tuple:
         snaps = snapshot(args)
         r = call_plus(fplus, *args)
@@ -150,15 +154,53 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
     return gradient
 
 
+def _grad_inside(f: Any, *rest: Any) -> ProcResult:
+    """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    fplus = f if is_plus_function(f) else lift_dplus(f)
+    G = _make_gradient(fplus, f, *rest)
+    return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
+
+
+def _derived_closure_backprop(G: Any, names: tuple) -> Callable[..., tuple]:
+    def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is gen_zero or A is None:
+            return ((), gen_zero)
+        from .runtime_ops import closure_parts
+
+        parts = dict(zip(G.__code__.co_freevars, closure_parts(A, len(G.__code__.co_freevars))))
+        return ((), parts.get(names[0], gen_zero))
+
+    return derived_backprop
+
+
 def grad1(f: Any) -> Callable[[Any], Any]:
     """The gradient of a one-argument function, without the tuple."""
-    g = grad(f)
+    return _make_gradient1(grad(f), f)
 
+
+def _make_gradient1(g: Any, f: Any) -> Callable[[Any], Any]:
     def gradient1(x: Any) -> Any:
         return g(x)[0]
 
     _mark_derived(gradient1, "grad1", f)
     return gradient1
+
+
+def _grad1_inside(f: Any) -> ProcResult:
+    """``grad1(f)`` called inside differentiated code."""
+    fplus = f if is_plus_function(f) else lift_dplus(f)
+    g = _make_gradient(fplus, f)
+    G1 = _make_gradient1(g, f)
+
+    def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is gen_zero or A is None:
+            return ((), gen_zero)
+        from .runtime_ops import closure_parts
+
+        (Ag,) = closure_parts(A, 1)
+        return _derived_closure_backprop(g, ("fplus",))(Ag, Abox)
+
+    return ProcResult(G1, grad1_inside_backprop)
 
 
 # Functions made by grad, D, dplus, grad1 remember what they were made from, so that

@@ -21,12 +21,12 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime_ops
-from .api import boundary, default_sensitivity, prepare_sensitivity
+from .api import _grad1_inside, _grad_inside, boundary, default_sensitivity, grad, grad1, prepare_sensitivity
 from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
 from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
-from .linear import coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
+from .linear import OneHot, TupleAccumulator, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
 from .result import ProcResult
@@ -291,7 +291,7 @@ register_primitive(runtime_ops.closure_parts, _closure_parts_tower)
 register_primitive(runtime_ops.route_back, _route_back_tower)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
-register_primitive(runtime_ops.accumulate_cell, _unsupported_again(runtime_ops.accumulate_cell, "variables rebound inside closures"))
+
 defnondiff(default_sensitivity)
 defnondiff(snapshot)
 defnondiff(BoxSensitivities)
@@ -326,3 +326,84 @@ register_primitive(coerce_zero, _coerce_zero_rule, note="linear in its first arg
 register_primitive(result_primal, _primal_rule)
 register_primitive(result_backprop, _backprop_rule)
 defnondiff(zero)
+
+
+# Captured variables that are rebound live in BoxSensitivities under a cell key; at the
+# next order the map itself is a container whose entries carry sensitivity.
+def _abox_pop_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
+    v = Abox.pop(key, *default) if default else Abox.pop(key)
+
+    def abox_pop_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        entry = Abox2.map_entry(Abox)
+        # the entry held v before the pop: its sensitivity is A, whatever came after
+        entry[id(key)] = A
+        return ((), Z, None) + ((Z,) if default else ())
+
+    return ProcResult(v, abox_pop_backprop)
+
+
+def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) -> ProcResult:
+    if value is not None and is_tracked_mutable(value) and not is_zero_sensitivity(s):
+        raise NonDifferentiableError(
+            "derivatives of derivatives through a list, dict or object held in a rebound captured "
+            "variable are not supported yet"
+        )
+    runtime_ops.accumulate_cell(Abox, key, value, s)
+
+    def accumulate_cell_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        entry = Abox2.get(Abox)
+        As = entry.get(id(key), Z) if entry is not Z else Z
+        return (), None, None, Z, As
+
+    return ProcResult(None, accumulate_cell_backprop)
+
+
+def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
+    if Abox is not None and len(Abox):
+        raise NonDifferentiableError(
+            "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet"
+        )
+    return ProcResult(fold(v, s, Abox), lambda A, Abox2: ((), Z, A, None))
+
+
+register_primitive(BoxSensitivities.pop, _abox_pop_rule)
+register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
+register_primitive(fold, _fold_rule)
+
+
+# Sparse tuple sensitivities at the next order: OneHot and taking one part are adjoint.
+def tuple_part(S: Any, i: int, n: int) -> Any:
+    """Component ``i`` of a sensitivity of a length-``n`` tuple, in any representation."""
+    if S is Z or S is None:
+        return Z
+    t = type(S)
+    if t is OneHot:
+        return S.value if S.index == i else Z
+    if t is TupleAccumulator:
+        return S.items[i]
+    return S[i]
+
+
+def _onehot_rule(i: int, A: Any, n: int) -> ProcResult:
+    return ProcResult(OneHot(i, A, n), lambda S, Abox: ((), None, tuple_part(S, i, n), None))
+
+
+def _tuple_part_rule(S: Any, i: int, n: int) -> ProcResult:
+    return ProcResult(tuple_part(S, i, n), lambda A, Abox: ((), OneHot(i, A, n) if A is not Z else Z, None, None))
+
+
+def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
+    if type(v) is not tuple and not is_zero_sensitivity(parts):
+        raise NonDifferentiableError(
+            "derivatives of derivatives through unpacking a list or an array are not supported yet; unpack a tuple"
+        )
+    return ProcResult(runtime_ops.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
+
+
+register_primitive(OneHot, _onehot_rule)
+register_primitive(tuple_part, _tuple_part_rule)
+register_primitive(runtime_ops.unpack_sensitivity, _unpack_sensitivity_rule)
+
+
+register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
+register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")

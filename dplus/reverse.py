@@ -250,6 +250,8 @@ class FunctionBuilder:
         self.def_segment: dict[str, int] = {}
         self.Z = self.h.ref(_gen_zero(), "Z")
         self.internal = {ABOX, PUSH, POP, TAPE}
+        # names bound to constants with no sensitivity (gen_zero, captured from generated code)
+        self.const_names: set[str] = set()
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -513,6 +515,8 @@ class FunctionBuilder:
             if isinstance(v, ast.Constant):
                 return "nondiff"
             if isinstance(v, ast.Name):
+                if v.id in self.const_names:
+                    return "nondiff"
                 return "general" if v.id in self.boxed else "copy"
             if isinstance(v, (ast.Compare, ast.JoinedStr)) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)):
                 return "nondiff"
@@ -912,7 +916,7 @@ class FunctionBuilder:
                         acc.add_value(a.value.id, part)
                     dynamic.append(ln)
                     continue
-                if isinstance(a, ast.Name):
+                if isinstance(a, ast.Name) and a.id not in self.const_names:
                     acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
                 fixed += 1
             if keywords:
@@ -931,6 +935,7 @@ class FunctionBuilder:
     def closure_stmt(self, s: ast.FunctionDef, ssa: "_SSA") -> Any:
         ir: IRFunction = s.dp_ir
         child = FunctionBuilder(ir, self.namer, self.h, self.globals, top_level=False, fast=self.fast, nestable=self.nestable)
+        child.const_names = self.const_names
         child.key_names = dict(self.key_names)
         plus = child.build()
         for k, v in child.key_names.items():
@@ -1352,6 +1357,8 @@ def _nondiff_error() -> Any:
 
 
 def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
-                        nestable: bool = False, prefix: str = "_dp_") -> ast.FunctionDef:
+                        nestable: bool = False, prefix: str = "_dp_", const_names: set[str] | None = None) -> ast.FunctionDef:
     _set_prefix(prefix)
-    return FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable).build()
+    b = FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable)
+    b.const_names = set(const_names or ())
+    return b.build()

@@ -117,11 +117,22 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(scope.params)
     taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)} | set(freevars)
     prefix = choose_prefix(taken)
+    if prefix not in ("_dp_", "_dq_"):
+        # source generated twice over: a derivative of order three or more
+        from .errors import NonDifferentiableError
+
+        raise NonDifferentiableError(
+            "derivatives of order three and higher are not supported yet: dplus differentiates code "
+            "it generated once more (second derivatives, Hessians, Hessian-vector products), not twice"
+        )
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
     helpers = Helpers()
-    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable, prefix=prefix)
+    consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
+              if _cell_holds(cell, gen_zero)}
+    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
+                                   prefix=prefix, const_names=consts)
     _unique_plus_names(plus_def)
     user_free = list(freevars)
     factory = ast.FunctionDef(
@@ -160,6 +171,13 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
 
 
 _NEST_COUNTER = [0]
+
+
+def _cell_holds(cell: Any, value: Any) -> bool:
+    try:
+        return cell.cell_contents is value
+    except ValueError:
+        return False
 
 
 def _unique_plus_names(plus_def: ast.FunctionDef) -> None:

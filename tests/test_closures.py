@@ -674,7 +674,6 @@ def dd_nested_def(x):
     return f(x)
 
 
-@pytest.mark.xfail(strict=True, reason="second derivative through a nested def: TypeError float + OneHot in linear.add")
 def test_second_derivative_through_nested_def():
     assert grad1(grad1(dd_nested_def))(2.0) == 2.0
 

@@ -650,7 +650,7 @@ def assert_grads(g, ag):
             assert_grads(a, b)
         else:
             assert np.shape(a) == np.shape(b)
-            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-10)
 
 
 def make_tanh_loss(np):
@@ -852,9 +852,6 @@ def _my_transpose_plus(x):
 dplus.register_primitive(_my_transpose, _my_transpose_plus)
 
 
-@pytest.mark.xfail(reason="dplus: a second derivative through any rule whose result has another shape than its "
-                          "argument (transpose, dot, reshape; here a user rule) adds the result's sensitivity to "
-                          "the argument's (shapes (2,3) and (3,2)); reported", raises=ValueError, strict=True)
 def test_second_order_through_shape_changing_rules():
     v = arr(3, 2)
     g = dplus.grad(lambda W: np.sum(np.sin(_my_transpose(W))))
