@@ -34,8 +34,53 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     from .transformer import plus_function_for, can_transform
 
     if can_transform(f):
+        return _public(plus_function_for(f))
+    return current_unknown_transform()(f, describe_callable(f))
+
+
+def _lift(f: Any) -> Callable[..., ProcResult]:
+    """``lift_dplus`` without the public coercion of results (used by grad, D, dplus)."""
+    if is_plus_function(f) or lookup_transform(f) is not None:
+        return lift_dplus(f)
+    from .transformer import plus_function_for, can_transform
+
+    if can_transform(f):
         return plus_function_for(f)
     return current_unknown_transform()(f, describe_callable(f))
+
+
+def coerce_sensitivities(out: tuple, P: Any, args: tuple) -> tuple:
+    """Backprop results with no ``gen_zero`` inside: zeros shaped like what they stand for."""
+    from .linear import coerce_zero
+
+    items = [coerce_zero(out[0], P)]
+    for i, s in enumerate(out[1:]):
+        if i < len(args):
+            items.append(coerce_zero(s, args[i]))
+        else:
+            items.append(coerce_zero(s, s if s is not gen_zero else 0.0) if not isinstance(s, dict) else
+                         {k: (0.0 if v is gen_zero else v) for k, v in s.items()})
+    return tuple(items)
+
+
+def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
+    """The plus-function handed to users: its backprop returns no gen_zero (SPEC section 4)."""
+
+    def public_plus(*args: Any, **kwargs: Any) -> ProcResult:
+        r = call_plus(P, *args, **kwargs)
+        inner = r.backprop
+
+        def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            return coerce_sensitivities(inner(A, Abox), P, args)
+
+        return ProcResult(r.primal, public_backprop)
+
+    from .transformer import _mark_plus
+
+    _mark_plus(public_plus)
+    public_plus.__dplus_public_of__ = P
+    public_plus.__qualname__ = getattr(P, "__qualname__", "plus")
+    return public_plus
 
 
 def _lift_bound_method(m: types.MethodType) -> Callable[..., ProcResult] | None:
@@ -97,7 +142,7 @@ _DEFAULT_SENSITIVITY = float("1.0")
 
 def dplus(f: Any) -> Callable[..., ProcResult]:
     """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
-    fplus = lift_dplus(f)
+    fplus = _lift(f)
 
     def dplus_fn(*args: Any) -> ProcResult:
         snaps = snapshot(args)
@@ -116,7 +161,7 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
 
 def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
-    fplus = lift_dplus(f)
+    fplus = _lift(f)
 
     def D_fn(*args: Any) -> Callable[[Any], tuple]:
         snaps = snapshot(args)
@@ -138,7 +183,7 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
 
     A result that is not a number needs an explicit ``sensitivity`` conforming to it.
     """
-    return _make_gradient(lift_dplus(f), f, sensitivity)
+    return _make_gradient(_lift(f), f, sensitivity)
 
 
 def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
@@ -156,7 +201,7 @@ def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) 
 
 def _grad_inside(f: Any, *rest: Any) -> ProcResult:
     """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
-    fplus = f if is_plus_function(f) else lift_dplus(f)
+    fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest)
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
 
@@ -188,7 +233,7 @@ def _make_gradient1(g: Any, f: Any) -> Callable[[Any], Any]:
 
 def _grad1_inside(f: Any) -> ProcResult:
     """``grad1(f)`` called inside differentiated code."""
-    fplus = f if is_plus_function(f) else lift_dplus(f)
+    fplus = f if is_plus_function(f) else _lift(f)
     g = _make_gradient(fplus, f)
     G1 = _make_gradient1(g, f)
 
@@ -245,3 +290,8 @@ def foldl(f: Callable[[Any, Any], Any], init: Any, xs: Any) -> Any:
 def apply(f: Callable[..., Any], args: Any) -> Any:
     """``f(*args)``."""
     return f(*args)
+
+
+# called inside differentiated code, foldl and apply are differentiated from their source
+foldl.__dplus_derived__ = ("helper",)
+apply.__dplus_derived__ = ("helper",)

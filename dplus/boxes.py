@@ -115,3 +115,18 @@ class BoxSensitivities:
             self._entries[k] = (key, items)
             return items
         return entry[1]
+
+
+def _zero_box(b: Box) -> Box:
+    from .linear import zero
+
+    return Box(zero(b.value))
+
+
+def _register_box_zero() -> None:
+    from .linear import _zero
+
+    _zero.register(Box, _zero_box)
+
+
+_register_box_zero()

@@ -1067,8 +1067,12 @@ class FunctionBuilder:
         ef, er = self.block(s.orelse)
         ff, fr = self.block(s.finalbody)
         else_fwd = ef + [self.push((tuple_([N(p), C(-1)])))]
-        fwd = [assign(p, C(0)), self.mark(mark),
-               ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
+        if handlers:
+            fwd = [assign(p, C(0)), self.mark(mark),
+                   ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
+        else:  # try/finally: the body either completes (then "else" runs) or the exception leaves
+            fwd = [assign(p, C(0)), self.mark(mark),
+                   ast.Try(body=body_fwd + else_fwd, handlers=[], orelse=[], finalbody=ff)]
         hv = self.namer.fresh("handler")
         rev: list[ast.stmt] = list(fr)
         rev.extend(self.pop_into([p, hv]))

@@ -656,7 +656,6 @@ def test_recreated_closures_share_one_transform():
     assert len(transformer._COMPILED) == n
 
 
-@pytest.mark.xfail(strict=True, reason="dplus.apply called inside differentiated code: UnknownTransformError")
 def test_closure_over_plus_function_value():
     sq = lift_dplus(lambda v: v * v)
     assert grad(dplus.foldl)(lift_dplus(mul), 1, [2, 3, 4]) == ((), 24.0, [12.0, 8.0, 6.0])
@@ -831,7 +830,6 @@ def _outer_list(ys):
     return inner
 
 
-@pytest.mark.xfail(strict=True, reason="lift_dplus backprop returns gen_zero (SPEC 4: no public result contains gen_zero)")
 def test_lift_dplus_backprop_has_no_gen_zero():
     out = lift_dplus(_outer_list([1.0]))(2.0).backprop(1.0, BoxSensitivities())
     assert dplus.gen_zero not in out[0] and out[1] == 2.0

@@ -745,7 +745,6 @@ def f_try_finally(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="try/finally without except crashes: ValueError Try has orelse but no except handlers")
 def test_try_finally_without_except():
     assert grad1(f_try_finally)(3.0) == 12.0
 
@@ -793,7 +792,6 @@ def f_try_return_in_finally_path(x):
         x = 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="try/finally without except crashes: ValueError Try has orelse but no except handlers")
 def test_return_inside_try_with_finally():
     assert grad1(f_try_return_in_finally_path)(3.0) == 6.0
 
