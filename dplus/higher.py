@@ -125,16 +125,6 @@ def _shift_callee(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, call_backprop)
 
 
-def _swap_operands(r: ProcResult) -> ProcResult:
-    inner = r.backprop
-
-    def swapped_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        out = inner(A, Abox)
-        return ((), None, out[2], out[1])
-
-    return ProcResult(r.primal, swapped_backprop)
-
-
 def _operator_result(r: ProcResult) -> ProcResult:
     inner = r.backprop
 
@@ -166,8 +156,6 @@ def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
     chosen = runtime_ops.select_binop_transform(fn, a, b)
-    if chosen[1]:
-        return _swap_operands(call_plus(transform_of_plus(chosen[0]), b, a))
     return _operator_result(call_plus(transform_of_plus(chosen[0]), a, b))
 
 
@@ -271,7 +259,7 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _swap_operands, _operator_result, _call_tower, _call_plus_tower, _binop_tower, _run_backprop_tower):
+for _fn in (_shift_callee, _operator_result, _call_tower, _call_plus_tower, _binop_tower, _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(lift, _lift_rule)

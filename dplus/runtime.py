@@ -331,14 +331,7 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
             out = [e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo) for x, e in zip(v, entry)]
             _memo[key] = out
             return out
-        out: list = []
-        _memo[key] = out
-        for i, e in enumerate(v):
-            si = gen_zero if base is None else base[i]
-            if entry is not gen_zero and i < len(entry):
-                si = add(si, entry[i])
-            out.append(fold(e, si, Abox, _memo))
-        return out
+        return _fold_list(v, base, entry, Abox, _memo, key)
     if t is tuple or isinstance(v, tuple):
         if s is gen_zero or s is None:
             items = [gen_zero] * len(v)
@@ -416,14 +409,7 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
-        out: list = []
-        _memo[key] = out
-        for i, e in enumerate(items):
-            si = gen_zero if base is None else base[i]
-            if entry is not gen_zero and i < len(entry):
-                si = add(si, entry[i])
-            out.append(fold(e, si, Abox, _memo))
-        return out
+        return _fold_list(items, base, entry, Abox, _memo, key)
     if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
         outd: dict = {}
         _memo[key] = outd
@@ -442,3 +428,15 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
         result.value = fold(items, raw, Abox, _memo)
         return result
     return fold(v, s, Abox, _memo)
+
+
+def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict, key: int) -> list:
+    """Element by element: the given sensitivities plus the list's ``Abox`` entry."""
+    out: list = []
+    memo[key] = out
+    for i, e in enumerate(items):
+        si = gen_zero if base is None else base[i]
+        if entry is not gen_zero and i < len(entry):
+            si = add(si, entry[i])
+        out.append(fold(e, si, Abox, memo))
+    return out

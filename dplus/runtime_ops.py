@@ -19,14 +19,11 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     build_set_star,
     build_tuple,
     build_tuple_star,
-    concat_plus,
     delattr_plus,
     delitem_plus,
     getattr_plus,
     getitem_plus,
-    list_iadd_plus,
     match_args_plus,
-    repeat_plus,
     setattr_plus,
     setitem_plus,
     unpack_plus,
@@ -84,14 +81,6 @@ def _call_positionally(f: types.FunctionType, args: tuple, kwargs: dict) -> Proc
     return ProcResult(r.primal, keyword_backprop)
 
 
-_SEQ_CONCAT = {operator.add, operator.iadd}
-_SEQ_REPEAT = {operator.mul, operator.imul}
-_REFLECTED = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"), operator.mul: ("__mul__", "__rmul__"),
-    operator.truediv: ("__truediv__", "__rtruediv__"), operator.pow: ("__pow__", "__rpow__"),
-    operator.matmul: ("__matmul__", "__rmatmul__"), operator.floordiv: ("__floordiv__", "__rfloordiv__"),
-    operator.mod: ("__mod__", "__rmod__"),
-}
 _INPLACE_TO_PLAIN = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
     operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
@@ -105,33 +94,11 @@ def _is_value(x: Any) -> bool:
 
 
 def select_binop(fn: Any, a: Any, b: Any) -> tuple[Any, tuple, bool]:
-    """Which transform a binary operator uses for these operands: (transform, args, swapped)."""
-    if _is_value(a) and _is_value(b):
-        plain = _INPLACE_TO_PLAIN.get(fn, fn)
-        t = lookup_transform(plain)
-        if t is not None:
-            return t, (a, b), False
-    if fn is operator.iadd and isinstance(a, list):
-        return list_iadd_plus, (a, b), False
-    if fn in _SEQ_CONCAT and isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return concat_plus, (a, b), False
-    if fn in _SEQ_REPEAT and (
-        (isinstance(a, (list, tuple)) and isinstance(b, int)) or (isinstance(b, (list, tuple)) and isinstance(a, int))
-    ):
-        return repeat_plus, (a, b), False
-    plain = _INPLACE_TO_PLAIN.get(fn, fn)
-    names = _REFLECTED.get(plain)
-    if names is not None:
-        # user classes: their Python dunder methods, through the registry or the policy
-        meth = getattr(type(a), names[0], None)
-        if isinstance(meth, types.FunctionType) and (type(b) is type(a) or not isinstance(getattr(type(b), names[1], None), types.FunctionType)):
-            return lift(meth), (a, b), False
-        rmeth = getattr(type(b), names[1], None)
-        if isinstance(rmeth, types.FunctionType):
-            return lift(rmeth), (b, a), True
-        if isinstance(meth, types.FunctionType):
-            return lift(meth), (a, b), False
-    t = lookup_transform(plain)
+    """Which transform a binary operator uses: its registered rule (numbers, arrays, sequences
+    and user objects' dunder methods are all handled there), else the policy."""
+    t = lookup_transform(fn)
+    if t is None and _is_value(a) and _is_value(b):
+        t = lookup_transform(_INPLACE_TO_PLAIN.get(fn, fn))
     if t is not None:
         return t, (a, b), False
     return lift(fn), (a, b), False
@@ -143,17 +110,9 @@ def select_binop_transform(fn: Any, a: Any, b: Any) -> tuple[Any, bool]:
 
 
 def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
-    """A binary operator on any operands: numbers and arrays use the operator's rule."""
-    t, args, swapped = select_binop(fn, a, b)
-    r = t(*args)
-    if swapped:
-        inner = r.backprop
-        return ProcResult(r.primal, lambda A, Abox: _swap(inner(A, Abox)))
-    return r
-
-
-def _swap(g: tuple) -> tuple:
-    return (g[0], g[2], g[1]) + tuple(g[3:])
+    """A binary operator on any operands, through the operator's rule."""
+    t, args, _ = select_binop(fn, a, b)
+    return t(*args)
 
 
 def accumulate_cell(Abox: BoxSensitivities, key: CellKey, value: Any, s: Any) -> None:

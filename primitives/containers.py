@@ -1016,65 +1016,6 @@ register_primitive(setattr, setattr_plus)
 register_primitive(delattr, delattr_plus)
 
 
-# ---------------------------------------------------------------------------
-# sequence arithmetic: list + list, tuple + tuple, list * int, list += iterable
-
-
-def concat_plus(a: Any, b: Any) -> ProcResult:
-    r = a + b
-    na, nb = len(a), len(b)
-
-    def concat_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if isinstance(r, list):
-            if A is not Z and A is not None:
-                handover(Abox, r, A)
-            entry = Abox.pop(r, Z)
-            if entry is Z:
-                return (), Z, Z
-            items = entry
-        else:
-            if A is Z or A is None:
-                return (), Z, Z
-            items = _tuple_items(A, na + nb)
-        sa, sb = items[:na], items[na:]
-        return (), (Z if all(s is Z for s in sa) else _conform_items(sa, a)), (Z if all(s is Z for s in sb) else _conform_items(sb, b))
-
-    return ProcResult(r, concat_backprop)
-
-
-def repeat_plus(a: Any, b: Any) -> ProcResult:
-    seq, k = (a, b) if isinstance(a, (list, tuple)) else (b, a)
-    r = a * b
-    n = len(seq)
-
-    def repeat_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if isinstance(r, list):
-            if A is not Z and A is not None:
-                handover(Abox, r, A)
-            entry = Abox.pop(r, Z)
-            if entry is Z:
-                return (), Z, Z
-            items = entry
-        else:
-            if A is Z or A is None:
-                return (), Z, Z
-            items = _tuple_items(A, len(r))
-        total = [Z] * n
-        for j, s in enumerate(items):
-            if s is not Z:
-                total[j % n] = add(total[j % n], s)
-        sens = Z if all(s is Z for s in total) else _conform_items(total, seq)
-        return ((), sens, Z) if seq is a else ((), Z, sens)
-
-    return ProcResult(r, repeat_backprop)
-
-
-def list_iadd_plus(xs: list, ys: Any) -> ProcResult:
-    r = list_extend_plus(xs, ys)
-    inner = r.backprop
-    return ProcResult(xs, inner)
-
-
 # The helpers the rules above call are differentiated from their source when a rule is
 # itself differentiated (derivatives of derivatives).
 for _helper in (_tuple_items, _conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
