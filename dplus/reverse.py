@@ -603,12 +603,12 @@ class FunctionBuilder:
                 if fn is not None:
                     fname = self.helper(fn, getattr(fn, "__name__", "fn"))
                     guards.append(ast.Compare(left=copy.deepcopy(v.func), ops=[ast.Is()], comparators=[fname]))
-                    fwd.append(assign(target, call(fname, *[copy.deepcopy(a) for a in v.args])))
+                    fwd.append(ast.copy_location(assign(target, call(fname, *[copy.deepcopy(a) for a in v.args])), s))
                 else:
-                    fwd.append(assign(target, copy.deepcopy(v)))
+                    fwd.append(ast.copy_location(assign(target, copy.deepcopy(v)), s))
                 ops.append((s, rule))
             else:
-                fwd.append(assign(target, copy.deepcopy(v)))
+                fwd.append(ast.copy_location(assign(target, copy.deepcopy(v)), s))
                 ops.append((s, None))
         # reverse
         rev: list[ast.stmt] = []
@@ -660,6 +660,7 @@ class FunctionBuilder:
         plans = []
         for s in ssa.stmts:
             f, r_names, rev_fn = self.general_stmt(s, ssa)
+            _locate_all(f, s)  # tracebacks point at the statement's own line
             fwd.extend(f)
             for n in r_names:
                 if n not in rec:
@@ -1328,12 +1329,17 @@ class _AdjointAccumulator:
 
 
 def _locate(node: ast.AST, lineno: int) -> None:
-    for n in ast.walk(node):
-        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-            n.lineno = lineno
-            n.end_lineno = lineno
-            n.col_offset = 0
-            n.end_col_offset = 0
+    """Give every node without a position the line of the nearest enclosing node that has one."""
+    if "lineno" in node._attributes:
+        if getattr(node, "lineno", None) is None:
+            node.lineno = lineno
+            node.end_lineno = lineno
+            node.col_offset = 0
+            node.end_col_offset = 0
+        else:
+            lineno = node.lineno
+    for child in ast.iter_child_nodes(node):
+        _locate(child, lineno)
 
 
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:

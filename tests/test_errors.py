@@ -500,7 +500,6 @@ def tb_second_statement(x):
     return z
 
 
-@pytest.mark.xfail(strict=True, reason="traceback from a float fast-path block points at the block's first line, not the failing one")
 def test_traceback_points_at_failing_line_in_fast_path():
     fr = _last_frame(tb_second_statement, 1.0)
     assert fr.filename.endswith(THIS_FILE)
