@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any, Callable
 
@@ -32,17 +33,27 @@ def backprop(r: ProcResult) -> Backprop:
 
 
 class _Deeper:
-    """Raise the recursion limit while a transform runs: each primal call level costs the
-    transformed code a few frames, and recursion should be limited by the primal's depth."""
+    """While a transform or a backprop runs: room for recursion, and no cyclic garbage collector.
 
-    __slots__ = ("old",)
+    Each primal call level costs the transformed code a few frames, and recursion should be
+    limited by the primal's depth. The record of a long computation holds millions of
+    objects; the collector would traverse them again and again (quadratic time) although
+    the record makes no reference cycles: reference counting frees it.
+    """
+
+    __slots__ = ("old", "gc_was_enabled")
 
     def __enter__(self) -> None:
         self.old = sys.getrecursionlimit()
         if self.old < _DEEP:
             sys.setrecursionlimit(_DEEP)
+        self.gc_was_enabled = gc.isenabled()
+        if self.gc_was_enabled:
+            gc.disable()
 
     def __exit__(self, *exc: object) -> None:
+        if self.gc_was_enabled:
+            gc.enable()
         if self.old < _DEEP and sys.getrecursionlimit() == _DEEP:
             sys.setrecursionlimit(self.old)
 
