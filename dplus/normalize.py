@@ -722,6 +722,9 @@ class Normalizer:
         return None
 
     def e_Call(self, e: ast.Call) -> Atom:
+        if isinstance(e.func, ast.Name) and e.func.id == "super" and not e.args and not e.keywords and self.scope.params:
+            # zero-argument super() reads the __class__ cell and the first argument
+            e = ast.copy_location(ast.Call(func=e.func, args=[_name("__class__"), _name(self.scope.params[0])], keywords=[]), e)
         func = self.static_callee(e.func)
         if func is None and isinstance(e.func, ast.Attribute) and not any(
             isinstance(a, ast.Starred) for a in e.args

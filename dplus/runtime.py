@@ -4,6 +4,7 @@ mutable values in and out of the box-sensitivity map.
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -82,6 +83,17 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         t = _lift_class(f)
         if t is not None:
             return t
+    elif isinstance(f, functools.partial):
+        from .transformer import plus_function_for
+
+        return plus_function_for(f)
+    else:
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType) and lookup_transform(call) is not None:
+            # a callable object whose __call__ is registered (define_dplus)
+            from .transformer import plus_function_for
+
+            return plus_function_for(f)
     return current_unknown_transform()(f, where)
 
 

@@ -67,7 +67,8 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
         call = getattr(type(f), "__call__", None)
         if isinstance(call, types.FunctionType):
             t = lookup_transform(call)
-            return _bound_plus(t if t is not None else plus_function_for(call), f)
+            # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
+            return _bound_plus(t if t is not None else plus_function_for(call), f, as_object=True)
         raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source")
     compiled = compile_function(f)
     closure = _closure_for(compiled, f)
@@ -266,13 +267,15 @@ def generated_source(f: Any) -> str:
 # bound methods, partials, callable objects
 
 
-def _bound_plus(t: Callable[..., ProcResult], owner: Any) -> Callable[..., ProcResult]:
+def _bound_plus(t: Callable[..., ProcResult], owner: Any, as_object: bool = False) -> Callable[..., ProcResult]:
     def bound_method_plus(*args: Any) -> ProcResult:
         r = call_plus(t, owner, *args)
         inner = r.backprop
 
         def bound_method_backprop(A: Any, Abox: Any) -> tuple:
             out = inner(A, Abox)
+            if as_object:
+                return (out[1],) + tuple(out[2:])
             return ((out[1],),) + tuple(out[2:])
 
         return ProcResult(r.primal, bound_method_backprop)

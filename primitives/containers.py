@@ -15,6 +15,7 @@ Decisions (documented in docs/containers.md):
 
 from __future__ import annotations
 
+import functools
 import operator
 import sys
 import types
@@ -1011,6 +1012,25 @@ register_primitive(set_box, set_box_plus)
 register_primitive(operator.getitem, getitem_plus, note="xs[i], d[k], t[i], a[idx]")
 register_primitive(operator.setitem, setitem_plus)
 register_primitive(operator.delitem, delitem_plus)
+def partial_plus(func: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """``functools.partial(func, *args, **kwargs)``: its sensitivity is (A_func, A_args, A_keywords)."""
+    p = functools.partial(func, *args, **kwargs)
+    n = len(args)
+
+    def partial_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return ((), Z) + (Z,) * n + (({k: Z for k in kwargs},) if kwargs else ())
+        a_func, a_args, a_kw = _tuple_items(A, 3)
+        items = _tuple_items(a_args, n) if a_args is not Z else [Z] * n
+        out = ((), a_func) + tuple(items)
+        if kwargs:
+            out = out + ({k: (a_kw.get(k, Z) if isinstance(a_kw, dict) else Z) for k in kwargs},)
+        return out
+
+    return ProcResult(p, partial_backprop)
+
+
+register_primitive(functools.partial, partial_plus, note="a partial application; its sensitivity is (func, args, keywords)")
 register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) if not default or hasattr(obj, name) else ProcResult(default[0], lambda A, Abox: ((), Z, None, A)))
 register_primitive(setattr, setattr_plus)
 register_primitive(delattr, delattr_plus)

@@ -1401,7 +1401,6 @@ def f_partial(x, y):
     return p(x) + functools.partial(operator.mul, x)(y)
 
 
-@pytest.mark.xfail(strict=True, reason="calling a functools.partial inside differentiated code: UnknownTransformError")
 def test_functools_partial_inside():
     # x*y*3 + x*y
     assert grad(f_partial)(2.0, 3.0) == (12.0, 8.0)
@@ -1427,7 +1426,6 @@ def f_callable_object(a, x):
     return layer(layer(x))
 
 
-@pytest.mark.xfail(strict=True, reason="calling an object whose __call__ is define_dplus'd: UnknownTransformError")
 def test_callable_object():
     # a(ax+1)+1 -> d/da = 2ax + 1, d/dx = a^2
     assert grad(f_callable_object)(2.0, 3.0) == (13.0, 4.0)
