@@ -63,11 +63,15 @@ def plus_info(fn: Any) -> PlusInfo | None:
 
 
 def is_plus_function(fn: Any) -> bool:
-    if type(fn) is types.FunctionType and fn.__code__ in _PLUS_CODES:
+    if type(fn) is types.FunctionType and id(fn.__code__) in _PLUS_CODES._items:
         return True
-    from .registry import is_registered_transform
+    return id(fn) in _REGISTERED_IDS
 
-    return is_registered_transform(fn)
+
+def _registered_ids() -> dict:
+    from .registry import _TRANSFORM_IDS
+
+    return _TRANSFORM_IDS
 
 
 def _cell_value(cell: Any) -> Any:
@@ -94,3 +98,6 @@ def closure_values(fn: Any) -> tuple:
     if is_registered_transform(fn):
         return ()
     return tuple(_cell_value(c) for c in closure)
+
+
+_REGISTERED_IDS = _registered_ids()

@@ -12,6 +12,7 @@ import types
 from typing import Any
 
 from dplus.primitives.containers import (  # noqa: F401  (re-exported for generated code)
+    _sequence_sensitivity,
     build_dict,
     build_list,
     build_list_star,
@@ -446,6 +447,6 @@ def unpack_sensitivity(v: Any, parts: tuple) -> Any:
     """The sensitivity of ``v`` from those of the names ``a, b = v`` bound."""
     if type(v) is tuple:
         return parts
-    from dplus.primitives.containers import _sequence_sensitivity
-
+    if type(v) is list:
+        return list(parts)
     return _sequence_sensitivity(v, list(parts))
