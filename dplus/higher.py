@@ -164,6 +164,8 @@ def _transform_of_plus_rule(P: Any) -> ProcResult:
     T = transform_of_plus(P)
 
     def transform_of_plus_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if is_registered_transform(P):
+            return (), Z  # a rule's transform closes over constants: its gradient functions, zeros
         if not is_zero_sensitivity(A):
             raise NonDifferentiableError(
                 "at this order of differentiation, sensitivity reached the variables a differentiated closure "
