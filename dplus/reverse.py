@@ -89,6 +89,20 @@ class Helpers:
         return name
 
 
+def clone(node: Any) -> Any:
+    """A copy of an AST: nodes and lists are new, everything else (names, constants, the
+    transformer's notes such as a nested function's IR) is shared. Much faster than deepcopy."""
+    if isinstance(node, ast.AST):
+        new = node.__class__.__new__(node.__class__)
+        d = new.__dict__
+        for k, v in node.__dict__.items():
+            d[k] = clone(v) if isinstance(v, (ast.AST, list)) else v
+        return new
+    if isinstance(node, list):
+        return [clone(x) if isinstance(x, (ast.AST, list)) else x for x in node]
+    return node
+
+
 def N(id_: str) -> ast.Name:
     return ast.Name(id=id_, ctx=ast.Load())
 
@@ -148,7 +162,7 @@ class _Substitute(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])
+            return clone(self.mapping[node.id])
         return node
 
 
@@ -186,7 +200,7 @@ class Template:
         if not isinstance(node, ast.Lambda):
             raise ValueError("inline gradients must be lambdas")
         self.params = [a.arg for a in node.args.args]
-        body = copy.deepcopy(node.body)
+        body = clone(node.body)
         # dotted names of modules (math.cos) become the objects themselves: no lookups at run time
         body = _ResolveChains(fn.__globals__, set(self.params), helpers).visit(body)
         # free names of the template refer to the rule module's globals
@@ -205,7 +219,7 @@ class Template:
         self.uses = set(_names_read(self.body))
 
     def instantiate(self, mapping: dict[str, ast.expr]) -> ast.expr:
-        return _Substitute(mapping).visit(copy.deepcopy(self.body))
+        return _Substitute(mapping).visit(clone(self.body))
 
 
 _TEMPLATE_CACHE: dict[tuple[int, int], Template | None] = {}
@@ -586,7 +600,7 @@ class FunctionBuilder:
         for s in ssa.stmts:
             k = s.dp_kind
             if k == "unpack":
-                fwd.append(copy.deepcopy(s))
+                fwd.append(clone(s))
                 if s.value.id not in saved:
                     saved.append(s.value.id)
                 ops.append((s, None))
@@ -599,16 +613,16 @@ class FunctionBuilder:
                 for o in operands:
                     if isinstance(o, ast.Name) and o.id in ssa.inputs and o.id not in guarded_inputs:
                         guarded_inputs.add(o.id)
-                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(o.id)), ops=[ast.In()], comparators=[copy.deepcopy(num)]))
+                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(o.id)), ops=[ast.In()], comparators=[clone(num)]))
                 if fn is not None:
                     fname = self.helper(fn, getattr(fn, "__name__", "fn"))
-                    guards.append(ast.Compare(left=copy.deepcopy(v.func), ops=[ast.Is()], comparators=[fname]))
-                    fwd.append(ast.copy_location(assign(target, call(fname, *[copy.deepcopy(a) for a in v.args])), s))
+                    guards.append(ast.Compare(left=clone(v.func), ops=[ast.Is()], comparators=[fname]))
+                    fwd.append(ast.copy_location(assign(target, call(fname, *[clone(a) for a in v.args])), s))
                 else:
-                    fwd.append(ast.copy_location(assign(target, copy.deepcopy(v)), s))
+                    fwd.append(ast.copy_location(assign(target, clone(v)), s))
                 ops.append((s, rule))
             else:
-                fwd.append(ast.copy_location(assign(target, copy.deepcopy(v)), s))
+                fwd.append(ast.copy_location(assign(target, clone(v)), s))
                 ops.append((s, None))
         # reverse
         rev: list[ast.stmt] = []
@@ -633,7 +647,7 @@ class FunctionBuilder:
                 if g is None or not isinstance(o, ast.Name):
                     continue
                 tmpl = template_for(g, self.h)
-                mapping = dict(zip(tmpl.params, [A, N(target)] + [copy.deepcopy(x) for x in operands]))
+                mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
                 expr = tmpl.instantiate(mapping)
                 for used in _names_read(expr):
                     if used in ssa.all_names and used not in saved:
@@ -681,7 +695,7 @@ class FunctionBuilder:
 
     def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
         if getattr(s, "dp_unpack", False):
-            return [copy.deepcopy(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
+            return [clone(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
         if isinstance(s, ast.FunctionDef):
             return self.closure_stmt(s, ssa)
         if isinstance(s, ast.Delete):
@@ -698,7 +712,7 @@ class FunctionBuilder:
         kind = getattr(s, "dp_kind", "general")
         if name in self.boxed:
             # a write to a boxed variable: its sensitivity lives in Abox under the cell key
-            fwd = [assign(name, copy.deepcopy(v))] if not isinstance(v, ast.Name) or v.id != name else []
+            fwd = [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
 
             def rev_boxed(acc: _AdjointAccumulator) -> None:
                 popped = call(attr(ABOX, "pop"), N(self.key(name)), N(self.Z))
@@ -721,14 +735,14 @@ class FunctionBuilder:
             def rev_nd(acc: _AdjointAccumulator) -> None:
                 acc.take(name)
 
-            return [assign(name, copy.deepcopy(v))], [], rev_nd
+            return [assign(name, clone(v))], [], rev_nd
         if kind == "copy" or isinstance(v, ast.Name):
             def rev_copy(acc: _AdjointAccumulator) -> None:
                 A = acc.take(name)
                 if A is not None:
                     acc.add(v.id, A)
 
-            return [assign(name, copy.deepcopy(v))], [], rev_copy
+            return [assign(name, clone(v))], [], rev_copy
         if isinstance(v, ast.BinOp):
             table = INPLACE if getattr(v, "dp_inplace", False) else BINOPS
             fn = table[type(v.op)]
@@ -776,9 +790,9 @@ class FunctionBuilder:
         seq = self.helper(_SEQ_TYPES, "SEQ")
         fwd = [ast.If(
             test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.In()], comparators=[seq]),
-            body=[assign(name, ast.Subscript(value=N(obj.id), slice=copy.deepcopy(idx), ctx=ast.Load())),
+            body=[assign(name, ast.Subscript(value=N(obj.id), slice=clone(idx), ctx=ast.Load())),
                   assign(kind, call(self.helper(len, "len"), N(obj.id)))],
-            orelse=[assign(r, call(self.rt("getitem_plus"), N(obj.id), copy.deepcopy(idx))),
+            orelse=[assign(r, call(self.rt("getitem_plus"), N(obj.id), clone(idx))),
                     assign(name, attr(r, "primal")), assign(kind, attr(r, "backprop"))],
         )]
         record = [obj.id, kind, name]
@@ -790,7 +804,7 @@ class FunctionBuilder:
             if A is None:
                 # nothing to hand back, but a rule's backprop may restore container layouts
                 return
-            acc.add_value(obj.id, call(self.rt("read_back"), N(obj.id), copy.deepcopy(idx), N(kind), N(name), A, N(ABOX)))
+            acc.add_value(obj.id, call(self.rt("read_back"), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX)))
 
         return fwd, record, rev
 
@@ -800,8 +814,8 @@ class FunctionBuilder:
         r = self.namer.fresh("r")
         fwd = [ast.If(
             test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.Is()], comparators=[self.helper(list, "list")]),
-            body=[assign(kind, call(self.rt("list_store"), N(obj.id), copy.deepcopy(idx), copy.deepcopy(v)))],
-            orelse=[assign(r, call(self.rt("setitem_plus"), N(obj.id), copy.deepcopy(idx), copy.deepcopy(v))),
+            body=[assign(kind, call(self.rt("list_store"), N(obj.id), clone(idx), clone(v)))],
+            orelse=[assign(r, call(self.rt("setitem_plus"), N(obj.id), clone(idx), clone(v))),
                     assign(kind, attr(r, "backprop"))],
         )]
         record = [obj.id, kind]
@@ -837,7 +851,7 @@ class FunctionBuilder:
             def rev_del(acc: _AdjointAccumulator) -> None:
                 pass
 
-            return [copy.deepcopy(s)], [], rev_del
+            return [clone(s)], [], rev_del
         if isinstance(t, ast.Subscript):
             return self.call_like(None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s)
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
@@ -862,11 +876,11 @@ class FunctionBuilder:
         call_args: list[ast.expr] = []
         for a in args:
             if isinstance(a, ast.Starred):
-                call_args.append(ast.Starred(value=copy.deepcopy(a.value), ctx=ast.Load()))
+                call_args.append(ast.Starred(value=clone(a.value), ctx=ast.Load()))
             else:
-                call_args.append(copy.deepcopy(a))
-        kws = [ast.keyword(arg=k.arg, value=copy.deepcopy(k.value)) for k in keywords]
-        fwd.append(assign(r, call(copy.deepcopy(plus), *call_args, keywords=kws)))
+                call_args.append(clone(a))
+        kws = [ast.keyword(arg=k.arg, value=clone(k.value)) for k in keywords]
+        fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
         if target is not None:
             fwd.append(assign(target, attr(r, "primal")))
         fwd.append(assign(bp, attr(r, "backprop")))
@@ -880,7 +894,7 @@ class FunctionBuilder:
                 record.append(node.id)
             if isinstance(a, ast.Starred):
                 ln = self.namer.fresh("len")
-                fwd.insert(0, assign(ln, call(self.helper(len, "len"), copy.deepcopy(a.value))))
+                fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
                 star_lens[i] = ln
                 record.append(ln)
         for k in keywords:
@@ -945,15 +959,15 @@ class FunctionBuilder:
         kw_defaults = getattr(s, "dp_kw_defaults", [])
         fwd: list[ast.stmt] = [plus]
         if not plus.dp_simple:
-            bare = copy.deepcopy(ir.args)
+            bare = clone(ir.args)
             bare.defaults = []
             bare.kw_defaults = [None] * len(bare.kwonlyargs)
             for a in bare.posonlyargs + bare.args + bare.kwonlyargs + [bare.vararg, bare.kwarg]:
                 if a is not None:
                     a.annotation = None
             sig = call(self.rt("make_signature"), C(ast.unparse(bare)),
-                       tuple_([copy.deepcopy(d) for d in defaults]),
-                       tuple_([copy.deepcopy(d) if d is not None else C(None) for d in kw_defaults]))
+                       tuple_([clone(d) for d in defaults]),
+                       tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]))
             plus.args.kw_defaults = [sig]
         fwd.append(assign(s.name, N(plus.name)))
         from .closures import PlusInfo
@@ -1008,9 +1022,9 @@ class FunctionBuilder:
         target = s.target.id
         bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
         it = s.iter
-        fwd = [assign(n, C(0)), ast.For(target=S(target), iter=copy.deepcopy(it), body=bf, orelse=[], type_comment=None)]
+        fwd = [assign(n, C(0)), ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None)]
         rec_it = it.id if isinstance(it, ast.Name) else None
-        fwd.append(self.push((tuple_([copy.deepcopy(it), N(n)]))))
+        fwd.append(self.push((tuple_([clone(it), N(n)]))))
         itv = self.namer.fresh("it")
         route = self.namer.fresh("route")
         i = self.namer.fresh("i")
@@ -1162,7 +1176,7 @@ class _SSA:
         self.local_temps: set[str] = set()
         reads: dict[str, int] = {}
         for s in seg:
-            s2 = copy.deepcopy(s)
+            s2 = clone(s)
             s2.dp_kind = getattr(s, "dp_kind", "general")
             for n in self._rename_loads(s2):
                 reads[n] = reads.get(n, 0) + 1

@@ -43,7 +43,7 @@ def _fix_fn_error(fn: Any) -> str:
 
 
 _SOURCE_CACHE = CodeMap()
-_MODULE_CACHE: dict[tuple[str, int], ast.Module | None] = {}
+_LAMBDAS_BY_LINE: dict[tuple[str, int], dict[int, list[ast.Lambda]]] = {}
 
 
 def function_source(fn: Any) -> FunctionSource:
@@ -113,19 +113,20 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
     # A lambda: parse the whole file region around it and match positions.
     positions = [p for p in code.co_positions() if p[0] is not None]
     key = (code.co_filename, len(all_lines))
-    if key in _MODULE_CACHE:
-        module = _MODULE_CACHE[key]
-    else:
+    by_line = _LAMBDAS_BY_LINE.get(key)
+    if by_line is None:
+        # parse the file once and index its lambdas by line
         try:
             module = ast.parse("".join(all_lines))
         except SyntaxError:
             module = None
-        _MODULE_CACHE[key] = module
-    candidates: list[ast.Lambda] = []
-    if module is not None:
-        for node in ast.walk(module):
-            if isinstance(node, ast.Lambda) and node.lineno == first:
-                candidates.append(node)
+        by_line = {}
+        if module is not None:
+            for node in ast.walk(module):
+                if isinstance(node, ast.Lambda):
+                    by_line.setdefault(node.lineno, []).append(node)
+        _LAMBDAS_BY_LINE[key] = by_line
+    candidates: list[ast.Lambda] = list(by_line.get(first, ()))
     if not candidates:
         try:
             module, indent = _parse_block(block_lines)

@@ -24,7 +24,7 @@ from .linear import gen_zero
 from .normalize import Namer, normalize_function
 from .registry import lookup_transform, register_primitive
 from .result import ProcResult, call_plus
-from .reverse import Helpers, build_plus_function, choose_prefix
+from .reverse import Helpers, build_plus_function, choose_prefix, clone
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
 
@@ -37,11 +37,19 @@ Z = gen_zero
 class Compiled:
     code: types.CodeType  # the plus-function's code
     helper_cells: dict[str, Any]
-    source: str  # readable generated source, for show()
+    plus_def: Any  # the generated AST, made readable for show() on demand
     name: str
     simple: bool
     prefix: str
     codes: dict[str, types.CodeType]  # every generated plus-function's code by (unique) name
+    filename: str = ""
+    _text: str | None = None
+
+    @property
+    def source(self) -> str:
+        if self._text is None:
+            self._text = _readable(self.plus_def, self.filename)
+        return self._text
 
 
 _LOCK = threading.RLock()
@@ -108,7 +116,7 @@ def compile_function(f: types.FunctionType) -> Compiled:
 
 def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     src = function_source(f)
-    node = copy.deepcopy(src.node)
+    node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     scope = analyse(node)
@@ -167,8 +175,8 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
-    readable = "" if nestable else _readable(plus_def, src.filename)
-    return Compiled(plus_code, helper_cells, readable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix, codes)
+    return Compiled(plus_code, helper_cells, plus_def, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
+                    codes, src.filename)
 
 
 _NEST_COUNTER = [0]
@@ -211,7 +219,7 @@ def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, co
 
 def _readable(plus_def: ast.FunctionDef, filename: str) -> str:
     """The generated source with the user's line numbers as comments."""
-    tree = copy.deepcopy(plus_def)
+    tree = clone(plus_def)
     markers: dict[str, int] = {}
 
     def mark(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -11,7 +11,7 @@ import math
 import operator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dplus
@@ -1236,6 +1236,8 @@ def f_nested_comp(m, v):
 @settings_
 @given(st.lists(st.lists(floats, min_size=2, max_size=2), min_size=1, max_size=3), st.lists(floats, min_size=2, max_size=2, unique=True))
 def test_nested_comprehensions(m, v):
+    # x != y is a kink: finite differences must not step across it
+    assume(abs(v[0] - v[1]) > 1e-3)
     check_grad(f_nested_comp, m, v)
 
 
