@@ -1357,9 +1357,13 @@ def _locate(node: ast.AST, lineno: int) -> None:
 
 
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
+    """Give statements without a position ``like``'s line; their insides get theirs from
+    the single recursive pass over the whole function (``_locate`` in ``build``)."""
     line = getattr(like, "lineno", 1) or 1
-    for s in stmts:
-        _locate(s, line)
+    for st in stmts:
+        if getattr(st, "lineno", None) is None:
+            st.lineno = st.end_lineno = line
+            st.col_offset = st.end_col_offset = 0
 
 
 def _gen_zero() -> Any:

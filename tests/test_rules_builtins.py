@@ -522,8 +522,9 @@ def test_transformed_functions_fd(xs, ys, c):
     ys = [y for y in ys]
     check_grad(f_loops, xs, ys)
     check_grad(f_map_closure, xs, tuple(ys), c)
-    check_grad(f_min_max_genexp, xs)
     if len(set(map(abs, xs))) == len(xs) and spread([abs(x) for x in xs]):
+        # max of squares has a kink where |x| ties: keep finite differences off it
+        check_grad(f_min_max_genexp, xs)
         check_grad(f_filter_max_key, xs)
     check_grad(f_sorted_then_mutated, xs)
 
