@@ -356,15 +356,7 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         out_items = [fold(e, si, Abox, _memo) for e, si in zip(v, items)]
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
-        entry = Abox.get(v) if Abox is not None else gen_zero
-        outd: dict = {}
-        _memo[key] = outd
-        for k, e in v.items():
-            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
-            if entry is not gen_zero and k in entry:
-                sk = add(sk, entry[k])
-            outd[k] = fold(e, sk, Abox, _memo)
-        return outd
+        return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if Abox is not None and v in Abox:
@@ -392,15 +384,7 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return tuple(fold(e, si, Abox, _memo) for e, si in zip(vals, items))
     if is_tracked_mutable(v):
         entry = Abox.get(v) if Abox is not None else gen_zero
-        attrs = object_attributes(v)
-        outo: dict = {}
-        _memo[key] = outo
-        for k, e in attrs.items():
-            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
-            if entry is not gen_zero and k in entry:
-                sk = add(sk, entry[k])
-            outo[k] = fold(e, sk, Abox, _memo)
-        return outo
+        return _fold_mapping(object_attributes(v), s, entry, Abox, _memo, key)
     return coerce_zero(s, v)
 
 
@@ -423,14 +407,7 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
         return _fold_list(items, base, entry, Abox, _memo, key)
     if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
-        outd: dict = {}
-        _memo[key] = outd
-        for k, e in items.items():
-            sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
-            if entry is not gen_zero and k in entry:
-                sk = add(sk, entry[k])
-            outd[k] = fold(e, sk, Abox, _memo)
-        return outd
+        return _fold_mapping(items, s, entry, Abox, _memo, key)
     if type(v) is Box:
         raw = s.value if isinstance(s, Box) else s
         if entry is not gen_zero:
@@ -451,4 +428,16 @@ def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict
         if entry is not gen_zero and i < len(entry):
             si = add(si, entry[i])
         out.append(fold(e, si, Abox, memo))
+    return out
+
+
+def _fold_mapping(items: dict, s: Any, entry: Any, Abox: Any, memo: dict, key: int) -> dict:
+    """Key by key (dict keys or attribute names): the given sensitivities plus the ``Abox`` entry."""
+    out: dict = {}
+    memo[key] = out
+    for k, e in items.items():
+        sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+        if entry is not gen_zero and k in entry:
+            sk = add(sk, entry[k])
+        out[k] = fold(e, sk, Abox, memo)
     return out

@@ -125,16 +125,7 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         return ProcResult(v, tuple_read_backprop)
     if t is dict or isinstance(obj, dict):
 
-        def dict_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is not Z and A is not None:
-                if is_tracked_mutable(v):
-                    handover(Abox, v, A)
-                else:
-                    entry = Abox.map_entry(obj)
-                    entry[idx] = add(entry[idx], A) if idx in entry else A
-            return (), Z, None
-
-        return ProcResult(v, dict_read_backprop)
+        return _keyed_read(obj, idx, v)
     if is_ndarray(obj):
         np = sys.modules["numpy"]
 
@@ -154,6 +145,27 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return _unknown_read(obj, v, f"indexing a {t.__name__}")
+
+
+def _add_to_entry(Abox: BoxSensitivities, obj: Any, key: Any, v: Any, A: Any) -> None:
+    """Add the sensitivity ``A`` of ``obj[key]`` (or ``obj.key``), whose value is ``v``, to ``Abox``."""
+    if A is Z or A is None:
+        return
+    if is_tracked_mutable(v):
+        handover(Abox, v, A)  # a mutable element keeps its sensitivity in its own entry
+    else:
+        entry = Abox.map_entry(obj)
+        entry[key] = add(entry[key], A) if key in entry else A
+
+
+def _keyed_read(obj: Any, key: Any, v: Any) -> ProcResult:
+    """Reading ``obj[key]`` of a dict or ``obj.key`` of an object whose value is ``v``."""
+
+    def keyed_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        _add_to_entry(Abox, obj, key, v, A)
+        return (), Z, None
+
+    return ProcResult(v, keyed_read_backprop)
 
 
 def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
@@ -203,16 +215,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return getitem_plus(obj, t._fields.index(name))
     if is_tracked_mutable(obj) and _instance_has(obj, name):
 
-        def attr_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is not Z and A is not None:
-                if is_tracked_mutable(v):
-                    handover(Abox, v, A)
-                else:
-                    entry = Abox.map_entry(obj)
-                    entry[name] = add(entry[name], A) if name in entry else A
-            return (), Z, None
-
-        return ProcResult(v, attr_read_backprop)
+        return _keyed_read(obj, name, v)
     if isinstance(v, types.MethodType) and v.__self__ is obj:
         # a bound method closes over its instance: its sensitivity is (A_self,)
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -827,12 +830,7 @@ def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
 
     def setdefault_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         # the result is the stored value: its read sensitivity joins the entry, then moves to the default
-        if A is not Z and A is not None:
-            if is_tracked_mutable(v):
-                handover(Abox, v, A)
-            else:
-                entry = Abox.map_entry(d)
-                entry[key] = add(entry[key], A) if key in entry else A
+        _add_to_entry(Abox, d, key, v, A)
         entry = Abox.get(d)
         s = entry.pop(key, Z) if entry is not Z else Z
         return ((), Z, None) + ((s,) if default else ())
