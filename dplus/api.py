@@ -108,6 +108,8 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
 
 def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     """Check ``Aw`` against the result; a sensitivity for a mutable result goes into ``Abox``."""
+    if type(result) is float and type(Aw) is float:
+        return Aw  # the common case
     check_conforms(Aw, result, "the sensitivity given")
     if is_tracked_mutable(result) or (type(result) is tuple and any(map(is_tracked_mutable, result))):
         from .runtime import accumulate
@@ -134,7 +136,9 @@ def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
     ``args`` are the arguments' snapshots (their layouts at the call).
     """
     sens = out[1 : 1 + len(args)]
-    return tuple(fold(a, s, Abox) for a, s in zip(args, sens))
+    return tuple(
+        s if type(a) is float and type(s) is float else fold(a, s, Abox) for a, s in zip(args, sens)
+    )
 
 
 _DEFAULT_SENSITIVITY = float("1.0")

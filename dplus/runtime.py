@@ -296,6 +296,13 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     t = type(v)
     if t is float or t is int or t is bool or v is None:
         return v
+    if t is tuple:
+        for e in v:
+            te = type(e)
+            if te is not float and te is not int:
+                break
+        else:
+            return v  # the common case: numbers only
     if _memo is None:
         _memo = {}
     key = id(v)
