@@ -22,7 +22,7 @@ from .rules import InlineRule, inline_rule_for
 __all__ = ["build_plus_function", "Helpers"]
 
 _NUM_TYPES = frozenset({float, int})
-_SEQ_TYPES = frozenset({list, tuple})
+_SEQ_TYPES = frozenset({list, tuple, dict})
 
 # Names of generated variables start with PFX, chosen per transform so that it never occurs
 # in the source being transformed (which may itself be generated code: derivatives of
@@ -784,7 +784,7 @@ class FunctionBuilder:
         raise NotImplementedError(ast.dump(v))
 
     def sequence_read(self, name: str, obj: ast.Name, idx: ast.expr, s: ast.stmt) -> Any:
-        """``name = obj[idx]``: native for lists and tuples (the record keeps the length), else the rule."""
+        """``name = obj[idx]``: native for lists, tuples and dicts (the record keeps the length), else the rule."""
         kind = self.namer.fresh("read")
         r = self.namer.fresh("r")
         seq = self.helper(_SEQ_TYPES, "SEQ")

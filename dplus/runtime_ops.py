@@ -372,6 +372,10 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     if is_tracked_mutable(v):
         handover(Abox, v, A)
         return Z
+    if type(obj) is dict:
+        entry = Abox.map_entry(obj)
+        entry[idx] = add(entry[idx], A) if idx in entry else A
+        return Z
     n = kind
     i = idx + n if idx < 0 else idx
     if type(obj) is tuple:
