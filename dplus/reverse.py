@@ -690,8 +690,25 @@ class FunctionBuilder:
         parts = [acc.take(e.id) for e in s.targets[0].elts]
         if all(p is None for p in parts):
             return
-        acc.add_value(s.value.id, call(self.rt("unpack_sensitivity"), N(s.value.id),
-                                        tuple_([p if p is not None else N(self.Z) for p in parts])))
+        sens = tuple_([p if p is not None else N(self.Z) for p in parts])
+        v = s.value.id
+        if not self.nestable and v not in self.ssa_defined_names(acc) and v not in self.boxed:
+            # the common case, a tuple whose adjoint is still zero: the tuple of the parts is it
+            a = self.adj(v)
+            general: list[ast.stmt] = []
+            saved, acc.out = acc.out, general
+            acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), clone(sens)))
+            acc.out = saved
+            acc.out.append(ast.If(
+                test=ast.BoolOp(op=ast.And(), values=[
+                    ast.Compare(left=call(self.helper(type, "type"), N(v)), ops=[ast.Is()], comparators=[self.helper(tuple, "tuple")]),
+                    ast.Compare(left=N(a), ops=[ast.Is()], comparators=[N(self.Z)])]),
+                body=[assign(a, sens)], orelse=general))
+            return
+        acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), sens))
+
+    def ssa_defined_names(self, acc: "_AdjointAccumulator") -> list[str]:
+        return acc.ssa.defined
 
     def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
         if getattr(s, "dp_unpack", False):
