@@ -142,7 +142,7 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
               if _cell_holds(cell, gen_zero)}
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
                                    prefix=prefix, const_names=consts)
-    _unique_plus_names(plus_def)
+    by_value = _unique_plus_names(plus_def)
     user_free = list(freevars)
     factory = ast.FunctionDef(
         name=prefix + "factory",
@@ -152,7 +152,11 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
         decorator_list=[], returns=None, type_comment=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
+    # the plus-function is located already; only the factory around it needs a position
+    for node in (factory, factory.args, *factory.args.args, factory.body[-1], factory.body[-1].value):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = plus_def.lineno
+            node.col_offset = node.end_col_offset = 0
     filename = src.filename
     if nestable:
         # compiled from its own text, registered with linecache, so it can be transformed again
@@ -171,7 +175,6 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
         raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{ast.unparse(plus_def)}") from e
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
-    by_value = {d.name: getattr(d, "dp_by_value", ()) for d in ast.walk(plus_def) if isinstance(d, ast.FunctionDef)}
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
@@ -190,22 +193,29 @@ def _cell_holds(cell: Any, value: Any) -> bool:
         return False
 
 
-def _unique_plus_names(plus_def: ast.FunctionDef) -> None:
-    """Number nested plus-functions in tree order, so two builds of one function agree on names."""
+def _unique_plus_names(plus_def: ast.FunctionDef) -> dict[str, tuple]:
+    """Number nested plus-functions in tree order, so two builds of one function agree on names.
+
+    Returns each generated function's by-value free variables, by its final name.
+    """
     k = 0
+    by_value: dict[str, tuple] = {plus_def.name: getattr(plus_def, "dp_by_value", ())}
     for parent in ast.walk(plus_def):
         body = getattr(parent, "body", None)
         if not isinstance(body, list):
             continue
         for i, st in enumerate(body):
-            if isinstance(st, ast.FunctionDef) and st is not plus_def and st.name.endswith("__plus"):
-                k += 1
-                old = st.name
-                st.name = f"{old}_{k}"
-                # the def is followed by the assignment of the user's name from it
-                nxt = body[i + 1] if i + 1 < len(body) else None
-                if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id == old:
-                    nxt.value.id = st.name
+            if isinstance(st, ast.FunctionDef) and st is not plus_def:
+                if st.name.endswith("__plus"):
+                    k += 1
+                    old = st.name
+                    st.name = f"{old}_{k}"
+                    # the def is followed by the assignment of the user's name from it
+                    nxt = body[i + 1] if i + 1 < len(body) else None
+                    if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id == old:
+                        nxt.value.id = st.name
+                by_value[st.name] = getattr(st, "dp_by_value", ())
+    return by_value
 
 
 def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:
