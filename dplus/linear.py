@@ -575,17 +575,10 @@ def check_conforms(sens: Any, primal: Any, what: str = "the sensitivity", path: 
         if is_number(sens):
             return
         fail("an array's sensitivity is an array of the same shape")
-    if isinstance(primal, tuple):
-        if not isinstance(sens, tuple):
-            fail(f"{type(sens).__name__} given where the result is a tuple of {len(primal)}")
-        if len(sens) != len(primal):
-            fail(f"length {len(sens)} given where the result has length {len(primal)}")
-        for i, (s, p) in enumerate(zip(sens, primal)):
-            check_conforms(s, p, what, f"{path}[{i}]")
-        return
-    if isinstance(primal, list):
-        if not isinstance(sens, list):
-            fail(f"{type(sens).__name__} given where the result is a list of {len(primal)}")
+    if isinstance(primal, (tuple, list)):
+        kind = "tuple" if isinstance(primal, tuple) else "list"
+        if not isinstance(sens, tuple if kind == "tuple" else list):
+            fail(f"{type(sens).__name__} given where the result is a {kind} of {len(primal)}")
         if len(sens) != len(primal):
             fail(f"length {len(sens)} given where the result has length {len(primal)}")
         for i, (s, p) in enumerate(zip(sens, primal)):

@@ -143,3 +143,29 @@ def check_inlinable(fn, rule) -> None:
         assert not any(isinstance(c, types.CodeType) for c in code.co_consts), f"{fn}: nested code"
         for name in _loaded_globals(g):
             assert name in g.__globals__, f"{fn}: inline gradient uses {name!r}, not a global of its module"
+
+
+# Paths to the number leaves of nested lists and tuples, for finite differences by hand.
+def leaves(x: Any, kinds: tuple = (float,), path: tuple = ()) -> Any:
+    if isinstance(x, bool):
+        return
+    if isinstance(x, kinds):
+        yield path
+    elif isinstance(x, (list, tuple)):
+        for i, e in enumerate(x):
+            yield from leaves(e, kinds, path + (i,))
+
+
+def get_leaf(x: Any, path: tuple) -> Any:
+    for i in path:
+        x = x[i]
+    return x
+
+
+def set_leaf(x: Any, path: tuple, v: Any) -> Any:
+    """``x`` with the leaf at ``path`` replaced (the containers copied, not mutated)."""
+    if not path:
+        return v
+    items = list(x)
+    items[path[0]] = set_leaf(items[path[0]], path[1:], v)
+    return items if isinstance(x, list) else type(x)(items)

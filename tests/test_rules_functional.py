@@ -34,26 +34,15 @@ def direct(fn, *args, A=1.0, **kwargs):
     return r.primal, pos
 
 
-def _leaves(x, path=()):
-    if isinstance(x, float):
-        yield path
-    elif isinstance(x, (list, tuple)):
-        for i, e in enumerate(x):
-            yield from _leaves(e, path + (i,))
+from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 
-def _get(x, path):
-    for i in path:
-        x = x[i]
-    return x
+def _leaves(x):
+    return leaves(x, (float,))
 
 
-def _set(x, path, v):
-    if not path:
-        return v
-    items = list(x)
-    items[path[0]] = _set(items[path[0]], path[1:], v)
-    return items if isinstance(x, list) else type(x)(items)
+_get = get_leaf
+_set = set_leaf
 
 
 def fd_check(f, args, g, sens=1.0, h=1e-6, rtol=1e-5, atol=1e-6):
