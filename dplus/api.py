@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import types
 from typing import Any, Callable
 
 from .boxes import BoxSensitivities
-from .closures import is_plus_function, plus_info
-from .errors import DplusError, SensitivityError, SourceUnavailableError, describe_callable
-from .linear import check_conforms, gen_zero, is_number, is_zero_sensitivity
+from .closures import is_plus_function
+from .errors import SensitivityError, describe_callable
+from .linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
-from .registry import lookup_transform, register_primitive, is_registered_transform, primal_of_transform
+from .registry import lookup_transform, register_primitive
 from .result import ProcResult, call_plus, run_backprop
-from .runtime import fold, handover, is_tracked_mutable, snapshot
+from .runtime import fold, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -81,14 +79,6 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
     public_plus.__dplus_public_of__ = P
     public_plus.__qualname__ = getattr(P, "__qualname__", "plus")
     return public_plus
-
-
-def _lift_bound_method(m: types.MethodType) -> Callable[..., ProcResult] | None:
-    """The plus-function of ``obj.method`` when ``method`` is registered or define_dplus'd."""
-    t = lookup_transform(m)
-    if t is not None:
-        return t
-    return None
 
 
 def _lift_class(cls: type) -> Callable[..., ProcResult] | None:

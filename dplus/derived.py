@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Iterator
 
-from .api import D, dplus, grad
+from .api import dplus, grad
 from .errors import SensitivityError
 from .linear import dot, is_ndarray, is_number, zero
 

@@ -25,10 +25,10 @@ from .api import _grad1_inside, _grad_inside, boundary, default_sensitivity, gra
 from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
-from .errors import NonDifferentiableError, UnknownTransformError, describe_callable
+from .errors import NonDifferentiableError, describe_callable
 from .linear import OneHot, TupleAccumulator, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
 from .result import backprop as result_backprop, primal as result_primal
-from .registry import is_registered_transform, lookup_transform, primal_of_transform, register_primitive
+from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
 from .runtime import CellKey, fold, is_tracked_mutable, lift, snapshot
@@ -155,8 +155,7 @@ def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
 
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
-    chosen = runtime_ops.select_binop_transform(fn, a, b)
-    return _operator_result(call_plus(transform_of_plus(chosen[0]), a, b))
+    return _operator_result(call_plus(transform_of_plus(runtime_ops.select_binop(fn, a, b)), a, b))
 
 
 def _transform_of_plus_rule(P: Any) -> ProcResult:
@@ -269,7 +268,7 @@ defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
-defnondiff(runtime_ops.select_binop_transform)
+defnondiff(runtime_ops.select_binop)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
 register_primitive(run_backprop, _run_backprop_tower)
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")

@@ -414,9 +414,7 @@ def _zero_procresult(v: ProcResult) -> ProcResult:
 
 def _zero_function(fn: Any) -> Any:
     """A function's sensitivity is the tuple of its closed-over values' sensitivities."""
-    closure = getattr(fn, "__closure__", None)
-    code = getattr(fn, "__code__", None)
-    if code is None:
+    if getattr(fn, "__code__", None) is None:
         return ()
     from .closures import closure_values  # local: avoid an import cycle
 

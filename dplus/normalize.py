@@ -512,7 +512,6 @@ class Normalizer:
         test = self.expr(s.test)
         msg = None
         if s.msg is not None:
-            body = self.capture(lambda: None)
             m = self.namer.fresh()
             msg_stmts = self.capture(lambda: self.emit(_assign(m, self.expr(s.msg), s)))
             neg = self.temp(ast.UnaryOp(op=ast.Not(), operand=test), s)
@@ -557,11 +556,7 @@ class Normalizer:
         cases = []
         for case in s.cases:
             body = self.sub(case.body)
-            guard = None
-            guard_stmts: list[ast.stmt] = []
-            if case.guard is not None:
-                guard_stmts = self.capture(lambda: self.emit(_assign(self.namer.fresh(), self.expr(case.guard), case.guard)))
-                guard = case.guard
+            guard = case.guard  # a condition: evaluated natively, it carries no sensitivity
             prologue = self.capture(lambda: self.capture_bindings(case.pattern, subject, s))
             cases.append(ast.match_case(pattern=case.pattern, guard=guard, body=prologue + (body or [ast.Pass()])))
         node = ast.copy_location(ast.Match(subject=subject, cases=cases), s)

@@ -41,7 +41,7 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     ``t`` then receives the instance as its first argument.
     """
     try:
-        old = _TRANSFORMS.get(fn)
+        hash(fn)
     except TypeError:
         raise DplusError(f"cannot register {fn!r}: it is not hashable") from None
     _TRANSFORMS[fn] = transform
@@ -92,7 +92,7 @@ def lookup_transform(fn: Any) -> Transform | None:
     if tf is types.MethodType:
         t = _TRANSFORMS.get(fn.__func__)
         if t is not None:
-            return _bind_transform(t, fn.__self__)
+            return bind_transform(t, fn.__self__)
         return None
     if tf is _BUILTIN_METHOD or tf is _METHOD_WRAPPER:
         owner = fn.__self__
@@ -106,14 +106,15 @@ def lookup_transform(fn: Any) -> Transform | None:
         except TypeError:
             return None
         if t is not None:
-            return _bind_transform(t, owner)
+            return bind_transform(t, owner)
     return None
 
 
-def _bind_transform(t: Transform, owner: Any) -> Transform:
+def bind_transform(t: Transform, owner: Any, as_object: bool = False) -> Transform:
     """The transform of a bound method: the instance is the first argument of ``t``.
 
-    A bound method closes over its instance, so its closure sensitivity is ``(A_self,)``.
+    A bound method closes over its instance, so its closure sensitivity is ``(A_self,)``;
+    for a callable object (``as_object``) it is the object's own sensitivity, ``A_self``.
     """
 
     def bound_plus(*args: Any, **kwargs: Any) -> ProcResult:
@@ -122,7 +123,7 @@ def _bind_transform(t: Transform, owner: Any) -> Transform:
 
         def bound_backprop(A: Any, Abox: Any) -> tuple:
             out = inner(A, Abox)
-            return ((out[1],),) + tuple(out[2:])
+            return ((out[1] if as_object else (out[1],)),) + tuple(out[2:])
 
         return ProcResult(r.primal, bound_backprop)
 

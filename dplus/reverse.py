@@ -12,7 +12,6 @@ Control flow pushes what the reverse needs to retrace it: branch flags, loop cou
 from __future__ import annotations
 
 import ast
-import copy
 import operator
 from typing import Any, Callable
 
@@ -220,9 +219,6 @@ class Template:
 
     def instantiate(self, mapping: dict[str, ast.expr]) -> ast.expr:
         return _Substitute(mapping).visit(clone(self.body))
-
-
-_TEMPLATE_CACHE: dict[tuple[int, int], Template | None] = {}
 
 
 def template_for(fn: Callable, helpers: Helpers) -> Template | None:
@@ -594,7 +590,6 @@ class FunctionBuilder:
         saved: list[str] = []
         guards: list[ast.expr] = []
         guarded_inputs: set[str] = set()
-        checks_callee: list[tuple[ast.expr, Any]] = []
         num = self.helper(_NUM_TYPES, "NUM")
         ops: list[tuple[ast.stmt, InlineRule | None]] = []
         for s in ssa.stmts:
@@ -925,7 +920,6 @@ class FunctionBuilder:
             acc.out.append(assign(g, call(bp, A if A is not None else N(self.Z), N(ABOX))))
             if is_callee_var:
                 acc.add_value(callee.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
-            pos: ast.expr = C(1)
             fixed = 1
             dynamic: list[str] = []
 
@@ -987,8 +981,6 @@ class FunctionBuilder:
                        tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]))
             plus.args.kw_defaults = [sig]
         fwd.append(assign(s.name, N(plus.name)))
-        from .closures import PlusInfo
-
         by_value = plus.dp_by_value
         s.dp_plus_name = plus.name
         s.dp_by_value = by_value

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
-from .errors import SensitivityError, UnknownTransformError
+from .errors import SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -58,16 +58,9 @@ class CellKey:
 
 def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
     """The plus-function that transformed code calls in place of ``f``."""
-    if type(f) is types.FunctionType:
-        if is_plus_function(f):
-            return f
-    elif type(f) is types.MethodType:
-        from .api import _lift_bound_method
-
-        bound = _lift_bound_method(f)
-        if bound is not None:
-            return bound
-    t = lookup_transform(f)
+    if type(f) is types.FunctionType and is_plus_function(f):
+        return f
+    t = lookup_transform(f)  # bound methods of registered functions included
     if t is not None:
         return t
     if is_plus_function(f):
@@ -393,14 +386,6 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         entry = Abox.get(v) if Abox is not None else gen_zero
         return _fold_mapping(object_attributes(v), s, entry, Abox, _memo, key)
     return coerce_zero(s, v)
-
-
-def check_unknown_result(result: Any, A: Any, Abox: Any, describe: str) -> None:
-    """Raise if the result of an unknown function received sensitivity."""
-    from .linear import is_zero_sensitivity
-
-    if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
-        raise UnknownTransformError(describe)
 
 
 def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo: dict) -> Any:

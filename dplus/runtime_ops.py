@@ -94,26 +94,18 @@ def _is_value(x: Any) -> bool:
     return t in _NUMERIC or is_number(x) or is_ndarray(x) or x is Z or t is bool
 
 
-def select_binop(fn: Any, a: Any, b: Any) -> tuple[Any, tuple, bool]:
+def select_binop(fn: Any, a: Any, b: Any) -> Any:
     """Which transform a binary operator uses: its registered rule (numbers, arrays, sequences
     and user objects' dunder methods are all handled there), else the policy."""
     t = lookup_transform(fn)
     if t is None and _is_value(a) and _is_value(b):
         t = lookup_transform(_INPLACE_TO_PLAIN.get(fn, fn))
-    if t is not None:
-        return t, (a, b), False
-    return lift(fn), (a, b), False
-
-
-def select_binop_transform(fn: Any, a: Any, b: Any) -> tuple[Any, bool]:
-    t, _, swapped = select_binop(fn, a, b)
-    return t, swapped
+    return t if t is not None else lift(fn)
 
 
 def binop_plus(fn: Any, a: Any, b: Any) -> ProcResult:
     """A binary operator on any operands, through the operator's rule."""
-    t, args, _ = select_binop(fn, a, b)
-    return t(*args)
+    return select_binop(fn, a, b)(a, b)
 
 
 def accumulate_cell(Abox: BoxSensitivities, key: CellKey, value: Any, s: Any) -> None:
@@ -342,7 +334,6 @@ def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, clos
     if kwargs:
         kw_sens: dict = {}
         var_kw = next((p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD), None)
-        kw_obj = None
         for name in kwargs:
             if name in by_name and sig.parameters[name].kind is not inspect.Parameter.VAR_KEYWORD:
                 kw_sens[name] = by_name[name]

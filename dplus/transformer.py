@@ -8,7 +8,6 @@ once per code object, bind to each function object's closure cells, cache.
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 import functools
 import inspect
@@ -18,12 +17,12 @@ from typing import Any, Callable
 
 import attrs
 
-from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
-from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
+from .closures import CodeMap, PlusInfo, plus_info, register_plus_code
+from .errors import SourceUnavailableError, describe_callable
 from .linear import gen_zero
 from .normalize import Namer, normalize_function
-from .registry import lookup_transform, register_primitive
-from .result import ProcResult, call_plus
+from .registry import bind_transform, lookup_transform, register_primitive
+from .result import ProcResult
 from .reverse import Helpers, build_plus_function, choose_prefix, clone
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
@@ -68,7 +67,8 @@ def can_transform(f: Any) -> bool:
 def plus_function_for(f: Any) -> Callable[..., ProcResult]:
     """The plus-function of a Python callable, derived from its source."""
     if isinstance(f, types.MethodType):
-        return _bound_plus(plus_function_for(f.__func__) if lookup_transform(f.__func__) is None else lookup_transform(f.__func__), f.__self__)
+        t = lookup_transform(f.__func__)
+        return _bound_plus(t if t is not None else plus_function_for(f.__func__), f.__self__)
     if isinstance(f, functools.partial):
         return _partial_plus(f)
     if not isinstance(f, types.FunctionType):
@@ -287,20 +287,9 @@ def generated_source(f: Any) -> str:
 
 
 def _bound_plus(t: Callable[..., ProcResult], owner: Any, as_object: bool = False) -> Callable[..., ProcResult]:
-    def bound_method_plus(*args: Any) -> ProcResult:
-        r = call_plus(t, owner, *args)
-        inner = r.backprop
-
-        def bound_method_backprop(A: Any, Abox: Any) -> tuple:
-            out = inner(A, Abox)
-            if as_object:
-                return (out[1],) + tuple(out[2:])
-            return ((out[1],),) + tuple(out[2:])
-
-        return ProcResult(r.primal, bound_method_backprop)
-
-    _mark_plus(bound_method_plus)
-    return bound_method_plus
+    plus = bind_transform(t, owner, as_object)
+    _mark_plus(plus)
+    return plus
 
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
