@@ -26,7 +26,7 @@ from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
 from .errors import NonDifferentiableError, describe_callable
-from .linear import OneHot, TupleAccumulator, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, zero
+from .linear import OneHot, TupleAccumulator, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
@@ -389,7 +389,13 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
     return ProcResult(runtime_ops.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
 
 
+def _tuple_items_rule(S: Any, n: int) -> ProcResult:
+    # the identity on tuple sensitivities, from any representation to a dense tuple
+    return ProcResult(tuple_items(S, n), lambda A, Abox: ((), A, None))
+
+
 register_primitive(OneHot, _onehot_rule)
+register_primitive(tuple_items, _tuple_items_rule)
 register_primitive(tuple_part, _tuple_part_rule)
 register_primitive(runtime_ops.unpack_sensitivity, _unpack_sensitivity_rule)
 

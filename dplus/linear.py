@@ -189,6 +189,22 @@ def _tuple_items(v: Any, n: int) -> list:
     return list(v)
 
 
+def tuple_items(S: Any, n: int) -> tuple:
+    """The ``n`` element sensitivities of a tuple sensitivity in any representation.
+
+    Rules read tuple sensitivities only through this function (and ``add``): it has a
+    rule of its own in :mod:`dplus.higher`, so their backprops can be differentiated again.
+    """
+    if S is gen_zero or S is None:
+        return (gen_zero,) * n
+    t = type(S)
+    if t is OneHot:
+        return tuple(S.to_list())
+    if t is TupleAccumulator:
+        return tuple(S.items)
+    return tuple(S)
+
+
 # --------------------------------------------------------------------------
 # add
 

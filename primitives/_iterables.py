@@ -25,13 +25,12 @@ from typing import Any
 from dplus.boxes import BoxSensitivities
 from dplus.errors import DplusError, NonDifferentiableError
 from dplus.linear import (
-    OneHot,
-    TupleAccumulator,
     add,
     coerce_zero,
     gen_zero,
     is_ndarray,
     is_zero_sensitivity,
+    tuple_items,
 )
 from dplus.closures import is_plus_function
 from dplus.registry import is_registered_transform, lookup_transform, primal_of_transform
@@ -218,16 +217,7 @@ def settle(v: Any, s: Any, Abox: BoxSensitivities) -> Any:
     return accumulate(gen_zero, v, s, Abox)
 
 
-def items_of(s: Any, n: int) -> list:
-    """The element sensitivities of a tuple sensitivity (sparse forms and ``gen_zero`` included)."""
-    if s is gen_zero or s is None:
-        return [gen_zero] * n
-    t = type(s)
-    if t is OneHot:
-        return s.to_list()
-    if t is TupleAccumulator:
-        return s.items
-    return list(s)
+items_of = tuple_items  # the element sensitivities of a tuple sensitivity, sparse forms included
 
 
 def is_complex(x: Any) -> bool:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import cmath
 from typing import Any, Callable
 
-from dplus.linear import OneHot, TupleAccumulator, gen_zero
+from dplus.linear import gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
@@ -129,22 +129,11 @@ def _phase_plus(z: Any) -> ProcResult:
     return ProcResult(r, phase_backprop)
 
 
-def _tuple2(A: Any) -> tuple[Any, Any]:
-    if A is gen_zero or A is None:
-        return gen_zero, gen_zero
-    if type(A) is OneHot:
-        items = A.to_list()
-        return items[0], items[1]
-    if type(A) is TupleAccumulator:
-        return A.items[0], A.items[1]
-    return A[0], A[1]
-
-
 def _polar_plus(z: Any) -> ProcResult:
     r = cmath.polar(z)
 
     def polar_backprop(A: Any, Abox: Any) -> tuple:
-        a_mod, a_phase = _tuple2(A)
+        a_mod, a_phase = tuple_items(A, 2)
         s: Any = gen_zero
         if a_mod is not gen_zero and r[0] != 0:
             s = _fit(a_mod * z.conjugate() / r[0], z)

@@ -23,9 +23,9 @@ from typing import Any
 
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
-from dplus.linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from dplus.linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.result import ProcResult, call_plus
 from dplus.runtime import accumulate, fold, handover, is_tracked_mutable, lift
 
 Z = gen_zero
@@ -36,17 +36,6 @@ _ATTR_RULES: dict[tuple[type, str], Any] = {}
 def register_attribute(cls: type, name: str, transform: Any) -> None:
     """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
     _ATTR_RULES[(cls, name)] = transform
-
-
-def _tuple_items(A: Any, n: int) -> list:
-    if A is Z or A is None:
-        return [Z] * n
-    t = type(A)
-    if t is OneHot:
-        return A.to_list()
-    if t is TupleAccumulator:
-        return A.items
-    return list(A)
 
 
 def _conform_items(items: list, like: Any) -> Any:
@@ -107,7 +96,7 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
                 if A is Z or A is None:
                     return (), Z, None
                 items = [Z] * n
-                for j, s in zip(rng, _tuple_items(A, len(rng))):
+                for j, s in zip(rng, tuple_items(A, len(rng))):
                     items[j] = s
                 return (), tuple(items), None
 
@@ -200,7 +189,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return ProcResult(v, _no_sens_2)
     rule = _ATTR_RULES.get((t, name))
     if rule is not None:
-        r = rule(obj)
+        r = call_plus(rule, obj)  # a transform: differentiated again through call_plus's rule
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if t is ProcResult:
@@ -221,7 +210,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             if A is Z or A is None:
                 return (), Z, None
-            parts = _tuple_items(A, len(A) if isinstance(A, tuple) else 1)
+            parts = tuple_items(A, len(A) if isinstance(A, tuple) else 1)
             return (), (parts[0] if parts else Z), None
 
         return ProcResult(v, method_read_backprop)
@@ -247,7 +236,7 @@ def _method_of_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
     # the sensitivity of a bound builtin method is (A_self,)
     if A is Z or A is None or A == ():
         return (), Z, None
-    return (), _tuple_items(A, len(A) if isinstance(A, tuple) else 1)[0], None
+    return (), tuple_items(A, len(A) if isinstance(A, tuple) else 1)[0], None
 
 
 def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -412,7 +401,7 @@ def build_tuple(*items: Any) -> ProcResult:
     def tuple_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is Z or A is None:
             return ((),) + (Z,) * n
-        return ((),) + tuple(_tuple_items(A, n))
+        return ((),) + tuple(tuple_items(A, n))
 
     return ProcResult(items, tuple_display_backprop)
 
@@ -513,7 +502,7 @@ def build_tuple_star(spec: tuple, *parts: Any) -> ProcResult:
     t = tuple(items)
 
     def tuple_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        return _split_star(spec, parts, lengths, _tuple_items(A, len(t)))
+        return _split_star(spec, parts, lengths, tuple_items(A, len(t)))
 
     return ProcResult(t, tuple_star_backprop)
 
@@ -570,7 +559,7 @@ def unpack_plus(v: Any, n: int) -> ProcResult:
             return (), Z, None
         if type(v) is tuple:
             return (), A, None
-        return (), _sequence_sensitivity(v, _tuple_items(A, n)), None
+        return (), _sequence_sensitivity(v, tuple_items(A, n)), None
 
     return ProcResult(t, unpack_backprop)
 
@@ -584,7 +573,7 @@ def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
     t = tuple(items[:before]) + (rest,) + tuple(items[n - after :])
 
     def unpack_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        parts = _tuple_items(A, len(t))
+        parts = tuple_items(A, len(t))
         rest_sens = parts[before]
         if rest_sens is not Z and rest_sens is not None:
             handover(Abox, rest, rest_sens)
@@ -639,7 +628,7 @@ def tuple_plus(*args: Any) -> ProcResult:
             return (), Z
         if type(src) is tuple:
             return (), A
-        return (), _sequence_sensitivity(src, _tuple_items(A, n))
+        return (), _sequence_sensitivity(src, tuple_items(A, n))
 
     return ProcResult(t, tuple_constructor_backprop)
 
@@ -895,7 +884,7 @@ def dict_items_plus(d: dict) -> ProcResult:
             for k, s in zip(keys, entry):
                 if s is Z or s is None:
                     continue
-                part = _tuple_items(s, 2)[1]
+                part = tuple_items(s, 2)[1]
                 if part is Z or part is None:
                     continue
                 v = d.get(k) if k in d else None
@@ -1018,8 +1007,8 @@ def partial_plus(func: Any, *args: Any, **kwargs: Any) -> ProcResult:
     def partial_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is Z or A is None:
             return ((), Z) + (Z,) * n + (({k: Z for k in kwargs},) if kwargs else ())
-        a_func, a_args, a_kw = _tuple_items(A, 3)
-        items = _tuple_items(a_args, n) if a_args is not Z else [Z] * n
+        a_func, a_args, a_kw = tuple_items(A, 3)
+        items = tuple_items(a_args, n) if a_args is not Z else [Z] * n
         out = ((), a_func) + tuple(items)
         if kwargs:
             out = out + ({k: (a_kw.get(k, Z) if isinstance(a_kw, dict) else Z) for k in kwargs},)
@@ -1036,5 +1025,5 @@ register_primitive(delattr, delattr_plus)
 
 # The helpers the rules above call are differentiated from their source when a rule is
 # itself differentiated (derivatives of derivatives).
-for _helper in (_tuple_items, _conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
+for _helper in (_conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
     _helper.__dplus_derived__ = ("rule helper",)

@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dplus.linear import OneHot, TupleAccumulator, gen_zero
+from dplus.linear import gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff, defvjp
@@ -210,18 +210,6 @@ for _fn in (
 # helpers for tuple results and sequence arguments
 
 
-def _tuple_items(A: Any, n: int) -> list:
-    """A tuple sensitivity as a list of ``n`` items (``gen_zero`` for missing ones)."""
-    if A is gen_zero or A is None:
-        return [gen_zero] * n
-    t = type(A)
-    if t is OneHot:
-        return A.to_list()
-    if t is TupleAccumulator:
-        return list(A.items)
-    return list(A)
-
-
 def _zeros(n: int, kwargs: dict) -> tuple:
     out = ((),) + (gen_zero,) * n
     return out + ({k: gen_zero for k in kwargs},) if kwargs else out
@@ -366,7 +354,7 @@ def _modf_plus(x: Any) -> ProcResult:
     r = math.modf(x)
 
     def modf_backprop(A: Any, Abox: Any) -> tuple:
-        a = _tuple_items(A, 2)[0]
+        a = tuple_items(A, 2)[0]
         return _Z1 if a is gen_zero else ((), a)
 
     return ProcResult(r, modf_backprop)
@@ -376,7 +364,7 @@ def _frexp_plus(x: Any) -> ProcResult:
     r = math.frexp(x)
 
     def frexp_backprop(A: Any, Abox: Any) -> tuple:
-        a = _tuple_items(A, 2)[0]
+        a = tuple_items(A, 2)[0]
         return _Z1 if a is gen_zero else ((), a * math.ldexp(1.0, -r[1]))
 
     return ProcResult(r, frexp_backprop)

@@ -73,7 +73,7 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import add, gen_zero
+from dplus.linear import add, gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
@@ -346,16 +346,6 @@ def _list_result_sens(r: list, A: Any, Abox: Any) -> list:
     if entry is not Z and entry is not None:
         items = [add(a, b) for a, b in zip(items, entry)]
     return [np.zeros_like(e, dtype=np.result_type(e, float)) if s is Z or s is None else s for s, e in zip(items, r)]
-
-
-def _tuple_parts(A: Any, n: int) -> list:
-    if A is Z or A is None:
-        return [Z] * n
-    if hasattr(A, "to_list"):
-        return A.to_list()
-    if hasattr(A, "add_in_place"):
-        return list(A.items)
-    return list(A)
 
 
 # ---------------------------------------------------------------------------
@@ -883,7 +873,7 @@ def _det_grad(A, r, a):
 
 
 def _slogdet_grad(A, r, a):
-    parts = _tuple_parts(A, 2)
+    parts = tuple_items(A, 2)
     Al = parts[1]
     if Al is Z or Al is None:
         return Z

@@ -72,7 +72,7 @@ from typing import Any, Callable
 
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
-from dplus.linear import GenZero, OneHot, TupleAccumulator, add as _add, gen_zero
+from dplus.linear import GenZero, OneHot, TupleAccumulator, add as _add, gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff, defvjp
@@ -284,12 +284,7 @@ def _items(s: Any, n: int) -> list | None:
     """A tuple/list sensitivity as a list of ``n`` element sensitivities (``None``: all zero)."""
     if s is gen_zero or s is None:
         return None
-    ts = type(s)
-    if ts is OneHot:
-        return s.to_list()
-    if ts is TupleAccumulator:
-        return list(s.items)
-    return list(s)
+    return list(tuple_items(s, n))
 
 
 def _like(part: list, v: Any) -> Any:

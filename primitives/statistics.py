@@ -33,7 +33,7 @@ import math
 import statistics
 from typing import Any
 
-from dplus.linear import OneHot, TupleAccumulator, gen_zero
+from dplus.linear import gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 
@@ -264,17 +264,6 @@ def _correlation_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
     return ProcResult(r, correlation_backprop)
 
 
-def _pair(A: Any) -> tuple[Any, Any]:
-    if A is gen_zero or A is None:
-        return gen_zero, gen_zero
-    if type(A) is OneHot:
-        items = A.to_list()
-        return items[0], items[1]
-    if type(A) is TupleAccumulator:
-        return A.items[0], A.items[1]
-    return A[0], A[1]
-
-
 def _linear_regression_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
     sx_, sy_ = _arg(x, statistics.linear_regression, "x"), _arg(y, statistics.linear_regression, "y")
     xs, ys = sx_.items, sy_.items
@@ -283,7 +272,7 @@ def _linear_regression_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
     n = len(xs)
 
     def linear_regression_backprop(A: Any, Abox: Any) -> tuple:
-        a_slope, a_icpt = _pair(A)
+        a_slope, a_icpt = tuple_items(A, 2)
         if a_slope is gen_zero and a_icpt is gen_zero:
             return _zeros(2, kwargs)
         a_slope = 0.0 if a_slope is gen_zero else a_slope
