@@ -31,7 +31,8 @@ from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
-from .runtime import CellKey, fold, is_tracked_mutable, lift, snapshot
+from .primitives.containers import register_attribute
+from .runtime import CellKey, Snapshot, fold, is_tracked_mutable, lift, snapshot
 
 Z = gen_zero
 
@@ -227,6 +228,8 @@ def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
         result = fn(*args, **kwargs)
 
         def again_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if is_tracked_mutable(result) and result in Abox:
+                A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
             if not is_zero_sensitivity(A):
                 raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet")
             return ((),) + (Z,) * len(args)
@@ -244,7 +247,8 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
 
 
 def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResult:
-    if len(Abox):
+    # Abox may hold other entries (captured variables' cells); only mutable arguments matter
+    if _box_entries_reach(args, Abox):
         raise NonDifferentiableError(
             "derivatives of derivatives of functions of lists, dicts, boxes or objects are not supported yet; "
             "pass numbers or tuples"
@@ -347,8 +351,31 @@ def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) 
     return ProcResult(None, accumulate_cell_backprop)
 
 
+def _box_entries_reach(v: Any, Abox: Any) -> bool:
+    """Some list, dict, box or object in ``v`` has an entry in ``Abox``."""
+    if Abox is None or not len(Abox):
+        return False
+    t = type(v)
+    if t is float or t is int:
+        return False
+    if t is Snapshot:
+        return _box_entries_reach(v.obj, Abox) or _box_entries_reach(v.items, Abox)
+    if is_tracked_mutable(v):
+        return v in Abox or any(_box_entries_reach(e, Abox) for e in _members(v))
+    return isinstance(v, (tuple, list)) and any(_box_entries_reach(e, Abox) for e in v)
+
+
+def _members(v: Any) -> Any:
+    if isinstance(v, dict):
+        return v.values()
+    if isinstance(v, list):
+        return v
+    return ()
+
+
 def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
-    if Abox is not None and len(Abox):
+    # an empty **kwargs dict or a list nobody differentiated folds to s itself
+    if _box_entries_reach(v, Abox):
         raise NonDifferentiableError(
             "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet"
         )
@@ -394,6 +421,78 @@ def _tuple_items_rule(S: Any, n: int) -> ProcResult:
     return ProcResult(tuple_items(S, n), lambda A, Abox: ((), A, None))
 
 
+# Calling conventions: binding arguments to parameters, and mapping parameter
+# sensitivities back, are linear maps transposed to each other.
+def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tuple:
+    """The transpose of unbind_sensitivities: per-parameter sensitivities from per-argument ones."""
+    n_out = 1 + len(args) + (1 if kwargs else 0)
+    items = tuple_items(S, n_out)
+    pos = items[1 : 1 + len(args)]
+    kw = items[-1] if kwargs else Z
+    by_name: dict = {}
+    i = 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and i < len(args):
+            by_name[p.name] = pos[i]
+            i += 1
+        elif p.kind is p.VAR_POSITIONAL:
+            extra = pos[i:]
+            i = len(args)
+            by_name[p.name] = Z if all(is_zero_sensitivity(e) for e in extra) else tuple(extra)
+        elif p.kind is p.VAR_KEYWORD:
+            rest = {k: v for k, v in (kw.items() if isinstance(kw, dict) else ()) if k not in sig.parameters}
+            by_name[p.name] = rest if rest else Z
+        elif isinstance(kw, dict) and p.name in kw:
+            by_name[p.name] = kw[p.name]
+    return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
+
+
+def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict) -> ProcResult:
+    values = runtime_ops.bind_arguments(sig, args, kwargs)
+
+    def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(values)), Abox)
+        kw_sens = out[-1] if kwargs else Z
+        if isinstance(kw_sens, dict) and not all(is_zero_sensitivity(v) for v in kw_sens.values()):
+            raise NonDifferentiableError(
+                "derivatives of order three and more through keyword arguments are not supported yet; "
+                "pass the arguments by position"
+            )
+        return (), None, tuple(out[1 : 1 + len(args)]), Z
+
+    return ProcResult(values, bind_arguments_backprop)
+
+
+def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any, sens: tuple, Abox: Any) -> ProcResult:
+    out = runtime_ops.unbind_sensitivities(sig, args, kwargs, closure, sens, Abox)
+
+    def unbind_sensitivities_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if kwargs and isinstance(out[-1], dict) and out[-1] in Abox2:
+            raise NonDifferentiableError(
+                "derivatives of order three and more through keyword arguments are not supported yet; "
+                "pass the arguments by position"
+            )
+        return (), None, Z, Z, tuple_items(A, len(out))[0], _parameter_sensitivities(sig, args, kwargs, A), None
+
+    return ProcResult(out, unbind_sensitivities_backprop)
+
+
+register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
+register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
+register_primitive(runtime_ops.keyword_sensitivities, _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"))
+register_primitive(runtime_ops.double_star_sensitivity,
+                   _unsupported_again(runtime_ops.double_star_sensitivity, "keyword arguments"))
+def _onehot_value_rule(S: OneHot) -> ProcResult:
+    return ProcResult(S.value, lambda A, Abox: ((), OneHot(S.index, A, S.length) if A is not Z else Z))
+
+
+def _onehot_int_rule(name: str) -> Callable[[OneHot], ProcResult]:
+    return lambda S: ProcResult(getattr(S, name), lambda A, Abox: ((), Z))
+
+
+register_attribute(OneHot, "value", _onehot_value_rule)
+register_attribute(OneHot, "index", _onehot_int_rule("index"))
+register_attribute(OneHot, "length", _onehot_int_rule("length"))
 register_primitive(OneHot, _onehot_rule)
 register_primitive(tuple_items, _tuple_items_rule)
 register_primitive(tuple_part, _tuple_part_rule)

@@ -795,13 +795,22 @@ class FunctionBuilder:
             return self.call_like(name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1)
         raise NotImplementedError(ast.dump(v))
 
+    def not_a_slice(self, test: ast.expr, idx: ast.expr) -> ast.expr:
+        """``test``, and, for an index held in a variable, that it is not a slice at run time."""
+        if isinstance(idx, ast.Constant):
+            return test
+        not_slice = ast.Compare(left=call(self.helper(type, "type"), clone(idx)), ops=[ast.IsNot()],
+                                comparators=[self.helper(slice, "slice")])
+        return ast.BoolOp(op=ast.And(), values=[test, not_slice])
+
     def sequence_read(self, name: str, obj: ast.Name, idx: ast.expr, s: ast.stmt) -> Any:
         """``name = obj[idx]``: native for lists, tuples and dicts (the record keeps the length), else the rule."""
         kind = self.namer.fresh("read")
         r = self.namer.fresh("r")
         seq = self.helper(_SEQ_TYPES, "SEQ")
+        test = ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.In()], comparators=[seq])
         fwd = [ast.If(
-            test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.In()], comparators=[seq]),
+            test=self.not_a_slice(test, idx),
             body=[assign(name, ast.Subscript(value=N(obj.id), slice=clone(idx), ctx=ast.Load())),
                   assign(kind, call(self.helper(len, "len"), N(obj.id)))],
             orelse=[assign(r, call(self.rt("getitem_plus"), N(obj.id), clone(idx))),
@@ -824,8 +833,9 @@ class FunctionBuilder:
         """``obj[idx] = v``: native for lists (the record keeps the index), else the rule."""
         kind = self.namer.fresh("write")
         r = self.namer.fresh("r")
+        is_list = ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.Is()], comparators=[self.helper(list, "list")])
         fwd = [ast.If(
-            test=ast.Compare(left=call(self.helper(type, "type"), N(obj.id)), ops=[ast.Is()], comparators=[self.helper(list, "list")]),
+            test=self.not_a_slice(is_list, idx),
             body=[assign(kind, call(self.rt("list_store"), N(obj.id), clone(idx), clone(v)))],
             orelse=[assign(r, call(self.rt("setitem_plus"), N(obj.id), clone(idx), clone(v))),
                     assign(kind, attr(r, "backprop"))],

@@ -65,8 +65,8 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return t
     if is_plus_function(f):
         return f
-    if type(f) is types.FunctionType and hasattr(f, "__dplus_derived__"):
-        # made by grad, D, dplus or grad1: transformable, so derivatives nest
+    if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
+        # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
         from .transformer import plus_function_for
 
         return plus_function_for(f)
@@ -88,6 +88,12 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
 
             return plus_function_for(f)
     return current_unknown_transform()(f, where)
+
+
+def _is_rule_closure(f: types.FunctionType) -> bool:
+    """A rule's backprop or helper, met again at a higher order: differentiated from its source."""
+    module = f.__module__ or ""
+    return module.startswith("dplus.primitives.") or (module.startswith("dplus.") and "<locals>" in f.__qualname__)
 
 
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:

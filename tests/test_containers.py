@@ -1097,3 +1097,35 @@ def test_attribute_added_to_argument_object():
         return o.extra
 
     assert grad(f)(Plain(3.0, 1.0)) == ({"w": 2.0, "b": 0.0},)
+
+
+# ---------------------------------------------------------------------------
+# an index held in a variable may be a slice at run time (it once took the native
+# int-index path and gave zeros for lists without an error)
+
+
+def f_slice_in_variable(xs, s):
+    ys = xs[s]
+    return ys[0] * ys[-1] + ys[0]
+
+
+def f_slice_store_in_variable(xs, s, v):
+    xs[s] = [v, v * v]
+    return xs[0] * xs[1] + xs[2] * xs[0]
+
+
+@settings_
+@given(st.lists(floats, min_size=4, max_size=7), st.integers(0, 2), st.sampled_from([None, 1, 2]))
+def test_slice_held_in_a_variable_reads_lists_and_tuples(xs, start, step):
+    s = slice(start, None, step)
+    check_grad(f_slice_in_variable, list(xs), s)
+    check_grad(f_slice_in_variable, tuple(xs), s)
+
+
+@settings_
+@given(st.lists(floats, min_size=3, max_size=3), floats)
+def test_slice_held_in_a_variable_writes_lists(xs, v):
+    got = check_grad(f_slice_store_in_variable, list(xs), slice(1, 3), v)
+    # xs becomes [x0, v, v*v]: the result x0*v + v*v*x0 has d/dx0 = v + v*v, d/dv = x0*(1 + 2v)
+    assert got[0] == pytest.approx([v + v * v, 0.0, 0.0])
+    assert got[2] == pytest.approx(xs[0] * (1 + 2 * v))
