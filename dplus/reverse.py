@@ -356,9 +356,10 @@ class FunctionBuilder:
         if simple:
             ret = tuple_([tuple_(closure)] + param_sens)
         elif only_varargs:
-            va = args.vararg.arg
+            # counted on entry: the backprop may rebind the parameter's name from a record
+            prologue.append(assign(PFX + "nvar", call(self.helper(len, "len"), N(args.vararg.arg))))
             ret = ast.BinOp(left=tuple_([tuple_(closure)] + param_sens[:-1]), op=ast.Add(),
-                            right=call(self.rt("closure_parts"), param_sens[-1], call(self.helper(len, "len"), N(va))))
+                            right=call(self.rt("closure_parts"), param_sens[-1], N(PFX + "nvar")))
         else:
             ret = call(self.rt("unbind_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), tuple_(closure),
                        tuple_(param_sens), N(ABOX))

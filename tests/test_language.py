@@ -1799,3 +1799,22 @@ def f_except_star(x):
 @pytest.mark.xfail(strict=True, reason="try/except* raises UnsupportedSyntaxError (SPEC 7: everything in Python 3.11)")
 def test_except_star():
     assert grad1(f_except_star)(3.0) == 2.0
+
+
+# a *args parameter read only on one branch: the backprop once looked its length up
+# under a name the branch had made local (UnboundLocalError on the other branch)
+star_branch = lambda x, *d: x * d[0] if d else x * x  # noqa: E731
+
+
+def star_branch_def(x, *d):
+    if d and x > 0:
+        return x * d[0] * d[-1]
+    return x * x * x
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-3.0, 3.0), st.lists(st.floats(-3.0, 3.0), max_size=3))
+def test_star_args_read_on_one_branch(x, rest):
+    assume(abs(x) > 1e-3)  # the branch on x > 0 is a kink finite differences straddle
+    for fn in (star_branch, star_branch_def):
+        check_grad(fn, x, *rest)
