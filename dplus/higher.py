@@ -32,7 +32,7 @@ from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
 from .primitives.containers import register_attribute
-from .runtime import CellKey, Snapshot, fold, is_tracked_mutable, lift, snapshot
+from .runtime import CellKey, Snapshot, apply_transform, fold, is_tracked_mutable, lift, snapshot
 
 Z = gen_zero
 
@@ -276,6 +276,7 @@ defnondiff(runtime_ops.select_binop)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
 register_primitive(run_backprop, _run_backprop_tower)
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
+register_primitive(apply_transform, _call_plus_tower, note="calling a rule's transform (derivatives of derivatives)")
 register_primitive(runtime_ops.binop_plus, _binop_tower)
 register_primitive(runtime_ops.accumulate, _accumulate_tower)
 register_primitive(runtime_ops.add, _add_tower)

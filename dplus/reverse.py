@@ -326,7 +326,9 @@ class FunctionBuilder:
         free_by_value = self.by_value_freevars()
         if self.nestable:
             # differentiable again: a copy of the record, popped with list.pop (both have rules)
-            bp_body: list[ast.stmt] = [assign(PFX + "stack", N(TAPE))]
+            # the backprop captures the finished record under a name assigned once, so at the
+            # next order it is a by-value closure variable, not a rebound (boxed) one
+            bp_body: list[ast.stmt] = [assign(PFX + "stack", N(PFX + "record"))]
         else:
             bp_body = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
         adjoint_vars = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in all_params} | {self.adj(v) for v in free_by_value} | {self.adj(ir.retval)})
@@ -371,7 +373,8 @@ class FunctionBuilder:
                                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
             body=bp_body, decorator_list=[], returns=None, type_comment=None,
         )
-        body = prologue + fwd + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
+        finish = [assign(PFX + "record", N(TAPE))] if self.nestable else []
+        body = prologue + fwd + finish + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
         fdef = ast.FunctionDef(name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus", args=plus_args,
                                body=body, decorator_list=[], returns=None, type_comment=None)
         fdef.dp_simple = simple or only_varargs

@@ -135,9 +135,8 @@ def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         r = fn(*args, **kwargs)
-        out = ((),) + (gen_zero,) * len(args)
-        if kwargs:
-            out = out + ({k: gen_zero for k in kwargs},)
+        # assigned once: the backprop closes over it, and is differentiated at higher orders
+        out = ((),) + (gen_zero,) * len(args) + (({k: gen_zero for k in kwargs},) if kwargs else ())
         return ProcResult(r, lambda A, Abox: out)
 
     name = getattr(fn, "__name__", "fn")

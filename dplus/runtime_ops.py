@@ -37,7 +37,7 @@ from .errors import NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from .registry import lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, accumulate, fold, handover, is_tracked_mutable, lift  # noqa: F401
+from .runtime import CellKey, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
 
 Z = gen_zero
 
@@ -428,7 +428,7 @@ def callmethod(obj: Any, name: str, *args: Any, **kwargs: Any) -> ProcResult:
                 return ((), inner(out[0], Abox)[1], None) + tuple(out[1:])
 
             return ProcResult(rc.primal, callattr_backprop)
-    r = rule(obj, *args, **kwargs) if kwargs else rule(obj, *args)
+    r = apply_transform(rule, obj, *args, **kwargs)
     inner = r.backprop
 
     def method_backprop(A: Any, Abox: BoxSensitivities) -> tuple:

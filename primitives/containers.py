@@ -25,8 +25,8 @@ from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
 from dplus.linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
-from dplus.result import ProcResult, call_plus
-from dplus.runtime import accumulate, fold, handover, is_tracked_mutable, lift
+from dplus.result import ProcResult
+from dplus.runtime import accumulate, apply_transform, call, fold, handover, is_tracked_mutable, lift
 
 Z = gen_zero
 
@@ -130,7 +130,7 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         return ProcResult(v, lambda A, Abox: ((), Z, None))
     method = getattr(t, "__getitem__", None)
     if isinstance(method, types.FunctionType):
-        r = lift(method)(obj, idx)
+        r = call(method, obj, idx)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return _unknown_read(obj, v, f"indexing a {t.__name__}")
@@ -189,7 +189,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return ProcResult(v, _no_sens_2)
     rule = _ATTR_RULES.get((t, name))
     if rule is not None:
-        r = call_plus(rule, obj)  # a transform: differentiated again through call_plus's rule
+        r = apply_transform(rule, obj)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if t is ProcResult:
@@ -221,7 +221,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return ProcResult(v, _method_of_value_backprop)
     prop = getattr(t, name, None)
     if isinstance(prop, property) and prop.fget is not None:
-        r = lift(prop.fget)(obj)
+        r = call(prop.fget, obj)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if is_number(obj) or is_ndarray(obj):
@@ -305,7 +305,7 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
         )
     method = getattr(t, "__setitem__", None)
     if isinstance(method, types.FunctionType):
-        r = lift(method)(obj, idx, v)
+        r = call(method, obj, idx, v)
         inner = r.backprop
         return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
     obj[idx] = v

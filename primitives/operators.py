@@ -462,8 +462,7 @@ def _binary(
         if _is_numeric(x) and _is_numeric(y):
             return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if _is_text(x) or _is_text(y):
-            r = comp(x, y)
-            return ProcResult(r, lambda A, Abox: _Z2)
+            return ProcResult(comp(x, y), lambda A, Abox: _Z2)
         if (_is_array_like(x) or _is_array_like(y)) and (_is_numeric(x) or _is_seq(x)) and (_is_numeric(y) or _is_seq(y)):
             return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if seq is not None and (_is_seq(x) or _is_seq(y)):
