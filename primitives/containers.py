@@ -201,7 +201,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return _box_read(obj, v)
     if isinstance(obj, tuple) and name in getattr(t, "_fields", ()):
         # a named tuple's field: a projection like t[i]
-        return getitem_plus(obj, t._fields.index(name))
+        return apply_transform(getitem_plus, obj, t._fields.index(name))
     if is_tracked_mutable(obj) and _instance_has(obj, name):
 
         return _keyed_read(obj, name, v)
@@ -741,7 +741,7 @@ def list_remove_plus(xs: list, v: Any) -> ProcResult:
 
 
 def list_copy_plus(xs: list) -> ProcResult:
-    return list_plus(xs)
+    return apply_transform(list_plus, xs)
 
 
 def list_clear_plus(xs: list) -> ProcResult:
@@ -802,7 +802,7 @@ def list_count_plus(xs: list, v: Any) -> ProcResult:
 
 def dict_get_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     if key in d:
-        r = getitem_plus(d, key)
+        r = apply_transform(getitem_plus, d, key)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
     v = default[0] if default else None
@@ -811,7 +811,7 @@ def dict_get_plus(d: dict, key: Any, *default: Any) -> ProcResult:
 
 def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     if key in d:
-        r = getitem_plus(d, key)
+        r = apply_transform(getitem_plus, d, key)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
     v = default[0] if default else None
@@ -923,7 +923,7 @@ def dict_keys_plus(d: dict) -> ProcResult:
 
 
 def dict_copy_plus(d: dict) -> ProcResult:
-    return dict_plus(d)
+    return apply_transform(dict_plus, d)
 
 
 def _box_read(b: Box, v: Any) -> ProcResult:
