@@ -383,6 +383,7 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
     return ProcResult(fold(v, s, Abox), lambda A, Abox2: ((), Z, A, None))
 
 
+defnondiff(_box_entries_reach)
 register_primitive(BoxSensitivities.pop, _abox_pop_rule)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)

@@ -379,7 +379,12 @@ class FunctionBuilder:
                                body=body, decorator_list=[], returns=None, type_comment=None)
         fdef.dp_simple = simple or only_varargs
         fdef.dp_by_value = free_by_value
-        _locate(fdef, ir.lineno)
+        fdef.lineno = fdef.end_lineno = ir.lineno
+        fdef.col_offset = fdef.end_col_offset = 0
+        if self.top_level and not self.nestable:
+            # one pass over the whole tree, nested plus-functions included (nestable code is
+            # compiled from its text, which has positions of its own)
+            _locate(fdef, ir.lineno)
         return fdef
 
     def by_value_freevars(self) -> tuple[str, ...]:
@@ -1365,18 +1370,20 @@ class _AdjointAccumulator:
 # ---------------------------------------------------------------------------
 
 
-def _locate(node: ast.AST, lineno: int) -> None:
+def _locate(root: ast.AST, lineno: int) -> None:
     """Give every node without a position the line of the nearest enclosing node that has one."""
-    if "lineno" in node._attributes:
-        if getattr(node, "lineno", None) is None:
-            node.lineno = lineno
-            node.end_lineno = lineno
-            node.col_offset = 0
-            node.end_col_offset = 0
-        else:
-            lineno = node.lineno
-    for child in ast.iter_child_nodes(node):
-        _locate(child, lineno)
+    stack = [(root, lineno)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, line = pop()
+        if "lineno" in node._attributes:
+            if getattr(node, "lineno", None) is None:
+                node.lineno = node.end_lineno = line
+                node.col_offset = node.end_col_offset = 0
+            else:
+                line = node.lineno
+        for child in ast.iter_child_nodes(node):
+            push((child, line))
 
 
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:

@@ -8,6 +8,7 @@ once per code object, bind to each function object's closure cells, cache.
 from __future__ import annotations
 
 import ast
+from collections import deque
 import dataclasses
 import functools
 import inspect
@@ -126,14 +127,6 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(scope.params)
     taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)} | set(freevars)
     prefix = choose_prefix(taken)
-    if prefix not in ("_dp_", "_dq_") and not _ALLOW_HIGHER_ORDERS:
-        # source generated twice over: a derivative of order three or more
-        from .errors import NonDifferentiableError
-
-        raise NonDifferentiableError(
-            "derivatives of order three and higher are not supported yet: dplus differentiates code "
-            "it generated once more (second derivatives, Hessians, Hessian-vector products), not twice"
-        )
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
@@ -183,7 +176,6 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
 
 
 _NEST_COUNTER = [0]
-_ALLOW_HIGHER_ORDERS = False  # for working on orders three and more
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:
@@ -200,10 +192,7 @@ def _unique_plus_names(plus_def: ast.FunctionDef) -> dict[str, tuple]:
     """
     k = 0
     by_value: dict[str, tuple] = {plus_def.name: getattr(plus_def, "dp_by_value", ())}
-    for parent in ast.walk(plus_def):
-        body = getattr(parent, "body", None)
-        if not isinstance(body, list):
-            continue
+    for body in _statement_lists(plus_def):
         for i, st in enumerate(body):
             if isinstance(st, ast.FunctionDef) and st is not plus_def:
                 if st.name.endswith("__plus"):
@@ -216,6 +205,23 @@ def _unique_plus_names(plus_def: ast.FunctionDef) -> dict[str, tuple]:
                         nxt.value.id = st.name
                 by_value[st.name] = getattr(st, "dp_by_value", ())
     return by_value
+
+
+def _statement_lists(root: ast.AST) -> Any:
+    """Every statement list under ``root``, in tree order; expressions are not entered
+    (generated code defines functions only at statement level)."""
+    queue = deque([root])
+    while queue:
+        node = queue.popleft()
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], (ast.stmt, ast.excepthandler)):
+                if field != "handlers":
+                    yield block
+                queue.extend(block)
+        for case in getattr(node, "cases", ()):
+            yield case.body
+            queue.extend(case.body)
 
 
 def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:
