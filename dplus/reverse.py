@@ -381,9 +381,7 @@ class FunctionBuilder:
         fdef.dp_by_value = free_by_value
         fdef.lineno = fdef.end_lineno = ir.lineno
         fdef.col_offset = fdef.end_col_offset = 0
-        if self.top_level and not self.nestable:
-            # one pass over the whole tree, nested plus-functions included (nestable code is
-            # compiled from its text, which has positions of its own)
+        if self.top_level:  # one pass over the whole tree, nested plus-functions included
             _locate(fdef, ir.lineno)
         return fdef
 

@@ -55,7 +55,10 @@ def function_source(fn: Any) -> FunctionSource:
     if cached is not None:
         return FunctionSource(cached[0], cached[1], code, fn.__globals__, code.co_freevars)
     result = _function_source(fn, code)
-    _SOURCE_CACHE[code] = (result.node, result.filename)
+    if not result.filename.startswith("<dplus:"):
+        # generated text is transformed once (its transform is cached), and its trees are
+        # large: kept, they would make every garbage collection slow
+        _SOURCE_CACHE[code] = (result.node, result.filename)
     return result
 
 

@@ -37,18 +37,21 @@ Z = gen_zero
 class Compiled:
     code: types.CodeType  # the plus-function's code
     helper_cells: dict[str, Any]
-    plus_def: Any  # the generated AST, made readable for show() on demand
+    origin: Any  # the function transformed; show() transforms it again (the tree is not kept)
+    nestable: bool
     name: str
     simple: bool
     prefix: str
     codes: dict[str, types.CodeType]  # every generated plus-function's code by (unique) name
     filename: str = ""
+    plus_def: Any = None  # the generated tree, only when asked for (large trees slow the GC)
     _text: str | None = None
 
     @property
     def source(self) -> str:
         if self._text is None:
-            self._text = _readable(self.plus_def, self.filename)
+            tree = self.plus_def if self.plus_def is not None else _compile(self.origin, self.nestable, keep_tree=True).plus_def
+            self._text = _readable(tree, self.filename)
         return self._text
 
 
@@ -115,7 +118,7 @@ def compile_function(f: types.FunctionType) -> Compiled:
     return compiled
 
 
-def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
+def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
@@ -171,8 +174,8 @@ def _compile(f: types.FunctionType, nestable: bool = False) -> Compiled:
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
-    return Compiled(plus_code, helper_cells, plus_def, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
-                    codes, src.filename)
+    return Compiled(plus_code, helper_cells, f, nestable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
+                    codes, src.filename, plus_def if keep_tree else None)
 
 
 _NEST_COUNTER = [0]
