@@ -174,11 +174,15 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
+    COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
     return Compiled(plus_code, helper_cells, f, nestable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
                     codes, src.filename, plus_def if keep_tree else None)
 
 
 _NEST_COUNTER = [0]
+# (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much
+# code each order of a nested derivative generated
+COMPILE_LOG: list[tuple[str, bool, int]] = []
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:

@@ -75,6 +75,7 @@ from dplus.errors import NonDifferentiableError
 from dplus.linear import GenZero, OneHot, TupleAccumulator, add as _add, gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
+from dplus.runtime import apply_transform
 from dplus.rules import defnondiff, defvjp
 
 _Z1 = ((), gen_zero)
@@ -761,7 +762,7 @@ for _fn in (operator.iand, operator.ior, operator.ixor, operator.ilshift, operat
 
 def _builtin_pow_transform(x: Any, y: Any, mod: Any = None) -> ProcResult:
     if mod is None:
-        return _POW_TRANSFORM(x, y)
+        return apply_transform(_POW_TRANSFORM, x, y)
     r = builtins.pow(x, y, mod)
     return ProcResult(r, lambda A, Abox: ((), gen_zero, gen_zero, gen_zero))
 

@@ -134,3 +134,28 @@ def test_closure_returned_from_a_differentiated_function_is_a_plus_function():
     r2 = inner(2.0)
     assert r2.primal == 6.0
     assert r2.backprop(1.0, dplus.BoxSensitivities()) == ((2.0,), 3.0)  # (d/dy,), d/dx
+
+
+def test_rule_code_never_calls_a_registered_transform_directly():
+    """Rule code that calls another rule's transform as a plain function breaks the next
+    order (inside differentiated code a registered transform stands for itself): such
+    calls go through ``apply_transform`` / ``call``. Checked over every rule module."""
+    import ast
+    import importlib
+    import inspect
+
+    from dplus.registry import is_registered_transform
+
+    modules = ["dplus.primitives." + m for m in
+               ("operators", "math", "cmath", "builtins", "containers", "functional", "statistics", "numpy", "_iterables")]
+    modules += ["dplus.runtime", "dplus.runtime_ops", "dplus.api", "dplus.higher"]
+    offenders = []
+    for name in modules:
+        mod = importlib.import_module(name)
+        tree = ast.parse(inspect.getsource(mod))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                target = getattr(mod, node.func.id, None)
+                if target is not None and is_registered_transform(target):
+                    offenders.append(f"{name}:{node.lineno} calls {node.func.id}(...)")
+    assert not offenders, offenders
