@@ -1368,20 +1368,42 @@ class _AdjointAccumulator:
 # ---------------------------------------------------------------------------
 
 
+_NODE_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _node_fields(t: type) -> tuple[bool, tuple[str, ...]]:
+    """Whether nodes of type ``t`` have positions, and their fields that may hold nodes."""
+    entry = _NODE_FIELDS.get(t)
+    if entry is None:
+        entry = _NODE_FIELDS[t] = ("lineno" in t._attributes,
+                                   tuple(f for f in t._fields if f not in ("ctx", "id", "arg", "attr", "name", "value")
+                                         or (f == "value" and t is not ast.Constant)))
+    return entry
+
+
 def _locate(root: ast.AST, lineno: int) -> None:
     """Give every node without a position the line of the nearest enclosing node that has one."""
     stack = [(root, lineno)]
     pop, push = stack.pop, stack.append
+    AST = ast.AST
     while stack:
         node, line = pop()
-        if "lineno" in node._attributes:
-            if getattr(node, "lineno", None) is None:
+        positioned, fields = _node_fields(type(node))
+        if positioned:
+            own = getattr(node, "lineno", None)
+            if own is None:
                 node.lineno = node.end_lineno = line
                 node.col_offset = node.end_col_offset = 0
             else:
-                line = node.lineno
-        for child in ast.iter_child_nodes(node):
-            push((child, line))
+                line = own
+        for f in fields:
+            v = getattr(node, f, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, AST):
+                        push((c, line))
+            elif isinstance(v, AST):
+                push((v, line))
 
 
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
