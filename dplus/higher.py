@@ -26,7 +26,7 @@ from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
 from .errors import NonDifferentiableError, describe_callable
-from .linear import OneHot, TupleAccumulator, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
+from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
@@ -180,8 +180,12 @@ def _lift_rule(f: Any) -> ProcResult:
     return ProcResult(lift(f), lambda A, Abox: ((), Z))
 
 
+def _has_tracked_part(v: Any) -> bool:
+    return is_tracked_mutable(v) or (type(v) is tuple and any(map(is_tracked_mutable, v)))
+
+
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
-    if is_tracked_mutable(v) or (type(v) is tuple and any(map(is_tracked_mutable, v))):
+    if _has_tracked_part(v):
         if not is_zero_sensitivity(s):
             raise NonDifferentiableError(
                 "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet; "
@@ -213,11 +217,92 @@ def _closure_parts_tower(A: Any, n: int) -> ProcResult:
     return ProcResult(parts, lambda S, Abox: ((), S, None))
 
 
+# Loops over tuples: each iteration's element sensitivity is added into a router, whose
+# result is the tuple's sensitivity. At the next order that result's sensitivity S must
+# reach every ``route_back`` call (part i of S for iteration i): it waits in the
+# box-sensitivity map of the backward pass running (a backprop may run many times, each
+# with its own map), under a Stash key, and stashes are differentiable again through their
+# duals.
+class Stash:
+    """A key under which a sum waits from one operation of a backward pass to later ones."""
+
+    __slots__ = ()
+
+
+def _stash_record(h: Stash, Abox: BoxSensitivities) -> list:
+    # [sum, dual]: the dual is per (stash, pass), since one stash is used by the passes of
+    # several orders at once and their transposes must not meet
+    rec = Abox.get(h, None)
+    if rec is None:
+        rec = Abox[h] = [Z, None]
+    return rec
+
+
+def stash_add(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
+    rec = _stash_record(h, Abox)
+    rec[0] = add(rec[0], tuple(v.items) if type(v) is TupleAccumulator else v)
+
+
+def stash_take(h: Stash, Abox: BoxSensitivities) -> Any:
+    return _stash_record(h, Abox)[0]
+
+
+def stash_dual(h: Stash, Abox: BoxSensitivities) -> Stash:
+    rec = _stash_record(h, Abox)
+    if rec[1] is None:
+        rec[1] = Stash()
+    return rec[1]
+
+
+def router_stash(route: Any) -> Stash:
+    if route.stash is None:
+        route.stash = Stash()
+    return route.stash
+
+
+def _stash_add_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
+    stash_add(h, v, Abox)
+    return ProcResult(None, lambda A, Abox2: ((), None, stash_take(stash_dual(h, Abox), Abox2), None))
+
+
+def _stash_take_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
+    r = stash_take(h, Abox)
+
+    def stash_take_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
+        stash_add(stash_dual(h, Abox), T, Abox2)
+        return (), None, None
+
+    return ProcResult(r, stash_take_backprop)
+
+
+def _route_result_tower(route: Any) -> ProcResult:
+    r = runtime_ops.route_result(route)
+    if type(route) is not runtime_ops._TupleRouter:
+        return ProcResult(r, lambda S, Abox2: ((), None))
+    h = router_stash(route)
+
+    def route_result_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+        stash_add(h, S, Abox2)
+        return (), None
+
+    return ProcResult(r, route_result_backprop)
+
+
 def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> ProcResult:
+    if type(route) is runtime_ops._TupleRouter:
+        runtime_ops.route_back(route, i, A, Abox)
+        h = router_stash(route)
+        n = len(route.items)
+
+        def route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple:
+            # the result's sensitivity was stashed first: this reverse runs after it
+            return (), None, None, tuple_part(stash_take(h, Abox2), i, n), None
+
+        return ProcResult(None, route_back_backprop)
     if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
-            "derivatives of derivatives of loops over lists, tuples or arrays are not supported yet; "
-            "loop over range(len(xs)) and index instead"
+            "derivatives of derivatives of loops over lists or arrays are not supported yet; "
+            "loop over a tuple, or over range(len(xs)) and index"
         )
     runtime_ops.route_back(route, i, A, Abox)
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
@@ -283,6 +368,11 @@ register_primitive(runtime_ops.add, _add_tower)
 register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_ops.closure_parts, _closure_parts_tower)
 register_primitive(runtime_ops.route_back, _route_back_tower)
+register_primitive(runtime_ops.route_result, _route_result_tower)
+register_primitive(stash_add, _stash_add_rule)
+register_primitive(stash_take, _stash_take_rule)
+defnondiff(stash_dual)
+defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
 
@@ -384,6 +474,7 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 
 
 defnondiff(_box_entries_reach)
+defnondiff(_has_tracked_part)
 register_primitive(BoxSensitivities.pop, _abox_pop_rule)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)

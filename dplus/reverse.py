@@ -1069,7 +1069,8 @@ class FunctionBuilder:
         if rec_it is not None:
             self.persistent.add(rec_it)
             A_it = self.adj(rec_it)
-            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), call(attr(route, "result")), N(ABOX))))
+            result = call(self.rt("route_result"), N(route)) if self.nestable else call(attr(route, "result"))
+            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
         return fwd, rev
 
     def c_While(self, s: ast.While) -> tuple[list[ast.stmt], list[ast.stmt]]:

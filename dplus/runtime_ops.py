@@ -219,11 +219,11 @@ class _ListRouter:
 
 
 class _TupleRouter:
-    __slots__ = ("items",)
+    __slots__ = ("items", "stash")
 
     def __init__(self, n: int) -> None:
-        self.items: list | None = None
-        self.items = [Z] * n
+        self.items: list = [Z] * n
+        self.stash: Any = None  # derivatives of derivatives: where result's sensitivity waits
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
         if A is Z or A is None:
@@ -261,6 +261,11 @@ _NULL = _NullRouter()
 def route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> None:
     """``route.back(i, A, Abox)``, as a function with a rule (for derivatives of derivatives)."""
     route.back(i, A, Abox)
+
+
+def route_result(route: Any) -> Any:
+    """``route.result()``, as a function with a rule (for derivatives of derivatives)."""
+    return route.result()
 
 
 def iteration_router(itv: Any, n: int) -> Any:

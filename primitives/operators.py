@@ -353,7 +353,7 @@ def _concat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
             if A.index < n:
                 return ((), OneHot(A.index, A.value, n), gen_zero)
             return ((), gen_zero, OneHot(A.index - n, A.value, m))
-        items = _items(A, n + m)
+        items = tuple_items(A, n + m)  # a tuple, not a list: differentiable again
         return ((), _like(items[:n], x), _like(items[n:], y))
 
     return ProcResult(r, tuple_concat_backprop)

@@ -90,12 +90,33 @@ def while_power_k(x, k):
     return [x**5, 5 * x**4, 20 * x**3, 60 * x**2, 120 * x][k]
 
 
+def tuple_loop(x):
+    """A loop over a tuple whose elements depend on x."""
+    p = (x, x * x, math.sin(x))
+    s = 0.0
+    for v in p:
+        s = s + v * v
+    return s
+
+
+def tuple_loop_k(x, k):
+    # x^2 + x^4 + sin(x)^2
+    return [
+        x * x + x**4 + math.sin(x) ** 2,
+        2 * x + 4 * x**3 + math.sin(2 * x),
+        2 + 12 * x * x + 2 * math.cos(2 * x),
+        24 * x - 4 * math.sin(2 * x),
+        24 - 8 * math.cos(2 * x),
+    ][k]
+
+
 CASES = [
     ("sin", math.sin, _sin_k),
     ("exp", math.exp, lambda x, k: math.exp(x)),
     ("poly", poly, poly_k),
     ("branchy", branchy, branchy_k),
     ("while_power", while_power, while_power_k),
+    ("tuple_loop", tuple_loop, tuple_loop_k),
 ]
 
 
@@ -182,3 +203,24 @@ def test_a_closure_returned_at_order_three_is_a_plus_function():
     assert close(nth(use, 3)(0.7), 6.0)
     r = dplus.lift_dplus(outer)(2.0)
     assert dplus.closures.is_plus_function(r.primal)
+
+
+def cubes(p):
+    s = 0.0
+    for v in p:
+        s = s + v * v * v
+    return s
+
+
+def test_hessian_of_a_loop_over_a_tuple_runs_each_row_apart():
+    # the second-order backprop runs once per row: nothing may carry over between runs
+    for p in ((0.5, 2.0), (-1.0, 0.25, 3.0)):
+        block = dplus.hessian(cubes)(p)[0]  # one argument: block[k][0][l] = d2f / dp_k dp_l
+        n = len(p)
+        got = [[block[k][0][l] for l in range(n)] for k in range(n)]
+        assert got == [[6 * p[k] if k == l else 0.0 for l in range(n)] for k in range(n)]
+
+
+def test_second_order_of_a_loop_over_a_list_says_what_to_do():
+    with pytest.raises(dplus.NonDifferentiableError, match="loop over a tuple"):
+        dplus.hessian(cubes)([0.5, 2.0])
