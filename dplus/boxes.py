@@ -50,10 +50,22 @@ class BoxSensitivities:
     element (attribute) sensitivities, for boxes and variable cells a single sensitivity.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_stashes")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[Any, Any]] = {}
+        self._stashes: dict[int, tuple[Any, list]] | None = None
+
+    def stash_record(self, key: object) -> list:
+        """A private ``[value, extra]`` record for ``key`` in this pass, apart from the entries
+        (derivatives of derivatives keep values here that later operations of the pass read)."""
+        stashes = self._stashes
+        if stashes is None:
+            stashes = self._stashes = {}
+        entry = stashes.get(id(key))
+        if entry is None:
+            entry = stashes[id(key)] = (key, [gen_zero, None])  # the key is kept alive: ids stay unique
+        return entry[1]
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{type(k).__name__}@{id(k):#x}: {v!r}" for k, v in self._entries.values())

@@ -180,17 +180,26 @@ def _lift_rule(f: Any) -> ProcResult:
     return ProcResult(lift(f), lambda A, Abox: ((), Z))
 
 
-def _has_tracked_part(v: Any) -> bool:
-    return is_tracked_mutable(v) or (type(v) is tuple and any(map(is_tracked_mutable, v)))
+def _sensitivity_reaches_mutable(v: Any, s: Any) -> bool:
+    """Some list, dict, box or object in ``v`` (or in the tuple ``v``) gets a part of ``s`` that is
+    not structurally zero (a computed 0.0 may still have a derivative at the next order)."""
+    if s is Z or s is None:
+        return False
+    if is_tracked_mutable(v):
+        return True
+    if type(v) is not tuple:
+        return False
+    n = len(v)
+    return any(is_tracked_mutable(e) and tuple_part(s, i, n) is not Z and tuple_part(s, i, n) is not None
+               for i, e in enumerate(v))
 
 
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
-    if _has_tracked_part(v):
-        if not is_zero_sensitivity(s):
-            raise NonDifferentiableError(
-                "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet; "
-                "use tuples and numbers inside functions differentiated more than once"
-            )
+    if _sensitivity_reaches_mutable(v, s):
+        raise NonDifferentiableError(
+            "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet; "
+            "use tuples and numbers inside functions differentiated more than once"
+        )
     r = runtime_ops.accumulate(adj, v, s, Abox)
     return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
 
@@ -232,10 +241,7 @@ class Stash:
 def _stash_record(h: Stash, Abox: BoxSensitivities) -> list:
     # [sum, dual]: the dual is per (stash, pass), since one stash is used by the passes of
     # several orders at once and their transposes must not meet
-    rec = Abox.get(h, None)
-    if rec is None:
-        rec = Abox[h] = [Z, None]
-    return rec
+    return Abox.stash_record(h)
 
 
 def stash_add(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
@@ -245,6 +251,17 @@ def stash_add(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
 
 def stash_take(h: Stash, Abox: BoxSensitivities) -> Any:
     return _stash_record(h, Abox)[0]
+
+
+def stash_set(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
+    _stash_record(h, Abox)[0] = tuple(v.items) if type(v) is TupleAccumulator else v
+
+
+def stash_take_clear(h: Stash, Abox: BoxSensitivities) -> Any:
+    rec = _stash_record(h, Abox)
+    v = rec[0]
+    rec[0] = Z
+    return v
 
 
 def stash_dual(h: Stash, Abox: BoxSensitivities) -> Stash:
@@ -260,6 +277,8 @@ def router_stash(route: Any) -> Stash:
     return route.stash
 
 
+# The four operations transpose in pairs, so each order's rules are the next order's
+# operations: add <-> take (a read that leaves the sum), set <-> take_clear.
 def _stash_add_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
     stash_add(h, v, Abox)
     return ProcResult(None, lambda A, Abox2: ((), None, stash_take(stash_dual(h, Abox), Abox2), None))
@@ -273,6 +292,21 @@ def _stash_take_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
         return (), None, None
 
     return ProcResult(r, stash_take_backprop)
+
+
+def _stash_set_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
+    stash_set(h, v, Abox)
+    return ProcResult(None, lambda A, Abox2: ((), None, stash_take_clear(stash_dual(h, Abox), Abox2), None))
+
+
+def _stash_take_clear_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
+    r = stash_take_clear(h, Abox)
+
+    def stash_take_clear_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
+        stash_set(stash_dual(h, Abox), T, Abox2)
+        return (), None, None
+
+    return ProcResult(r, stash_take_clear_backprop)
 
 
 def _route_result_tower(route: Any) -> ProcResult:
@@ -371,6 +405,8 @@ register_primitive(runtime_ops.route_back, _route_back_tower)
 register_primitive(runtime_ops.route_result, _route_result_tower)
 register_primitive(stash_add, _stash_add_rule)
 register_primitive(stash_take, _stash_take_rule)
+register_primitive(stash_set, _stash_set_rule)
+register_primitive(stash_take_clear, _stash_take_clear_rule)
 defnondiff(stash_dual)
 defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
@@ -414,13 +450,21 @@ defnondiff(zero)
 
 # Captured variables that are rebound live in BoxSensitivities under a cell key; at the
 # next order the map itself is a container whose entries carry sensitivity.
+def cell_stash(Abox: BoxSensitivities, key: Any) -> Stash:
+    """The stash of ``key``'s entry (a captured variable's cell, a list) in one backward pass."""
+    rec = Abox.stash_record(key)
+    if rec[1] is None:
+        rec[1] = Stash()
+    return rec[1]
+
+
 def _abox_pop_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
     v = Abox.pop(key, *default) if default else Abox.pop(key)
 
     def abox_pop_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        entry = Abox2.map_entry(Abox)
-        # the entry held v before the pop: its sensitivity is A, whatever came after
-        entry[id(key)] = A
+        # the entry held v before the pop: its sensitivity is A, whatever came after; the
+        # reads that added into it (accumulate_cell, earlier in this pass) take it later
+        stash_set(cell_stash(Abox, key), A, Abox2)
         return ((), Z, None) + ((Z,) if default else ())
 
     return ProcResult(v, abox_pop_backprop)
@@ -435,9 +479,7 @@ def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) 
     runtime_ops.accumulate_cell(Abox, key, value, s)
 
     def accumulate_cell_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        entry = Abox2.get(Abox)
-        As = entry.get(id(key), Z) if entry is not Z else Z
-        return (), None, None, Z, As
+        return (), None, None, Z, stash_take(cell_stash(Abox, key), Abox2)
 
     return ProcResult(None, accumulate_cell_backprop)
 
@@ -474,7 +516,8 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 
 
 defnondiff(_box_entries_reach)
-defnondiff(_has_tracked_part)
+defnondiff(_sensitivity_reaches_mutable)
+defnondiff(cell_stash)
 register_primitive(BoxSensitivities.pop, _abox_pop_rule)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)

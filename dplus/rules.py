@@ -130,13 +130,16 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
     return transformn
 
 
+def _zero_sensitivities(n: int, kwargs: dict) -> tuple:
+    return ((),) + (gen_zero,) * n + (({k: gen_zero for k in kwargs},) if kwargs else ())
+
+
 def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -> Callable[..., ProcResult]:
     """Register ``fn`` as having zero derivative in every argument (comparisons, ``len``, ...)."""
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         r = fn(*args, **kwargs)
-        # assigned once: the backprop closes over it, and is differentiated at higher orders
-        out = ((),) + (gen_zero,) * len(args) + (({k: gen_zero for k in kwargs},) if kwargs else ())
+        out = _zero_sensitivities(len(args), kwargs)  # a constant: no derivative at higher orders
         return ProcResult(r, lambda A, Abox: out)
 
     name = getattr(fn, "__name__", "fn")
@@ -144,3 +147,6 @@ def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -
     register_primitive(fn, transform, note=note)
     _INLINE.pop(fn, None)
     return transform
+
+
+defnondiff(_zero_sensitivities)

@@ -332,7 +332,8 @@ def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, clos
             extra = npos - i
             if extra > 0:
                 s = by_name[p.name]
-                items = closure_parts(s, extra) if s is not Z else [Z] * extra
+                # () is how a pass that found nothing for *args says zero
+                items = closure_parts(s, extra) if s is not Z and s is not None and s != () else [Z] * extra
                 pos_sens.extend(items)
                 i += extra
     out = (closure,) + tuple(pos_sens)

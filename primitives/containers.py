@@ -55,6 +55,27 @@ def _conform_items(items: list, like: Any) -> Any:
 # reading: xs[i], d[k], t[i], obj.a
 
 
+def scatter_slice(S: Any, rng: range, n: int) -> tuple:
+    """The sensitivity of a length-``n`` tuple from that of its slice at positions ``rng``."""
+    items = [Z] * n
+    for j, s in zip(rng, tuple_items(S, len(rng))):
+        items[j] = s
+    return tuple(items)
+
+
+def gather_slice(S: Any, rng: range, n: int) -> tuple:
+    """The transpose of :func:`scatter_slice`: the parts of a length-``n`` sensitivity at ``rng``."""
+    items = tuple_items(S, n)
+    return tuple(items[j] for j in rng)
+
+
+# each is the other's transpose, so both differentiate again at any order
+register_primitive(scatter_slice, lambda S, rng, n: ProcResult(
+    scatter_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else gather_slice(A, rng, n), None, None)))
+register_primitive(gather_slice, lambda S, rng, n: ProcResult(
+    gather_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None)))
+
+
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     t = type(obj)
     v = obj[idx]
@@ -95,10 +116,7 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
             def tuple_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
                 if A is Z or A is None:
                     return (), Z, None
-                items = [Z] * n
-                for j, s in zip(rng, tuple_items(A, len(rng))):
-                    items[j] = s
-                return (), tuple(items), None
+                return (), scatter_slice(A, rng, n), None
 
             return ProcResult(v, tuple_slice_backprop)
         i = idx + n if idx < 0 else idx

@@ -367,6 +367,20 @@ def _sum_chunks(items: list, n: int, k: int) -> list:
     return out
 
 
+def sum_tuple_chunks(items: tuple, n: int, k: int) -> tuple:
+    """The sum of the ``k`` consecutive length-``n`` chunks of ``items`` (the transpose of ``* k``)."""
+    return tuple(_sum_chunks(list(items), n, k))
+
+
+def _sum_tuple_chunks_rule(items: tuple, n: int, k: int) -> ProcResult:
+    # linear; its transpose repeats the sensitivity k times (whose transpose is this again)
+    return ProcResult(sum_tuple_chunks(items, n, k),
+                      lambda A, Abox: ((), gen_zero if A is gen_zero or A is None else tuple_items(A, n) * k, None, None))
+
+
+register_primitive(sum_tuple_chunks, _sum_tuple_chunks_rule)
+
+
 def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
     """``seq * k`` or ``k * seq`` (``seq *= k`` in place for lists)."""
     seq_first = _is_seq(x)
@@ -402,10 +416,9 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
         return ProcResult(r, list_repeat_backprop)
 
     def tuple_repeat_backprop(A: Any, Abox: Any) -> tuple:
-        items = _items(A, n * kk)
-        if items is None or not kk:
+        if A is gen_zero or A is None or not kk:
             return _Z2
-        return order(tuple(_sum_chunks(items, n, kk)))
+        return order(sum_tuple_chunks(tuple_items(A, n * kk), n, kk))
 
     return ProcResult(r, tuple_repeat_backprop)
 
