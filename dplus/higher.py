@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime_ops
-from .api import _grad1_inside, _grad_inside, boundary, default_sensitivity, grad, grad1, prepare_sensitivity
+from .api import _grad1_inside, _grad_inside, _lift, _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity
 from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
@@ -142,7 +142,47 @@ def _call_tower(f: Any, *args: Any) -> ProcResult:
         # a plus-function made inside transformed code stands for itself
         return _shift_callee(f(*args))
     first = lift(f)
-    return _shift_callee(call_plus(transform_of_plus(first), *args))
+    T = transform_of_plus(first)
+    return _shift_callee_relayout(call_plus(T, *args), first, T)
+
+
+def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
+    """``_shift_callee`` for ``T``, the transform of the generated plus-function ``P``: T's
+    closure sensitivity is laid out as P's closure (its variables and helpers), and P's
+    sensitivity is laid out as the closure of the user's function it was made from."""
+    names = _closure_layouts(P, T)
+    if names is None:
+        return _shift_callee(r)
+    inner = r.backprop
+    names_from, names_to = names
+
+    def call_relayout_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        out = inner(A, Abox)
+        return ((), relayout_closure(out[0], names_from, names_to)) + tuple(out[1:])
+
+    return ProcResult(r.primal, call_relayout_backprop)
+
+
+def _closure_layouts(P: Any, T: Any) -> tuple | None:
+    info_p, info_t = plus_info(P), plus_info(T)
+    if info_p is None or info_t is None or tuple(info_p.by_value_freevars) == tuple(info_t.by_value_freevars):
+        return None
+    return tuple(info_t.by_value_freevars), tuple(info_p.by_value_freevars)
+
+
+def relayout_closure(S: Any, names_from: tuple, names_to: tuple) -> Any:
+    """A closure sensitivity laid out by ``names_from``, as one laid out by ``names_to``
+    (names missing from ``names_from`` get zero)."""
+    if S is Z or S is None:
+        return Z
+    parts = dict(zip(names_from, runtime_ops.closure_parts(S, len(names_from))))
+    return tuple(parts.get(n, Z) for n in names_to)
+
+
+def _relayout_rule(S: Any, names_from: tuple, names_to: tuple) -> ProcResult:
+    # a selection by name: its transpose is the selection the other way
+    return ProcResult(relayout_closure(S, names_from, names_to),
+                      lambda A, Abox: ((), relayout_closure(A, names_to, names_from), None, None))
 
 
 def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
@@ -152,7 +192,8 @@ def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
 
 def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
-    return _shift_callee(call_plus(transform_of_plus(P), *args))
+    T = transform_of_plus(P)
+    return _shift_callee_relayout(call_plus(T, *args), P, T)
 
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
@@ -383,9 +424,12 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _operator_result, _call_tower, _call_plus_tower, _binop_tower, _run_backprop_tower):
+for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_plus_tower, _binop_tower,
+            _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
+register_primitive(relayout_closure, _relayout_rule)
+defnondiff(_closure_layouts)
 register_primitive(lift, _lift_rule)
 defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
@@ -635,5 +679,39 @@ register_primitive(tuple_part, _tuple_part_rule)
 register_primitive(runtime_ops.unpack_sensitivity, _unpack_sensitivity_rule)
 
 
+# grad/grad1 called inside code that is differentiated again: the rules above run
+# _lift and the gradient-function makers, whose transforms are these (a made gradient
+# function is a closure: the sensitivity of what it closes over goes back to fplus / g)
+def _lift_inside_rule(f: Any) -> ProcResult:
+    return ProcResult(_lift(f), lambda A, Abox: ((), Z))
+
+
+def _closure_part(G: Any, A: Any, name: str) -> Any:
+    if A is Z or A is None:
+        return Z
+    parts = dict(zip(G.__code__.co_freevars, runtime_ops.closure_parts(A, len(G.__code__.co_freevars))))
+    return parts.get(name, Z)
+
+
+def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
+    if fplus is f and is_plus_function(f) and not is_registered_transform(f):
+        raise NonDifferentiableError(
+            "grad of a function defined inside the function being differentiated works for a first "
+            "derivative, not yet for higher ones; define the function it differentiates outside "
+            "(pass what it needs as arguments)"
+        )
+    G = _make_gradient(fplus, f, *rest)
+    return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+
+
+def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
+    G1 = _make_gradient1(g, f)
+    return ProcResult(G1, lambda A, Abox: ((), _closure_part(G1, A, "g"), Z))
+
+
+register_primitive(_lift, _lift_inside_rule)
+register_primitive(_make_gradient, _make_gradient_rule)
+register_primitive(_make_gradient1, _make_gradient1_rule)
+defnondiff(_closure_part)
 register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
