@@ -320,34 +320,26 @@ def router_stash(route: Any) -> Stash:
 
 # The four operations transpose in pairs, so each order's rules are the next order's
 # operations: add <-> take (a read that leaves the sum), set <-> take_clear.
-def _stash_add_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
-    stash_add(h, v, Abox)
-    return ProcResult(None, lambda A, Abox2: ((), None, stash_take(stash_dual(h, Abox), Abox2), None))
+def _register_stash_pair(write: Callable[..., None], read: Callable[..., Any]) -> None:
+    def write_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
+        write(h, v, Abox)
+        return ProcResult(None, lambda A, Abox2: ((), None, read(stash_dual(h, Abox), Abox2), None))
+
+    def read_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
+        r = read(h, Abox)
+
+        def read_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
+            write(stash_dual(h, Abox), T, Abox2)
+            return (), None, None
+
+        return ProcResult(r, read_backprop)
+
+    register_primitive(write, write_rule)
+    register_primitive(read, read_rule)
 
 
-def _stash_take_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
-    r = stash_take(h, Abox)
-
-    def stash_take_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
-        stash_add(stash_dual(h, Abox), T, Abox2)
-        return (), None, None
-
-    return ProcResult(r, stash_take_backprop)
-
-
-def _stash_set_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
-    stash_set(h, v, Abox)
-    return ProcResult(None, lambda A, Abox2: ((), None, stash_take_clear(stash_dual(h, Abox), Abox2), None))
-
-
-def _stash_take_clear_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
-    r = stash_take_clear(h, Abox)
-
-    def stash_take_clear_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
-        stash_set(stash_dual(h, Abox), T, Abox2)
-        return (), None, None
-
-    return ProcResult(r, stash_take_clear_backprop)
+_register_stash_pair(stash_add, stash_take)
+_register_stash_pair(stash_set, stash_take_clear)
 
 
 def _route_result_tower(route: Any) -> ProcResult:
@@ -447,10 +439,6 @@ register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backp
 register_primitive(runtime_ops.closure_parts, _closure_parts_tower)
 register_primitive(runtime_ops.route_back, _route_back_tower)
 register_primitive(runtime_ops.route_result, _route_result_tower)
-register_primitive(stash_add, _stash_add_rule)
-register_primitive(stash_take, _stash_take_rule)
-register_primitive(stash_set, _stash_set_rule)
-register_primitive(stash_take_clear, _stash_take_clear_rule)
 defnondiff(stash_dual)
 defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)

@@ -34,7 +34,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
 from .boxes import BoxSensitivities
 from .closures import is_plus_function
 from .errors import NonDifferentiableError, SensitivityError
-from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
 from .runtime import CellKey, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
@@ -120,14 +120,7 @@ def accumulate_cell(Abox: BoxSensitivities, key: CellKey, value: Any, s: Any) ->
 
 def closure_parts(A: Any, n: int) -> tuple:
     """The per-variable parts of a closure's (or a ``*args`` tuple's) sensitivity."""
-    if A is Z or A is None:
-        return (Z,) * n
-    t = type(A)
-    if t is OneHot:
-        return tuple(A.to_list())
-    if t is TupleAccumulator:
-        return tuple(A.items)
-    parts = tuple(A)
+    parts = tuple_items(A, n)
     if len(parts) != n:
         raise SensitivityError(f"a closure sensitivity of length {len(parts)} was given for a function closing over {n} variables")
     return parts
