@@ -44,6 +44,7 @@ class _Deeper:
     __slots__ = ("old", "gc_was_enabled")
 
     def __enter__(self) -> None:
+        _depth[0] += 1
         self.old = sys.getrecursionlimit()
         if self.old < _DEEP:
             sys.setrecursionlimit(_DEEP)
@@ -52,6 +53,7 @@ class _Deeper:
             gc.disable()
 
     def __exit__(self, *exc: object) -> None:
+        _depth[0] -= 1
         if self.gc_was_enabled:
             gc.enable()
         if self.old < _DEEP and sys.getrecursionlimit() == _DEEP:
@@ -61,8 +63,13 @@ class _Deeper:
 _DEEP = max(sys.getrecursionlimit() * 5, 5000)
 
 
+_depth = [0]  # how many call_plus/run_backprop are running: only the outermost sets things up
+
+
 def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
     """``bp(A, Abox)`` with room for the reverse of deep recursion."""
+    if _depth[0]:
+        return bp(A, Abox)
     with _Deeper():
         return bp(A, Abox)
 
@@ -75,5 +82,7 @@ def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
     value made there stands for itself, while one captured from outside stands for the
     function it differentiates: the rule of ``call_plus`` differentiates it again.
     """
+    if _depth[0]:
+        return P(*args, **kwargs)
     with _Deeper():
         return P(*args, **kwargs)
