@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import gc
-import io
 import math
 import os
 import platform
 import sys
 import time
 import tracemalloc
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from . import funcs
 from .cells import REL_TOL, Cell, JitWorker, run_cell

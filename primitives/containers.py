@@ -22,11 +22,11 @@ import types
 from typing import Any
 
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
-from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
-from dplus.linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
+from dplus.errors import NonDifferentiableError, UnknownTransformError
+from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
-from dplus.runtime import accumulate, apply_transform, call, fold, handover, is_tracked_mutable, lift
+from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, lift
 
 Z = gen_zero
 
@@ -275,7 +275,6 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
             old_positions = list(range(start, stop, step))
             obj[idx] = vals
             m = len(vals)
-            n_after = len(obj)
 
             def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
                 entry = Abox.get(obj)
@@ -621,7 +620,6 @@ def list_plus(*args: Any) -> ProcResult:
         return ProcResult([], lambda A, Abox: ((),))
     (src,) = args
     lst = list(src)
-    n = len(lst)
 
     def list_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is not Z and A is not None:

@@ -72,7 +72,7 @@ from typing import Any, Callable
 
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
-from dplus.linear import GenZero, OneHot, TupleAccumulator, add as _add, gen_zero, tuple_items
+from dplus.linear import GenZero, OneHot, add as _add, gen_zero, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform
