@@ -288,3 +288,34 @@ def test_hessian_of_a_loop_over_a_tuple_runs_each_row_apart():
 def test_second_order_of_a_loop_over_a_list_says_what_to_do():
     with pytest.raises(dplus.NonDifferentiableError, match="loop over a tuple"):
         dplus.hessian(cubes)([0.5, 2.0])
+
+
+def mixed(x):
+    """A tuple loop, a branch, a nonlocal accumulator, a late-bound closure and math calls."""
+    p = (x, math.cos(x), x * x)
+    acc = 0.0
+
+    def bump(v):
+        nonlocal acc
+        acc = acc + v * math.sin(v)
+
+    for v in p:
+        if v > 0.3:
+            bump(v)
+        else:
+            bump(v * v)
+    scale = 1.5
+    f = lambda t: t * scale + acc  # noqa: E731
+    return f(x) * math.exp(-x)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.floats(min_value=-1.5, max_value=1.5))
+def test_third_order_of_a_mixed_function_is_the_finite_difference_of_the_second(x):
+    g2 = nth(mixed, 2)
+    g3 = grad1(g2)
+    h = 1e-5
+    # the branches switch where an element crosses 0.3: keep finite differences off the kinks
+    assume(all(abs(v - 0.3) > 1e-3 for v in (x - h, x + h, math.cos(x), x * x)))
+    fd = (g2(x + h) - g2(x - h)) / (2 * h)
+    assert abs(g3(x) - fd) <= 1e-5 * max(1.0, abs(fd))
