@@ -217,10 +217,6 @@ def _transform_of_plus_rule(P: Any) -> ProcResult:
     return ProcResult(T, transform_of_plus_backprop)
 
 
-def _lift_rule(f: Any) -> ProcResult:
-    return ProcResult(lift(f), lambda A, Abox: ((), Z))
-
-
 def _sensitivity_reaches_mutable(v: Any, s: Any) -> bool:
     """Some list, dict, box or object in ``v`` (or in the tuple ``v``) gets a part of ``s`` that is
     not structurally zero (a computed 0.0 may still have a derivative at the next order)."""
@@ -422,7 +418,7 @@ for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
 defnondiff(_closure_layouts)
-register_primitive(lift, _lift_rule)
+defnondiff(lift)  # the plus-function of f: made from f's code, it carries no sensitivity back
 defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
@@ -670,15 +666,9 @@ register_primitive(runtime_ops.unpack_sensitivity, _unpack_sensitivity_rule)
 # grad/grad1 called inside code that is differentiated again: the rules above run
 # _lift and the gradient-function makers, whose transforms are these (a made gradient
 # function is a closure: the sensitivity of what it closes over goes back to fplus / g)
-def _lift_inside_rule(f: Any) -> ProcResult:
-    return ProcResult(_lift(f), lambda A, Abox: ((), Z))
-
-
 def _closure_part(G: Any, A: Any, name: str) -> Any:
-    if A is Z or A is None:
-        return Z
-    parts = dict(zip(G.__code__.co_freevars, runtime_ops.closure_parts(A, len(G.__code__.co_freevars))))
-    return parts.get(name, Z)
+    part = relayout_closure(A, G.__code__.co_freevars, (name,))
+    return Z if part is Z else part[0]
 
 
 def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
@@ -697,7 +687,7 @@ def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
     return ProcResult(G1, lambda A, Abox: ((), _closure_part(G1, A, "g"), Z))
 
 
-register_primitive(_lift, _lift_inside_rule)
+defnondiff(_lift)
 register_primitive(_make_gradient, _make_gradient_rule)
 register_primitive(_make_gradient1, _make_gradient1_rule)
 defnondiff(_closure_part)
