@@ -10,6 +10,7 @@ nested ``def``\\ s. The reverse transform only has to know this core.
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 from typing import Any
 
@@ -21,6 +22,9 @@ from .scopes import Scope
 __all__ = ["IRFunction", "normalize_function", "Namer"]
 
 Atom = ast.Name | ast.Constant
+
+
+_FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
 
 
 class Namer:
@@ -390,8 +394,7 @@ class Normalizer:
             self.loop = saved
 
     def s_For(self, s: ast.For) -> None:
-        if s.type_comment:
-            pass
+        fresh = self.makes_fresh_list(s.iter)
         it = self.expr(s.iter)
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
@@ -409,8 +412,20 @@ class Normalizer:
         body = self.loop_body(ctx, prologue, s.body, s)
         node = ast.copy_location(ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s)
         node.dp_stop = ctx.brk
+        node.dp_fresh_iter = fresh
         self.emit(node)
         self.after_loop(ctx, s)
+
+    def makes_fresh_list(self, e: ast.expr) -> bool:
+        """Whether ``e`` calls a builtin whose rule returns a new list no user code can reach
+        (so a loop over it may hand the sensitivities of its elements back all at once)."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _FRESH_LIST_BUILTINS):
+            return False
+        name = e.func.id
+        sc = self.scope
+        if name in sc.assigned or name in sc.free or name in sc.params:
+            return False
+        return self.globals.get(name, _FRESH_LIST_BUILTINS[name]) is _FRESH_LIST_BUILTINS[name]
 
     def after_loop(self, ctx: _LoopCtx, s: ast.For | ast.While) -> None:
         if s.orelse:

@@ -21,6 +21,7 @@ from .rules import InlineRule, inline_rule_for
 __all__ = ["build_plus_function", "Helpers"]
 
 _NUM_TYPES = frozenset({float, int})
+FAST_PATHS = [True]  # False: only the general path (transformer.general_paths_only, for tests)
 _SEQ_TYPES = frozenset({list, tuple, dict})
 
 # Names of generated variables start with PFX, chosen per transform so that it never occurs
@@ -249,7 +250,7 @@ class FunctionBuilder:
         self.globals = globals_
         self.top_level = top_level
         self.nestable = nestable
-        self.fast = fast and not nestable
+        self.fast = fast and not nestable and FAST_PATHS[0]
         self.boxed: set[str] = getattr(ir, "boxed", set())
         self.adjoint_names: dict[str, str] = {}
         self.persistent: set[str] = set()
@@ -556,7 +557,9 @@ class FunctionBuilder:
                 segs.append([s])
                 continue
             fastish = k in ("inline", "nondiff", "copy", "unpack")
-            if cur and fastish != cur_fast:
+            # an unpack leads its segment: its targets are type-guarded after it runs
+            leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
+            if cur and (fastish != cur_fast or leads):
                 segs.append(cur)
                 cur = []
             cur_fast = fastish
@@ -576,10 +579,18 @@ class FunctionBuilder:
             _locate_all(fwd, seg[0])
             _locate_all(rev, seg[0])
             return fwd, rev
-        fast_fwd, fast_rec, fast_rev, guard = self.fast_segment(ssa)
+        fast = self.fast_segment(ssa)
+        if fast is None:  # an operand whose type no guard can check before the segment runs
+            fwd = gen_fwd + ([self.push((tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
+            rev = (self.pop_into(gen_rec) if gen_rec else []) + gen_rev
+            _locate_all(fwd, seg[0])
+            _locate_all(rev, seg[0])
+            return fwd, rev
+        fast_fwd, fast_rec, fast_rev, guard = fast
+        gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
         fwd_fast = fast_fwd + [self.push((tuple_([C(True)] + [N(x) for x in fast_rec])))]
         fwd_gen = gen_fwd + [self.push((tuple_([C(False)] + [N(x) for x in gen_rec])))]
-        fwd = [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
+        fwd = ssa.leading_unpacks() + [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
         rec = self.namer.fresh("rec")
         rev = self.pop_into([rec], whole=True) + [
             ast.If(
@@ -592,30 +603,47 @@ class FunctionBuilder:
         _locate_all(rev, seg[0])
         return fwd, rev
 
-    def fast_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt], ast.expr]:
+    def fast_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt], ast.expr] | None:
         fwd: list[ast.stmt] = []
         saved: list[str] = []
         guards: list[ast.expr] = []
         guarded_inputs: set[str] = set()
         num = self.helper(_NUM_TYPES, "NUM")
         ops: list[tuple[ast.stmt, InlineRule | None]] = []
+        # where each name defined here got its value: a name to type-guard, None for a number
+        # an inline operation or a non-differentiable statement made, or "" when no guard can
+        # see it (a later unpack's target)
+        source: dict[str, str | None] = {}
+        hoisted = ssa.leading_unpack_stmts()
         for s in ssa.stmts:
             k = s.dp_kind
             if k == "unpack":
-                fwd.append(clone(s))
+                if s not in hoisted:
+                    fwd.append(clone(s))
+                for e in s.targets[0].elts:
+                    source[e.id] = e.id if s in hoisted else ""
                 if s.value.id not in saved:
                     saved.append(s.value.id)
                 ops.append((s, None))
                 continue
             target = s.targets[0].id
             v = s.value
+            if k == "copy":
+                source[target] = source.get(v.id, v.id) if v.id in source else v.id
+            elif k != "nondiff" or not isinstance(v, ast.Name):
+                source[target] = None
             if k == "inline":
                 rule, fn = self.inline_rule(v)
                 operands = self.operands(v)
                 for o in operands:
-                    if isinstance(o, ast.Name) and o.id in ssa.inputs and o.id not in guarded_inputs:
-                        guarded_inputs.add(o.id)
-                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(o.id)), ops=[ast.In()], comparators=[clone(num)]))
+                    if not isinstance(o, ast.Name):
+                        continue
+                    g = source.get(o.id, o.id) if o.id in source else (o.id if o.id in ssa.inputs else None)
+                    if g == "":
+                        return None
+                    if g is not None and g not in guarded_inputs:
+                        guarded_inputs.add(g)
+                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(g)), ops=[ast.In()], comparators=[clone(num)]))
                 if fn is not None:
                     fname = self.helper(fn, getattr(fn, "__name__", "fn"))
                     guards.append(ast.Compare(left=clone(v.func), ops=[ast.Is()], comparators=[fname]))
@@ -1056,22 +1084,49 @@ class FunctionBuilder:
         i = self.namer.fresh("i")
         A_t = self.adj(target)
         rev_body = list(br)
-        back = (call(self.rt("route_back"), N(route), N(i), N(A_t), N(ABOX)) if self.nestable
-                else call(attr(route, "back"), N(i), N(A_t), N(ABOX)))
+        # The elements' sensitivities go back to the iterable all at once after the loop,
+        # unless the body may write into the list it iterates (then each goes back when its
+        # iteration is reversed, before the reverse of earlier writes), and at higher orders
+        # (where the routing needs rules of its own).
+        batched = not self.nestable and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
+        if batched:
+            back = ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t))
+        else:
+            back = ast.Expr(call(self.rt("route_back"), N(route), N(i), N(A_t), N(ABOX)) if self.nestable
+                            else call(attr(route, "back"), N(i), N(A_t), N(ABOX)))
         rev_body.append(ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
-                               body=[ast.Expr(back), assign(A_t, N(self.Z))],
+                               body=[back, assign(A_t, N(self.Z))],
                                orelse=[]))
+        start = (ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=N(n)) if batched
+                 else call(self.rt("iteration_router"), N(itv), N(n)))
         rev = self.pop_into([itv, n]) + [
-            assign(route, call(self.rt("iteration_router"), N(itv), N(n))),
+            assign(route, start),
             ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=N(n), op=ast.Sub(), right=C(1)), C(-1), C(-1)),
                     body=rev_body, orelse=[], type_comment=None),
         ]
+        if batched:
+            result = call(self.rt("route_all"), N(itv), N(route), N(ABOX))
+        elif self.nestable:
+            result = call(self.rt("route_result"), N(route))
+        else:
+            result = call(attr(route, "result"))
         if rec_it is not None:
             self.persistent.add(rec_it)
             A_it = self.adj(rec_it)
-            result = call(self.rt("route_result"), N(route)) if self.nestable else call(attr(route, "result"))
             rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
+        elif batched:
+            rev.append(ast.Expr(result))
         return fwd, rev
+
+    def may_mutate(self, body: list[ast.stmt]) -> bool:
+        """Whether running ``body`` may change a list: a store or delete into a subscript or
+        attribute, or a call that is not inline float arithmetic or a non-differentiable builtin."""
+        for node in (n for st in body for n in ast.walk(st)):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                return True
+            if isinstance(node, ast.Call) and not getattr(node, "dp_builtin", False) and self.inline_rule(node)[0] is None:
+                return True
+        return False
 
     def c_While(self, s: ast.While) -> tuple[list[ast.stmt], list[ast.stmt]]:
         bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
@@ -1202,9 +1257,13 @@ class _SSA:
         self.stmts: list[ast.stmt] = []
         self.local_temps: set[str] = set()
         reads: dict[str, int] = {}
+        numeric: set[str] = set()  # user variables a fast-path statement defines here
         for s in seg:
             s2 = clone(s)
             s2.dp_kind = getattr(s, "dp_kind", "general")
+            if s2.dp_kind in ("unpack", "inline") and not builder.nestable and builder.fast:
+                targets = s2.targets[0].elts if s2.dp_kind == "unpack" else [s2.targets[0]]
+                numeric.update(t.id for t in targets if isinstance(t, ast.Name) and t.id not in builder.boxed)
             for n in self._rename_loads(s2):
                 reads[n] = reads.get(n, 0) + 1
             if getattr(s2, "dp_unpack", False):
@@ -1235,11 +1294,13 @@ class _SSA:
             elif isinstance(s2, ast.FunctionDef):
                 self.version.pop(s2.name, None)
             self.stmts.append(s2)
-        # temps read only inside this segment keep their adjoints in local variables
+        # values read only inside this segment (temps, and user variables read nowhere else,
+        # not even by a closure) keep their adjoints in local variables
         for user, new in self.version.items():
-            if user in builder.namer.generated and user not in builder.ir.scope.locals and not user.startswith("_ret"):
-                if builder.read_count.get(user, 0) == reads.get(new, 0) and user == new:
-                    self.local_temps.add(new)
+            if user.startswith("_ret") or not (new in numeric or (user in builder.namer.generated and user not in builder.ir.scope.locals)):
+                continue
+            if builder.read_count.get(user, 0) == reads.get(new, 0) and user == new:
+                self.local_temps.add(new)
 
     def _rename_loads(self, s: ast.stmt) -> list[str]:
         nodes: list[ast.AST] = []
@@ -1264,6 +1325,18 @@ class _SSA:
                         self.inputs.add(n.id)
                         self.all_names.add(n.id)
         return seen
+
+    def leading_unpack_stmts(self) -> list[ast.stmt]:
+        """The unpacks a fast segment starts with: run before its type guard, in both variants."""
+        out = []
+        for s in self.stmts:
+            if getattr(s, "dp_kind", "") != "unpack":
+                break
+            out.append(s)
+        return out
+
+    def leading_unpacks(self) -> list[ast.stmt]:
+        return [clone(s) for s in self.leading_unpack_stmts()]
 
     def copy_back(self) -> list[ast.stmt]:
         out = []

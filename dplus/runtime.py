@@ -142,6 +142,10 @@ def _type_is_tracked(t: type) -> bool:
     return hasattr(t, "__dict__") or bool(getattr(t, "__slots__", ()))
 
 
+_NUMBERS = frozenset({float, int})
+_FLOATS = frozenset({float})
+
+
 def is_tracked_mutable(v: Any) -> bool:
     """Lists, dicts, boxes and user objects: their sensitivities live in ``Abox``."""
     t = type(v)
@@ -159,6 +163,10 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
     if t is list or isinstance(v, list):
         items = _as_items(s, len(v), v)
         if items is None:
+            return
+        if v and v.__class__ is list and id(v) not in Abox._entries and _NUMBERS.issuperset(map(type, v)):
+            # the common case, a list of numbers without an entry yet: the items are the entry
+            Abox[v] = [gen_zero if si is None else si for si in items] if None in items else list(items)
             return
         entry = Abox.list_entry(v, len(v))
         for i, si in enumerate(items):
@@ -319,7 +327,9 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
-        if isinstance(v, list):
+        if t is list and _NUMBERS.issuperset(map(type, v)):
+            snap.items = v[:]  # numbers only: the layout is the copy
+        elif isinstance(v, list):
             snap.items = [snapshot(e, _memo) for e in v]
         elif isinstance(v, dict):
             snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
@@ -412,6 +422,11 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
+        if base is None and type(entry) is list and len(entry) == len(items) and _FLOATS.issuperset(map(type, items)):
+            # the common case, a list of floats: their sensitivities are the entry's
+            out = [0.0 if e is gen_zero or e is None else e for e in entry]
+            _memo[key] = out
+            return out
         return _fold_list(items, base, entry, Abox, _memo, key)
     if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
         return _fold_mapping(items, s, entry, Abox, _memo, key)

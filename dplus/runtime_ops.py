@@ -261,6 +261,45 @@ def route_result(route: Any) -> Any:
     return route.result()
 
 
+def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
+    """After the reverse of a loop over ``itv``: ``sens[i]`` is the sensitivity of the element
+    iteration ``i`` took. List elements' go into ``Abox``; returns the iterable's own sensitivity.
+
+    (The per-iteration routers do the same one element at a time; this is for loops whose body
+    cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
+    """
+    t = type(itv)
+    if t is list or isinstance(itv, list):
+        n = len(itv)
+        if len(sens) < n:  # the loop broke early
+            sens.extend([Z] * (n - len(sens)))
+        elif len(sens) > n:  # the body appended while iterating
+            del sens[n:]
+        entry = Abox.get(itv)
+        if entry is Z:
+            Abox[itv] = sens
+            return Z
+        for i, si in enumerate(sens):
+            if si is not Z and si is not None:
+                e = entry[i]
+                entry[i] = e + si if type(e) is float and type(si) is float else add(e, si)
+        return Z
+    if t is tuple or isinstance(itv, tuple):
+        for si in sens:
+            if si is not Z and si is not None:
+                if len(sens) < len(itv):
+                    sens.extend([Z] * (len(itv) - len(sens)))
+                return TupleAccumulator(sens)
+        return Z
+    if t is range:
+        return Z
+    route = iteration_router(itv, len(sens))
+    for i, si in enumerate(sens):
+        if si is not Z and si is not None:
+            route.back(i, si, Abox)
+    return route.result()
+
+
 def iteration_router(itv: Any, n: int) -> Any:
     t = type(itv)
     if t is range:

@@ -8,13 +8,14 @@ once per code object, bind to each function object's closure cells, cache.
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections import deque
 import dataclasses
 import functools
 import inspect
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -24,6 +25,7 @@ from .linear import gen_zero
 from .normalize import Namer, normalize_function
 from .registry import bind_transform, lookup_transform, register_primitive
 from .result import ProcResult
+from . import reverse
 from .reverse import Helpers, build_plus_function, choose_prefix, clone
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
@@ -57,6 +59,25 @@ class Compiled:
 
 _LOCK = threading.RLock()
 _COMPILED = CodeMap()
+
+
+@contextlib.contextmanager
+def general_paths_only() -> Iterator[None]:
+    """Transform without the type-guarded fast paths while inside (tests compare the two).
+
+    Functions transformed inside are cached apart, so code transformed before and after
+    keeps its fast paths.
+    """
+    global _COMPILED
+    saved = _COMPILED
+    with _LOCK:
+        _COMPILED = CodeMap()
+        reverse.FAST_PATHS[0] = False
+        try:
+            yield
+        finally:
+            reverse.FAST_PATHS[0] = True
+            _COMPILED = saved
 
 
 def can_transform(f: Any) -> bool:

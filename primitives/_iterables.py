@@ -41,7 +41,7 @@ __all__ = [
     "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
-    "fast_rule", "all_float", "Calls",
+    "fast_rule", "all_float", "Calls", "columns", "rows_of",
 ]
 
 LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)
@@ -93,7 +93,9 @@ class Seq:
             n = len(self.items)
             if len(s) < n:
                 s = list(s) + [gen_zero] * (n - len(s))
-            return s if k == LIST else tuple(s)
+            if k == LIST:
+                return s if type(s) is list else list(s)
+            return s if type(s) is tuple else tuple(s)
         if k == ARRAY:
             return self._array_sens(s)
         if k == REPEAT:
@@ -218,6 +220,65 @@ def settle(v: Any, s: Any, Abox: BoxSensitivities) -> Any:
 
 
 items_of = tuple_items  # the element sensitivities of a tuple sensitivity, sparse forms included
+
+
+def columns(rows: Any, m: int) -> tuple:
+    """The ``m`` columns (tuples) of a list of length-``m`` tuple sensitivities (``gen_zero``: zeros).
+
+    Linear, with :func:`rows_of` as its transpose (both have rules, so rules' backprops
+    that use them can be differentiated again).
+    """
+    if not rows:
+        return ((),) * m
+    kinds = set(map(type, rows))
+    if kinds <= _PLAIN_ROWS:
+        if _GenZeroType in kinds:
+            zm = (gen_zero,) * m
+            rows = [zm if r is gen_zero else r for r in rows]
+        if set(map(len, rows)) == {m}:
+            return tuple(zip(*rows))
+    cols: list = [[] for _ in range(m)]
+    for r in rows:
+        its = tuple_items(r, m)
+        for j in range(m):
+            cols[j].append(its[j])
+    return tuple(tuple(c) for c in cols)
+
+
+def rows_of(cols: Any, m: int) -> tuple:
+    """The transpose of :func:`columns`: rows (tuples) from ``m`` columns."""
+    if cols is gen_zero or cols is None:
+        return gen_zero
+    parts = [None if c is gen_zero or c is None else tuple(c) for c in tuple_items(cols, m)]
+    n = max((len(c) for c in parts if c is not None), default=0)
+    parts = [(gen_zero,) * n if c is None else c + (gen_zero,) * (n - len(c)) for c in parts]
+    return tuple(zip(*parts))
+
+
+_GenZeroType = type(gen_zero)
+_PLAIN_ROWS = frozenset({tuple, _GenZeroType})
+
+
+def _columns_rule(rows: Any, m: int) -> Any:
+    from dplus.result import ProcResult
+
+    return ProcResult(columns(rows, m), lambda A, Abox: ((), rows_of(A, m), None))
+
+
+def _rows_of_rule(cols: Any, m: int) -> Any:
+    from dplus.result import ProcResult
+
+    return ProcResult(rows_of(cols, m), lambda A, Abox: ((), gen_zero if A is gen_zero or A is None else columns(A, m), None))
+
+
+def _register_columns() -> None:
+    from dplus.registry import register_primitive
+
+    register_primitive(columns, _columns_rule, note="internal: the columns of zipped sensitivities")
+    register_primitive(rows_of, _rows_of_rule, note="internal: the transpose of columns")
+
+
+_register_columns()
 
 
 def is_complex(x: Any) -> bool:

@@ -70,6 +70,7 @@ from ._iterables import (
     fast_rule,
     add_closure,
     check_finite,
+    columns,
     ensure_abox,
     items_of,
     lazy_seq,
@@ -444,12 +445,7 @@ def zip_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
         so = out_sens(out, A, Abox)
         if so is None:
             return _zeros(iterables, kwargs)
-        cols: list = [[] for _ in range(m)]
-        for k, sk in enumerate(so):
-            its = items_of(sk, m)
-            for j in range(m):
-                cols[j].append(its[j])
-        pos = tuple(sq.sens(col, Abox) for sq, col in zip(seqs, cols))
+        pos = tuple(sq.sens(col, Abox) for sq, col in zip(seqs, columns(so, m)))
         res = ((),) + pos
         return res + ({k: gen_zero for k in kwargs},) if kwargs else res
 
