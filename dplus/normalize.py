@@ -24,6 +24,10 @@ __all__ = ["IRFunction", "normalize_function", "Namer"]
 Atom = ast.Name | ast.Constant
 
 
+# builtins registered as non-differentiable (primitives/builtins.py) that generated code calls directly
+_NONDIFF_BUILTINS = {name: getattr(builtins, name) for name in (
+    "range", "len", "isinstance", "issubclass", "type", "bool", "any", "all", "id", "hash", "repr", "str",
+    "callable", "hasattr", "ord", "chr", "int", "round")}
 _FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
 
 
@@ -419,13 +423,17 @@ class Normalizer:
     def makes_fresh_list(self, e: ast.expr) -> bool:
         """Whether ``e`` calls a builtin whose rule returns a new list no user code can reach
         (so a loop over it may hand the sensitivities of its elements back all at once)."""
-        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _FRESH_LIST_BUILTINS):
+        return self.calls_builtin(e, _FRESH_LIST_BUILTINS)
+
+    def calls_builtin(self, e: ast.expr, table: dict[str, Any]) -> bool:
+        """Whether ``e`` calls one of the builtins in ``table`` by its builtin name (not shadowed)."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in table):
             return False
         name = e.func.id
         sc = self.scope
         if name in sc.assigned or name in sc.free or name in sc.params:
             return False
-        return self.globals.get(name, _FRESH_LIST_BUILTINS[name]) is _FRESH_LIST_BUILTINS[name]
+        return self.globals.get(name, table[name]) is table[name]
 
     def after_loop(self, ctx: _LoopCtx, s: ast.For | ast.While) -> None:
         if s.orelse:
@@ -754,7 +762,11 @@ class Normalizer:
             else:
                 args.append(self.expr(a))
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
-        return self.temp(ast.Call(func=func, args=args, keywords=keywords), e)
+        node = ast.Call(func=func, args=args, keywords=keywords)
+        if self.calls_builtin(e, _NONDIFF_BUILTINS) and not any(isinstance(a, ast.Starred) for a in args) \
+                and all(k.arg is not None for k in keywords):
+            node.dp_builtin = True  # zero derivative: called as it is, nothing recorded
+        return self.temp(node, e)
 
     def e_Attribute(self, e: ast.Attribute) -> Atom:
         obj = self.expr(e.value)

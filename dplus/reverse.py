@@ -258,6 +258,8 @@ class FunctionBuilder:
         self.outer_free = outer_free
         self.in_try = 0
         self.read_count: dict[str, int] = {}
+        self.store_count: dict[str, int] = {}
+        self.defined_before: set[str] = set()  # names the statements before, in this block, assign
         self.def_segment: dict[str, int] = {}
         self.Z = self.h.ref(_gen_zero(), "Z")
         self.internal = {ABOX, PUSH, POP, TAPE}
@@ -292,6 +294,7 @@ class FunctionBuilder:
         ir = self.ir
         scope = ir.scope
         self.count_reads(ir.body)
+        self.count_stores(ir.body)
         fwd, rev = self.block(ir.body)
         args = ir.args
         simple = (
@@ -432,12 +435,45 @@ class FunctionBuilder:
                     if isinstance(d, ast.Name):
                         self.read_count[d.id] = self.read_count.get(d.id, 0) + 1
 
+    def count_stores(self, stmts: list[ast.stmt]) -> None:
+        """How many places assign each name (anywhere in the function, nested blocks included)."""
+        count = self.store_count
+        for n in (n for st in stmts for n in ast.walk(st)):
+            names: list[str] = []
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                names.append(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(n.name)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                names.append(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                names.extend((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+                names.append(n.name)
+            elif isinstance(n, ast.MatchMapping) and n.rest:
+                names.append(n.rest)
+            for name in names:
+                count[name] = count.get(name, 0) + 1
+        for name in self.ir.scope.params:
+            count[name] = count.get(name, 0) + 1
+
+    def zero_on_entry(self, ssa: "_SSA") -> set[str]:
+        """Inputs of a segment whose adjoint is zero when its reverse starts: assigned once in
+        the function, by an earlier statement of the same block, and read only in this segment."""
+        if not self.fast:
+            return set()
+        return {name for name, k in ssa.input_reads.items()
+                if name in self.defined_before and self.store_count.get(name) == 1 and self.read_count.get(name) == k
+                and name not in self.boxed}
+
     # ---------------------------------------------------------------- blocks
     def block(self, stmts: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """Forward statements, and the reverse statements in the order they run."""
         fwd: list[ast.stmt] = []
         rev_parts: list[list[ast.stmt]] = []
         run: list[ast.stmt] = []
+        outer_defined = self.defined_before
+        self.defined_before = set()
 
         def flush() -> None:
             if run:
@@ -445,6 +481,8 @@ class FunctionBuilder:
                     f, r = self.segment(seg)
                     fwd.extend(f)
                     rev_parts.append(r)
+                    for st in seg:
+                        self.defined_before.update(_assigned_names(st))
                 run.clear()
 
         for s in stmts:
@@ -456,6 +494,7 @@ class FunctionBuilder:
             fwd.extend(f)
             rev_parts.append(r)
         flush()
+        self.defined_before = outer_defined
         rev: list[ast.stmt] = []
         for part in reversed(rev_parts):
             rev.extend(part)
@@ -860,7 +899,12 @@ class FunctionBuilder:
             if A is None:
                 # nothing to hand back, but a rule's backprop may restore container layouts
                 return
-            acc.add_value(obj.id, call(self.rt("read_back"), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX)))
+            if obj.id in acc.ssa.defined or obj.id in self.boxed or self.nestable:
+                acc.add_value(obj.id, call(self.rt("read_back"), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX)))
+                return
+            a = self.adj(obj.id)
+            acc.fresh_zero.discard(a)
+            acc.out.append(assign(a, call(self.rt("read_back_into"), N(a), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX))))
 
         return fwd, record, rev
 
@@ -1088,7 +1132,7 @@ class FunctionBuilder:
         # unless the body may write into the list it iterates (then each goes back when its
         # iteration is reversed, before the reverse of earlier writes), and at higher orders
         # (where the routing needs rules of its own).
-        batched = not self.nestable and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
+        batched = self.fast and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
         if batched:
             back = ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t))
         else:
@@ -1256,6 +1300,7 @@ class _SSA:
         self.all_names: set[str] = set()
         self.stmts: list[ast.stmt] = []
         self.local_temps: set[str] = set()
+        self.input_reads: dict[str, int] = {}  # reads of names this segment does not define first
         reads: dict[str, int] = {}
         numeric: set[str] = set()  # user variables a fast-path statement defines here
         for s in seg:
@@ -1324,6 +1369,7 @@ class _SSA:
                     elif not n.id.startswith(PFX):
                         self.inputs.add(n.id)
                         self.all_names.add(n.id)
+                        self.input_reads[n.id] = self.input_reads.get(n.id, 0) + 1
         return seen
 
     def leading_unpack_stmts(self) -> list[ast.stmt]:
@@ -1367,7 +1413,8 @@ class _AdjointAccumulator:
         self.out = out if out is not None else []
         self.fast = fast
         self.local: dict[str, str] = {}  # ssa name -> local adjoint variable
-        self.fresh_zero: set[str] = set()  # persistent adjoints reset here and not yet added to
+        # persistent adjoints known to be zero here and not yet added to
+        self.fresh_zero: set[str] = {builder.adj(n) for n in builder.zero_on_entry(ssa)}
         for name in ssa.defined:
             if ssa.is_final(name):
                 a = self.b.adj(ssa.user_name(name))
@@ -1443,6 +1490,19 @@ class _AdjointAccumulator:
 
 
 _NODE_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _assigned_names(st: ast.stmt) -> list[str]:
+    """The names a simple statement assigns (an assignment's name targets, a def's name)."""
+    if isinstance(st, ast.FunctionDef):
+        return [st.name]
+    if isinstance(st, ast.Assign):
+        t = st.targets[0]
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, (ast.Tuple, ast.List)):
+            return [e.id for e in t.elts if isinstance(e, ast.Name)]
+    return []
 
 
 def _node_fields(t: type) -> tuple[bool, tuple[str, ...]]:

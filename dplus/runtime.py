@@ -5,6 +5,7 @@ mutable values in and out of the box-sensitivity map.
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from typing import Any, Callable
 
@@ -142,6 +143,7 @@ def _type_is_tracked(t: type) -> bool:
     return hasattr(t, "__dict__") or bool(getattr(t, "__slots__", ()))
 
 
+_add_floats = operator.add
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 
@@ -164,10 +166,16 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
         items = _as_items(s, len(v), v)
         if items is None:
             return
-        if v and v.__class__ is list and id(v) not in Abox._entries and _NUMBERS.issuperset(map(type, v)):
-            # the common case, a list of numbers without an entry yet: the items are the entry
-            Abox[v] = [gen_zero if si is None else si for si in items] if None in items else list(items)
-            return
+        if v and v.__class__ is list and _NUMBERS.issuperset(map(type, v)):
+            # the common case, a list of numbers: no element hands anything further
+            found = Abox._entries.get(id(v))
+            if found is None:  # no entry yet: the items are the entry
+                Abox[v] = [gen_zero if si is None else si for si in items] if None in items else list(items)
+                return
+            entry = found[1]
+            if len(entry) == len(items) and _FLOATS.issuperset(map(type, entry)) and _FLOATS.issuperset(map(type, items)):
+                entry[:] = map(_add_floats, entry, items)
+                return
         entry = Abox.list_entry(v, len(v))
         for i, si in enumerate(items):
             if si is gen_zero or si is None:
@@ -370,6 +378,9 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
             return out
         return _fold_list(v, base, entry, Abox, _memo, key)
     if t is tuple or isinstance(v, tuple):
+        if t is tuple and type(s) is tuple and len(s) == len(v) and _FLOATS.issuperset(map(type, s)) \
+                and _NUMBERS.issuperset(map(type, v)):
+            return s  # numbers with their sensitivities: nothing to fold
         if s is gen_zero or s is None:
             items = [gen_zero] * len(v)
         elif type(s) is OneHot:

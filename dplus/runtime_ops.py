@@ -32,20 +32,26 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
 )
 
 from .boxes import BoxSensitivities
-from .closures import is_plus_function
+from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .errors import NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
-from .registry import lookup_transform
+from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
 from .runtime import CellKey, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
 
 Z = gen_zero
+_PLUS_CODE_IDS = _PLUS_CODES._items
 
 _NUMERIC = (int, float, complex)
 
 
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
+    if not kwargs and type(f) is types.FunctionType and id(f) not in _REGISTERED_IDS \
+            and id(f.__code__) not in _PLUS_CODE_IDS:
+        t = _TRANSFORMS.get(f)
+        if t is not None:  # the commonest call: a registered function (define_dplus, a rule)
+            return t(*args)
     if type(f) is types.FunctionType and is_plus_function(f):
         if kwargs:
             return _call_positionally(f, args, kwargs)
@@ -412,6 +418,33 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     entry = Abox.list_entry(obj, n)
     entry[i] = add(entry[i], A)
     return Z
+
+
+def read_back_into(adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities) -> Any:
+    """``accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)``: the new adjoint of ``obj``.
+
+    A number read from a list or dict (the commonest read in a loop) adds its sensitivity
+    straight into the container's entry.
+    """
+    if A is Z or A is None:
+        if type(kind) is not int:
+            kind(Z, Abox)
+        return adj
+    tv = type(v)
+    if type(kind) is int and (tv is float or tv is int):
+        t = type(obj)
+        if t is list:
+            i = idx + kind if idx < 0 else idx
+            entry = Abox.list_entry(obj, kind)
+            prev = entry[i]
+            entry[i] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            return adj
+        if t is dict:
+            entry = Abox.map_entry(obj)
+            prev = entry.get(idx, Z)
+            entry[idx] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            return adj
+    return accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)
 
 
 def list_store(xs: list, idx: Any, v: Any) -> int:
