@@ -240,3 +240,79 @@ def test_loops_over_lists_hand_sensitivities_back_once():
     assert ".back(" in compile_function(loop_writing_the_list_it_iterates).source
     # a fresh list from zip may be written by nothing else
     assert "_dp_route_all" in compile_function(dot).source
+
+
+# --------------------------------------------------------------------------
+# reads, calls and adjoints that start at zero
+
+
+def reads_from_dict_and_list(p, xs):
+    s = 0.0
+    for k in range(len(xs)):
+        s = s + p["a"] * xs[k] * xs[-1 - k] + p["b"] * xs[k]
+    return s + p["a"] * p["b"]
+
+
+def constant_before_the_loop_read_inside(x, n):
+    c = x * 2.0  # read in every iteration: its adjoint accumulates over them
+    s = 0.0
+    for _ in range(n):
+        t = c * s + x
+        s = t * 0.5 + c
+    return s
+
+
+def temps_read_in_later_statements(x, y):
+    a = x * y
+    b = a + 1.0
+    if b > -1e9:
+        c = b * b
+    else:
+        c = b
+    d = c * a
+    while d > 10.0:
+        d = d * 0.5
+    return d + a
+
+
+def parameter_named_like_a_builtin(xs, abs):  # noqa: A002
+    s = 0.0
+    for x in xs:
+        s = s + abs(x) * x
+    return s
+
+
+@dplus.define_dplus
+def sq(v):
+    return v * v
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=6), a=floats, b=floats)
+def test_reads_and_accumulations(xs, a, b):
+    args = ({"a": a, "b": b}, list(xs))
+    fast, general = both_ways(reads_from_dict_and_list, *args)
+    close(fast, general)
+    dplus.check_grad(reads_from_dict_and_list, *args)
+
+
+@SETTINGS
+@given(x=floats, n=st.integers(0, 5), y=floats)
+def test_adjoints_zero_on_entry_only_where_they_are(x, n, y):
+    fast, general = both_ways(constant_before_the_loop_read_inside, x, n)
+    close(fast, general)
+    dplus.check_grad(constant_before_the_loop_read_inside, x, n)
+    assume(abs(x * y * 0.5) > 1e-3)
+    fast, general = both_ways(temps_read_in_later_statements, x, y)
+    close(fast, general)
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=6))
+def test_shadowed_builtins_are_differentiated(xs):
+    from _shadowing import len_shadowed
+
+    (g,) = dplus.grad(len_shadowed)(list(xs))
+    close(g, [2 * x for x in xs])
+    g = dplus.grad(parameter_named_like_a_builtin)(list(xs), sq)
+    close(g[0], [3 * x * x for x in xs], tol=1e-7)
