@@ -22,6 +22,20 @@ class ProcResult:
         return f"ProcResult(primal={self.primal!r}, backprop={getattr(self.backprop, '__qualname__', self.backprop)!r})"
 
 
+_set_primal = ProcResult.primal.__set__  # type: ignore[attr-defined]
+_set_backprop = ProcResult.backprop.__set__  # type: ignore[attr-defined]
+
+
+def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
+    _set_primal(self, primal)
+    _set_backprop(self, backprop)
+
+
+# attrs' frozen __init__ looks the setter up on every call; one is made per call and per rule
+# application, so the slots are set directly (the class stays frozen: __setattr__ raises)
+ProcResult.__init__ = _init_result  # type: ignore[method-assign]
+
+
 def primal(r: ProcResult) -> Any:
     """The primal value of a :class:`ProcResult`."""
     return r.primal
@@ -32,46 +46,46 @@ def backprop(r: ProcResult) -> Backprop:
     return r.backprop
 
 
-class _Deeper:
-    """While a transform or a backprop runs: room for recursion, and no cyclic garbage collector.
-
-    Each primal call level costs the transformed code a few frames, and recursion should be
-    limited by the primal's depth. The record of a long computation holds millions of
-    objects; the collector would traverse them again and again (quadratic time) although
-    the record makes no reference cycles: reference counting frees it.
-    """
-
-    __slots__ = ("old", "gc_was_enabled")
-
-    def __enter__(self) -> None:
-        _depth[0] += 1
-        self.old = sys.getrecursionlimit()
-        if self.old < _DEEP:
-            sys.setrecursionlimit(_DEEP)
-        self.gc_was_enabled = gc.isenabled()
-        if self.gc_was_enabled:
-            gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        _depth[0] -= 1
-        if self.gc_was_enabled:
-            gc.enable()
-        if self.old < _DEEP and sys.getrecursionlimit() == _DEEP:
-            sys.setrecursionlimit(self.old)
-
+# While a transform or a backprop runs: room for recursion, and no cyclic garbage collector.
+# Each primal call level costs the transformed code a few frames, and recursion should be
+# limited by the primal's depth. The record of a long computation holds millions of
+# objects; the collector would traverse them again and again (quadratic time) although the
+# record makes no reference cycles: reference counting frees it. Only the outermost call
+# sets this up (nested derivatives make thousands of inner ones), written out rather than as
+# a context manager because a gradient of a small function pays it twice per call.
 
 _DEEP = max(sys.getrecursionlimit() * 5, 5000)
 
-
 _depth = [0]  # how many call_plus/run_backprop are running: only the outermost sets things up
+
+
+def _outermost(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    _depth[0] += 1
+    old = _getrecursionlimit()
+    if old < _DEEP:
+        _setrecursionlimit(_DEEP)
+    gc_was_enabled = _gc_isenabled()
+    if gc_was_enabled:
+        _gc_disable()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _depth[0] -= 1
+        if gc_was_enabled:
+            _gc_enable()
+        if old < _DEEP and _getrecursionlimit() == _DEEP:
+            _setrecursionlimit(old)
+
+
+_getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
 def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
     """``bp(A, Abox)`` with room for the reverse of deep recursion."""
     if _depth[0]:
         return bp(A, Abox)
-    with _Deeper():
-        return bp(A, Abox)
+    return _outermost(bp, (A, Abox), {})
 
 
 def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
@@ -84,5 +98,4 @@ def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
     """
     if _depth[0]:
         return P(*args, **kwargs)
-    with _Deeper():
-        return P(*args, **kwargs)
+    return _outermost(P, args, kwargs)
