@@ -940,11 +940,34 @@ class FunctionBuilder:
         return sl
 
     def display(self, name: str, builder: str, elts: list[ast.expr], s: ast.stmt) -> Any:
+        if builder in ("build_tuple", "build_list") and self.fast and not any(isinstance(e, ast.Starred) for e in elts):
+            return self.native_display(name, builder == "build_list", elts)
         if any(isinstance(e, ast.Starred) for e in elts):
             spec = tuple(isinstance(e, ast.Starred) for e in elts)
             args = [e.value if isinstance(e, ast.Starred) else e for e in elts]
             return self.call_like(name, self.rt(builder + "_star"), [C(spec)] + args, [], s, skip=1)
         return self.call_like(name, self.rt(builder), list(elts), [], s)
+
+    def native_display(self, name: str, is_list: bool, elts: list[ast.expr]) -> Any:
+        """``name = [a, b]`` or ``(a, b)`` built as Python builds it; the reverse splits its sensitivity."""
+        node = (ast.List if is_list else ast.Tuple)(elts=[clone(e) for e in elts], ctx=ast.Load())
+        names = [e.id for e in elts if isinstance(e, ast.Name)]
+        record = ([name] if is_list else []) + [n for n in dict.fromkeys(names) if n != name]
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(name)
+            if A is None and not is_list:
+                return
+            parts = self.namer.fresh("parts")
+            split = (call(self.rt("list_display_parts"), A or N(self.Z), N(name), C(len(elts)), N(ABOX)) if is_list
+                     else call(self.rt("tuple_items"), A, C(len(elts))))
+            acc.out.append(assign(parts, split))
+            for k in reversed(range(len(elts))):
+                e = elts[k]
+                if isinstance(e, ast.Name):
+                    acc.add_value(e.id, ast.Subscript(value=N(parts), slice=C(k), ctx=ast.Load()))
+
+        return [assign(name, node)], record, rev
 
     def delete_stmt(self, s: ast.Delete) -> Any:
         t = s.targets[0]

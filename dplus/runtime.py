@@ -247,6 +247,11 @@ def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:
         return adj
     t = type(v)
     if t is float or t is int:
+        if type(s) is float:  # the commonest case, written out
+            if adj is gen_zero:
+                return s
+            if type(adj) is float:
+                return adj + s
         return add(adj, s)
     if t is tuple:
         if type(s) is OneHot:  # one element: O(1), whatever the tuple's length

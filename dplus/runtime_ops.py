@@ -447,6 +447,17 @@ def read_back_into(adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox
     return accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)
 
 
+def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``lst = [a, b, ...]``: the sensitivities of the ``n`` elements
+    (``A`` handed in, then the list's entry taken out of ``Abox``: before, it did not exist)."""
+    if A is not Z and A is not None:
+        handover(Abox, lst, A)
+    entry = Abox.pop(lst, Z)
+    if entry is Z:
+        return (Z,) * n
+    return tuple(entry)
+
+
 def list_store(xs: list, idx: Any, v: Any) -> int:
     """``xs[idx] = v`` for a list; returns the (non-negative) index written."""
     n = len(xs)

@@ -316,3 +316,31 @@ def test_shadowed_builtins_are_differentiated(xs):
     close(g, [2 * x for x in xs])
     g = dplus.grad(parameter_named_like_a_builtin)(list(xs), sq)
     close(g[0], [3 * x * x for x in xs], tol=1e-7)
+
+
+# --------------------------------------------------------------------------
+# list and tuple displays built natively
+
+
+def displays(x, y):
+    p = [x * y, x + 1.0]
+    t = (p[0], y, p)  # a tuple holding a list
+    p.append(x * x)
+    p[1] = p[1] * y
+    q, r = (t[0] * 2.0, t[2][2])
+    return q + r + p[1] + t[1] * sum(p)
+
+
+def nested_displays(x, y):
+    rows = [[x, y], [y * x, 3.0]]
+    pairs = [(a, b * 2.0) for a, b in rows]
+    return pairs[0][0] * pairs[1][1] + rows[1][0] * x
+
+
+@SETTINGS
+@given(x=floats, y=floats)
+def test_displays_agree_with_the_general_path(x, y):
+    for f in (displays, nested_displays):
+        fast, general = both_ways(f, x, y)
+        close(fast, general)
+        dplus.check_grad(f, x, y)
