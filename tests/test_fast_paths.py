@@ -344,3 +344,69 @@ def test_displays_agree_with_the_general_path(x, y):
         fast, general = both_ways(f, x, y)
         close(fast, general)
         dplus.check_grad(f, x, y)
+
+
+# --------------------------------------------------------------------------
+# where a batched loop's element sensitivities go, for every kind of iterable
+
+
+def loop_over_set(s, c):
+    total = 0.0
+    for x in s:
+        total = total + x * c
+    return total
+
+
+def loop_over_generator(xs, c):
+    total = 0.0
+    for x in (v for v in xs):
+        total = total + x * c
+    return total
+
+
+def loop_over_tuple_with_break(t, c):
+    total = 0.0
+    for x in t:
+        if x > 1.5:
+            break
+        total = total + x * x * c
+    return total
+
+
+def loop_over_array(a, c):
+    total = 0.0
+    for x in a:
+        total = total + x * x * c
+    return total
+
+
+def test_element_sensitivity_with_nowhere_to_go_is_an_error_on_both_paths():
+    from dplus import NonDifferentiableError
+
+    with pytest.raises(NonDifferentiableError, match="Iterate over a list or a tuple instead"):
+        dplus.grad(loop_over_set)({1.0, 2.0}, 2.0)
+    with general_paths_only(), pytest.raises(NonDifferentiableError, match="set"):
+        dplus.grad(loop_over_set)({1.0, 2.0}, 2.0)
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=7), c=floats)
+def test_a_generator_expression_passes_sensitivity_through(xs, c):
+    fast, general = both_ways(loop_over_generator, xs, c)
+    close(fast, general)
+    close(fast, ([c] * len(xs), sum(xs)))
+    dplus.check_grad(loop_over_generator, xs, c)
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=7), c=floats)
+def test_tuples_and_arrays(xs, c):
+    assume(all(abs(x - 1.5) > 1e-3 for x in xs))
+    fast, general = both_ways(loop_over_tuple_with_break, tuple(xs), c)
+    close(fast, general)
+    dplus.check_grad(loop_over_tuple_with_break, tuple(xs), c)
+    np = pytest.importorskip("numpy")
+    a = np.array(xs)
+    g = dplus.grad(loop_over_array)(a, c)
+    np.testing.assert_allclose(g[0], 2 * a * c, rtol=1e-12, atol=1e-12)
+    assert math.isclose(g[1], float((a * a).sum()), rel_tol=1e-12, abs_tol=1e-12)
