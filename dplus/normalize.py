@@ -29,6 +29,7 @@ _NONDIFF_BUILTINS = {name: getattr(builtins, name) for name in (
     "range", "len", "isinstance", "issubclass", "type", "bool", "any", "all", "id", "hash", "repr", "str",
     "callable", "hasattr", "ord", "chr", "int", "round")}
 _FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
+_TUPLE_ITEM_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate")}
 
 
 class Namer:
@@ -399,6 +400,7 @@ class Normalizer:
 
     def s_For(self, s: ast.For) -> None:
         fresh = self.makes_fresh_list(s.iter)
+        tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS)
         it = self.expr(s.iter)
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
@@ -417,6 +419,7 @@ class Normalizer:
         node = ast.copy_location(ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s)
         node.dp_stop = ctx.brk
         node.dp_fresh_iter = fresh
+        node.dp_tuple_items = tuple_items
         self.emit(node)
         self.after_loop(ctx, s)
 

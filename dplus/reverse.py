@@ -260,6 +260,8 @@ class FunctionBuilder:
         self.read_count: dict[str, int] = {}
         self.store_count: dict[str, int] = {}
         self.defined_before: set[str] = set()  # names the statements before, in this block, assign
+        # loop targets bound to a tuple on every iteration (items of the builtin zip and enumerate)
+        self.tuple_items: set[str] = set()
         self.def_segment: dict[str, int] = {}
         self.Z = self.h.ref(_gen_zero(), "Z")
         self.internal = {ABOX, PUSH, POP, TAPE}
@@ -467,13 +469,16 @@ class FunctionBuilder:
                 and name not in self.boxed}
 
     # ---------------------------------------------------------------- blocks
-    def block(self, stmts: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
-        """Forward statements, and the reverse statements in the order they run."""
+    def block(self, stmts: list[ast.stmt], bound: tuple[str, ...] = ()) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Forward statements, and the reverse statements in the order they run.
+
+        ``bound`` names what is assigned on entry to the block (a loop's target).
+        """
         fwd: list[ast.stmt] = []
         rev_parts: list[list[ast.stmt]] = []
         run: list[ast.stmt] = []
         outer_defined = self.defined_before
-        self.defined_before = set()
+        self.defined_before = set(bound)
 
         def flush() -> None:
             if run:
@@ -654,6 +659,7 @@ class FunctionBuilder:
         # see it (a later unpack's target)
         source: dict[str, str | None] = {}
         hoisted = ssa.leading_unpack_stmts()
+        fresh_zero = {self.adj(n) for n in self.zero_on_entry(ssa)}
         for s in ssa.stmts:
             k = s.dp_kind
             if k == "unpack":
@@ -661,7 +667,7 @@ class FunctionBuilder:
                     fwd.append(clone(s))
                 for e in s.targets[0].elts:
                     source[e.id] = e.id if s in hoisted else ""
-                if s.value.id not in saved:
+                if s.value.id not in saved and not self.direct_unpack(s.value.id, fresh_zero):
                     saved.append(s.value.id)
                 ops.append((s, None))
                 continue
@@ -761,6 +767,12 @@ class FunctionBuilder:
             return
         sens = tuple_([p if p is not None else N(self.Z) for p in parts])
         v = s.value.id
+        if self.direct_unpack(v, acc.fresh_zero):
+            # a tuple by construction whose adjoint is still zero: the tuple of the parts is it
+            a = self.adj(v)
+            acc.fresh_zero.discard(a)
+            acc.out.append(assign(a, sens))
+            return
         if not self.nestable and v not in self.ssa_defined_names(acc) and v not in self.boxed:
             # the common case, a tuple whose adjoint is still zero: the tuple of the parts is it
             a = self.adj(v)
@@ -775,6 +787,10 @@ class FunctionBuilder:
                 body=[assign(a, sens)], orelse=general))
             return
         acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), sens))
+
+    def direct_unpack(self, v: str, fresh_zero: set[str]) -> bool:
+        """Whether the reverse of unpacking ``v`` needs neither ``v`` nor a type test."""
+        return self.fast and v in self.tuple_items and self.adj(v) in fresh_zero
 
     def ssa_defined_names(self, acc: "_AdjointAccumulator") -> list[str]:
         return acc.ssa.defined
@@ -1131,8 +1147,8 @@ class FunctionBuilder:
         flag = self.namer.fresh("took")
         return [ast.If(test=s.test, body=bf, orelse=of)], self.pop_into([flag], whole=True) + [ast.If(test=N(flag), body=br or [ast.Pass()], orelse=orr)]
 
-    def loop_common(self, body_stmts: list[ast.stmt], stop: str | None) -> tuple[list[ast.stmt], list[ast.stmt], str]:
-        bf, br = self.block(body_stmts)
+    def loop_common(self, body_stmts: list[ast.stmt], stop: str | None, bound: tuple[str, ...] = ()) -> tuple[list[ast.stmt], list[ast.stmt], str]:
+        bf, br = self.block(body_stmts, bound)
         n = self.namer.fresh("n")
         bf = bf + [ast.AugAssign(target=S(n), op=ast.Add(), value=C(1))]
         if stop:
@@ -1141,7 +1157,10 @@ class FunctionBuilder:
 
     def c_For(self, s: ast.For) -> tuple[list[ast.stmt], list[ast.stmt]]:
         target = s.target.id
-        bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None))
+        if getattr(s, "dp_tuple_items", False) and target not in self.boxed:
+            self.tuple_items.add(target)
+        # the target's adjoint is zero when each iteration's reverse starts (routing resets it)
+        bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None), (target,))
         it = s.iter
         fwd = [assign(n, C(0)), ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None)]
         rec_it = it.id if isinstance(it, ast.Name) else None
