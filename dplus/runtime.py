@@ -166,14 +166,16 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
         items = _as_items(s, len(v), v)
         if items is None:
             return
-        if v and v.__class__ is list and _NUMBERS.issuperset(map(type, v)):
-            # the common case, a list of numbers: no element hands anything further
+        if v and v.__class__ is list and _FLOATS.issuperset(map(type, items)):
+            # the common case, float sensitivities: they conform only to numbers, so no element
+            # hands anything further (one pass over the items, none over the list)
             found = Abox._entries.get(id(v))
             if found is None:  # no entry yet: the items are the entry
-                Abox[v] = [gen_zero if si is None else si for si in items] if None in items else list(items)
+                Abox[v] = list(items)
                 return
             entry = found[1]
-            if len(entry) == len(items) and _FLOATS.issuperset(map(type, entry)) and _FLOATS.issuperset(map(type, items)):
+            if len(entry) == len(items):
+                # gen_zero + x is x; every entry of a list of numbers is a number or gen_zero
                 entry[:] = map(_add_floats, entry, items)
                 return
         entry = Abox.list_entry(v, len(v))
@@ -313,11 +315,12 @@ class Snapshot:
     of the layout, not against the argument as the function left it.
     """
 
-    __slots__ = ("obj", "items")
+    __slots__ = ("obj", "items", "floats")
 
-    def __init__(self, obj: Any, items: Any) -> None:
+    def __init__(self, obj: Any, items: Any, floats: bool = False) -> None:
         self.obj = obj
         self.items = items
+        self.floats = floats  # a list that held only floats: ``items`` is its copy
 
 
 def snapshot(v: Any, _memo: dict | None = None) -> Any:
@@ -340,7 +343,10 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
-        if t is list and _NUMBERS.issuperset(map(type, v)):
+        if t is list and _FLOATS.issuperset(map(type, v)):
+            snap.items = v[:]  # floats only: the layout is the copy
+            snap.floats = True
+        elif t is list and _NUMBERS.issuperset(map(type, v)):
             snap.items = v[:]  # numbers only: the layout is the copy
         elif isinstance(v, list):
             snap.items = [snapshot(e, _memo) for e in v]
@@ -438,7 +444,8 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
-        if base is None and type(entry) is list and len(entry) == len(items) and _FLOATS.issuperset(map(type, items)):
+        if base is None and type(entry) is list and len(entry) == len(items) and (
+                snap.floats):
             # the common case, a list of floats: their sensitivities are the entry's
             out = [0.0 if e is gen_zero or e is None else e for e in entry]
             _memo[key] = out

@@ -235,8 +235,12 @@ def columns(rows: Any, m: int) -> tuple:
         if _GenZeroType in kinds:
             zm = (gen_zero,) * m
             rows = [zm if r is gen_zero else r for r in rows]
-        if set(map(len, rows)) == {m}:
-            return tuple(zip(*rows))
+        try:
+            cols = tuple(zip(*rows, strict=True))  # one pass: strict checks the lengths agree
+        except ValueError:
+            cols = ()
+        if len(cols) == m:
+            return cols
     cols: list = [[] for _ in range(m)]
     for r in rows:
         its = tuple_items(r, m)
