@@ -1508,21 +1508,36 @@ class _AdjointAccumulator:
         """Add a sensitivity of any type; mutable values hand it to Abox."""
         val = N(value_name or ssa_name)
         acc = self.b.rt("accumulate")
-        if ssa_name in self.ssa.defined:
-            cur = self.local.get(ssa_name)
-            if cur is None:
-                v = self.b.namer.fresh("a")
-                self.local[ssa_name] = v
-                self.out.append(assign(v, call(acc, N(self.b.Z), val, contrib, N(ABOX))))
-            else:
-                self.out.append(assign(cur, call(acc, N(cur), val, contrib, N(ABOX))))
-            return
         if ssa_name in self.b.boxed:
             self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), val, contrib)))
             return
-        a = self.b.adj(ssa_name)
-        self.fresh_zero.discard(a)
-        self.out.append(assign(a, call(acc, N(a), val, contrib, N(ABOX))))
+        if ssa_name in self.ssa.defined:
+            cur = self.local.get(ssa_name)
+            if cur is None:
+                target = self.local[ssa_name] = self.b.namer.fresh("a")
+                current = None
+            else:
+                target = current = cur
+        else:
+            target = self.b.adj(ssa_name)
+            current = None if target in self.fresh_zero else target
+            self.fresh_zero.discard(target)
+        general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
+        if self.b.nestable:
+            self.out.append(assign(target, general))
+            return
+        # first-order code: a float's float sensitivity is added inline, not by a call
+        if not isinstance(contrib, ast.Name):
+            tmp = self.b.namer.fresh("s")
+            self.out.append(assign(tmp, contrib))
+            contrib = N(tmp)
+            general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
+        flt = self.b.helper(float, "float")
+        test = ast.BoolOp(op=ast.And(), values=[
+            ast.Compare(left=call(self.b.helper(type, "type"), clone(val)), ops=[ast.Is()], comparators=[flt]),
+            ast.Compare(left=call(self.b.helper(type, "type"), clone(contrib)), ops=[ast.Is()], comparators=[clone(flt)])])
+        inline = clone(contrib) if current is None else ast.BinOp(left=N(current), op=ast.Add(), right=clone(contrib))
+        self.out.append(assign(target, ast.IfExp(test=test, body=inline, orelse=general)))
 
     def finish(self) -> None:
         self.local.clear()
