@@ -410,3 +410,103 @@ def test_tuples_and_arrays(xs, c):
     g = dplus.grad(loop_over_array)(a, c)
     np.testing.assert_allclose(g[0], 2 * a * c, rtol=1e-12, atol=1e-12)
     assert math.isclose(g[1], float((a * a).sum()), rel_tol=1e-12, abs_tol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# loops over zip and enumerate: the item is a tuple, its reverse assigns the parts' tuple
+
+
+def zip_item_used_twice(xs, ys):
+    total = 0.0
+    for pair in zip(xs, ys):
+        x, y = pair
+        total = total + x * y + pair[0] * 0.5
+    return total
+
+
+def enumerate_weights(xs):
+    total = 0.0
+    for i, x in enumerate(xs):
+        total = total + (i + 1) * x * x
+    return total
+
+
+def zip_of_rows(rows, v):
+    total = 0.0
+    for row, w in zip(rows, v):
+        a, b = row
+        total = total + a * b * w
+    return total
+
+
+def zip_with_break(xs, ys):
+    total = 0.0
+    for x, y in zip(xs, ys):
+        if x > 1.0:
+            break
+        total = total + math.sin(x) * y
+    return total
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=6), data=st.data())
+def test_zip_and_enumerate_loops_agree_with_the_general_path(xs, data):
+    ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
+    assume(all(abs(x - 1.0) > 1e-3 for x in xs))
+    for f, args in ((zip_item_used_twice, (xs, ys)), (enumerate_weights, (xs,)), (zip_with_break, (xs, ys)),
+                    (zip_of_rows, ([[x, y] for x, y in zip(xs, ys)], ys)),
+                    (zip_of_rows, ([(x, y) for x, y in zip(xs, ys)], ys))):
+        fast, general = both_ways(f, *args)
+        close(fast, general)
+        dplus.check_grad(f, *args)
+    g = dplus.grad(enumerate_weights)(xs)[0]
+    close(g, [2.0 * (i + 1) * x for i, x in enumerate(xs)])
+
+
+# --------------------------------------------------------------------------
+# sensitivities added inline for floats, by accumulate for everything else
+
+
+def returns_a_pair(x, y):
+    a = x * y
+    b = math.sin(x)
+    return a, b
+
+
+def uses_pair(x, y):
+    a, b = returns_a_pair(x, y)
+    return a + 3.0 * b
+
+
+def mixed_display(x, n, xs):
+    # an int, a float and a list in one display; the list's elements get sensitivity too
+    parts = [n, x * 2.0, xs]
+    return parts[1] * parts[0] + parts[2][0] * x
+
+
+def list_reads_twice(xs, c):
+    # two contributions to the same list's entry: the second adds to the first
+    a = xs[0] * c
+    b = xs[0] * xs[1]
+    return a + b + sum(xs)
+
+
+@SETTINGS
+@given(x=floats, y=floats, xs=st.lists(floats, min_size=2, max_size=5))
+def test_inline_float_accumulation_agrees_with_the_general_path(x, y, xs):
+    dplus.define_dplus(returns_a_pair)
+    for f, args in ((uses_pair, (x, y)), (mixed_display, (x, 3, xs)), (list_reads_twice, (xs, y))):
+        fast, general = both_ways(f, *args)
+        close(fast, general)
+        dplus.check_grad(f, *args)
+    g = dplus.grad(list_reads_twice)(xs, y)[0]
+    close(g, [y + xs[1] + 1.0, xs[0] + 1.0] + [1.0] * (len(xs) - 2))
+
+
+def test_a_list_holding_ints_gets_float_sensitivities_and_ints_keep_int_zeros():
+    def f(xs):
+        return xs[0] * 2.0
+
+    assert dplus.grad(f)([1, 2.5, 3]) == ([2.0, 0.0, 0],)
+    with general_paths_only():
+        assert dplus.grad(f)([1, 2.5, 3]) == ([2.0, 0.0, 0],)
