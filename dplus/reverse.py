@@ -89,6 +89,9 @@ class Helpers:
         return name
 
 
+_TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+
+
 def clone(node: Any) -> Any:
     """A copy of an AST: nodes and lists are new, everything else (names, constants, the
     transformer's notes such as a nested function's IR) is shared. Much faster than deepcopy."""
@@ -262,6 +265,9 @@ class FunctionBuilder:
         self.defined_before: set[str] = set()  # names the statements before, in this block, assign
         # loop targets bound to a tuple on every iteration (items of the builtin zip and enumerate)
         self.tuple_items: set[str] = set()
+        # straight-line code (no loop, try or with): every record is made at most once per
+        # call, so it is kept in a variable of its own, not pushed on a tape
+        self.straight = False
         self.def_segment: dict[str, int] = {}
         self.Z = self.h.ref(_gen_zero(), "Z")
         self.internal = {ABOX, PUSH, POP, TAPE}
@@ -297,6 +303,9 @@ class FunctionBuilder:
         scope = ir.scope
         self.count_reads(ir.body)
         self.count_stores(ir.body)
+        self.straight = self.fast and not any(
+            isinstance(n, (ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + _TRY_STAR)
+            for st in ir.body for n in ast.walk(st))
         fwd, rev = self.block(ir.body)
         args = ir.args
         simple = (
@@ -309,6 +318,8 @@ class FunctionBuilder:
         all_params = list(scope.params)
         if self.nestable:
             prologue: list[ast.stmt] = [assign(TAPE, C(None))]
+        elif self.straight:
+            prologue = []
         else:
             prologue = [assign(TAPE, ast.List(elts=[], ctx=ast.Load())), assign(PUSH, attr(TAPE, "append"))]
         # keys of boxed variables owned here (and of free variables written through nonlocal
@@ -335,6 +346,8 @@ class FunctionBuilder:
             # the backprop captures the finished record under a name assigned once, so at the
             # next order it is a by-value closure variable, not a rebound (boxed) one
             bp_body: list[ast.stmt] = [assign(PFX + "stack", N(PFX + "record"))]
+        elif self.straight:
+            bp_body = []
         else:
             bp_body = [assign(POP, attr(call(self.helper(reversed, "reversed"), N(TAPE)), "__next__"))]
         adjoint_vars = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in all_params} | {self.adj(v) for v in free_by_value} | {self.adj(ir.retval)})
@@ -398,13 +411,18 @@ class FunctionBuilder:
         return tuple(sorted(n for n in ir.scope.free if n not in self.boxed))
 
     # ---------------------------------------------------------------- the record
-    def push(self, value: ast.expr) -> ast.stmt:
+    def push(self, value: ast.expr, slot: str | None = None) -> ast.stmt:
+        """Record ``value``; in straight-line code, in the variable ``slot`` its reverse reads."""
         if self.nestable:  # an immutable chain of records: only tuples, differentiable again
             return assign(TAPE, tuple_([value, N(TAPE)]))
+        if self.straight:
+            return assign(slot, value)
         return ast.Expr(call(PUSH, value))
 
-    def pop_into(self, names: list[str], whole: bool = False) -> list[ast.stmt]:
+    def pop_into(self, names: list[str], whole: bool = False, slot: str | None = None) -> list[ast.stmt]:
         """Statements that take the last record into ``names`` (unpacked, or whole into names[0])."""
+        if self.straight:
+            return [assign(names[0], N(slot))] if whole else [unpack(names, N(slot))]
         if self.nestable:
             if whole:
                 return [unpack([names[0], PFX + "stack"], N(PFX + "stack"))]
@@ -618,25 +636,27 @@ class FunctionBuilder:
         has_inline = any(getattr(s, "dp_kind", "") == "inline" for s in seg)
         gen_fwd, gen_rec, gen_rev = self.general_segment(ssa)
         if not has_inline or not self.fast:
-            fwd = gen_fwd + ([self.push((tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
-            rev = (self.pop_into(gen_rec) if gen_rec else []) + gen_rev
+            slot = self.namer.fresh("rec")
+            fwd = gen_fwd + ([self.push(tuple_([N(x) for x in gen_rec]), slot)] if gen_rec else []) + ssa.copy_back()
+            rev = (self.pop_into(gen_rec, slot=slot) if gen_rec else []) + gen_rev
             _locate_all(fwd, seg[0])
             _locate_all(rev, seg[0])
             return fwd, rev
         fast = self.fast_segment(ssa)
         if fast is None:  # an operand whose type no guard can check before the segment runs
-            fwd = gen_fwd + ([self.push((tuple_([N(x) for x in gen_rec])))] if gen_rec else []) + ssa.copy_back()
-            rev = (self.pop_into(gen_rec) if gen_rec else []) + gen_rev
+            slot = self.namer.fresh("rec")
+            fwd = gen_fwd + ([self.push(tuple_([N(x) for x in gen_rec]), slot)] if gen_rec else []) + ssa.copy_back()
+            rev = (self.pop_into(gen_rec, slot=slot) if gen_rec else []) + gen_rev
             _locate_all(fwd, seg[0])
             _locate_all(rev, seg[0])
             return fwd, rev
         fast_fwd, fast_rec, fast_rev, guard = fast
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
-        fwd_fast = fast_fwd + [self.push((tuple_([C(True)] + [N(x) for x in fast_rec])))]
-        fwd_gen = gen_fwd + [self.push((tuple_([C(False)] + [N(x) for x in gen_rec])))]
-        fwd = ssa.leading_unpacks() + [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
         rec = self.namer.fresh("rec")
-        rev = self.pop_into([rec], whole=True) + [
+        fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
+        fwd_gen = gen_fwd + [self.push(tuple_([C(False)] + [N(x) for x in gen_rec]), rec)]
+        fwd = ssa.leading_unpacks() + [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)] + ssa.copy_back()
+        rev = ([] if self.straight else self.pop_into([rec], whole=True)) + [
             ast.If(
                 test=ast.Subscript(value=N(rec), slice=C(0), ctx=ast.Load()),
                 body=[unpack(["_"] + fast_rec, N(rec))] + (fast_rev or [ast.Pass()]),
@@ -1142,10 +1162,11 @@ class FunctionBuilder:
         of, orr = self.block(s.orelse)
         if not br and not orr:
             return [ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of)], []
-        bf = bf + [self.push((C(True)))]
-        of = of + [self.push((C(False)))]
         flag = self.namer.fresh("took")
-        return [ast.If(test=s.test, body=bf, orelse=of)], self.pop_into([flag], whole=True) + [ast.If(test=N(flag), body=br or [ast.Pass()], orelse=orr)]
+        bf = bf + [self.push(C(True), flag)]
+        of = of + [self.push(C(False), flag)]
+        pop = [] if self.straight else self.pop_into([flag], whole=True)
+        return [ast.If(test=s.test, body=bf, orelse=of)], pop + [ast.If(test=N(flag), body=br or [ast.Pass()], orelse=orr)]
 
     def loop_common(self, body_stmts: list[ast.stmt], stop: str | None, bound: tuple[str, ...] = ()) -> tuple[list[ast.stmt], list[ast.stmt], str]:
         bf, br = self.block(body_stmts, bound)
@@ -1295,23 +1316,24 @@ class FunctionBuilder:
         return fwd, rev
 
     def c_Match(self, s: ast.Match) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        cv = self.namer.fresh("case")
         cases = []
         revs = []
         irrefutable = False
         for ci, case in enumerate(s.cases):
             cf, cr = self.block(case.body)
-            cases.append(ast.match_case(pattern=case.pattern, guard=case.guard, body=cf + [self.push((C(ci)))]))
+            cases.append(ast.match_case(pattern=case.pattern, guard=case.guard, body=cf + [self.push(C(ci), cv)]))
             revs.append(cr)
             if case.guard is None and isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
                 irrefutable = True
         if not irrefutable:
-            cases.append(ast.match_case(pattern=ast.MatchAs(pattern=None, name=None), guard=None, body=[self.push((C(-1)))]))
-        cv = self.namer.fresh("case")
+            cases.append(ast.match_case(pattern=ast.MatchAs(pattern=None, name=None), guard=None, body=[self.push(C(-1), cv)]))
         dispatch: list[ast.stmt] = []
         for ci, cr in enumerate(revs):
             if cr:
                 dispatch = [ast.If(test=ast.Compare(left=N(cv), ops=[ast.Eq()], comparators=[C(ci)]), body=cr, orelse=dispatch)]
-        return [ast.Match(subject=s.subject, cases=cases)], self.pop_into([cv], whole=True) + dispatch
+        pop = [] if self.straight else self.pop_into([cv], whole=True)
+        return [ast.Match(subject=s.subject, cases=cases)], pop + dispatch
 
     def _native(self, s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
         return [s], []
