@@ -5,6 +5,7 @@ mutable values in and out of the box-sensitivity map.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import types
 from typing import Any, Callable
@@ -146,6 +147,8 @@ def _type_is_tracked(t: type) -> bool:
 _add_floats = operator.add
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
+_TUPLES = frozenset({tuple})
+_chain = itertools.chain.from_iterable
 
 
 def is_tracked_mutable(v: Any) -> bool:
@@ -317,10 +320,11 @@ class Snapshot:
 
     __slots__ = ("obj", "items", "floats")
 
-    def __init__(self, obj: Any, items: Any, floats: bool = False) -> None:
+    def __init__(self, obj: Any, items: Any, floats: bool | str = False) -> None:
         self.obj = obj
         self.items = items
-        self.floats = floats  # a list that held only floats: ``items`` is its copy
+        # a list that held only floats (True) or only tuples of floats ("tuples"): ``items`` is its copy
+        self.floats = floats
 
 
 def snapshot(v: Any, _memo: dict | None = None) -> Any:
@@ -348,6 +352,9 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.floats = True
         elif t is list and _NUMBERS.issuperset(map(type, v)):
             snap.items = v[:]  # numbers only: the layout is the copy
+        elif t is list and _TUPLES.issuperset(map(type, v)) and _FLOATS.issuperset(map(type, _chain(v))):
+            snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
+            snap.floats = "tuples"
         elif isinstance(v, list):
             snap.items = [snapshot(e, _memo) for e in v]
         elif isinstance(v, dict):
@@ -444,8 +451,15 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
+        if snap.floats == "tuples" and base is None and type(entry) is list and len(entry) == len(items) \
+                and _TUPLES.issuperset(map(type, entry)) and _FLOATS.issuperset(map(type, _chain(entry))) \
+                and list(map(len, entry)) == list(map(len, items)):
+            # tuples of floats, each with a tuple of float sensitivities: nothing to fold
+            out = entry[:]
+            _memo[key] = out
+            return out
         if base is None and type(entry) is list and len(entry) == len(items) and (
-                snap.floats):
+                snap.floats is True):
             # the common case, a list of floats: their sensitivities are the entry's
             out = [0.0 if e is gen_zero or e is None else e for e in entry]
             _memo[key] = out
