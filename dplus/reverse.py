@@ -1545,7 +1545,7 @@ class _AdjointAccumulator:
             current = None if target in self.fresh_zero else target
             self.fresh_zero.discard(target)
         general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
-        if self.b.nestable:
+        if not self.b.fast:  # differentiable-again code, or general_paths_only()
             self.out.append(assign(target, general))
             return
         # first-order code: a float's float sensitivity is added inline, not by a call
