@@ -10,7 +10,7 @@ from .errors import SensitivityError, describe_callable
 from .linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
-from .result import ProcResult, call_plus, run_backprop
+from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
 from .runtime import fold, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
@@ -188,15 +188,33 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
 
 def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
     def gradient(*args: Any) -> tuple:
-        snaps = snapshot(args)
-        r = call_plus(fplus, *args)
-        Abox = BoxSensitivities()
-        Aw = default_sensitivity(r.primal, sensitivity)
-        out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
-        return boundary(snaps, out, Abox)
+        return _gradient_outermost(fplus, sensitivity, args)
 
     _mark_derived(gradient, "grad", f, sensitivity)
     return gradient
+
+
+def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple) -> tuple:
+    """A gradient: the forward pass, the backprop, and the boundary fold."""
+    snaps = snapshot(args)
+    r = call_plus(fplus, *args)
+    Abox = BoxSensitivities()
+    Aw = default_sensitivity(r.primal, sensitivity)
+    out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+    return boundary(snaps, out, Abox)
+
+
+def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple) -> tuple:
+    """:func:`_gradient_steps`, set up once for forward and reverse when outermost.
+
+    With one set-up the cyclic collector stays paused from the forward pass until the
+    record is freed: between the two passes it would traverse the whole record (its
+    objects are all young), often more than once, which cost a third of a long gradient.
+    Differentiated again, this is ``_gradient_steps`` (the rule in ``higher.py``).
+    """
+    if _depth[0]:
+        return _gradient_steps(fplus, sensitivity, args)
+    return _outermost(_gradient_steps, (fplus, sensitivity, args), {})
 
 
 def _grad_inside(f: Any, *rest: Any) -> ProcResult:
@@ -294,4 +312,5 @@ def apply(f: Callable[..., Any], args: Any) -> Any:
 
 # called inside differentiated code, foldl and apply are differentiated from their source
 foldl.__dplus_derived__ = ("helper",)
+_gradient_steps.__dplus_derived__ = ("helper",)
 apply.__dplus_derived__ = ("helper",)

@@ -21,7 +21,8 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime_ops
-from .api import _grad1_inside, _grad_inside, _lift, _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity
+from .api import (_grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift, _make_gradient, _make_gradient1,
+                  boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
 from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
@@ -682,6 +683,14 @@ def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
     return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
 
 
+def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple) -> ProcResult:
+    """The transform of ``api._gradient_outermost``: ``_gradient_steps`` differentiated from its source."""
+    return call_plus(lift(_gradient_steps), fplus, sensitivity, args)
+
+
+_gradient_outermost_tower.__dplus_derived__ = ("tower",)
+
+
 def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
     G1 = _make_gradient1(g, f)
     return ProcResult(G1, lambda A, Abox: ((), _closure_part(G1, A, "g"), Z))
@@ -690,6 +699,7 @@ def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
 defnondiff(_lift)
 register_primitive(_make_gradient, _make_gradient_rule)
 register_primitive(_make_gradient1, _make_gradient1_rule)
+register_primitive(_gradient_outermost, _gradient_outermost_tower)
 defnondiff(_closure_part)
 register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
