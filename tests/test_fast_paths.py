@@ -510,3 +510,53 @@ def test_a_list_holding_ints_gets_float_sensitivities_and_ints_keep_int_zeros():
     assert dplus.grad(f)([1, 2.5, 3]) == ([2.0, 0.0, 0],)
     with general_paths_only():
         assert dplus.grad(f)([1, 2.5, 3]) == ([2.0, 0.0, 0],)
+
+
+# --------------------------------------------------------------------------
+# one set-up per gradient: the collector stays paused from the forward pass to the
+# record's release, and is restored after (also after an error)
+
+
+def _gc_probe(x):
+    return 2.0 * x
+
+
+_seen_gc_state: list = []
+
+
+@dplus.register_backprop(_gc_probe)
+def _(x):
+    import gc
+
+    _seen_gc_state.append(("made", gc.isenabled()))
+
+    def backprop(A, Abox):
+        _seen_gc_state.append(("reverse", gc.isenabled()))
+        return ((), 2.0 * A)
+
+    return backprop
+
+
+def uses_gc_probe(x):
+    return _gc_probe(x) * x
+
+
+def raises_midway(x):
+    y = x * 2.0
+    return y / 0.0
+
+
+def test_grad_pauses_the_collector_across_both_passes_and_restores_it():
+    import gc
+
+    assert gc.isenabled()
+    _seen_gc_state.clear()
+    assert dplus.grad(uses_gc_probe)(3.0) == (12.0,)
+    assert _seen_gc_state == [("made", False), ("reverse", False)]
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        dplus.grad(raises_midway)(1.0)
+    assert gc.isenabled()
+    # nested: grad of a function that takes a gradient, and a second derivative
+    assert dplus.grad1(dplus.grad1(lambda x: x * x * x))(2.0) == 12.0
+    assert gc.isenabled()
