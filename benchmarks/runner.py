@@ -12,7 +12,7 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import funcs
 from .cells import REL_TOL, Cell, JitWorker, run_cell
@@ -230,33 +230,27 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
     out()
 
     if "primal" in names:
-        rows = []
         ratio_tools = [n for n in names if n != "primal"]
-        for w in workloads:
-            p = results[(w.name, "primal")]
-            row = [w.name]
-            for n in ratio_tools:
-                c = results[(w.name, n)]
-                row.append(fmt_ratio(c.seconds / p.seconds) if c.ok and p.ok and p.seconds else
-                           _short_status(c))
-            rows.append(row)
-        out("Gradient time / primal time (same plain-Python primal for every tool; lower is better):")
-        out(render_table(["workload"] + ratio_tools, rows))
-        out()
-        # the same from the fastest repeat of each cell: on a shared machine the medians
-        # carry other load, and it does not fall on every cell alike
-        rows = []
-        for w in workloads:
-            p = results[(w.name, "primal")]
-            row = [w.name]
-            for n in ratio_tools:
-                c = results[(w.name, n)]
-                ok = c.ok and p.ok and c.best is not None and p.best
-                row.append(fmt_ratio(c.best / p.best) if ok else _short_status(c))
-            rows.append(row)
-        out("The same ratios from the fastest repeat of each cell (least disturbed by other load):")
-        out(render_table(["workload"] + ratio_tools, rows))
-        out()
+
+        def ratio_table(title: str, time_of: Callable[[Any], Any]) -> None:
+            rows = []
+            for w in workloads:
+                p = results[(w.name, "primal")]
+                row = [w.name]
+                for n in ratio_tools:
+                    c = results[(w.name, n)]
+                    ok = c.ok and p.ok and time_of(c) is not None and time_of(p)
+                    row.append(fmt_ratio(time_of(c) / time_of(p)) if ok else _short_status(c))
+                rows.append(row)
+            out(title)
+            out(render_table(["workload"] + ratio_tools, rows))
+            out()
+
+        ratio_table("Gradient time / primal time (same plain-Python primal for every tool; lower is better):",
+                    lambda c: c.seconds)
+        # on a shared machine the medians carry other load, and it does not fall on every cell alike
+        ratio_table("The same ratios from the fastest repeat of each cell (least disturbed by other load):",
+                    lambda c: c.best)
 
     if "dplus" in names and any(results[(w.name, "dplus")].ok for w in workloads):
         others = [n for n in names if n not in ("primal", "hand", "dplus")]
