@@ -635,15 +635,9 @@ class FunctionBuilder:
         ssa = _SSA(self, seg)
         has_inline = any(getattr(s, "dp_kind", "") == "inline" for s in seg)
         gen_fwd, gen_rec, gen_rev = self.general_segment(ssa)
-        if not has_inline or not self.fast:
-            slot = self.namer.fresh("rec")
-            fwd = gen_fwd + ([self.push(tuple_([N(x) for x in gen_rec]), slot)] if gen_rec else []) + ssa.copy_back()
-            rev = (self.pop_into(gen_rec, slot=slot) if gen_rec else []) + gen_rev
-            _locate_all(fwd, seg[0])
-            _locate_all(rev, seg[0])
-            return fwd, rev
-        fast = self.fast_segment(ssa)
-        if fast is None:  # an operand whose type no guard can check before the segment runs
+        # None also when an operand's type cannot be guarded before the segment runs
+        fast = self.fast_segment(ssa) if has_inline and self.fast else None
+        if fast is None:
             slot = self.namer.fresh("rec")
             fwd = gen_fwd + ([self.push(tuple_([N(x) for x in gen_rec]), slot)] if gen_rec else []) + ssa.copy_back()
             rev = (self.pop_into(gen_rec, slot=slot) if gen_rec else []) + gen_rev
@@ -1544,16 +1538,15 @@ class _AdjointAccumulator:
             target = self.b.adj(ssa_name)
             current = None if target in self.fresh_zero else target
             self.fresh_zero.discard(target)
+        if self.b.fast and not isinstance(contrib, ast.Name):  # read twice below
+            tmp = self.b.namer.fresh("s")
+            self.out.append(assign(tmp, contrib))
+            contrib = N(tmp)
         general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
         if not self.b.fast:  # differentiable-again code, or general_paths_only()
             self.out.append(assign(target, general))
             return
         # first-order code: a float's float sensitivity is added inline, not by a call
-        if not isinstance(contrib, ast.Name):
-            tmp = self.b.namer.fresh("s")
-            self.out.append(assign(tmp, contrib))
-            contrib = N(tmp)
-            general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
         flt = self.b.helper(float, "float")
         test = ast.BoolOp(op=ast.And(), values=[
             ast.Compare(left=call(self.b.helper(type, "type"), clone(val)), ops=[ast.Is()], comparators=[flt]),

@@ -148,6 +148,7 @@ _add_floats = operator.add
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 _TUPLES = frozenset({tuple})
+_ADDABLE = frozenset({float, int, type(gen_zero)})  # entries a float adds to with +
 _chain = itertools.chain.from_iterable
 
 
@@ -177,9 +178,8 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
                 Abox[v] = list(items)
                 return
             entry = found[1]
-            if len(entry) == len(items):
-                # gen_zero + x is x; every entry of a list of numbers is a number or gen_zero
-                entry[:] = map(_add_floats, entry, items)
+            if len(entry) == len(items) and _ADDABLE.issuperset(map(type, entry)):
+                entry[:] = map(_add_floats, entry, items)  # gen_zero + x is x
                 return
         entry = Abox.list_entry(v, len(v))
         for i, si in enumerate(items):

@@ -560,3 +560,19 @@ def test_grad_pauses_the_collector_across_both_passes_and_restores_it():
     # nested: grad of a function that takes a gradient, and a second derivative
     assert dplus.grad1(dplus.grad1(lambda x: x * x * x))(2.0) == 12.0
     assert gc.isenabled()
+
+
+def test_a_list_entry_holding_none_takes_float_sensitivities_again():
+    # a rule may answer None for "no sensitivity"; a list's entry holding it must still
+    # take a later list of float sensitivities
+    from dplus.boxes import BoxSensitivities
+    from dplus.runtime import fold, handover, snapshot
+
+    xs = [1.0, 2.0, 3.0]
+    snap = snapshot(xs)
+    Abox = BoxSensitivities()
+    Abox[xs] = [None, 1.0, dplus.gen_zero]
+    handover(Abox, xs, [0.5, 0.5, 0.5])
+    assert fold(snap, dplus.gen_zero, Abox) == [0.5, 1.5, 0.5]
+    handover(Abox, xs, (1.0, 1.0, 1.0))
+    assert fold(snap, dplus.gen_zero, Abox) == [1.5, 2.5, 1.5]
