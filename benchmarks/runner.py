@@ -229,42 +229,33 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
     out(render_table(header, rows))
     out()
 
+    def ratio_table(title: str, tools: list[str], base: str, time_of: Callable[[Any], Any]) -> None:
+        """Each tool's time divided by the ``base`` column's, workload by workload."""
+        rows = []
+        for w in workloads:
+            b = results[(w.name, base)]
+            row = [w.name]
+            for n in tools:
+                c = results[(w.name, n)]
+                ok = c.ok and b.ok and time_of(c) is not None and time_of(b)
+                row.append(fmt_ratio(time_of(c) / time_of(b)) if ok else
+                           (_short_status(c) if base == "primal" else _short_status(c, b)))
+            rows.append(row)
+        out(title)
+        out(render_table(["workload"] + tools, rows))
+        out()
+
     if "primal" in names:
         ratio_tools = [n for n in names if n != "primal"]
-
-        def ratio_table(title: str, time_of: Callable[[Any], Any]) -> None:
-            rows = []
-            for w in workloads:
-                p = results[(w.name, "primal")]
-                row = [w.name]
-                for n in ratio_tools:
-                    c = results[(w.name, n)]
-                    ok = c.ok and p.ok and time_of(c) is not None and time_of(p)
-                    row.append(fmt_ratio(time_of(c) / time_of(p)) if ok else _short_status(c))
-                rows.append(row)
-            out(title)
-            out(render_table(["workload"] + ratio_tools, rows))
-            out()
-
         ratio_table("Gradient time / primal time (same plain-Python primal for every tool; lower is better):",
-                    lambda c: c.seconds)
+                    ratio_tools, "primal", lambda c: c.seconds)
         # on a shared machine the medians carry other load, and it does not fall on every cell alike
         ratio_table("The same ratios from the fastest repeat of each cell (least disturbed by other load):",
-                    lambda c: c.best)
+                    ratio_tools, "primal", lambda c: c.best)
 
     if "dplus" in names and any(results[(w.name, "dplus")].ok for w in workloads):
         others = [n for n in names if n not in ("primal", "hand", "dplus")]
-        rows = []
-        for w in workloads:
-            d = results[(w.name, "dplus")]
-            row = [w.name]
-            for n in others:
-                c = results[(w.name, n)]
-                row.append(fmt_ratio(c.seconds / d.seconds) if c.ok and d.ok else _short_status(c, d))
-            rows.append(row)
-        out("Other tool's time / dplus time (> 1: dplus is faster):")
-        out(render_table(["workload"] + others, rows))
-        out()
+        ratio_table("Other tool's time / dplus time (> 1: dplus is faster):", others, "dplus", lambda c: c.seconds)
 
     if notes.items:
         out("Notes:")
