@@ -673,7 +673,10 @@ class FunctionBuilder:
         # see it (a later unpack's target)
         source: dict[str, str | None] = {}
         hoisted = ssa.leading_unpack_stmts()
-        fresh_zero = {self.adj(n) for n in self.zero_on_entry(ssa)}
+        # the accumulator is made first: the forward needs to know which adjoints start at zero
+        rev: list[ast.stmt] = []
+        acc = _AdjointAccumulator(self, ssa, rev, fast=True)
+        fresh_zero = acc.fresh_zero
         for s in ssa.stmts:
             k = s.dp_kind
             if k == "unpack":
@@ -714,8 +717,6 @@ class FunctionBuilder:
                 fwd.append(ast.copy_location(assign(target, clone(v)), s))
                 ops.append((s, None))
         # reverse
-        rev: list[ast.stmt] = []
-        acc = _AdjointAccumulator(self, ssa, rev, fast=True)
         for s, rule in reversed(ops):
             k = s.dp_kind
             if k == "unpack":

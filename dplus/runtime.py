@@ -318,13 +318,13 @@ class Snapshot:
     of the layout, not against the argument as the function left it.
     """
 
-    __slots__ = ("obj", "items", "floats")
+    __slots__ = ("obj", "items", "content")
 
-    def __init__(self, obj: Any, items: Any, floats: bool | str = False) -> None:
+    def __init__(self, obj: Any, items: Any, content: str | None = None) -> None:
         self.obj = obj
         self.items = items
-        # a list that held only floats (True) or only tuples of floats ("tuples"): ``items`` is its copy
-        self.floats = floats
+        # "floats" or "float tuples": a list that held only those, ``items`` being its copy
+        self.content = content
 
 
 def snapshot(v: Any, _memo: dict | None = None) -> Any:
@@ -349,12 +349,12 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
         _memo[key] = snap
         if t is list and _FLOATS.issuperset(map(type, v)):
             snap.items = v[:]  # floats only: the layout is the copy
-            snap.floats = True
+            snap.content = "floats"
         elif t is list and _NUMBERS.issuperset(map(type, v)):
             snap.items = v[:]  # numbers only: the layout is the copy
         elif t is list and _TUPLES.issuperset(map(type, v)) and _FLOATS.issuperset(map(type, _chain(v))):
             snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
-            snap.floats = "tuples"
+            snap.content = "float tuples"
         elif isinstance(v, list):
             snap.items = [snapshot(e, _memo) for e in v]
         elif isinstance(v, dict):
@@ -451,7 +451,7 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
-        if snap.floats == "tuples" and base is None and type(entry) is list and len(entry) == len(items) \
+        if snap.content == "float tuples" and base is None and type(entry) is list and len(entry) == len(items) \
                 and _TUPLES.issuperset(map(type, entry)) and _FLOATS.issuperset(map(type, _chain(entry))) \
                 and list(map(len, entry)) == list(map(len, items)):
             # tuples of floats, each with a tuple of float sensitivities: nothing to fold
@@ -459,7 +459,7 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
             _memo[key] = out
             return out
         if base is None and type(entry) is list and len(entry) == len(items) and (
-                snap.floats is True):
+                snap.content == "floats"):
             # the common case, a list of floats: their sensitivities are the entry's
             out = [0.0 if e is gen_zero or e is None else e for e in entry]
             _memo[key] = out
