@@ -583,6 +583,14 @@ class FunctionBuilder:
         return not (node.id in scope.locals or node.id in scope.params or node.id in scope.free
                     or node.id in self.namer.generated or node.id.startswith(PFX))
 
+    def is_module_constant(self, name: str) -> bool:
+        """``name`` is read from the module (or builtins) and never bound in this function:
+        the backprop returns no sensitivity for it (closure sensitivities are for enclosing
+        functions' variables only), so a number's adjoint need not be computed."""
+        scope = self.ir.scope
+        return not (name in scope.assigned or name in scope.params or name in scope.free
+                    or name in self.boxed or name in self.namer.generated or name.startswith(PFX))
+
     def kind(self, s: ast.stmt) -> str:
         """'inline', 'nondiff', 'copy', 'unpack' or 'general'."""
         if getattr(s, "dp_unpack", False):
@@ -666,7 +674,7 @@ class FunctionBuilder:
         saved: list[str] = []
         guards: list[ast.expr] = []
         guarded_inputs: set[str] = set()
-        num = self.helper(_NUM_TYPES, "NUM")
+        number_guarded: list[str] = []  # names whose values must be numbers, in order
         ops: list[tuple[ast.stmt, InlineRule | None]] = []
         # where each name defined here got its value: a name to type-guard, None for a number
         # an inline operation or a non-differentiable statement made, or "" when no guard can
@@ -705,7 +713,7 @@ class FunctionBuilder:
                         return None
                     if g is not None and g not in guarded_inputs:
                         guarded_inputs.add(g)
-                        guards.append(ast.Compare(left=call(self.helper(type, "type"), N(g)), ops=[ast.In()], comparators=[clone(num)]))
+                        number_guarded.append(g)
                 if fn is not None:
                     fname = self.helper(fn, getattr(fn, "__name__", "fn"))
                     guards.append(ast.Compare(left=clone(v.func), ops=[ast.Is()], comparators=[fname]))
@@ -744,8 +752,21 @@ class FunctionBuilder:
                         saved.append(used)
                 acc.add(o.id, expr)
         acc.finish()
+        if number_guarded:
+            guards.insert(0, self.number_guard(number_guarded))
         guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
         return fwd, saved, rev, guard
+
+    def number_guard(self, names: list[str]) -> ast.expr:
+        """``names`` all hold numbers: tested as all floats first (one identity test each,
+        the common case), then as numbers of any kind (``int`` or ``float``)."""
+        typ, flt, num = self.helper(type, "type"), self.helper(float, "float"), self.helper(_NUM_TYPES, "NUM")
+
+        def all_of(op: ast.cmpop, kind: ast.expr) -> ast.expr:
+            tests = [ast.Compare(left=call(clone(typ), N(g)), ops=[op], comparators=[clone(kind)]) for g in names]
+            return ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
+
+        return ast.BoolOp(op=ast.Or(), values=[all_of(ast.Is(), flt), all_of(ast.In(), num)])
 
     def operands(self, v: ast.expr) -> list[ast.expr]:
         if isinstance(v, ast.BinOp):
@@ -1499,6 +1520,8 @@ class _AdjointAccumulator:
 
     def add(self, ssa_name: str, contrib: ast.expr) -> None:
         """Add a contribution to the adjoint of a number (fast path) or of an immutable value."""
+        if self.fast and self.b.is_module_constant(ssa_name):
+            return  # a number read from the module: its adjoint would be discarded
         op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if self.fast else (
             lambda cur: call(self.b.rt("add"), N(cur), contrib))
         if ssa_name in self.ssa.defined:
