@@ -742,8 +742,8 @@ class FunctionBuilder:
                 continue
             operands = self.operands(s.value)
             for o, g in zip(operands, rule.grads):
-                if g is None or not isinstance(o, ast.Name):
-                    continue
+                if g is None or not isinstance(o, ast.Name) or self.is_module_constant(o.id):
+                    continue  # (a number read from the module: the backprop would discard its adjoint)
                 tmpl = template_for(g, self.h)
                 mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
                 expr = tmpl.instantiate(mapping)
@@ -1520,8 +1520,6 @@ class _AdjointAccumulator:
 
     def add(self, ssa_name: str, contrib: ast.expr) -> None:
         """Add a contribution to the adjoint of a number (fast path) or of an immutable value."""
-        if self.fast and self.b.is_module_constant(ssa_name):
-            return  # a number read from the module: its adjoint would be discarded
         op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if self.fast else (
             lambda cur: call(self.b.rt("add"), N(cur), contrib))
         if ssa_name in self.ssa.defined:

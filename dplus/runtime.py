@@ -461,7 +461,10 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
         if base is None and type(entry) is list and len(entry) == len(items) and (
                 snap.content == "floats"):
             # the common case, a list of floats: their sensitivities are the entry's
-            out = [0.0 if e is gen_zero or e is None else e for e in entry]
+            if _FLOATS.issuperset(map(type, entry)):
+                out = entry[:]  # one C-level pass to check, one to copy
+            else:
+                out = [0.0 if e is gen_zero or e is None else e for e in entry]
             _memo[key] = out
             return out
         return _fold_list(items, base, entry, Abox, _memo, key)
