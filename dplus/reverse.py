@@ -814,7 +814,10 @@ class FunctionBuilder:
             a = self.adj(v)
             general: list[ast.stmt] = []
             saved, acc.out = acc.out, general
-            acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), clone(sens)))
+            if self.fast:  # one call; a list of numbers adds the parts into its entry
+                acc.update(v, lambda cur: call(self.rt("unpack_back"), cur, N(v), clone(sens), N(ABOX)))
+            else:
+                acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), clone(sens)))
             acc.out = saved
             acc.out.append(ast.If(
                 test=ast.BoolOp(op=ast.And(), values=[
@@ -1549,17 +1552,7 @@ class _AdjointAccumulator:
         if ssa_name in self.b.boxed:
             self.out.append(ast.Expr(call(self.b.rt("accumulate_cell"), N(ABOX), N(self.b.key(ssa_name)), val, contrib)))
             return
-        if ssa_name in self.ssa.defined:
-            cur = self.local.get(ssa_name)
-            if cur is None:
-                target = self.local[ssa_name] = self.b.namer.fresh("a")
-                current = None
-            else:
-                target = current = cur
-        else:
-            target = self.b.adj(ssa_name)
-            current = None if target in self.fresh_zero else target
-            self.fresh_zero.discard(target)
+        target, current = self._target(ssa_name)
         if self.b.fast and not isinstance(contrib, ast.Name):  # read twice below
             tmp = self.b.namer.fresh("s")
             self.out.append(assign(tmp, contrib))
@@ -1575,6 +1568,23 @@ class _AdjointAccumulator:
             ast.Compare(left=call(self.b.helper(type, "type"), clone(contrib)), ops=[ast.Is()], comparators=[clone(flt)])])
         inline = clone(contrib) if current is None else ast.BinOp(left=N(current), op=ast.Add(), right=clone(contrib))
         self.out.append(assign(target, ast.IfExp(test=test, body=inline, orelse=general)))
+
+    def update(self, ssa_name: str, new: Callable[[ast.expr], ast.expr]) -> None:
+        """``adjoint = new(adjoint)``: a runtime call folds a sensitivity into a value's adjoint."""
+        target, current = self._target(ssa_name)
+        self.out.append(assign(target, new(N(current or self.b.Z))))
+
+    def _target(self, ssa_name: str) -> tuple[str, str | None]:
+        """The variable that holds a value's adjoint, and its current name (None: zero)."""
+        if ssa_name in self.ssa.defined:
+            cur = self.local.get(ssa_name)
+            if cur is None:
+                return self.local.setdefault(ssa_name, self.b.namer.fresh("a")), None
+            return cur, cur
+        target = self.b.adj(ssa_name)
+        current = None if target in self.fresh_zero else target
+        self.fresh_zero.discard(target)
+        return target, current
 
     def finish(self) -> None:
         self.local.clear()

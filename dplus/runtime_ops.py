@@ -520,6 +520,15 @@ def callmethod(obj: Any, name: str, *args: Any, **kwargs: Any) -> ProcResult:
     return ProcResult(r.primal, method_backprop)
 
 
+def unpack_back(adj: Any, v: Any, parts: tuple, Abox: BoxSensitivities) -> Any:
+    """``accumulate(adj, v, unpack_sensitivity(v, parts), Abox)``: the adjoint of ``v``
+    after the reverse of ``a, b, ... = v``. A list hands the parts straight to its entry."""
+    if type(v) is list:
+        handover(Abox, v, parts)
+        return adj
+    return accumulate(adj, v, unpack_sensitivity(v, parts), Abox)
+
+
 def unpack_sensitivity(v: Any, parts: tuple) -> Any:
     """The sensitivity of ``v`` from those of the names ``a, b = v`` bound."""
     if type(v) is tuple:

@@ -648,3 +648,39 @@ def test_module_numbers_agree_with_the_general_path_and_finite_differences():
     for name in ("RATE", "OFFSET"):
         updates = [ln for ln in lines if ln.startswith(f"_A_{name}_") and not ln.endswith("= _dp_Z")]
         assert updates and all("_dp_accumulate(" in ln for ln in updates), updates
+
+
+# --------------------------------------------------------------------------
+# unpacking a list: the parts' sensitivities go straight to the list's entry
+
+
+def unpacks_lists(xs, rows, k):
+    a, b = xs  # a list of numbers, also read by index below
+    c = xs[0] * a
+    (p, q), r = rows  # a list holding a list and a number
+    u, v = p  # that inner list, unpacked again
+    total = a * b + c * k + u * v * r + q[0]
+    for w, z in [xs, [k, a]]:  # a loop unpacking lists made here
+        total = total + w * z
+    return total
+
+
+@SETTINGS
+@given(floats, floats, floats, floats, floats)
+def test_list_unpacking_agrees_with_the_general_path_and_finite_differences(x0, x1, y0, y1, r):
+    xs, rows, k = [x0, x1], [[[y0, y1], [y1]], r], 2
+    fast, general = both_ways(unpacks_lists, xs, rows, k)
+    close(fast, general)
+    assert xs == [x0, x1] and rows == [[[y0, y1], [y1]], r]
+    h = 1e-6
+    for j in range(2):
+        up = [x0, x1]
+        dn = [x0, x1]
+        up[j] += h
+        dn[j] -= h
+        fd = (unpacks_lists(up, rows, k) - unpacks_lists(dn, rows, k)) / (2 * h)
+        assert math.isclose(fast[0][j], fd, rel_tol=1e-5, abs_tol=1e-5)
+    fd_r = (unpacks_lists(xs, [rows[0], r + h], k) - unpacks_lists(xs, [rows[0], r - h], k)) / (2 * h)
+    assert math.isclose(fast[1][1], fd_r, rel_tol=1e-5, abs_tol=1e-5)
+    fd_k = (unpacks_lists(xs, rows, k + h) - unpacks_lists(xs, rows, k - h)) / (2 * h)
+    assert math.isclose(fast[2], fd_k, rel_tol=1e-5, abs_tol=1e-5)
