@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import ast
 import operator
+from itertools import chain as _chain
 from typing import Any, Callable
+
+import attrs
 
 from .normalize import IRFunction, Namer
 from .rules import InlineRule, inline_rule_for
@@ -90,6 +93,20 @@ class Helpers:
 
 
 _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+
+
+@attrs.frozen
+class FastParts:
+    """A segment's fast variant, in pieces: its leading unpacks, the type guard, the forward
+    statements, the names its reverse reads, the reverse statements, and the copies back to
+    the user's names."""
+
+    lead: list[ast.stmt]
+    guard: ast.expr
+    fwd: list[ast.stmt]
+    rec: list[str]
+    rev: list[ast.stmt]
+    copy_back: list[ast.stmt]
 
 
 def clone(node: Any) -> Any:
@@ -273,6 +290,8 @@ class FunctionBuilder:
         self.internal = {ABOX, PUSH, POP, TAPE}
         # names bound to constants with no sensitivity (gen_zero, captured from generated code)
         self.const_names: set[str] = set()
+        # every segment built, in order: its fast variant's parts, or None (c_For reads it)
+        self.segment_log: list[FastParts | None] = []
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -646,6 +665,7 @@ class FunctionBuilder:
         # None also when an operand's type cannot be guarded before the segment runs
         fast = self.fast_segment(ssa) if has_inline and self.fast else None
         if fast is None:
+            self.segment_log.append(None)
             slot = self.namer.fresh("rec")
             fwd = gen_fwd + ([self.push(tuple_([N(x) for x in gen_rec]), slot)] if gen_rec else []) + ssa.copy_back()
             rev = (self.pop_into(gen_rec, slot=slot) if gen_rec else []) + gen_rev
@@ -653,6 +673,8 @@ class FunctionBuilder:
             _locate_all(rev, seg[0])
             return fwd, rev
         fast_fwd, fast_rec, fast_rev, guard = fast
+        self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, [clone(x) for x in fast_fwd], list(fast_rec),
+                                          [clone(x) for x in fast_rev], ssa.copy_back()))
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
         rec = self.namer.fresh("rec")
         fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
@@ -1200,21 +1222,26 @@ class FunctionBuilder:
         if getattr(s, "dp_tuple_items", False) and target not in self.boxed:
             self.tuple_items.add(target)
         # the target's adjoint is zero when each iteration's reverse starts (routing resets it)
+        logged = len(self.segment_log)
         bf, br, n = self.loop_common(s.body, getattr(s, "dp_stop", None), (target,))
         it = s.iter
-        fwd = [assign(n, C(0)), ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None)]
         rec_it = it.id if isinstance(it, ast.Name) else None
-        fwd.append(self.push((tuple_([clone(it), N(n)]))))
         itv = self.namer.fresh("it")
+        A_t = self.adj(target)
+        batched = self.fast and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
+        parts = self.segment_log[logged:]
+        if (batched and not getattr(s, "dp_stop", None) and len(parts) == 1 and parts[0] is not None
+                and all(isinstance(st, ast.Assign) for st in s.body)):
+            return self.loop_with_fast_prefix(s, parts[0], bf, br, n, itv, rec_it)
+        fwd = [assign(n, C(0)), ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None)]
+        fwd.append(self.push((tuple_([clone(it), N(n)]))))
         route = self.namer.fresh("route")
         i = self.namer.fresh("i")
-        A_t = self.adj(target)
         rev_body = list(br)
         # The elements' sensitivities go back to the iterable all at once after the loop,
         # unless the body may write into the list it iterates (then each goes back when its
         # iteration is reversed, before the reverse of earlier writes), and at higher orders
         # (where the routing needs rules of its own).
-        batched = self.fast and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
         if batched:
             back = ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t))
         else:
@@ -1241,6 +1268,97 @@ class FunctionBuilder:
             A_it = self.adj(rec_it)
             rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
         elif batched:
+            rev.append(ast.Expr(result))
+        return fwd, rev
+
+    def loop_with_fast_prefix(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
+                              itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """A loop whose body is one fast segment, run as two loops over one iterator.
+
+        The first runs the fast variant while the guard holds, with no record per iteration
+        on the tape: the values its reverse reads go into a column (a list of tuples, or of
+        single values), except those unpacked from the items of a list the loop made itself
+        (``zip``, ``enumerate``), which the reverse reads from the items again. At the first
+        iteration whose guard fails, the rest of the iterator runs in the general loop,
+        fast and general variants chosen per iteration as usual. The reverse runs the
+        general loop's reverse, then the prefix's, the prefix reading its column backwards.
+        """
+        target = s.target.id
+        A_t = self.adj(target)
+        nf, iterv, pend = self.namer.fresh("nf"), self.namer.fresh("iter"), self.namer.fresh("pending")
+        # names the fast reverse reads that the items give again (a fresh list of tuples)
+        from_items: set[str] = set()
+        if getattr(s, "dp_tuple_items", False):
+            from_items.add(target)
+            for u in fast.lead:
+                if isinstance(u.value, ast.Name) and u.value.id == target:
+                    from_items.update(e.id for e in u.targets[0].elts)
+        column_names = [x for x in fast.rec if x not in from_items]
+        reads_items = any(x in from_items for x in fast.rec)
+        col = self.namer.fresh("col") if column_names else None
+        record = N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
+        prefix_body = [*fast.fwd] + ([ast.Expr(call(attr(col, "append"), record))] if col else []) + fast.copy_back + [
+            ast.AugAssign(target=S(nf), op=ast.Add(), value=C(1))]
+        fwd: list[ast.stmt] = [assign(nf, C(0))]
+        if col:
+            fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
+        fwd += [
+            assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
+            assign(pend, C(None)),
+            ast.For(target=S(target), iter=N(iterv), body=[*fast.lead, ast.If(
+                test=fast.guard, body=prefix_body,
+                orelse=[assign(pend, tuple_([N(target)])), ast.Break()])], orelse=[], type_comment=None),
+            assign(n, C(0)),
+            ast.If(test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]), body=[
+                ast.For(target=S(target), iter=call(self.helper(_chain, "chain"), N(pend), N(iterv)), body=bf,
+                        orelse=[], type_comment=None)], orelse=[]),
+            self.push(tuple_([clone(s.iter), N(nf), N(n)] + ([N(col)] if col else []))),
+        ]
+        # reverse: the general iterations (the last ones), then the prefix
+        route, i = self.namer.fresh("route"), self.namer.fresh("i")
+        total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
+        rev_body = list(br) + [ast.If(
+            test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
+            body=[ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)),
+                  assign(A_t, N(self.Z))], orelse=[])]
+        rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else [])) + [
+            assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total)),
+            ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
+                                            ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)), C(-1)),
+                    body=rev_body, orelse=[], type_comment=None),
+        ]
+        items = call(self.rt("prefix_reversed"), N(itv), N(nf))
+        column = call(self.helper(reversed, "reversed"), N(col)) if col else None
+        col_target: ast.expr = (S(column_names[0]) if len(column_names) == 1
+                                else ast.Tuple(elts=[S(x) for x in column_names], ctx=ast.Store())) if col else S("_")
+        if reads_items and col:
+            loop_target: ast.expr = ast.Tuple(elts=[S(target), col_target], ctx=ast.Store())
+            source: ast.expr = call(self.helper(zip, "zip"), items, column)
+        elif reads_items:
+            loop_target, source = S(target), items
+        elif col:
+            loop_target, source = col_target, column
+        else:
+            loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
+        body = ([clone(u) for u in fast.lead] if reads_items else []) + [clone(x) for x in fast.rev]
+        # the items' sensitivities, last iteration first, when the reverse gives the target one
+        gives_items = any(isinstance(t, ast.Name) and t.id == A_t for x in fast.rev for node in ast.walk(x)
+                          if isinstance(node, ast.Assign) for t in node.targets)
+        backwards = self.namer.fresh("prefix_route")
+        if gives_items:
+            body += [ast.Expr(call(attr(backwards, "append"), N(A_t))), assign(A_t, N(self.Z))]
+            rev.append(assign(backwards, ast.List(elts=[], ctx=ast.Load())))
+        rev.append(ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None))
+        if gives_items:
+            rev += [ast.Expr(call(attr(backwards, "reverse"))),
+                    ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
+                                                      ctx=ast.Store())], value=N(backwards))]
+        result = call(self.rt("route_all"), N(itv), N(route), N(ABOX))
+        if rec_it is not None:
+            self.persistent.add(rec_it)
+            A_it = self.adj(rec_it)
+            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
+        else:
             rev.append(ast.Expr(result))
         return fwd, rev
 

@@ -267,6 +267,11 @@ def route_result(route: Any) -> Any:
     return route.result()
 
 
+def prefix_reversed(items: Any, n: int) -> Any:
+    """The first ``n`` of ``items`` (a list or tuple), last first."""
+    return reversed(items) if n == len(items) else reversed(items[:n])
+
+
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
     """After the reverse of a loop over ``itv``: ``sens[i]`` is the sensitivity of the element
     iteration ``i`` took. List elements' go into ``Abox``; returns the iterable's own sensitivity.

@@ -684,3 +684,123 @@ def test_list_unpacking_agrees_with_the_general_path_and_finite_differences(x0, 
     assert math.isclose(fast[1][1], fd_r, rel_tol=1e-5, abs_tol=1e-5)
     fd_k = (unpacks_lists(xs, rows, k + h) - unpacks_lists(xs, rows, k - h)) / (2 * h)
     assert math.isclose(fast[2], fd_k, rel_tol=1e-5, abs_tol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# loops whose body is one fast segment: a fast prefix with no per-iteration record, then
+# the general loop from the first iteration whose guard fails
+
+
+def prefix_column(xs, c):
+    s = 0.0
+    for v in xs:
+        s = s * 0.5 + v * c
+    return s
+
+
+def prefix_items_and_column(xs, ys, c):
+    s = 0.0
+    for a, b in zip(xs, ys):
+        t = a * b
+        s = s * c + t * a
+    return s
+
+
+def prefix_target_unused(x, n):
+    for _ in range(n):
+        x = x * 0.5 + math.cos(x)
+    return x
+
+
+def prefix_over_generator(xs, c):
+    s = 0.0
+    for v in (w * c for w in xs):
+        s = s + v * v
+    return s
+
+
+def prefix_enumerate(xs, c):
+    s = 0.0
+    for i, v in enumerate(xs):
+        s = s + v * i * c
+    return s
+
+
+def prefix_name_target_over_zip(xs, ys):
+    s = 0.0
+    for pair in zip(xs, ys):
+        a, b = pair
+        s = s + a * b
+    return s
+
+
+def _with_objects(xs, at):
+    """``xs`` with the elements at positions ``at`` made number-like objects (guards fail)."""
+    return [Scaled(v) if i in at else v for i, v in enumerate(xs)]
+
+
+def _value(v):
+    return 2.0 * v.a if isinstance(v, Scaled) else v
+
+
+def _sens(v, s):
+    return {"a": 2.0 * s} if isinstance(v, Scaled) else s
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=7), c=floats, data=st.data())
+def test_fast_prefix_hands_over_to_the_general_loop_where_a_guard_fails(xs, c, data):
+    at = set(data.draw(st.lists(st.integers(0, max(len(xs) - 1, 0)), max_size=3))) if xs else set()
+    vs = _with_objects(xs, at)
+    n = len(vs)
+    g_xs, g_c = dplus.grad(prefix_column)(vs, c)
+    close(g_xs, [_sens(v, c * 0.5 ** (n - 1 - i)) for i, v in enumerate(vs)])
+    close(g_c, sum(_value(v) * 0.5 ** (n - 1 - i) for i, v in enumerate(vs)))
+    fast, general = both_ways(prefix_column, vs, c)
+    close(fast, general)
+    ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
+    ws = _with_objects(ys, at)
+    fast, general = both_ways(prefix_items_and_column, list(xs), ws, c)
+    close(fast, general)
+    fast, general = both_ways(prefix_name_target_over_zip, list(xs), ws)
+    close(fast, general)
+
+
+PREFIX_LOOPS = [
+    (prefix_column, lambda xs, c: (list(xs), c)),
+    (prefix_column, lambda xs, c: (tuple(xs), c)),
+    (prefix_column, lambda xs, c: ([round(x) for x in xs], c)),  # ints take the fast path too
+    (prefix_items_and_column, lambda xs, c: (list(xs), [x * 0.5 - 1.0 for x in xs], c)),
+    (prefix_target_unused, lambda xs, c: (c, len(xs))),
+    (prefix_over_generator, lambda xs, c: (list(xs), c)),
+    (prefix_enumerate, lambda xs, c: (list(xs), c)),
+    (prefix_name_target_over_zip, lambda xs, c: (list(xs), [c - x for x in xs])),
+]
+
+
+@pytest.mark.parametrize("f,make", PREFIX_LOOPS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(PREFIX_LOOPS)])
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=7), c=floats)
+def test_fast_prefix_loops_agree_with_the_general_path_and_finite_differences(f, make, xs, c):
+    args = make(xs, c)
+    before = repr(args)
+    fast, general = both_ways(f, *args)
+    close(fast, general)
+    assert repr(args) == before
+    if all(type(a) is not int or f is prefix_target_unused for a in args[:1]):
+        dplus.check_grad(f, *args)
+
+
+def test_fast_prefix_loops_are_what_runs():
+    # guards against the tests above passing with the prefix never generated
+    from dplus.transformer import generated_source
+
+    assert "_dp_prefix_reversed(" in generated_source(prefix_items_and_column)
+    assert "_dp_prefix_reversed(" in generated_source(prefix_name_target_over_zip)
+    column = generated_source(prefix_column)
+    assert "_pending" in column and "_dp_prefix_reversed(" not in column and ".append((" in column
+    assert "_pending" in generated_source(prefix_target_unused)
+    with general_paths_only():
+        from dplus.transformer import compile_function  # noqa: F401
+
+        assert "_pending" not in generated_source(prefix_column)
