@@ -130,6 +130,9 @@ class Normalizer:
         self.children: list[IRFunction] = []
         self.boxed = boxed_here  # names read through explicit copies (cells)
         self.local_names = scope.locals | set(scope.params)
+        # names an assignment expression rebinds: read into a temp, so that a read before
+        # the rebinding, in the same expression, keeps the value it had (``f(x, (x := 2))``)
+        self.walrus_targets = {n.target.id for n in ast.walk(scope.node) if isinstance(n, ast.NamedExpr)}
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:
@@ -655,7 +658,7 @@ class Normalizer:
 
     # ------------------------------------------------------------------ expressions
     def load_name(self, name: str, like: ast.AST) -> Atom:
-        if name in self.boxed:
+        if name in self.boxed or name in self.walrus_targets:
             return self.temp(_name(name), like)
         return _name(name)
 

@@ -48,7 +48,13 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     _TRANSFORM_IDS[id(transform)] = (transform, fn)
     if note:
         _NOTES[fn] = note
+    if getattr(transform, "__dplus_source__", None) is not fn:
+        for hook in _ON_NEW_RULE:  # code that inlined fn's body must call it again
+            hook(fn)
     return transform
+
+
+_ON_NEW_RULE: list[Callable[[Any], None]] = []  # called with fn when a rule not derived from its source is registered
 
 
 def register_method(cls: type, name: str, transform: Transform, *, note: str = "") -> Transform:

@@ -22,6 +22,7 @@ import attrs
 
 from .closures import CodeMap, PlusInfo, plus_info, register_plus_code
 from .errors import SourceUnavailableError, describe_callable
+from .inline import inline_calls, remember_guards
 from .linear import gen_zero
 from .normalize import Namer, normalize_function
 from .registry import bind_transform, lookup_transform, register_primitive
@@ -164,6 +165,8 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
+    # first-order code inlines calls of small define_dplus functions (see inline.py)
+    guards = inline_calls(f, node) if not nestable and reverse.FAST_PATHS[0] else {}
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
@@ -175,6 +178,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
     helpers = Helpers()
+    helpers.values.update(guards)
     consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
               if _cell_holds(cell, gen_zero)}
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
@@ -215,6 +219,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
+    remember_guards(guards, helper_cells)
     COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
     return Compiled(plus_code, helper_cells, f, nestable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
                     codes, src.filename, plus_def if keep_tree else None)

@@ -341,7 +341,10 @@ def add_closure(total: Any, c: Any) -> Any:
 
 def check_finite(seqs: list, fn: str) -> None:
     """Raise when every input of a ``zip``-like rule is a known infinite iterator."""
-    if seqs and all(sq.items is None and is_infinite(sq.value) for sq in seqs):
+    for sq in seqs:
+        if sq.items is not None or not is_infinite(sq.value):
+            return
+    if seqs:
         raise DplusError(
             f"{fn}() returns a list inside differentiated code, and all its inputs are infinite "
             "iterators. Fix: bound one of them, e.g. with itertools.islice."

@@ -198,6 +198,20 @@ def test_walrus():
     assert grad1(f_walrus)(0.5) == 2.5
 
 
+def f_walrus_after_a_read(x):
+    # the first element reads x before the assignment expression rebinds it
+    pair = (x, (x := x * 2.0))
+    s = math.hypot(x * 3.0, (x := x + 1.0))
+    return pair[0] * 3.0 + pair[1] + x * s
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-2.0, 2.0, allow_nan=False))
+def test_walrus_after_a_read_in_the_same_expression(x):
+    assert dplus.dplus(f_walrus_after_a_read)(x).primal == pytest.approx(f_walrus_after_a_read(x))
+    check_grad(f_walrus_after_a_read, x)
+
+
 def f_walrus_comprehension(xs):
     total = 0.0
     ys = [(total := total + x) for x in xs]

@@ -1,0 +1,280 @@
+"""Inlining calls of small ``define_dplus`` functions, before normalising.
+
+A call of a user function inside differentiated code costs a plus-function call, a
+``ProcResult``, a backprop closure and a backprop call: several times the function's
+own work when the function is a few lines of float arithmetic (a force law, a
+quaternion product). When the callee's transform is the one ``define_dplus`` derives
+from its source, differentiating its body in place gives the same derivative, so a
+statement ``target = g(args)`` (also ``return g(args)`` and ``g(args)`` alone) becomes::
+
+    _a1 = <first argument>; _a2 = ...          # evaluated once, in order, as before
+    if g is <the function g was>:               # the global may be rebound later
+        <g's body, its parameters and locals renamed; its return value into target>
+    else:
+        target = g(_a1, _a2)
+
+What is inlined, and only that:
+
+- the callee is a plain function of the same module and file, found under a global
+  name the caller never binds, registered by ``define_dplus`` (its transform is derived
+  from its source), not the caller itself or a function being inlined around it;
+- it takes positional parameters only (no defaults, ``*args``, keywords), is called
+  with as many positional arguments and no keywords, and has no free variables;
+- its body is at most ``MAX_STATEMENTS`` statements ending in its only ``return``, with
+  no nested function, class, lambda or comprehension, no ``global``/``nonlocal``,
+  ``yield``, ``await``, ``try``, ``with``, ``import`` or ``match``;
+- the names it reads from the module are not bound in the caller.
+
+Registering another rule for an inlined function later makes its callers' guards fail
+(:func:`forget`), so they call it, and its new rule, again.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from typing import Any
+
+from .errors import DplusError
+from .registry import _ON_NEW_RULE, _TRANSFORMS
+
+__all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
+
+MAX_STATEMENTS = 40
+_MAX_DEPTH = 3  # inlined bodies are searched again for calls, this many levels deep
+_FLAGS_EXCLUDED = 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200  # *args, **kw, generator, coroutine, async
+_FORBIDDEN = (ast.Return, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Yield, ast.YieldFrom, ast.Await,
+              ast.Try, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Import, ast.ImportFrom, ast.Match, ast.Starred,
+              ast.NamedExpr) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_DYNAMIC_NAMES = {"locals", "vars", "globals", "eval", "exec", "super", "dir"}
+
+_GONE = object()  # a guard cell's value once its function has another rule: no global `is` it
+# id(callee) -> (callee, guard cells of the transforms that inlined it)
+_GUARDS: dict[int, tuple[Any, list[types.CellType]]] = {}
+
+
+def forget(fn: Any) -> None:
+    """``fn`` has a new rule: code that inlined it calls it again."""
+    entry = _GUARDS.pop(id(fn), None)
+    if entry is not None and entry[0] is fn:
+        for cell in entry[1]:
+            cell.cell_contents = _GONE
+
+
+_ON_NEW_RULE.append(forget)
+
+
+def remember_guards(guards: dict[str, Any], cells: dict[str, types.CellType]) -> None:
+    """Note the cells the guards of one transform read (after it is compiled)."""
+    for name, fn in guards.items():
+        entry = _GUARDS.setdefault(id(fn), (fn, []))
+        if entry[0] is not fn:  # an id reused after the function was freed
+            entry = _GUARDS[id(fn)] = (fn, [])
+        entry[1].append(cells[name])
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Every name ``node`` binds anywhere (nested scopes too: a conservative superset)."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.add(n.rest)
+    return out
+
+
+def _all_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | _bound_names(node)
+
+
+class _Callee:
+    """An inlinable function: its definition and the names it binds and reads."""
+
+    def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
+        self.fn = fn
+        self.node = node
+        self.params = [a.arg for a in node.args.args]
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # the docstring
+        self.body = body[:-1]
+        self.result = body[-1].value
+        self.locals = _bound_names(ast.Module(body=body, type_ignores=[])) | set(self.params)
+        self.reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - self.locals
+
+
+def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords: list) -> _Callee | None:
+    """The definition of ``fn`` when a call of it with these arguments may be inlined."""
+    if type(fn) is not types.FunctionType or fn is caller or keywords:
+        return None
+    t = _TRANSFORMS.get(fn)
+    if t is None or getattr(t, "__dplus_source__", None) is not fn:
+        return None  # not define_dplus: no rule, or one written by hand
+    code = fn.__code__
+    if (fn.__globals__ is not caller.__globals__ or code.co_filename != caller.__code__.co_filename
+            or fn.__closure__ or fn.__defaults__ or fn.__kwdefaults__ or code.co_flags & _FLAGS_EXCLUDED
+            or code.co_kwonlyargcount or code.co_posonlyargcount or code.co_argcount != len(args)
+            or any(isinstance(a, ast.Starred) for a in args)):
+        return None
+    from .source import function_source
+
+    try:
+        node = function_source(fn).node
+    except DplusError:
+        return None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    body = node.body
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    statements = 0
+    for st in body[:-1]:
+        for n in ast.walk(st):
+            if isinstance(n, _FORBIDDEN):
+                return None
+            if isinstance(n, ast.Name) and n.id in _DYNAMIC_NAMES:
+                return None
+            statements += isinstance(n, ast.stmt)
+    if statements > MAX_STATEMENTS or any(isinstance(n, _FORBIDDEN[1:]) for n in ast.walk(body[-1].value)):
+        return None
+    return _Callee(fn, node)
+
+
+class _Inliner:
+    def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
+        self.fn = fn
+        self.bound = _bound_names(node) | set(fn.__code__.co_freevars)
+        self.taken = _all_names(node) | set(fn.__globals__) | set(dir(builtins))
+        self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
+        self.active: list[Any] = []  # functions being inlined around the current statement
+
+    def fresh(self, hint: str, keep_underscore: bool = False) -> str:
+        base = hint if keep_underscore else (hint.lstrip("_") or "v")
+        i = 1
+        while f"{base}_{i}" in self.taken:
+            i += 1
+        name = f"{base}_{i}"
+        self.taken.add(name)
+        return name
+
+    def guard_name(self, fn: Any) -> str:
+        for name, g in self.guards.items():
+            if g is fn:
+                return name
+        name = self.fresh(f"_dplus_inline_{fn.__name__}", keep_underscore=True)
+        self.guards[name] = fn
+        return name
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in stmts:
+            out.extend(self.stmt(st))
+        return out
+
+    def stmt(self, st: ast.stmt) -> list[ast.stmt]:
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(st, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) \
+                    and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                setattr(st, field, self.block(inner))
+        if isinstance(st, ast.Try):
+            for h in st.handlers:
+                h.body = self.block(h.body)
+        call = None
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call):
+            call = st.value
+        elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
+            call = st.value
+        if call is None or not isinstance(call.func, ast.Name) or call.func.id in self.bound \
+                or len(self.active) >= _MAX_DEPTH:
+            return [st]
+        fn = self.fn.__globals__.get(call.func.id)
+        if fn is None or any(fn is a for a in self.active):
+            return [st]
+        callee = _callee(fn, self.fn, call.args, call.keywords)
+        if callee is None or callee.reads & self.bound:
+            return [st]
+        return self.inline(st, call, callee)
+
+    def inline(self, st: ast.stmt, call: ast.Call, callee: _Callee) -> list[ast.stmt]:
+        fn = callee.fn
+        self.taken |= _all_names(callee.node)
+        out: list[ast.stmt] = []
+        temps = []
+        walrus = any(isinstance(n, ast.NamedExpr) for a in call.args for n in ast.walk(a))
+        for a in call.args:  # each argument evaluated once, in order
+            if isinstance(a, ast.Constant) or (isinstance(a, ast.Name) and not walrus):
+                temps.append(a)
+                continue
+            t = self.fresh(f"{fn.__name__}_arg")
+            out.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=a), st))
+            temps.append(ast.Name(id=t, ctx=ast.Load()))
+        out = self.block(out)  # an argument that is itself a call of an inlinable function
+        renamed = {name: self.fresh(f"{fn.__name__}_{name}") for name in sorted(callee.locals)}
+        body: list[ast.stmt] = [
+            ast.copy_location(ast.Assign(targets=[ast.Name(id=renamed[p], ctx=ast.Store())], value=_copy(a)), st)
+            for p, a in zip(callee.params, temps)
+        ]
+        body += [_rename(s, renamed) for s in callee.body]
+        result = _rename(callee.result, renamed)
+        if isinstance(st, ast.Assign):
+            body.append(ast.copy_location(ast.Assign(targets=[_rename(st.targets[0], {})], value=result),
+                                          callee.node.body[-1]))
+        elif isinstance(st, ast.Return):
+            body.append(ast.copy_location(ast.Return(value=result), callee.node.body[-1]))
+        else:
+            body.append(ast.copy_location(ast.Expr(value=result), callee.node.body[-1]))
+        self.active.append(fn)
+        try:
+            body = self.block(body)
+        finally:
+            self.active.pop()
+        call.args = [_copy(a) for a in temps]
+        guard = ast.Compare(left=ast.Name(id=call.func.id, ctx=ast.Load()), ops=[ast.Is()],
+                            comparators=[ast.Name(id=self.guard_name(fn), ctx=ast.Load())])
+        out.append(ast.copy_location(ast.If(test=guard, body=body, orelse=[st]), st))
+        for new in out:
+            ast.fix_missing_locations(new)  # new nodes take their statement's position
+        return out
+
+
+def _copy(e: ast.expr) -> ast.expr:
+    return ast.Name(id=e.id, ctx=ast.Load()) if isinstance(e, ast.Name) else ast.Constant(value=e.value)
+
+
+def _rename(node: Any, names: dict[str, str]) -> Any:
+    from .reverse import clone
+
+    new = clone(node)
+    for n in ast.walk(new):
+        if isinstance(n, ast.Name) and n.id in names:
+            n.id = names[n.id]
+    return new
+
+
+def inline_calls(fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda) -> dict[str, Any]:
+    """Inline the calls in ``node`` (``fn``'s definition, changed in place) that may be.
+
+    Returns the guard names the new code reads, with the function each stands for.
+    """
+    if not isinstance(node, ast.FunctionDef):
+        return {}
+    inliner = _Inliner(fn, node)
+    node.body = inliner.block(node.body)
+    return inliner.guards
