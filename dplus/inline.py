@@ -21,8 +21,9 @@ What is inlined, and only that:
 - it takes positional parameters only (no defaults, ``*args``, keywords), is called
   with as many positional arguments and no keywords, and has no free variables;
 - its body is at most ``MAX_STATEMENTS`` statements ending in its only ``return``, with
-  no nested function, class, lambda or comprehension, no ``global``/``nonlocal``,
-  ``yield``, ``await``, ``try``, ``with``, ``import`` or ``match``;
+  no loop (a call costs little next to one), no nested function, class, lambda or
+  comprehension, no ``global``/``nonlocal``, ``yield``, ``await``, ``try``, ``with``,
+  ``import`` or ``match``;
 - the names it reads from the module are not bound in the caller.
 
 Registering another rule for an inlined function later makes its callers' guards fail
@@ -46,7 +47,8 @@ _MAX_DEPTH = 3  # inlined bodies are searched again for calls, this many levels 
 _FLAGS_EXCLUDED = 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200  # *args, **kw, generator, coroutine, async
 _FORBIDDEN = (ast.Return, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
               ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Yield, ast.YieldFrom, ast.Await,
-              ast.Try, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Import, ast.ImportFrom, ast.Match, ast.Starred,
+              ast.For, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Import, ast.ImportFrom,
+              ast.Match, ast.Starred,
               ast.NamedExpr) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _DYNAMIC_NAMES = {"locals", "vars", "globals", "eval", "exec", "super", "dir"}
 

@@ -366,8 +366,9 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
         return snap
     if isinstance(v, tuple):
         items = [snapshot(e, _memo) for e in v]
-        if any(type(x) is Snapshot or (isinstance(x, tuple) and x is not e) for x, e in zip(items, v)):
-            return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        for x, e in zip(items, v):
+            if x is not e:  # a mutable value inside, now its snapshot
+                return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
         return v
     return v
 

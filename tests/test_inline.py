@@ -239,6 +239,14 @@ def with_comprehension(v):
 
 
 @dplus.define_dplus
+def with_loop(v):
+    s = 0.0
+    for k in range(3):
+        s = s + v * k
+    return s
+
+
+@dplus.define_dplus
 def recursive(v, n):
     if n == 0:
         return v
@@ -272,7 +280,8 @@ def not_inlined(x):
     c = with_comprehension(x)
     d = scaled(x)
     e = with_default(x, k=3.0)
-    return a + b + c + d + e
+    f = with_loop(x)
+    return a + b + c + d + e + f
 
 
 def shadows_a_global_of_the_callee(x):
