@@ -17,31 +17,10 @@ from hypothesis import assume, given, settings, strategies as st
 
 import dplus
 from dplus.transformer import general_paths_only
+from path_helpers import both_ways, close
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False)
-
-
-def both_ways(f, *args):
-    """``grad(f)(*args)`` with fast paths and with the general path only."""
-    fast = dplus.grad(f)(*args)
-    with general_paths_only():
-        general = dplus.grad(f)(*args)
-    return fast, general
-
-
-def close(a, b, tol=1e-9):
-    if isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            close(x, y, tol)
-        return
-    if isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b), (a, b)
-        for k in a:
-            close(a[k], b[k], tol)
-        return
-    assert math.isclose(a, b, rel_tol=tol, abs_tol=tol), (a, b)
 
 
 # --------------------------------------------------------------------------

@@ -14,28 +14,13 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import dplus
-from dplus.transformer import general_paths_only, generated_source
+from dplus.transformer import generated_source
+from path_helpers import both_ways, close
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
 
 SCALE = 0.3
-
-
-def both_ways(f, *args):
-    fast = dplus.grad(f)(*args)
-    with general_paths_only():
-        general = dplus.grad(f)(*args)
-    return fast, general
-
-
-def close(a, b, tol=1e-9):
-    if isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            close(x, y, tol)
-        return
-    assert math.isclose(a, b, rel_tol=tol, abs_tol=tol), (a, b)
 
 
 def fd(f, args, i, h=1e-6):
