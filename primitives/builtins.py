@@ -435,11 +435,14 @@ register_primitive(
 _ITERABLES = tuple(f"iterables[{j}]" for j in range(8))  # argument names for messages, made once
 
 
+def _iterable_name(j: int) -> str:
+    return _ITERABLES[j] if j < len(_ITERABLES) else f"iterables[{j}]"
+
+
 def zip_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
     if kwargs and any(k != "strict" for k in kwargs):
         zip(*iterables, **kwargs)  # raises
-    seqs = [lazy_seq(x, "zip", _ITERABLES[j] if j < len(_ITERABLES) else f"iterables[{j}]")
-            for j, x in enumerate(iterables)]
+    seqs = [lazy_seq(x, "zip", _iterable_name(j)) for j, x in enumerate(iterables)]
     check_finite(seqs, "zip")
     out = list(zip(*[sq.source() for sq in seqs], **kwargs))
     m = len(seqs)
@@ -495,8 +498,7 @@ register_primitive(
 def map_plus(function: Any, *iterables: Any) -> ProcResult:
     if not iterables:
         map(function)  # raises TypeError
-    seqs = [lazy_seq(x, "map", _ITERABLES[j] if j < len(_ITERABLES) else f"iterables[{j}]")
-            for j, x in enumerate(iterables)]
+    seqs = [lazy_seq(x, "map", _iterable_name(j)) for j, x in enumerate(iterables)]
     check_finite(seqs, "map")
     if all(sq.kind == LIST or sq.kind == TUPLE for sq in seqs):
         fast = _map_floats(function, seqs)
