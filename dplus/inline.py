@@ -39,6 +39,7 @@ from typing import Any
 
 from .errors import DplusError
 from .registry import _ON_NEW_RULE, _TRANSFORMS
+from .scopes import names_bound_by
 
 __all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
 
@@ -81,22 +82,11 @@ def _bound_names(node: ast.AST) -> set[str]:
     """Every name ``node`` binds anywhere (nested scopes too: a conservative superset)."""
     out: set[str] = set()
     for n in ast.walk(node):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            out.add(n.id)
-        elif isinstance(n, ast.arg):
+        out.update(names_bound_by(n))
+        if isinstance(n, ast.arg):
             out.add(n.arg)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-        elif isinstance(n, ast.alias):
-            out.add((n.asname or n.name).split(".")[0])
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             out.update(n.names)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            out.add(n.name)
-        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-            out.add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            out.add(n.rest)
     return out
 
 

@@ -20,6 +20,7 @@ import attrs
 
 from .normalize import IRFunction, Namer
 from .rules import InlineRule, inline_rule_for
+from .scopes import names_bound_by
 
 __all__ = ["build_plus_function", "Helpers"]
 
@@ -478,20 +479,7 @@ class FunctionBuilder:
         """How many places assign each name (anywhere in the function, nested blocks included)."""
         count = self.store_count
         for n in (n for st in stmts for n in ast.walk(st)):
-            names: list[str] = []
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                names.append(n.id)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.append(n.name)
-            elif isinstance(n, ast.ExceptHandler) and n.name:
-                names.append(n.name)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                names.extend((a.asname or a.name).split(".")[0] for a in n.names)
-            elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-                names.append(n.name)
-            elif isinstance(n, ast.MatchMapping) and n.rest:
-                names.append(n.rest)
-            for name in names:
+            for name in names_bound_by(n):
                 count[name] = count.get(name, 0) + 1
         for name in self.ir.scope.params:
             count[name] = count.get(name, 0) + 1

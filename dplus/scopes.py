@@ -38,6 +38,24 @@ class Scope:
         return self.assigned - self.nonlocals - self.globals_
 
 
+def names_bound_by(n: ast.AST) -> list[str]:
+    """The names the node ``n`` itself binds (not its children): an assignment target, a
+    ``def``/``class`` name, an ``except ... as`` name, an import, a ``match`` capture."""
+    if isinstance(n, ast.Name):
+        return [] if isinstance(n.ctx, ast.Load) else [n.id]
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [n.name]
+    if isinstance(n, ast.ExceptHandler):
+        return [n.name] if n.name else []
+    if isinstance(n, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in n.names]
+    if isinstance(n, (ast.MatchAs, ast.MatchStar)):
+        return [n.name] if n.name else []
+    if isinstance(n, ast.MatchMapping):
+        return [n.rest] if n.rest else []
+    return []
+
+
 def _params(args: ast.arguments) -> list[str]:
     names = [a.arg for a in args.posonlyargs + args.args]
     if args.vararg:
