@@ -1604,6 +1604,7 @@ class _AdjointAccumulator:
         self.local: dict[str, str] = {}  # ssa name -> local adjoint variable
         # persistent adjoints known to be zero here and not yet added to
         self.fresh_zero: set[str] = {builder.adj(n) for n in builder.zero_on_entry(ssa)}
+        self.added: set[str] = set()  # persistent adjoints this segment's reverse has added to
         for name in ssa.defined:
             if ssa.is_final(name):
                 a = self.b.adj(ssa.user_name(name))
@@ -1647,7 +1648,16 @@ class _AdjointAccumulator:
         if a in self.fresh_zero:
             # the first contribution after the reset: no addition to gen_zero
             self.fresh_zero.discard(a)
+            self.added.add(a)
             self.out.append(assign(a, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+            return
+        if self.fast and a not in self.added:
+            # the segment's first contribution: the adjoint may still be gen_zero (a loop's
+            # variable, reset each iteration), whose + is a Python-level call; after this it
+            # is a number
+            self.added.add(a)
+            is_zero = ast.Compare(left=N(a), ops=[ast.Is()], comparators=[N(self.b.Z)])
+            self.out.append(assign(a, ast.IfExp(test=is_zero, body=contrib, orelse=op(a))))
             return
         self.out.append(assign(a, op(a)))
 

@@ -783,3 +783,30 @@ def test_fast_prefix_loops_are_what_runs():
         from dplus.transformer import compile_function  # noqa: F401
 
         assert "_pending" not in generated_source(prefix_column)
+
+
+# --------------------------------------------------------------------------
+# a loop variable read by two segments: its adjoint is gen_zero where each iteration's
+# reverse starts, and the first addition in a segment tests for that
+
+
+def reads_a_loop_variable_twice(xs, ys, c):
+    s = 0.0
+    for i in range(len(xs)):
+        x = xs[i]  # a list read ends one segment ...
+        s = s + x * c
+        y = ys[i]  # ... and another starts: x is read on both sides
+        s = s + x * y
+    return s
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=6), c=floats, data=st.data())
+def test_first_addition_to_an_adjoint_that_may_be_zero(xs, c, data):
+    from dplus.transformer import generated_source
+
+    assert " is _dp_Z else " in generated_source(reads_a_loop_variable_twice)
+    ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
+    fast, general = both_ways(reads_a_loop_variable_twice, list(xs), list(ys), c)
+    close(fast, general)
+    close(fast, ([c + y for y in ys], list(xs), sum(xs)))
