@@ -100,7 +100,7 @@ _TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 class FastParts:
     """A segment's fast variant, in pieces: its leading unpacks, the type guard, the forward
     statements, the names its reverse reads, the reverse statements, and the copies back to
-    the user's names."""
+    the user's names, and the names the segment assigns."""
 
     lead: list[ast.stmt]
     guard: ast.expr
@@ -108,6 +108,7 @@ class FastParts:
     rec: list[str]
     rev: list[ast.stmt]
     copy_back: list[ast.stmt]
+    defined: list[str]  # the names the segment assigns (after renaming)
 
 
 def clone(node: Any) -> Any:
@@ -662,7 +663,7 @@ class FunctionBuilder:
             return fwd, rev
         fast_fwd, fast_rec, fast_rev, guard = fast
         self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, [clone(x) for x in fast_fwd], list(fast_rec),
-                                          [clone(x) for x in fast_rev], ssa.copy_back()))
+                                          [clone(x) for x in fast_rev], ssa.copy_back(), list(ssa.defined)))
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
         rec = self.namer.fresh("rec")
         fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
@@ -1281,8 +1282,13 @@ class FunctionBuilder:
             for u in fast.lead:
                 if isinstance(u.value, ast.Name) and u.value.id == target:
                     from_items.update(e.id for e in u.targets[0].elts)
-        column_names = [x for x in fast.rec if x not in from_items]
+        # values the loop body never assigns are the same in every iteration: recorded once
+        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
+        invariant = [x for x in fast.rec if x not in from_items and x != target and x not in fast.defined
+                     and x not in bound_in_body]
+        column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
         reads_items = any(x in from_items for x in fast.rec)
+        inv = self.namer.fresh("invariant") if invariant else None
         col = self.namer.fresh("col") if column_names else None
         record = N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
         prefix_body = [*fast.fwd] + ([ast.Expr(call(attr(col, "append"), record))] if col else []) + fast.copy_back + [
@@ -1300,7 +1306,9 @@ class FunctionBuilder:
             ast.If(test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]), body=[
                 ast.For(target=S(target), iter=call(self.helper(_chain, "chain"), N(pend), N(iterv)), body=bf,
                         orelse=[], type_comment=None)], orelse=[]),
-            self.push(tuple_([clone(s.iter), N(nf), N(n)] + ([N(col)] if col else []))),
+            # (after no fast iteration an invariant may be unbound, as in the primal)
+            self.push(tuple_([clone(s.iter), N(nf), N(n)] + ([N(col)] if col else []) + (
+                [ast.IfExp(test=N(nf), body=tuple_([N(x) for x in invariant]), orelse=C(None))] if inv else []))),
         ]
         # reverse: the general iterations (the last ones), then the prefix
         route, i = self.namer.fresh("route"), self.namer.fresh("i")
@@ -1309,7 +1317,7 @@ class FunctionBuilder:
             test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
             body=[ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)),
                   assign(A_t, N(self.Z))], orelse=[])]
-        rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else [])) + [
+        rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else []) + ([inv] if inv else [])) + [
             assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total)),
             ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
                                             ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)), C(-1)),
@@ -1332,6 +1340,8 @@ class FunctionBuilder:
         # the items' sensitivities, last iteration first, when the reverse gives the target one
         gives_items = any(isinstance(t, ast.Name) and t.id == A_t for x in fast.rev for node in ast.walk(x)
                           if isinstance(node, ast.Assign) for t in node.targets)
+        if inv:
+            rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
         backwards = self.namer.fresh("prefix_route")
         if gives_items:
             body += [ast.Expr(call(attr(backwards, "append"), N(A_t))), assign(A_t, N(self.Z))]

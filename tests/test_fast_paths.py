@@ -777,7 +777,9 @@ def test_fast_prefix_loops_are_what_runs():
     assert "_dp_prefix_reversed(" in generated_source(prefix_items_and_column)
     assert "_dp_prefix_reversed(" in generated_source(prefix_name_target_over_zip)
     column = generated_source(prefix_column)
-    assert "_pending" in column and "_dp_prefix_reversed(" not in column and ".append((" in column
+    assert "_pending" in column and "_dp_prefix_reversed(" not in column and ".append(v)" in column
+    assert "_invariant" in column  # c: recorded once, not in every row of the column
+    assert ".append((" in generated_source(prefix_items_and_column)
     assert "_pending" in generated_source(prefix_target_unused)
     with general_paths_only():
         from dplus.transformer import compile_function  # noqa: F401
@@ -810,3 +812,25 @@ def test_first_addition_to_an_adjoint_that_may_be_zero(xs, c, data):
     fast, general = both_ways(reads_a_loop_variable_twice, list(xs), list(ys), c)
     close(fast, general)
     close(fast, ([c + y for y in ys], list(xs), sum(xs)))
+
+
+def invariant_maybe_unbound(xs, flag):
+    if flag:
+        c = 2.0
+    s = 0.0
+    for v in xs:
+        s = s * c + v * c  # c never changes in the loop: recorded once, after it
+    return s
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=6))
+def test_loop_invariants_are_recorded_once_and_only_when_read(xs):
+    assert "_invariant" in dplus.show(invariant_maybe_unbound)
+    fast, general = both_ways(invariant_maybe_unbound, [], False)  # c unbound, as in the primal
+    assert fast == general == ([], None)  # a bool's sensitivity is None
+    fast, general = both_ways(invariant_maybe_unbound, list(xs), True)
+    close(fast[0], general[0])
+    assert fast[1] is general[1] is None
+    n = len(xs)
+    close(fast[0], [2.0 * 2.0 ** (n - 1 - i) for i in range(n)])
