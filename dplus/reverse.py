@@ -1236,9 +1236,7 @@ class FunctionBuilder:
         else:
             back = ast.Expr(call(self.rt("route_back"), N(route), N(i), N(A_t), N(ABOX)) if self.nestable
                             else call(attr(route, "back"), N(i), N(A_t), N(ABOX)))
-        rev_body.append(ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
-                               body=[back, assign(A_t, N(self.Z))],
-                               orelse=[]))
+        rev_body.append(self.routed(A_t, back))
         start = (ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=N(n)) if batched
                  else call(self.rt("iteration_router"), N(itv), N(n)))
         rev = self.pop_into([itv, n]) + [
@@ -1252,13 +1250,22 @@ class FunctionBuilder:
             result = call(self.rt("route_result"), N(route))
         else:
             result = call(attr(route, "result"))
-        if rec_it is not None:
-            self.persistent.add(rec_it)
-            A_it = self.adj(rec_it)
-            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
-        elif batched:
-            rev.append(ast.Expr(result))
+        if rec_it is not None or batched:
+            rev.append(self.hand_back(rec_it, itv, result))
         return fwd, rev
+
+    def routed(self, A_t: str, back: ast.stmt) -> ast.If:
+        """``if A_t is not Z: <back>; A_t = Z``: an iteration's element sensitivity, routed."""
+        return ast.If(test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
+                      body=[back, assign(A_t, N(self.Z))], orelse=[])
+
+    def hand_back(self, rec_it: str | None, itv: str, result: ast.expr) -> ast.stmt:
+        """After a loop's reverse: the iterable (a name) gets the sensitivity its routing returns."""
+        if rec_it is None:
+            return ast.Expr(result)
+        self.persistent.add(rec_it)
+        A_it = self.adj(rec_it)
+        return assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX)))
 
     def loop_with_fast_prefix(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
                               itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -1313,10 +1320,8 @@ class FunctionBuilder:
         # reverse: the general iterations (the last ones), then the prefix
         route, i = self.namer.fresh("route"), self.namer.fresh("i")
         total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
-        rev_body = list(br) + [ast.If(
-            test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
-            body=[ast.Assign(targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)),
-                  assign(A_t, N(self.Z))], orelse=[])]
+        rev_body = list(br) + [self.routed(A_t, ast.Assign(
+            targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)))]
         rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else []) + ([inv] if inv else [])) + [
             assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total)),
             ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
@@ -1351,13 +1356,7 @@ class FunctionBuilder:
             rev += [ast.Expr(call(attr(backwards, "reverse"))),
                     ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
                                                       ctx=ast.Store())], value=N(backwards))]
-        result = call(self.rt("route_all"), N(itv), N(route), N(ABOX))
-        if rec_it is not None:
-            self.persistent.add(rec_it)
-            A_it = self.adj(rec_it)
-            rev.append(assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX))))
-        else:
-            rev.append(ast.Expr(result))
+        rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
 
     def may_mutate(self, body: list[ast.stmt]) -> bool:

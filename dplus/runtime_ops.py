@@ -438,14 +438,15 @@ def read_back_into(adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox
     tv = type(v)
     if type(kind) is int and (tv is float or tv is int):
         t = type(obj)
-        found = Abox._entries.get(id(obj))  # the entry, without a method call when it exists
         if t is list:
+            found = Abox._entries.get(id(obj))  # the entry, without a method call when it exists
             i = idx + kind if idx < 0 else idx
             entry = Abox.list_entry(obj, kind) if found is None else found[1]
             prev = entry[i]
             entry[i] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
             return adj
         if t is dict:
+            found = Abox._entries.get(id(obj))
             entry = Abox.map_entry(obj) if found is None else found[1]
             prev = entry.get(idx, Z)
             entry[idx] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
