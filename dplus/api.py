@@ -187,8 +187,23 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple
 
 
 def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
-    def gradient(*args: Any) -> tuple:
-        return _gradient_outermost(fplus, sensitivity, args)
+    fused = getattr(fplus, "__dplus_fused__", None) if sensitivity is _DEFAULT_SENSITIVITY else None
+    if fused is None:
+        def gradient(*args: Any) -> tuple:
+            return _gradient_outermost(fplus, sensitivity, args)
+    else:
+        def gradient(*args: Any) -> tuple:
+            # a formula on floats: forward and reverse in one generated function
+            # (reverse.FunctionBuilder.fused_gradient); None sends it the general way
+            if not _depth[0]:
+                for a in args:
+                    if type(a) is not float:
+                        break
+                else:
+                    out = fused(*args)
+                    if out is not None:
+                        return out
+            return _gradient_outermost(fplus, sensitivity, args)
 
     _mark_derived(gradient, "grad", f, sensitivity)
     return gradient

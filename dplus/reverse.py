@@ -419,10 +419,55 @@ class FunctionBuilder:
                                body=body, decorator_list=[], returns=None, type_comment=None)
         fdef.dp_simple = simple or only_varargs
         fdef.dp_by_value = free_by_value
+        fdef.dp_fused = self.fused_gradient(params) if simple and self.top_level else None
         fdef.lineno = fdef.end_lineno = ir.lineno
         fdef.col_offset = fdef.end_col_offset = 0
         if self.top_level:  # one pass over the whole tree, nested plus-functions included
             _locate(fdef, ir.lineno)
+        return fdef
+
+    def fused_gradient(self, params: list[str]) -> ast.FunctionDef | None:
+        """``grad``'s whole computation in one function, for a body that is one float fast
+        segment: the segment's forward, then at once its reverse from the sensitivity 1.0,
+        returning the parameters' sensitivities (``None`` when a guard fails, or the result
+        is not a float: the caller then takes the general way, which computes the same).
+
+        A small formula then costs no record, closure, ``ProcResult`` or boundary fold. The
+        segment is only arithmetic and inline-able calls on numbers, so running it again on
+        the general way repeats no effect. Only for the outermost ``grad`` with float
+        arguments and the default sensitivity (``api._make_gradient`` decides).
+        """
+        ir = self.ir
+        if not (self.straight and not self.nestable and not self.boxed and not ir.outer_boxed
+                and len(self.segment_log) == 1 and isinstance(self.segment_log[0], FastParts)
+                and all(isinstance(st, ast.Assign) for st in ir.body)):
+            return None
+        parts = self.segment_log[0]
+        ret = [c.value.id for c in parts.copy_back if c.targets[0].id == ir.retval]
+        if parts.lead or len(ret) != 1:
+            return None
+        flt, typ = self.helper(float, "float"), self.helper(type, "type")
+        adjoints = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in params})
+        reverse = [
+            ast.Assign(targets=[S(a) for a in adjoints], value=N(self.Z)),
+            assign(self.adj(ir.retval), C(1.0)),
+            *[clone(x) for x in parts.rev],
+            ast.Return(value=tuple_([
+                ast.IfExp(test=ast.Compare(left=N(self.adj(p)), ops=[ast.Is()], comparators=[N(self.Z)]),
+                          body=C(0.0), orelse=N(self.adj(p))) for p in params])),
+        ]
+        is_float = ast.Compare(left=call(typ, N(ret[0])), ops=[ast.Is()], comparators=[flt])
+        body = [ast.If(test=clone(parts.guard), body=[clone(x) for x in parts.fwd] + [ast.If(test=is_float, body=reverse, orelse=[])],
+                       orelse=[]),
+                ast.Return(value=C(None))]
+        fdef = ast.FunctionDef(
+            name=f"{ir.name}__grad",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None, kwonlyargs=[],
+                               kw_defaults=[], kwarg=None, defaults=[]),
+            body=body, decorator_list=[], returns=None, type_comment=None)
+        fdef.lineno = fdef.end_lineno = ir.lineno
+        fdef.col_offset = fdef.end_col_offset = 0
+        _locate(fdef, ir.lineno)
         return fdef
 
     def by_value_freevars(self) -> tuple[str, ...]:

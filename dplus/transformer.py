@@ -49,6 +49,7 @@ class Compiled:
     codes: dict[str, types.CodeType]  # every generated plus-function's code by (unique) name
     filename: str = ""
     plus_def: Any = None  # the generated tree, only when asked for (large trees slow the GC)
+    fused: types.CodeType | None = None  # grad in one function, for a one-segment float body
     _text: str | None = None
 
     @property
@@ -56,6 +57,10 @@ class Compiled:
         if self._text is None:
             tree = self.plus_def if self.plus_def is not None else _compile(self.origin, self.nestable, keep_tree=True).plus_def
             self._text = _readable(tree, self.filename)
+            fused = getattr(tree, "dp_fused", None)
+            if fused is not None:
+                self._text += ("\n\n# grad(f) on floats, forward and reverse in one function (None: the general way)\n"
+                               + _readable(fused, self.filename).split("\n", 1)[1])
         return self._text
 
 
@@ -112,13 +117,16 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
     fn.__dplus_source__ = f
+    if compiled.fused is not None:
+        fn.__dplus_fused__ = types.FunctionType(compiled.fused, f.__globals__, compiled.fused.co_name, None,
+                                                _closure_for(compiled, f, compiled.fused))
     return fn
 
 
-def _closure_for(compiled: Compiled, f: types.FunctionType) -> tuple:
+def _closure_for(compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None) -> tuple:
     user_cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
     cells = []
-    for name in compiled.code.co_freevars:
+    for name in (code or compiled.code).co_freevars:
         if name in user_cells:
             cells.append(user_cells[name])
         elif name in compiled.helper_cells:
@@ -184,12 +192,14 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
                                    prefix=prefix, const_names=consts)
     by_value = _unique_plus_names(plus_def)
+    fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
     factory = ast.FunctionDef(
         name=prefix + "factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in list(helpers.values) + user_free], vararg=None,
                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[plus_def, ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
+        body=[plus_def] + ([fused_def] if fused_def is not None else [])
+        + [ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
@@ -216,13 +226,15 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
         raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{ast.unparse(plus_def)}") from e
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
+    fused_code = None if fused_def is None else next(
+        c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fused_def.name)
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
     remember_guards(guards, helper_cells)
     COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
     return Compiled(plus_code, helper_cells, f, nestable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
-                    codes, src.filename, plus_def if keep_tree else None)
+                    codes, src.filename, plus_def if keep_tree else None, fused_code)
 
 
 _NEST_COUNTER = [0]

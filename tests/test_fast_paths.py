@@ -834,3 +834,80 @@ def test_loop_invariants_are_recorded_once_and_only_when_read(xs):
     assert fast[1] is general[1] is None
     n = len(xs)
     close(fast[0], [2.0 * 2.0 ** (n - 1 - i) for i in range(n)])
+
+
+# --------------------------------------------------------------------------
+# a body that is one float segment: grad runs forward and reverse in one function
+
+
+def formula(x, y, z):
+    a = math.sin(x) * y + x / (1.0 + y * y)
+    b = math.exp(-z * z) * a - math.sqrt(1.0 + x * x)
+    return a * b + z ** 3 - 2.0 * x * z
+
+
+def ignores_y(x, y):
+    return x * x * 3.0
+
+
+def may_turn_complex(x, p):
+    return x ** p
+
+
+@dplus.define_dplus
+def square(x):
+    return x * x
+
+
+def not_one_segment(x, y):
+    return square(x + y) * x  # an inlined call behind its guard: not one segment
+
+
+def _fused(f):
+    from dplus.transformer import plus_function_for
+
+    return getattr(plus_function_for(f), "__dplus_fused__", None)
+
+
+def _fd(f, args, i, h=1e-6):
+    lo, hi = list(args), list(args)
+    lo[i] -= h
+    hi[i] += h
+    return (f(*hi) - f(*lo)) / (2 * h)
+
+
+@SETTINGS
+@given(floats, st.floats(0.1, 3.0), floats)
+def test_one_segment_grad_agrees_with_the_general_path_and_finite_differences(x, y, z):
+    assert _fused(formula) is not None and _fused(ignores_y) is not None
+    fast, general = both_ways(formula, x, y, z)
+    assert all(type(v) is float for v in fast)
+    close(fast, general)
+    explicit = dplus.grad(formula, sensitivity=float("1.0"))(x, y, z)  # the ProcResult way, fast segment
+    close(fast, explicit)
+    for i in range(3):
+        assert math.isclose(fast[i], _fd(formula, (x, y, z), i), rel_tol=1e-5, abs_tol=1e-5)
+    assert dplus.grad(ignores_y)(x, y) == (6.0 * x, 0.0)  # an unused float argument: 0.0, as on the general way
+
+
+def test_one_segment_grad_falls_back_where_its_guard_or_result_is_not_floats():
+    fused = _fused(may_turn_complex)
+    assert fused is not None
+    assert fused(-2.0, 0.5) is None  # a complex result: the general way answers
+    assert dplus.grad(may_turn_complex)(-2.0, 0.5) == both_ways(may_turn_complex, -2.0, 0.5)[1]
+    assert dplus.grad(may_turn_complex)(2.0, 3.0) == both_ways(may_turn_complex, 2.0, 3.0)[1]
+    # ints (not floats) and objects skip it; the general way keeps their kinds
+    fast, general = both_ways(formula, 1, 2, 0)
+    assert fast == general
+    assert dplus.grad(product_through_copy)(Scaled(2.0), 3.0) == both_ways(product_through_copy, Scaled(2.0), 3.0)[1]
+    assert _fused(not_one_segment) is None and _fused(dot) is None
+    fast, general = both_ways(not_one_segment, 0.3, 1.2)
+    close(fast, general)
+    with general_paths_only():
+        assert _fused(formula) is None
+
+
+def test_one_segment_grad_is_shown_and_is_not_used_when_differentiated_again():
+    assert "def formula__grad(x, y, z):" in dplus.show(formula)
+    d2 = dplus.grad(lambda x: dplus.grad(ignores_y)(x, 1.0)[0])(0.7)
+    assert d2 == (6.0,)
