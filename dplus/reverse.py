@@ -166,6 +166,10 @@ def _is_atom(e: ast.AST | None) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
 
 
+def _is_name(e: ast.AST, name: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == name
+
+
 def _names_read(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
@@ -1392,6 +1396,20 @@ class FunctionBuilder:
                           if isinstance(node, ast.Assign) for t in node.targets)
         if inv:
             rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
+        columns = self.item_columns(s, body, A_t)
+        if columns is not None:
+            # the items' sensitivities collected as columns, one list per tuple position: the
+            # zip or enumerate backprop takes them as they are, with no rows to transpose
+            at, parts = columns
+            cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
+            body[at:at + 1] = [ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None]
+            for c in cols:
+                if c is not None:
+                    rev += [assign(c, ast.List(elts=[], ctx=ast.Load())), assign(c + "_append", attr(c, "append"))]
+            rev.append(ast.For(target=loop_target, iter=source, body=body, orelse=[], type_comment=None))
+            listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
+            rev.append(self.hand_back(rec_it, itv, call(self.rt("route_columns"), N(itv), N(route), N(nf), listed, N(ABOX))))
+            return fwd, rev
         backwards = self.namer.fresh("prefix_route")
         if gives_items:
             body += [ast.Expr(call(attr(backwards, "append"), N(A_t))), assign(A_t, N(self.Z))]
@@ -1403,6 +1421,26 @@ class FunctionBuilder:
                                                       ctx=ast.Store())], value=N(backwards))]
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
+
+    def item_columns(self, s: ast.For, rev: list[ast.stmt], A_t: str) -> tuple[int, list[ast.expr]] | None:
+        """``(position, parts)`` when a fast loop body's reverse gives the item its sensitivity
+        in one statement ``A_t = (parts...)`` at its top level and reads ``A_t`` nowhere else,
+        and the items are tuples of a fresh list of the builtin ``zip`` or ``enumerate`` (whose
+        sensitivity only that builtin's backprop reads)."""
+        if not (getattr(s, "dp_fresh_iter", False) and getattr(s, "dp_tuple_items", False)):
+            return None
+        found = None
+        for pos, st in enumerate(rev):
+            mentions = any(_is_name(n, A_t) for n in ast.walk(st))
+            if not mentions:
+                continue
+            if found is not None or not (isinstance(st, ast.Assign) and len(st.targets) == 1
+                                         and _is_name(st.targets[0], A_t) and isinstance(st.value, ast.Tuple)
+                                         and st.value.elts
+                                         and not any(_is_name(n, A_t) for n in ast.walk(st.value))):
+                return None
+            found = (pos, list(st.value.elts))
+        return found
 
     def may_mutate(self, body: list[ast.stmt]) -> bool:
         """Whether running ``body`` may change a list: a store or delete into a subscript or

@@ -310,6 +310,21 @@ def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     return gen_zero
 
 
+class ItemColumns:
+    """The element sensitivities of a fresh list of tuples made by ``zip`` or ``enumerate``,
+    held as columns: ``cols[j]`` lists every item's ``j``-th part (``None``: all zero).
+
+    Only the reverse of a fast loop over such a list puts one in ``Abox``
+    (``runtime_ops.route_columns``), and only the backprop of the builtin that made the
+    list reads it (``primitives._iterables.columns``): no user code can reach the list.
+    """
+
+    __slots__ = ("cols",)
+
+    def __init__(self, cols: list) -> None:
+        self.cols = cols
+
+
 class Snapshot:
     """The layout a mutable argument had when a differentiated function was called.
 

@@ -37,7 +37,7 @@ from .errors import NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
+from .runtime import CellKey, ItemColumns, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -270,6 +270,25 @@ def route_result(route: Any) -> Any:
 def prefix_reversed(items: Any, n: int) -> Any:
     """The first ``n`` of ``items`` (a list or tuple), last first."""
     return reversed(items) if n == len(items) else reversed(items[:n])
+
+
+def route_columns(itv: list, sens: list, nf: int, cols: list, Abox: BoxSensitivities) -> Any:
+    """:func:`route_all` for a loop over a fresh list of tuples (``zip``, ``enumerate``)
+    whose first ``nf`` iterations' item sensitivities were collected as columns, last
+    iteration first (``None``: a column of zeros); ``sens`` holds the later iterations'.
+
+    When every iteration took the fast way, the columns become the list's entry as they are
+    (an :class:`ItemColumns`, which the builtin's backprop reads without transposing).
+    """
+    for c in cols:
+        if c is not None:
+            c.reverse()
+    if nf == len(sens) == len(itv) and Abox.get(itv) is Z:
+        Abox[itv] = ItemColumns(cols)
+        return Z
+    full = [[Z] * nf if c is None else c for c in cols]
+    sens[:nf] = zip(*full)
+    return route_all(itv, sens, Abox)
 
 
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:

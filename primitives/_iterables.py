@@ -35,7 +35,7 @@ from dplus.linear import (
 from dplus.closures import is_plus_function
 from dplus.registry import is_registered_transform, lookup_transform, primal_of_transform
 from dplus.rules import inline_rule_for
-from dplus.runtime import accumulate, handover
+from dplus.runtime import ItemColumns, accumulate, handover
 
 __all__ = [
     "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
@@ -228,6 +228,8 @@ def columns(rows: Any, m: int) -> tuple:
     Linear, with :func:`rows_of` as its transpose (both have rules, so rules' backprops
     that use them can be differentiated again).
     """
+    if type(rows) is ItemColumns:  # from the reverse of a fast loop: columns already
+        return tuple(rows.cols)
     if not rows:
         return ((),) * m
     kinds = set(map(type, rows))

@@ -60,7 +60,7 @@ from dplus.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
-from dplus.runtime import as_plain_callable, lift
+from dplus.runtime import ItemColumns, as_plain_callable, lift
 
 from ._iterables import (
     LIST,
@@ -481,7 +481,7 @@ def enumerate_plus(*args: Any, **kwargs: Any) -> ProcResult:
         so = out_sens(out, A, Abox)
         if so is None:
             return _zeros(args, kwargs)
-        el = [items_of(sk, 2)[1] for sk in so]
+        el = so.cols[1] if type(so) is ItemColumns else [items_of(sk, 2)[1] for sk in so]
         res = ((), s.sens(el, Abox)) + (gen_zero,) * (len(args) - 1)
         return res + ({k: gen_zero for k in kwargs},) if kwargs else res
 

@@ -214,11 +214,13 @@ def test_loops_over_lists_hand_sensitivities_back_once():
     from dplus.transformer import compile_function
 
     assert "_dp_route_all" in compile_function(loop_over_list).source
-    assert "_dp_route_all" in compile_function(loop_over_rows).source
+    rows = compile_function(loop_over_rows).source
+    assert "_dp_route_columns" in rows  # its inner loop, over a zip
     # the body writes into a list: each element's sensitivity goes back in its iteration
     assert ".back(" in compile_function(loop_writing_the_list_it_iterates).source
-    # a fresh list from zip may be written by nothing else
-    assert "_dp_route_all" in compile_function(dot).source
+    # a fresh list from zip may be written by nothing else; its items' sensitivities
+    # are collected as columns
+    assert "_dp_route_columns" in compile_function(dot).source
 
 
 # --------------------------------------------------------------------------
@@ -911,3 +913,51 @@ def test_one_segment_grad_is_shown_and_is_not_used_when_differentiated_again():
     assert "def formula__grad(x, y, z):" in dplus.show(formula)
     d2 = dplus.grad(lambda x: dplus.grad(ignores_y)(x, 1.0)[0])(0.7)
     assert d2 == (6.0,)
+
+
+# --------------------------------------------------------------------------
+# a fast loop over zip or enumerate collects its items' sensitivities as columns
+
+
+def zip_three(xs, ys, zs):
+    s = 0.0
+    for x, y, z in zip(xs, ys, zs):
+        s = s + x * y - z * x
+    return s
+
+
+def zip_second_unused(xs, ys):
+    s = 0.0
+    for x, y in zip(xs, ys):
+        s = s + x * x
+    return s
+
+
+def enumerate_index_unused(xs, c):
+    s = 0.0
+    for i, x in enumerate(xs):
+        s = s * c + x
+    return s
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=6), extra=st.integers(0, 3), c=floats, data=st.data())
+def test_item_columns_agree_with_the_general_path_and_exact_values(xs, extra, c, data):
+    for f in (zip_three, zip_second_unused, enumerate_index_unused):
+        assert "_dp_route_columns(" in dplus.show(f)
+    n = len(xs)
+    ys = data.draw(st.lists(floats, min_size=n + extra, max_size=n + extra))  # longer: zip stops at xs
+    zs = data.draw(st.lists(floats, min_size=n, max_size=n))
+    fast, general = both_ways(zip_three, list(xs), list(ys), list(zs))
+    close(fast, general)
+    close(fast, ([y - z for y, z in zip(ys, zs)], [*xs, *[0.0] * extra], [-x for x in xs]))
+    fast, general = both_ways(zip_second_unused, list(xs), list(ys))
+    close(fast, general)
+    close(fast, ([2.0 * x for x in xs], [0.0] * len(ys)))
+    fast, general = both_ways(enumerate_index_unused, list(xs), c)
+    close(fast, general)
+    close(fast[0], [c ** (n - 1 - i) for i in range(n)])
+    # a guard failing part-way: the fast iterations' columns become rows again
+    at = set(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=2))) if xs else set()
+    fast, general = both_ways(zip_three, _with_objects(xs, at), list(ys), list(zs))
+    close(fast, general)
