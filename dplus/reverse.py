@@ -19,6 +19,7 @@ from typing import Any, Callable
 import attrs
 
 from .normalize import IRFunction, Namer
+from .peephole import simplify_reverse
 from .rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
 
@@ -812,6 +813,9 @@ class FunctionBuilder:
                         saved.append(used)
                 acc.add(o.id, expr)
         acc.finish()
+        persistent = set(self.adjoint_names.values())
+        rev[:] = simplify_reverse(rev, {t.id for st in rev for t in getattr(st, "targets", ())
+                                        if isinstance(t, ast.Name) and t.id not in persistent})
         if number_guarded:
             guards.insert(0, self.number_guard(number_guarded))
         guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
