@@ -171,6 +171,25 @@ def _is_name(e: ast.AST, name: str) -> bool:
     return isinstance(e, ast.Name) and e.id == name
 
 
+def _propagated_reads(st: ast.stmt) -> set[str]:
+    """The names whose values a statement of reverse code carries into its result: all it
+    reads, except the target's own value where the statement only adds to it."""
+    target = st.targets[0].id if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+        isinstance(st.targets[0], ast.Name) else None
+    v = getattr(st, "value", None) if target is not None else None
+    if isinstance(v, ast.IfExp) and isinstance(v.test, ast.Compare) and _is_name(v.test.left, target) \
+            and isinstance(v.orelse, ast.BinOp) and isinstance(v.orelse.op, ast.Add) and _is_name(v.orelse.left, target):
+        parts: list[ast.AST] = [v.test.comparators[0], v.body, v.orelse.right]  # a = c if a is Z else a + c
+    elif isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add) and _is_name(v.left, target):
+        parts = [v.right]  # a = a + c
+    else:
+        parts = [st]
+    reads = {n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if parts[0] is not st and target in reads:  # c reads a itself: a propagates
+        reads.add(target)
+    return reads
+
+
 def _names_read(node: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
@@ -1375,11 +1394,13 @@ class FunctionBuilder:
         total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
         rev_body = list(br) + [self.routed(A_t, ast.Assign(
             targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)))]
+        make_route = assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total))
         rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else []) + ([inv] if inv else [])) + [
-            assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total)),
-            ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
-                                            ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)), C(-1)),
-                    body=rev_body, orelse=[], type_comment=None),
+            make_route,
+            ast.If(test=N(n), body=[  # (usually none: every iteration took the fast way)
+                ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
+                                                ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)), C(-1)),
+                        body=rev_body, orelse=[], type_comment=None)], orelse=[]),
         ]
         items = call(self.rt("prefix_reversed"), N(itv), N(nf))
         column = call(self.helper(reversed, "reversed"), N(col)) if col else None
@@ -1405,26 +1426,50 @@ class FunctionBuilder:
             # the items' sensitivities collected as columns, one list per tuple position: the
             # zip or enumerate backprop takes them as they are, with no rows to transpose
             at, parts = columns
+            make_route.value = ast.IfExp(test=N(n), body=make_route.value, orelse=C(None))  # None: no general iteration
             cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
             body[at:at + 1] = [ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None]
             for c in cols:
                 if c is not None:
                     rev += [assign(c, ast.List(elts=[], ctx=ast.Load())), assign(c + "_append", attr(c, "append"))]
-            rev.append(ast.For(target=loop_target, iter=source, body=body, orelse=[], type_comment=None))
+            loop = ast.For(target=loop_target, iter=source, body=body, orelse=[], type_comment=None)
+            rev.append(self.unless_zero(body, [loop], [ast.Assign(targets=[S(c) for c in cols if c is not None],
+                                                                   value=C(None))] if any(cols) else []))
             listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
             rev.append(self.hand_back(rec_it, itv, call(self.rt("route_columns"), N(itv), N(route), N(nf), listed, N(ABOX))))
             return fwd, rev
         backwards = self.namer.fresh("prefix_route")
+        prefix: list[ast.stmt] = []
         if gives_items:
             body += [ast.Expr(call(attr(backwards, "append"), N(A_t))), assign(A_t, N(self.Z))]
-            rev.append(assign(backwards, ast.List(elts=[], ctx=ast.Load())))
-        rev.append(ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None))
+            prefix.append(assign(backwards, ast.List(elts=[], ctx=ast.Load())))
+        prefix.append(ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None))
         if gives_items:
-            rev += [ast.Expr(call(attr(backwards, "reverse"))),
-                    ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
-                                                      ctx=ast.Store())], value=N(backwards))]
+            prefix += [ast.Expr(call(attr(backwards, "reverse"))),
+                       ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
+                                                         ctx=ast.Store())], value=N(backwards))]
+        rev.append(self.unless_zero(body, prefix, []))
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
+
+    def unless_zero(self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]) -> ast.stmt:
+        """``run`` behind a test that an adjoint the fast loop body ``body`` propagates is not
+        zero: reverse code is linear in those adjoints, so when all are zero where the loop's
+        reverse starts, every iteration's contributions are zero and the loop is skipped (a
+        dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
+        ``a = c if a is Z else a + c``) propagates nothing."""
+        persistent = set(self.adjoint_names.values())
+        flowing: list[str] = []
+        for st in body:
+            for read in _propagated_reads(st):
+                if read in persistent and read not in flowing:
+                    flowing.append(read)
+        if not flowing:
+            return ast.If(test=C(True), body=run, orelse=[]) if len(run) != 1 else run[0]
+        test = ast.BoolOp(op=ast.Or(), values=[ast.Compare(left=N(a), ops=[ast.IsNot()], comparators=[N(self.Z)])
+                                               for a in flowing]) if len(flowing) > 1 else \
+            ast.Compare(left=N(flowing[0]), ops=[ast.IsNot()], comparators=[N(self.Z)])
+        return ast.If(test=test, body=run, orelse=otherwise)
 
     def item_columns(self, s: ast.For, rev: list[ast.stmt], A_t: str) -> tuple[int, list[ast.expr]] | None:
         """``(position, parts)`` when a fast loop body's reverse gives the item its sensitivity
@@ -1779,6 +1824,9 @@ class _AdjointAccumulator:
             ast.Compare(left=call(self.b.helper(type, "type"), clone(val)), ops=[ast.Is()], comparators=[flt]),
             ast.Compare(left=call(self.b.helper(type, "type"), clone(contrib)), ops=[ast.Is()], comparators=[clone(flt)])])
         inline = clone(contrib) if current is None else ast.BinOp(left=N(current), op=ast.Add(), right=clone(contrib))
+        # a zero sensitivity changes nothing (a list's, handed to its entry already): no call
+        unchanged = ast.Compare(left=clone(contrib), ops=[ast.Is()], comparators=[N(self.b.Z)])
+        general = ast.IfExp(test=unchanged, body=N(current or self.b.Z), orelse=general)
         self.out.append(assign(target, ast.IfExp(test=test, body=inline, orelse=general)))
 
     def update(self, ssa_name: str, new: Callable[[ast.expr], ast.expr]) -> None:

@@ -149,6 +149,7 @@ _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 _TUPLES = frozenset({tuple})
 _ADDABLE = frozenset({float, int, type(gen_zero)})  # entries a float adds to with +
+_ZEROS = frozenset({type(gen_zero)})
 _chain = itertools.chain.from_iterable
 
 
@@ -371,7 +372,7 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
             snap.content = "float tuples"
         elif isinstance(v, list):
-            snap.items = [snapshot(e, _memo) for e in v]
+            snap.items = _snapshot_items(v, _memo)
         elif isinstance(v, dict):
             snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
         elif t is Box:
@@ -386,6 +387,23 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
                 return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
         return v
     return v
+
+
+def _snapshot_items(v: list, memo: dict) -> list:
+    """The snapshots of a list's elements; rows that hold only floats (a matrix as a list of
+    lists) are copied here, with no call per row."""
+    items: list = []
+    append = items.append
+    for e in v:
+        if type(e) is list:
+            k = id(e)
+            snap = memo.get(k)
+            if snap is None and _FLOATS.issuperset(map(type, e)):
+                snap = memo[k] = Snapshot(e, e[:], "floats")
+            append(snap if snap is not None else snapshot(e, memo))
+        else:
+            append(snapshot(e, memo))
+    return items
 
 
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
@@ -474,6 +492,10 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
             out = entry[:]
             _memo[key] = out
             return out
+        if base is None and entry is gen_zero and snap.content == "floats":
+            out = [0.0] * len(items)  # floats that received no sensitivity
+            _memo[key] = out
+            return out
         if base is None and type(entry) is list and len(entry) == len(items) and (
                 snap.content == "floats"):
             # the common case, a list of floats: their sensitivities are the entry's
@@ -501,6 +523,25 @@ def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict
     """Element by element: the given sensitivities plus the list's ``Abox`` entry."""
     out: list = []
     memo[key] = out
+    if base is None and (entry is gen_zero or len(entry) == len(items) and _ZEROS.issuperset(map(type, entry))):
+        # no sensitivity for the list itself (the usual case for a list of lists: each row's
+        # is in the row's own entry): rows of floats with float entries are copied at once
+        entries = Abox._entries if Abox is not None else {}
+        append = out.append
+        for e in items:
+            if type(e) is Snapshot and e.content == "floats":
+                r = memo.get(id(e))
+                if r is None:
+                    found = entries.get(id(e.obj))
+                    row = found[1] if found is not None else None
+                    if type(row) is list and len(row) == len(e.items) and _FLOATS.issuperset(map(type, row)):
+                        r = memo[id(e)] = row[:]
+                    else:
+                        r = _fold_snapshot(e, gen_zero, Abox, memo)
+                append(r)
+            else:
+                append(fold(e, gen_zero, Abox, memo))
+        return out
     for i, e in enumerate(items):
         si = gen_zero if base is None else base[i]
         if entry is not gen_zero and i < len(entry):

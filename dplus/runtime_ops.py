@@ -272,10 +272,11 @@ def prefix_reversed(items: Any, n: int) -> Any:
     return reversed(items) if n == len(items) else reversed(items[:n])
 
 
-def route_columns(itv: list, sens: list, nf: int, cols: list, Abox: BoxSensitivities) -> Any:
+def route_columns(itv: list, sens: list | None, nf: int, cols: list, Abox: BoxSensitivities) -> Any:
     """:func:`route_all` for a loop over a fresh list of tuples (``zip``, ``enumerate``)
     whose first ``nf`` iterations' item sensitivities were collected as columns, last
-    iteration first (``None``: a column of zeros); ``sens`` holds the later iterations'.
+    iteration first (``None``: a column of zeros); ``sens`` holds the later iterations'
+    (``None``: there were none).
 
     When every iteration took the fast way, the columns become the list's entry as they are
     (an :class:`ItemColumns`, which the builtin's backprop reads without transposing).
@@ -283,9 +284,11 @@ def route_columns(itv: list, sens: list, nf: int, cols: list, Abox: BoxSensitivi
     for c in cols:
         if c is not None:
             c.reverse()
-    if nf == len(sens) == len(itv) and Abox.get(itv) is Z:
-        Abox[itv] = ItemColumns(cols)
-        return Z
+    if sens is None:
+        if nf == len(itv) and Abox.get(itv) is Z:
+            Abox[itv] = ItemColumns(cols)
+            return Z
+        sens = [Z] * nf
     full = [[Z] * nf if c is None else c for c in cols]
     sens[:nf] = zip(*full)
     return route_all(itv, sens, Abox)

@@ -440,6 +440,8 @@ def _iterable_name(j: int) -> str:
 
 
 def zip_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
+    if iterables and not kwargs and _LISTS.issuperset(map(type, iterables)):
+        return _zip_lists(iterables)
     if kwargs and any(k != "strict" for k in kwargs):
         zip(*iterables, **kwargs)  # raises
     seqs = [lazy_seq(x, "zip", _iterable_name(j)) for j, x in enumerate(iterables)]
@@ -457,6 +459,32 @@ def zip_plus(*iterables: Any, **kwargs: Any) -> ProcResult:
         return res + ({k: gen_zero for k in kwargs},) if kwargs else res
 
     return ProcResult(out, zip_backprop)
+
+
+_LISTS = frozenset({list})
+
+
+def _zip_lists(lists: tuple) -> ProcResult:
+    """``zip_plus`` of lists only, the common case: the lengths at the call are all the
+    backprop needs of them."""
+    out = list(zip(*lists))
+    lengths = list(map(len, lists))
+
+    def zip_lists_backprop(A: Any, Abox: Any) -> tuple:
+        so = out_sens(out, A, ensure_abox(Abox))
+        if so is None:
+            return ((),) + (gen_zero,) * len(lists)
+        res: list = [()]
+        for n, col in zip(lengths, columns(so, len(lists))):
+            if col is None:  # (a column of an ItemColumns that is all zero)
+                res.append(gen_zero)
+            elif len(col) < n:  # zip stopped at a shorter list: the rest get zero
+                res.append(list(col) + [gen_zero] * (n - len(col)))
+            else:
+                res.append(col if type(col) is list else list(col))
+        return tuple(res)
+
+    return ProcResult(out, zip_lists_backprop)
 
 
 register_primitive(
