@@ -11,7 +11,7 @@ from .linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
 from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
-from .runtime import fold, is_tracked_mutable, snapshot
+from .runtime import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -132,9 +132,15 @@ def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
                 break
         else:
             return sens  # numbers in, numbers out: nothing to fold
-    return tuple(
-        s if type(a) is float and type(s) is float else fold(a, s, Abox) for a, s in zip(args, sens)
-    )
+    out = []
+    for a, s in zip(args, sens):
+        if type(a) is float and type(s) is float:
+            out.append(s)
+        elif type(a) is Snapshot and a.content == "floats" and s is gen_zero and (r := fold_float_list(a, Abox)) is not None:
+            out.append(r)  # a list of floats: its entry's floats
+        else:
+            out.append(fold(a, s, Abox))
+    return tuple(out)
 
 
 _DEFAULT_SENSITIVITY = float("1.0")

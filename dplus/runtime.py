@@ -355,6 +355,9 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
                 break
         else:
             return v  # the common case: numbers only
+        if _memo is None:  # the arguments of a call: numbers and lists of floats at once
+            _memo = {}
+            return tuple([_snapshot_element(e, _memo) for e in v])
     if _memo is None:
         _memo = {}
     key = id(v)
@@ -389,21 +392,24 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     return v
 
 
+def _snapshot_element(e: Any, memo: dict) -> Any:
+    """:func:`snapshot` of an element: numbers and lists of floats (a vector, a matrix's
+    row) without the general steps."""
+    te = type(e)
+    if te is float or te is int:
+        return e
+    if te is list:
+        snap = memo.get(id(e))
+        if snap is None and _FLOATS.issuperset(map(type, e)):
+            snap = memo[id(e)] = Snapshot(e, e[:], "floats")
+        if snap is not None:
+            return snap
+    return snapshot(e, memo)
+
+
 def _snapshot_items(v: list, memo: dict) -> list:
-    """The snapshots of a list's elements; rows that hold only floats (a matrix as a list of
-    lists) are copied here, with no call per row."""
-    items: list = []
-    append = items.append
-    for e in v:
-        if type(e) is list:
-            k = id(e)
-            snap = memo.get(k)
-            if snap is None and _FLOATS.issuperset(map(type, e)):
-                snap = memo[k] = Snapshot(e, e[:], "floats")
-            append(snap if snap is not None else snapshot(e, memo))
-        else:
-            append(snapshot(e, memo))
-    return items
+    """The snapshots of a list's elements (a matrix's rows: no general steps per row)."""
+    return [_snapshot_element(e, memo) for e in v]
 
 
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
@@ -476,6 +482,18 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
     return coerce_zero(s, v)
 
 
+def fold_float_list(snap: Snapshot, Abox: BoxSensitivities | None) -> list | None:
+    """The fold of a list that held only floats and has no sensitivity but its ``Abox``
+    entry: its entry's floats, or zeros when it has none (``None``: fold it the general way)."""
+    found = Abox._entries.get(id(snap.obj)) if Abox is not None else None
+    if found is None:
+        return [0.0] * len(snap.items)  # it received no sensitivity
+    entry = found[1]
+    if type(entry) is list and len(entry) == len(snap.items) and _FLOATS.issuperset(map(type, entry)):
+        return entry[:]  # one C-level pass to check, one to copy
+    return None
+
+
 def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo: dict) -> Any:
     v = snap.obj
     key = id(snap)
@@ -492,16 +510,11 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
             out = entry[:]
             _memo[key] = out
             return out
-        if base is None and entry is gen_zero and snap.content == "floats":
-            out = [0.0] * len(items)  # floats that received no sensitivity
-            _memo[key] = out
-            return out
-        if base is None and type(entry) is list and len(entry) == len(items) and (
-                snap.content == "floats"):
+        if base is None and snap.content == "floats" and (entry is gen_zero or type(entry) is list
+                                                          and len(entry) == len(items)):
             # the common case, a list of floats: their sensitivities are the entry's
-            if _FLOATS.issuperset(map(type, entry)):
-                out = entry[:]  # one C-level pass to check, one to copy
-            else:
+            out = fold_float_list(snap, Abox)
+            if out is None:
                 out = [0.0 if e is gen_zero or e is None else e for e in entry]
             _memo[key] = out
             return out
@@ -526,18 +539,13 @@ def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict
     if base is None and (entry is gen_zero or len(entry) == len(items) and _ZEROS.issuperset(map(type, entry))):
         # no sensitivity for the list itself (the usual case for a list of lists: each row's
         # is in the row's own entry): rows of floats with float entries are copied at once
-        entries = Abox._entries if Abox is not None else {}
         append = out.append
         for e in items:
             if type(e) is Snapshot and e.content == "floats":
                 r = memo.get(id(e))
                 if r is None:
-                    found = entries.get(id(e.obj))
-                    row = found[1] if found is not None else None
-                    if type(row) is list and len(row) == len(e.items) and _FLOATS.issuperset(map(type, row)):
-                        r = memo[id(e)] = row[:]
-                    else:
-                        r = _fold_snapshot(e, gen_zero, Abox, memo)
+                    r = fold_float_list(e, Abox)
+                    r = _fold_snapshot(e, gen_zero, Abox, memo) if r is None else memo.setdefault(id(e), r)
                 append(r)
             else:
                 append(fold(e, gen_zero, Abox, memo))

@@ -20,7 +20,7 @@ def programs(draw):
     lines = []
     assigned = set()
     for _ in range(draw(st.integers(1, 10))):
-        kind = draw(st.sampled_from(["copy", "reset", "binop"]))
+        kind = draw(st.sampled_from(["copy", "reset", "binop", "barrier"]))
         avail = NAMES + [t for t in TEMPS if t in assigned] + ["2.0"]
         if kind == "copy":
             target, value = draw(st.sampled_from(NAMES + TEMPS)), draw(st.sampled_from(avail[:-1]))
@@ -31,6 +31,12 @@ def programs(draw):
             target, value = draw(st.sampled_from(NAMES + TEMPS)), f"{a} * {b} + 1.0"
         if target in TEMPS and target in assigned:
             target = draw(st.sampled_from(NAMES))  # temps are assigned once, as the accumulator makes them
+        if kind == "barrier":  # another statement: an if that may assign
+            a, b = draw(st.sampled_from(avail)), draw(st.sampled_from(avail))
+            target = draw(st.sampled_from(NAMES))
+            other = draw(st.sampled_from(NAMES))
+            lines.append(f"if {a} > 0.5:\n    {target} = 2.5\n    {other} = {b} + 1.0")
+            continue
         assigned.add(target)
         lines.append(f"{target} = {value}")
     return "\n".join(lines)
@@ -46,7 +52,7 @@ def run(code: str) -> dict:
 @given(programs())
 def test_simplified_code_leaves_the_same_values(code):
     tree = ast.parse(code)
-    temps = {t.id for s in tree.body for t in s.targets if t.id in TEMPS}
+    temps = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in TEMPS}
     simple = ast.Module(body=simplify_reverse(tree.body, temps), type_ignores=[])
     after = ast.unparse(simple)
     assert run(after) == run(code), (code, after)
@@ -65,6 +71,14 @@ def test_a_round_trip_through_a_temporary_goes():
     assert out == "t2 = A * x\nB = t2"
 
 
-def test_other_statements_leave_the_list_unchanged():
-    body = ast.parse("t1 = A\nif x:\n    B = t1").body
-    assert simplify_reverse(body, {"t1"}) is body
+def test_other_statements_are_barriers():
+    code = "t1 = A\nif x:\n    B = t1\nt2 = B\nif x:\n    B = 1.0\nA = t2"
+    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2"}), type_ignores=[]))
+    assert out == "if x:\n    B = A\nt2 = B\nif x:\n    B = 1.0\nA = t2"  # B is assigned in between
+
+
+def test_a_copy_read_after_its_source_is_assigned_in_a_barrier_stays():
+    code = "t1 = A\nif x > 0.5:\n    A = 2.5\n    B = t1 + 1.0"
+    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1"}), type_ignores=[]))
+    assert out == code
+    assert run(out) == run(code)
