@@ -8,10 +8,12 @@ from its source, differentiating its body in place gives the same derivative, so
 statement ``target = g(args)`` (also ``return g(args)`` and ``g(args)`` alone) becomes::
 
     _a1 = <first argument>; _a2 = ...          # evaluated once, in order, as before
-    if g is <the function g was>:               # the global may be rebound later
-        <g's body, its parameters and locals renamed; its return value into target>
-    else:
-        target = g(_a1, _a2)
+    <g's body, its parameters and locals renamed; its return value into target>
+
+The global ``g`` may be rebound later, so the plus-function tests every inlined name on
+entry (``g is <the function g was>``) and, when one fails, runs the function's transform
+made without inlining instead; it tests them again before it returns, and raises when one
+was rebound while it ran (its forward pass used the old function).
 
 What is inlined, and only that:
 
@@ -27,7 +29,8 @@ What is inlined, and only that:
 - the names it reads from the module are not bound in the caller.
 
 Registering another rule for an inlined function later makes its callers' guards fail
-(:func:`forget`), so they call it, and its new rule, again.
+(:func:`forget`), so they call it, and its new rule, again (through the transform made
+without inlining).
 """
 
 from __future__ import annotations
@@ -154,6 +157,7 @@ class _Inliner:
         self.bound = _bound_names(node) | set(fn.__code__.co_freevars)
         self.taken = _all_names(node) | set(fn.__globals__) | set(dir(builtins))
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
+        self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
 
     def fresh(self, hint: str, keep_underscore: bool = False) -> str:
@@ -237,10 +241,10 @@ class _Inliner:
             body = self.block(body)
         finally:
             self.active.pop()
-        call.args = [_copy(a) for a in temps]
-        guard = ast.Compare(left=ast.Name(id=call.func.id, ctx=ast.Load()), ops=[ast.Is()],
-                            comparators=[ast.Name(id=self.guard_name(fn), ctx=ast.Load())])
-        out.append(ast.copy_location(ast.If(test=guard, body=body, orelse=[st]), st))
+        check = (call.func.id, self.guard_name(fn))
+        if check not in self.checks:
+            self.checks.append(check)
+        out += body
         for new in out:
             ast.fix_missing_locations(new)  # new nodes take their statement's position
         return out
@@ -260,13 +264,14 @@ def _rename(node: Any, names: dict[str, str]) -> Any:
     return new
 
 
-def inline_calls(fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda) -> dict[str, Any]:
+def inline_calls(fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Inline the calls in ``node`` (``fn``'s definition, changed in place) that may be.
 
-    Returns the guard names the new code reads, with the function each stands for.
+    Returns the guard names, with the function each stands for, and the tests the
+    plus-function makes: ``(global name, guard name)``, the global being the guard's function.
     """
     if not isinstance(node, ast.FunctionDef):
-        return {}
+        return {}, []
     inliner = _Inliner(fn, node)
     node.body = inliner.block(node.body)
-    return inliner.guards
+    return inliner.guards, inliner.checks

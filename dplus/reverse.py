@@ -318,6 +318,7 @@ class FunctionBuilder:
         self.const_names: set[str] = set()
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
+        self.inlined: tuple[list[tuple[str, str]], Callable[..., Any]] | None = None
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -438,6 +439,21 @@ class FunctionBuilder:
             body=bp_body, decorator_list=[], returns=None, type_comment=None,
         )
         finish = [assign(PFX + "record", N(TAPE))] if self.nestable else []
+        if self.inlined is not None:
+            checks, fallback = self.inlined
+            if simple:
+                fargs: list[ast.expr] = [N(p) for p in params]
+                fkw: list[ast.keyword] = []
+            elif only_varargs:
+                fargs, fkw = [N(p) for p in params] + [ast.Starred(value=N(args.vararg.arg), ctx=ast.Load())], []
+            else:
+                fargs = [ast.Starred(value=N(PFX + "args"), ctx=ast.Load())]
+                fkw = [ast.keyword(arg=None, value=N(PFX + "kw"))]
+            prologue.insert(0, ast.If(test=self.not_inlined(checks), body=[
+                ast.Return(value=call(self.helper(fallback, "uninlined"), *fargs, keywords=fkw))], orelse=[]))
+            names = C(tuple(g for g, _ in checks))
+            finish.append(ast.If(test=self.not_inlined(checks), body=[
+                ast.Expr(call(self.rt("inline_rebound"), names))], orelse=[]))
         body = prologue + fwd + finish + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
         fdef = ast.FunctionDef(name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus", args=plus_args,
                                body=body, decorator_list=[], returns=None, type_comment=None)
@@ -449,6 +465,11 @@ class FunctionBuilder:
         if self.top_level:  # one pass over the whole tree, nested plus-functions included
             _locate(fdef, ir.lineno)
         return fdef
+
+    def not_inlined(self, checks: list[tuple[str, str]]) -> ast.expr:
+        """True when a global whose calls were inlined is no longer the function inlined."""
+        tests = [ast.Compare(left=N(g), ops=[ast.IsNot()], comparators=[N(guard)]) for g, guard in checks]
+        return ast.BoolOp(op=ast.Or(), values=tests) if len(tests) > 1 else tests[0]
 
     def fused_gradient(self, params: list[str]) -> ast.FunctionDef | None:
         """``grad``'s whole computation in one function, for a body that is one float fast
@@ -484,6 +505,8 @@ class FunctionBuilder:
         body = [ast.If(test=clone(parts.guard), body=[clone(x) for x in parts.fwd] + [ast.If(test=is_float, body=reverse, orelse=[])],
                        orelse=[]),
                 ast.Return(value=C(None))]
+        if self.inlined is not None:  # a rebound global: the general way
+            body.insert(0, ast.If(test=self.not_inlined(self.inlined[0]), body=[ast.Return(value=C(None))], orelse=[]))
         fdef = ast.FunctionDef(
             name=f"{ir.name}__grad",
             args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None, kwonlyargs=[],
@@ -1633,12 +1656,15 @@ class _SSA:
         self.input_reads: dict[str, int] = {}  # reads of names this segment does not define first
         reads: dict[str, int] = {}
         numeric: set[str] = set()  # user variables a fast-path statement defines here
+        copies: set[str] = set()  # names a copy of another name defines here
         for s in seg:
             s2 = clone(s)
             s2.dp_kind = getattr(s, "dp_kind", "general")
             if s2.dp_kind in ("unpack", "inline") and not builder.nestable and builder.fast:
                 targets = s2.targets[0].elts if s2.dp_kind == "unpack" else [s2.targets[0]]
                 numeric.update(t.id for t in targets if isinstance(t, ast.Name) and t.id not in builder.boxed)
+            elif s2.dp_kind == "copy" and not builder.nestable and builder.fast and s2.targets[0].id not in builder.boxed:
+                copies.add(s2.targets[0].id)  # (an inlined function's parameter, bound once)
             for n in self._rename_loads(s2):
                 reads[n] = reads.get(n, 0) + 1
             if getattr(s2, "dp_unpack", False):
@@ -1672,7 +1698,8 @@ class _SSA:
         # values read only inside this segment (temps, and user variables read nowhere else,
         # not even by a closure) keep their adjoints in local variables
         for user, new in self.version.items():
-            if user.startswith("_ret") or not (new in numeric or (user in builder.namer.generated and user not in builder.ir.scope.locals)):
+            if user.startswith("_ret") or not (new in numeric or (user in builder.namer.generated and user not in builder.ir.scope.locals)
+                                               or (new in copies and builder.store_count.get(user) == 1)):
                 continue
             if builder.read_count.get(user, 0) == reads.get(new, 0) and user == new:
                 self.local_temps.add(new)
@@ -1933,8 +1960,12 @@ def _nondiff_error() -> Any:
 
 
 def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
-                        nestable: bool = False, prefix: str = "_dp_", const_names: set[str] | None = None) -> ast.FunctionDef:
+                        nestable: bool = False, prefix: str = "_dp_", const_names: set[str] | None = None,
+                        inlined: tuple[list[tuple[str, str]], Callable[..., Any]] | None = None) -> ast.FunctionDef:
+    """``inlined``: the tests of the globals whose calls were inlined (``(global, guard)``
+    pairs), and the plus-function made without inlining, which runs when one fails."""
     _set_prefix(prefix)
     b = FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable)
     b.const_names = set(const_names or ())
+    b.inlined = inlined
     return b.build()

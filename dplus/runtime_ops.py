@@ -33,7 +33,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
 
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
-from .errors import NonDifferentiableError, SensitivityError
+from .errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
@@ -270,6 +270,15 @@ def route_result(route: Any) -> Any:
 def prefix_reversed(items: Any, n: int) -> Any:
     """The first ``n`` of ``items`` (a list or tuple), last first."""
     return reversed(items) if n == len(items) else reversed(items[:n])
+
+
+def inline_rebound(names: tuple) -> None:
+    """A global whose calls a plus-function inlined was rebound while it ran."""
+    raise DplusError(
+        f"a function whose calls dplus inlined ({', '.join(names)}) was rebound while a differentiated "
+        "call that inlined it ran, so that call computed with the function it had before. Fix: rebind "
+        "it before or after calling the differentiated function, not from inside it."
+    )
 
 
 def route_columns(itv: list, sens: list | None, nf: int, cols: list, Abox: BoxSensitivities) -> Any:

@@ -110,7 +110,10 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
             # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
             return _bound_plus(t if t is not None else plus_function_for(call), f, as_object=True)
         raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source")
-    compiled = compile_function(f)
+    return _plus_from(compile_function(f), f)
+
+
+def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcResult]:
     closure = _closure_for(compiled, f)
     kwdefaults = None if compiled.simple else {compiled.prefix + "sig": inspect.signature(f)}
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
@@ -121,6 +124,29 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
         fn.__dplus_fused__ = types.FunctionType(compiled.fused, f.__globals__, compiled.fused.co_name, None,
                                                 _closure_for(compiled, f, compiled.fused))
     return fn
+
+
+class _Uninlined:
+    """``f``'s plus-function made without inlining, compiled when first called: what a
+    plus-function that inlined calls runs instead once one of their globals is rebound
+    (or its function has a new rule)."""
+
+    def __init__(self, f: types.FunctionType) -> None:
+        self.f = f
+        self.plus: Callable[..., ProcResult] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ProcResult:
+        if self.plus is None:
+            f = self.f
+            compiled = _UNINLINED.get(f.__code__)
+            if compiled is None:
+                with _LOCK:
+                    compiled = _UNINLINED[f.__code__] = _compile(f, inline=False)
+            self.plus = _plus_from(compiled, f)
+        return self.plus(*args, **kwargs)
+
+
+_UNINLINED = CodeMap()
 
 
 def _closure_for(compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None) -> tuple:
@@ -168,13 +194,13 @@ def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @_collector_paused
-def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False) -> Compiled:
+def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, inline: bool = True) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
-    guards = inline_calls(f, node) if not nestable and reverse.FAST_PATHS[0] else {}
+    guards, checks = inline_calls(f, node) if inline and not nestable and reverse.FAST_PATHS[0] else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
@@ -190,7 +216,8 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
               if _cell_holds(cell, gen_zero)}
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
-                                   prefix=prefix, const_names=consts)
+                                   prefix=prefix, const_names=consts,
+                                   inlined=(checks, _Uninlined(f)) if checks else None)
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)

@@ -202,6 +202,60 @@ def test_a_rule_registered_later_replaces_the_inlined_body():
     assert g(2.0) == (6.0,)
 
 
+
+@dplus.define_dplus  # (the test calls it from a lambda, with keywords)
+def law_with_defaults(x, k=2.0, *rest, scale=1.0, **extra):
+    y = law(x)
+    return y * k * scale + sum(rest) + extra.get("shift", 0.0)
+
+
+def law_with_varargs(x, *rest):
+    y = law(x)
+    return y + sum(rest)
+
+
+def swap_law_now():
+    global law
+    law = law_b
+
+
+def rebinds_during(x):
+    y = law(x)
+    swap_law_now()  # an unknown function: no sensitivity reaches it
+    return y + law(x)
+
+
+@SETTINGS
+@given(x=floats, k=floats, r=floats)
+def test_a_rebound_global_runs_the_transform_made_without_inlining_for_any_signature(x, k, r):
+    global law
+    assert inlined(law_with_defaults) and inlined(law_with_varargs)
+    g1 = dplus.grad(lambda a, b, c: law_with_defaults(a, b, c, scale=0.5, shift=1.0))
+    g2 = dplus.grad(law_with_varargs)
+    close(g1(x, k, r), (k * 0.5 * 2.0 * x, 0.5 * x * x, 1.0))
+    close(g2(x, r), (2.0 * x, 1.0))
+    law = law_b
+    try:
+        close(g1(x, k, r), (k * 0.5 * 3.0 * x * x, 0.5 * x ** 3, 1.0))
+        close(g2(x, r), (3.0 * x * x, 1.0))
+    finally:
+        law = law_a
+
+
+def test_a_global_rebound_while_an_inlined_call_runs_is_an_error():
+    global law
+    assert inlined(rebinds_during)
+    try:
+        with pytest.raises(dplus.DplusError, match=r"\(law\) was rebound while a differentiated call"):
+            dplus.grad(rebinds_during)(2.0)
+    finally:
+        law = law_a
+    law = law_b  # rebound before the call: the transform made without inlining runs
+    try:
+        assert dplus.grad(rebinds_during)(2.0) == (3.0 * 4.0 * 2.0,)  # law_b both times (the swap keeps it)
+    finally:
+        law = law_a
+
 # --------------------------------------------------------------------------
 # not inlined: each still differentiated correctly, by a call
 
