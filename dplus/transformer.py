@@ -29,6 +29,7 @@ from .registry import bind_transform, lookup_transform, register_primitive
 from .result import ProcResult
 from . import reverse
 from .reverse import Helpers, build_plus_function, choose_prefix, clone
+from .scalarize import scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
 
@@ -211,6 +212,8 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
+    if not nestable and reverse.FAST_PATHS[0]:
+        scalarize_lists(ir, namer)  # lists that never leave the function become their elements
     helpers = Helpers()
     helpers.values.update(guards)
     consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())

@@ -28,6 +28,9 @@ def close(a, b, tol=1e-9):
         for k in a:
             close(a[k], b[k], tol)
         return
+    if a is None or b is None:  # (the sensitivity of a bool)
+        assert a is b, (a, b)
+        return
     assert math.isclose(a, b, rel_tol=tol, abs_tol=tol), (a, b)
 
 

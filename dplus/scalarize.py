@@ -1,0 +1,211 @@
+"""Lists that never leave the function become their elements (scalar replacement).
+
+Small vectors written as list displays and read back at once are common in numerical
+code, all the more after inlining: ``r = qmul(q, p)`` hands a four-element list from the
+callee's ``return [...]`` to the caller's ``w, x, y, z = r``. Each such list costs a
+display, an entry in the box-sensitivity map, and a runtime call per read in the reverse,
+and splits the float arithmetic around it into separate segments. When a list display's
+only uses are the reads below, no code can see the list itself, so it need not exist::
+
+    L = [a, b, c]          ->   _L_0 = a; _L_1 = b; _L_2 = c
+    M = L                  ->   (M is another name for the same elements)
+    x, y, z = M            ->   x = _L_0; y = _L_1; z = _L_2
+    t = L[-1]              ->   t = _L_2
+
+That is, on the normalised core (every element an atom), for a name that:
+
+- is bound once in the function, by the display (no starred element), not a parameter,
+  not shared with a nested function (no closure reads it), not a cell of the box map;
+- is read only in statements after the display in the same block (nested blocks of
+  those included), each read being a copy into a name that qualifies the same way (bound
+  in that block), an unpacking into exactly as many names, or an index that is an
+  integer constant in range (or a name bound once to one: ``-1`` is normalised into one).
+
+Anything else (the list returned, passed, stored, mutated, iterated, compared, read by
+a variable index) keeps the list. The elements are copied when the display runs, so a
+name rebound between the display and a read still gives the value the list held.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from .normalize import IRFunction, Namer
+
+__all__ = ["scalarize_lists"]
+
+
+def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
+    """Rewrite ``ir.body`` in place; returns how many lists were replaced."""
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
+        if isinstance(n, ast.Name):
+            table = loads if isinstance(n.ctx, ast.Load) else stores
+            table[n.id] = table.get(n.id, 0) + 1
+    excluded = set(ir.scope.params) | set(ir.boxed) | set(ir.outer_boxed) | _read_by_nested(ir.body)
+    # names bound once to an integer constant (normalising puts a negative index in one)
+    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
+              if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+              and stores.get(st.targets[0].id) == 1 and (v := _int_constant(st.value)) is not None}
+    done = 0
+    for block in _blocks(ir.body):
+        i = 0
+        while i < len(block):
+            plan = _plan(block, i, stores, loads, excluded, consts)
+            if plan is None:
+                i += 1
+                continue
+            _rewrite(block, i, plan, namer, consts)
+            done += 1
+            i += 1
+    return done
+
+
+def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    """Every statement list of the function (not of nested functions), outermost first."""
+    yield body
+    for st in body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(st, field, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                yield from _blocks(sub)
+        for h in getattr(st, "handlers", ()):
+            yield from _blocks(h.body)
+        for c in getattr(st, "cases", ()):
+            yield from _blocks(c.body)
+
+
+def _read_by_nested(body: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            out.update(m.id for m in ast.walk(n) if isinstance(m, ast.Name))
+    return out
+
+
+def _display(st: ast.stmt) -> tuple[str, list[ast.expr]] | None:
+    if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+            and isinstance(st.value, ast.List) and not any(isinstance(e, ast.Starred) for e in st.value.elts)
+            and all(isinstance(e, (ast.Name, ast.Constant)) for e in st.value.elts)):
+        return st.targets[0].id, st.value.elts
+    return None
+
+
+class _Plan:
+    def __init__(self, name: str, elts: list[ast.expr]) -> None:
+        self.name = name
+        self.elts = elts
+        self.aliases = {name}
+        self.uses: list[ast.stmt] = []  # statements that read the list (copies, unpacks, indexes)
+
+
+def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str, int],
+          excluded: set[str], consts: dict[str, int]) -> _Plan | None:
+    found = _display(block[i])
+    if found is None:
+        return None
+    name, elts = found
+    if stores.get(name) != 1 or name in excluded:
+        return None
+    plan = _Plan(name, elts)
+    n = len(elts)
+    after = ast.Module(body=block[i + 1:], type_ignores=[])
+    reads = 0
+    pending = [name]
+    while pending:
+        cur = pending.pop()
+        for st in (s for s in ast.walk(after) if isinstance(s, ast.Assign)):
+            kind = _use(st, cur, n, consts)
+            if kind is None:
+                continue
+            if kind == "copy":
+                alias = st.targets[0].id  # type: ignore[attr-defined]
+                # (bound in this very block, so it is bound wherever it is read after)
+                if stores.get(alias) != 1 or alias in excluded or alias in plan.aliases \
+                        or not any(st is b for b in block[i + 1:]):
+                    return None
+                plan.aliases.add(alias)
+                pending.append(alias)
+            plan.uses.append(st)
+            reads += 1
+    # every read of every alias is one of the uses found, after the display in this block
+    if sum(loads.get(a, 0) for a in plan.aliases) != reads:
+        return None
+    return plan
+
+
+def _int_constant(e: ast.expr) -> int | None:
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
+            and type(e.operand.value) is int:
+        return -e.operand.value
+    return None
+
+
+def _index(e: ast.expr, consts: dict[str, int]) -> int | None:
+    """The index ``e`` stands for, when it is an integer constant (or a name bound once to one)."""
+    if isinstance(e, ast.Name):
+        return consts.get(e.id)
+    return _int_constant(e)
+
+
+def _use(st: ast.Assign, name: str, n: int, consts: dict[str, int]) -> str | None:
+    """How ``st`` reads the list ``name``: 'copy', 'unpack', 'index', or None (not this way)."""
+    if len(st.targets) != 1:
+        return None
+    target, value = st.targets[0], st.value
+    if isinstance(value, ast.Name) and value.id == name:
+        if isinstance(target, ast.Name):
+            return "copy"
+        if (isinstance(target, ast.Tuple) and len(target.elts) == n
+                and all(isinstance(e, ast.Name) for e in target.elts)):
+            return "unpack"
+        return None
+    if (isinstance(target, ast.Name) and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
+            and value.value.id == name and (k := _index(value.slice, consts)) is not None and -n <= k < n):
+        return "index"
+    return None
+
+
+def _rewrite(block: list[ast.stmt], i: int, plan: _Plan, namer: Namer, consts: dict[str, int]) -> None:
+    display = block[i]
+    parts = [namer.fresh(f"{plan.name.strip('_')[:12]}_{k}_") for k in range(len(plan.elts))]
+    block[i:i + 1] = [ast.copy_location(_assign(p, e), display) for p, e in zip(parts, plan.elts)]
+    for st in plan.uses:
+        value = st.value
+        if isinstance(value, ast.Name) and isinstance(st.targets[0], ast.Name):  # an alias: nothing to do
+            st.dp_alias_of = plan.name  # marked, and removed below
+            continue
+        if isinstance(value, ast.Name):  # unpack
+            st.dp_parts = [(e.id, parts[k]) for k, e in enumerate(st.targets[0].elts)]
+        else:
+            st.dp_parts = [(st.targets[0].id, parts[_index(value.slice, consts) % len(parts)])]
+    for block_ in _all_blocks_containing(block, plan.uses):
+        j = 0
+        while j < len(block_):
+            st = block_[j]
+            if st in plan.uses:
+                if getattr(st, "dp_alias_of", None):
+                    del block_[j]
+                    continue
+                new = [ast.copy_location(_assign(t, ast.Name(id=p, ctx=ast.Load())), st) for t, p in st.dp_parts]
+                block_[j:j + 1] = new
+                j += len(new)
+                continue
+            j += 1
+
+
+def _all_blocks_containing(block: list[ast.stmt], uses: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+    targets = {id(u) for u in uses}
+    for b in _blocks(block):
+        if any(id(s) in targets for s in b):
+            yield b
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0)
