@@ -198,17 +198,15 @@ def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) 
         def gradient(*args: Any) -> tuple:
             return _gradient_outermost(fplus, sensitivity, args)
     else:
+        n = fused.__code__.co_argcount
+
         def gradient(*args: Any) -> tuple:
-            # a formula on floats: forward and reverse in one generated function
-            # (reverse.FunctionBuilder.fused_gradient); None sends it the general way
-            if not _depth[0]:
-                for a in args:
-                    if type(a) is not float:
-                        break
-                else:
-                    out = fused(*args)
-                    if out is not None:
-                        return out
+            # a formula on floats (and lists of floats): forward and reverse in one generated
+            # function (reverse.FunctionBuilder.fused_gradient, fused.py); None: the general way
+            if not _depth[0] and len(args) == n:
+                out = fused(*args)
+                if out is not None:
+                    return out
             return _gradient_outermost(fplus, sensitivity, args)
 
     _mark_derived(gradient, "grad", f, sensitivity)

@@ -471,7 +471,9 @@ class FunctionBuilder:
         tests = [ast.Compare(left=N(g), ops=[ast.IsNot()], comparators=[N(guard)]) for g, guard in checks]
         return ast.BoolOp(op=ast.Or(), values=tests) if len(tests) > 1 else tests[0]
 
-    def fused_gradient(self, params: list[str]) -> ast.FunctionDef | None:
+    def fused_gradient(self, params: list[str], signature: list[str] | None = None,
+                       prologue: list[ast.stmt] | None = None,
+                       finish: Callable[[list[ast.expr]], list[ast.stmt]] | None = None) -> ast.FunctionDef | None:
         """``grad``'s whole computation in one function, for a body that is one float fast
         segment: the segment's forward, then at once its reverse from the sensitivity 1.0,
         returning the parameters' sensitivities (``None`` when a guard fails, or the result
@@ -481,6 +483,12 @@ class FunctionBuilder:
         segment is only arithmetic and inline-able calls on numbers, so running it again on
         the general way repeats no effect. Only for the outermost ``grad`` with float
         arguments and the default sensitivity (``api._make_gradient`` decides).
+
+        ``signature``, ``prologue`` and ``finish`` let ``fused.py`` wrap the same body in a
+        function of other parameters (lists whose elements become ``params``): its
+        parameters, statements run first (a ``return None`` there sends the call the
+        general way), and the statements that return the sensitivities, given them as
+        expressions in the order of ``params``.
         """
         ir = self.ir
         if not (self.straight and not self.nestable and not self.boxed and not ir.outer_boxed
@@ -493,23 +501,31 @@ class FunctionBuilder:
             return None
         flt, typ = self.helper(float, "float"), self.helper(type, "type")
         adjoints = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in params})
+        sens: list[ast.expr] = [
+            ast.IfExp(test=ast.Compare(left=N(self.adj(p)), ops=[ast.Is()], comparators=[N(self.Z)]),
+                      body=C(0.0), orelse=N(self.adj(p))) for p in params]
         reverse = [
             ast.Assign(targets=[S(a) for a in adjoints], value=N(self.Z)),
             assign(self.adj(ir.retval), C(1.0)),
             *[clone(x) for x in parts.rev],
-            ast.Return(value=tuple_([
-                ast.IfExp(test=ast.Compare(left=N(self.adj(p)), ops=[ast.Is()], comparators=[N(self.Z)]),
-                          body=C(0.0), orelse=N(self.adj(p))) for p in params])),
+            *(finish(sens) if finish is not None else [ast.Return(value=tuple_(sens))]),
         ]
         is_float = ast.Compare(left=call(typ, N(ret[0])), ops=[ast.Is()], comparators=[flt])
         body = [ast.If(test=clone(parts.guard), body=[clone(x) for x in parts.fwd] + [ast.If(test=is_float, body=reverse, orelse=[])],
                        orelse=[]),
                 ast.Return(value=C(None))]
+        if signature is None:  # floats only (ints, bools and objects take the general way)
+            signature = params
+            not_floats = [ast.Compare(left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(flt)]) for p in params]
+            if not_floats:
+                body.insert(0, ast.If(test=ast.BoolOp(op=ast.Or(), values=not_floats) if len(not_floats) > 1 else not_floats[0],
+                                      body=[ast.Return(value=C(None))], orelse=[]))
+        body[:0] = prologue or []
         if self.inlined is not None:  # a rebound global: the general way
             body.insert(0, ast.If(test=self.not_inlined(self.inlined[0]), body=[ast.Return(value=C(None))], orelse=[]))
         fdef = ast.FunctionDef(
             name=f"{ir.name}__grad",
-            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None, kwonlyargs=[],
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in signature], vararg=None, kwonlyargs=[],
                                kw_defaults=[], kwarg=None, defaults=[]),
             body=body, decorator_list=[], returns=None, type_comment=None)
         fdef.lineno = fdef.end_lineno = ir.lineno
@@ -1968,4 +1984,9 @@ def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_
     b = FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable)
     b.const_names = set(const_names or ())
     b.inlined = inlined
-    return b.build()
+    plus = b.build()
+    if plus.dp_fused is None and b.fast and plus.dp_simple and not ir.args.vararg:
+        from .fused import vector_fused_gradient
+
+        plus.dp_fused = vector_fused_gradient(ir, namer, helpers, globals_, outer_free, b.const_names, inlined)
+    return plus
