@@ -1414,12 +1414,21 @@ class FunctionBuilder:
         fwd: list[ast.stmt] = [assign(nf, C(0))]
         if col:
             fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
+        # the items of zip and enumerate are tuples: unpacked by the for statements themselves
+        direct = self.unpacked_items(s, fast, target)
+        lead = [] if direct else fast.lead
+        item_target = direct if direct else S(target)
+        item = clone(direct) if direct else N(target)
+        if direct:
+            item.ctx = ast.Load()
+            for e in item.elts:
+                e.ctx = ast.Load()
         fwd += [
             assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
             assign(pend, C(None)),
-            ast.For(target=S(target), iter=N(iterv), body=[*fast.lead, ast.If(
+            ast.For(target=clone(item_target), iter=N(iterv), body=[*lead, ast.If(
                 test=fast.guard, body=prefix_body,
-                orelse=[assign(pend, tuple_([N(target)])), ast.Break()])], orelse=[], type_comment=None),
+                orelse=[assign(pend, tuple_([item])), ast.Break()])], orelse=[], type_comment=None),
             assign(n, C(0)),
             ast.If(test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]), body=[
                 ast.For(target=S(target), iter=call(self.helper(_chain, "chain"), N(pend), N(iterv)), body=bf,
@@ -1446,15 +1455,15 @@ class FunctionBuilder:
         col_target: ast.expr = (S(column_names[0]) if len(column_names) == 1
                                 else ast.Tuple(elts=[S(x) for x in column_names], ctx=ast.Store())) if col else S("_")
         if reads_items and col:
-            loop_target: ast.expr = ast.Tuple(elts=[S(target), col_target], ctx=ast.Store())
+            loop_target: ast.expr = ast.Tuple(elts=[clone(item_target), col_target], ctx=ast.Store())
             source: ast.expr = call(self.helper(zip, "zip"), items, column)
         elif reads_items:
-            loop_target, source = S(target), items
+            loop_target, source = clone(item_target), items
         elif col:
             loop_target, source = col_target, column
         else:
             loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
-        body = ([clone(u) for u in fast.lead] if reads_items else []) + [clone(x) for x in fast.rev]
+        body = ([clone(u) for u in lead] if reads_items else []) + [clone(x) for x in fast.rev]
         # the items' sensitivities, last iteration first, when the reverse gives the target one
         gives_items = any(isinstance(t, ast.Name) and t.id == A_t for x in fast.rev for node in ast.walk(x)
                           if isinstance(node, ast.Assign) for t in node.targets)
@@ -1490,6 +1499,20 @@ class FunctionBuilder:
         rev.append(self.unless_zero(body, prefix, []))
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
+
+    def unpacked_items(self, s: ast.For, fast: FastParts, target: str) -> ast.Tuple | None:
+        """The names a fast loop over tuples (``zip``, ``enumerate``) unpacks each item into
+        first, as a target for the ``for`` statement itself, when nothing else reads the item."""
+        if not (getattr(s, "dp_tuple_items", False) and len(fast.lead) == 1):
+            return None
+        u = fast.lead[0]
+        t = u.targets[0]
+        if not (isinstance(u.value, ast.Name) and u.value.id == target and isinstance(t, ast.Tuple)
+                and all(isinstance(e, ast.Name) for e in t.elts)):
+            return None
+        if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in ast.walk(x)):
+            return None
+        return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
 
     def unless_zero(self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]) -> ast.stmt:
         """``run`` behind a test that an adjoint the fast loop body ``body`` propagates is not
