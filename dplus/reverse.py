@@ -1018,7 +1018,8 @@ class FunctionBuilder:
             if op is not None:
                 fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
                            "callmethod": "callmethod"}[op]
-                return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s)
+                return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
+                                      native=self.native_append(name, v) if op == "callmethod" else None)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
@@ -1084,6 +1085,19 @@ class FunctionBuilder:
             acc.out.append(assign(a, call(self.rt("read_back_into"), N(a), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX))))
 
         return fwd, record, rev
+
+    def native_append(self, target: str, v: ast.Call) -> tuple[ast.expr, list[ast.stmt], ast.expr] | None:
+        """``obj.append(x)`` on a list, run natively (first-order code): the reverse takes the
+        element's sensitivity off the end of the list's entry (``runtime_ops.append_back``)."""
+        args = v.args
+        if (self.nestable or not self.fast or len(args) != 3 or v.keywords or not isinstance(args[0], ast.Name)
+                or not (isinstance(args[1], ast.Constant) and args[1].value == "append")
+                or isinstance(args[2], ast.Starred)):
+            return None
+        obj = args[0].id
+        test = ast.Compare(left=call(self.helper(type, "type"), N(obj)), ops=[ast.Is()], comparators=[self.helper(list, "list")])
+        run = [ast.Expr(call(attr(obj, "append"), clone(args[2]))), assign(target, C(None))]
+        return test, run, call(self.rt("append_back"), N(obj), N(ABOX))
 
     def list_write(self, obj: ast.Name, idx: ast.expr, v: ast.expr, s: ast.stmt) -> Any:
         """``obj[idx] = v``: native for lists (the record keeps the index), else the rule."""
@@ -1158,10 +1172,14 @@ class FunctionBuilder:
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
 
     def call_like(self, target: str | None, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword],
-                  s: ast.stmt, skip: int = 0, callee: ast.expr | None = None) -> Any:
+                  s: ast.stmt, skip: int = 0, callee: ast.expr | None = None,
+                  native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None) -> Any:
         """``target = plus(*args, **keywords).primal``, recording the backprop and argument values.
 
         ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
+        ``native``: ``(test, statements, reverse)``: when ``test`` holds, the statements do the
+        operation instead (assigning the target, with no backprop), and ``reverse`` gives
+        what the backprop would have returned.
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
             from . import runtime_ops
@@ -1185,6 +1203,8 @@ class FunctionBuilder:
         if target is not None:
             fwd.append(assign(target, attr(r, "primal")))
         fwd.append(assign(bp, attr(r, "backprop")))
+        if native is not None:
+            fwd = [ast.If(test=native[0], body=native[1] + [assign(bp, C(None))], orelse=fwd)]
         record = [bp]
         star_lens: dict[int, str] = {}
         for i, a in enumerate(args):
@@ -1206,7 +1226,11 @@ class FunctionBuilder:
         def rev(acc: _AdjointAccumulator) -> None:
             A = acc.take(target) if target is not None else None
             g = self.namer.fresh("g")
-            acc.out.append(assign(g, call(bp, A if A is not None else N(self.Z), N(ABOX))))
+            back: ast.expr = call(bp, A if A is not None else N(self.Z), N(ABOX))
+            if native is not None:
+                back = ast.IfExp(test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]), body=native[2],
+                                 orelse=back)
+            acc.out.append(assign(g, back))
             if is_callee_var:
                 acc.add_value(callee.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
             fixed = 1

@@ -272,6 +272,15 @@ def prefix_reversed(items: Any, n: int) -> Any:
     return reversed(items) if n == len(items) else reversed(items[:n])
 
 
+def append_back(xs: list, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``xs.append(v)`` run natively: what ``list.append``'s backprop returns,
+    the appended element's sensitivity taken off the end of the list's entry."""
+    found = Abox._entries.get(id(xs))
+    if found is None or found[1] is Z:
+        return (), Z, None, Z
+    return (), Z, None, found[1].pop()
+
+
 def inline_rebound(names: tuple) -> None:
     """A global whose calls a plus-function inlined was rebound while it ran."""
     raise DplusError(

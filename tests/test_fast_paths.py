@@ -961,3 +961,41 @@ def test_item_columns_agree_with_the_general_path_and_exact_values(xs, extra, c,
     at = set(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=2))) if xs else set()
     fast, general = both_ways(zip_three, _with_objects(xs, at), list(ys), list(zs))
     close(fast, general)
+
+
+# --------------------------------------------------------------------------
+# list.append run natively; other objects' append methods by their rules
+
+
+class Bag:
+    def __init__(self):
+        self.items = []
+
+    @dplus.define_dplus  # (not registered, an unknown method mutating self.items would go unseen)
+    def append(self, v):
+        self.items.append(v * 2.0)
+
+
+class MyList(list):
+    pass
+
+
+def appends(xs, c):
+    out = []
+    for x in xs:
+        out.append(x * c)
+        out.append(x)
+    bag = Bag()
+    bag.append(c)
+    sub = MyList()
+    sub.append(c * c)
+    return sum(out) * out[0] + bag.items[0] + sub[0] if xs else bag.items[0] + sub[0]
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=0, max_size=5), c=floats)
+def test_native_append_agrees_with_the_general_path_and_finite_differences(xs, c):
+    assert "_dp_append_back(" in dplus.show(appends)
+    fast, general = both_ways(appends, list(xs), c)
+    close(fast, general)
+    check_fd(appends, list(xs), c)
