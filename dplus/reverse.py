@@ -318,7 +318,7 @@ class FunctionBuilder:
         self.const_names: set[str] = set()
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
-        self.inlined: tuple[list[tuple[str, str]], Callable[..., Any]] | None = None
+        self.inlined: Specialized | None = None
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -440,7 +440,7 @@ class FunctionBuilder:
         )
         finish = [assign(PFX + "record", N(TAPE))] if self.nestable else []
         if self.inlined is not None:
-            checks, fallback = self.inlined
+            spec = self.inlined
             if simple:
                 fargs: list[ast.expr] = [N(p) for p in params]
                 fkw: list[ast.keyword] = []
@@ -449,11 +449,14 @@ class FunctionBuilder:
             else:
                 fargs = [ast.Starred(value=N(PFX + "args"), ctx=ast.Load())]
                 fkw = [ast.keyword(arg=None, value=N(PFX + "kw"))]
-            prologue.insert(0, ast.If(test=self.not_inlined(checks), body=[
-                ast.Return(value=call(self.helper(fallback, "uninlined"), *fargs, keywords=fkw))], orelse=[]))
-            names = C(tuple(g for g, _ in checks))
-            finish.append(ast.If(test=self.not_inlined(checks), body=[
-                ast.Expr(call(self.rt("inline_rebound"), names))], orelse=[]))
+            prologue.append(ast.If(test=self.not_specialized(spec), body=[  # (after the arguments are bound)
+                ast.Return(value=call(self.helper(spec.fallback, "uninlined"), *fargs, keywords=fkw))], orelse=[]))
+            if spec.inlined:
+                names = C(tuple(g for g, _ in spec.inlined))
+                finish.append(ast.If(test=self.not_inlined(spec.inlined), body=[
+                    ast.Expr(call(self.rt("inline_rebound"), names))], orelse=[]))
+            for p, keys, values in _hoisted_by_parameter(spec.hoisted):
+                finish.append(ast.Expr(call(self.rt("check_hoisted"), N(p), C(keys), tuple_([N(v) for v in values]), C(p))))
         body = prologue + fwd + finish + [bp, ast.Return(value=call(self.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name)))]
         fdef = ast.FunctionDef(name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus", args=plus_args,
                                body=body, decorator_list=[], returns=None, type_comment=None)
@@ -469,6 +472,15 @@ class FunctionBuilder:
     def not_inlined(self, checks: list[tuple[str, str]]) -> ast.expr:
         """True when a global whose calls were inlined is no longer the function inlined."""
         tests = [ast.Compare(left=N(g), ops=[ast.IsNot()], comparators=[N(guard)]) for g, guard in checks]
+        return ast.BoolOp(op=ast.Or(), values=tests) if len(tests) > 1 else tests[0]
+
+    def not_specialized(self, spec: "Specialized") -> ast.expr:
+        """True when an assumption the transform was made under fails for this call: an
+        inlined global rebound, or a parameter whose elements are read on entry not holding
+        the keys (``scalarize.hoist_constant_reads``)."""
+        tests: list[ast.expr] = [self.not_inlined(spec.inlined)] if spec.inlined else []
+        for p, keys, _ in _hoisted_by_parameter(spec.hoisted):
+            tests.append(ast.UnaryOp(op=ast.Not(), operand=call(self.rt("holds_keys"), N(p), C(keys))))
         return ast.BoolOp(op=ast.Or(), values=tests) if len(tests) > 1 else tests[0]
 
     def fused_gradient(self, params: list[str], signature: list[str] | None = None,
@@ -522,7 +534,7 @@ class FunctionBuilder:
                                       body=[ast.Return(value=C(None))], orelse=[]))
         body[:0] = prologue or []
         if self.inlined is not None:  # a rebound global: the general way
-            body.insert(0, ast.If(test=self.not_inlined(self.inlined[0]), body=[ast.Return(value=C(None))], orelse=[]))
+            body.insert(0, ast.If(test=self.not_specialized(self.inlined), body=[ast.Return(value=C(None))], orelse=[]))
         fdef = ast.FunctionDef(
             name=f"{ir.name}__grad",
             args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in signature], vararg=None, kwonlyargs=[],
@@ -2022,11 +2034,31 @@ def _nondiff_error() -> Any:
     return NonDifferentiableError
 
 
+@attrs.frozen
+class Specialized:
+    """What a first-order transform was made assuming, tested on every call: the globals
+    whose calls were inlined (``(global, guard)``), the parameters' elements read on entry
+    (``(parameter, key, name)``), and the transform made without either, which runs
+    when a test fails."""
+
+    inlined: list[tuple[str, str]]
+    hoisted: list[tuple[str, Any, str]]
+    fallback: Callable[..., Any]
+
+
+def _hoisted_by_parameter(hoisted: list[tuple[str, Any, str]]) -> list[tuple[str, tuple, tuple]]:
+    out: dict[str, tuple[list, list]] = {}
+    for p, key, name in hoisted:
+        keys, names = out.setdefault(p, ([], []))
+        keys.append(key)
+        names.append(name)
+    return [(p, tuple(k), tuple(n)) for p, (k, n) in out.items()]
+
+
 def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
                         nestable: bool = False, prefix: str = "_dp_", const_names: set[str] | None = None,
-                        inlined: tuple[list[tuple[str, str]], Callable[..., Any]] | None = None) -> ast.FunctionDef:
-    """``inlined``: the tests of the globals whose calls were inlined (``(global, guard)``
-    pairs), and the plus-function made without inlining, which runs when one fails."""
+                        inlined: Specialized | None = None) -> ast.FunctionDef:
+    """``inlined``: what the transform assumes (inlined calls, elements read on entry)."""
     _set_prefix(prefix)
     b = FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable)
     b.const_names = set(const_names or ())

@@ -281,6 +281,39 @@ def append_back(xs: list, Abox: BoxSensitivities) -> tuple:
     return (), Z, None, found[1].pop()
 
 
+def holds_keys(obj: Any, keys: tuple) -> bool:
+    """Whether reading ``obj[k]`` for every key gives an element without running user code:
+    a dict holding the keys, or a list or tuple long enough for integer keys."""
+    t = type(obj)
+    if t is dict:
+        for k in keys:
+            if k not in obj:
+                return False
+        return True
+    if t is list or t is tuple:
+        n = len(obj)
+        for k in keys:
+            if type(k) is not int or not -n <= k < n:
+                return False
+        return True
+    return False
+
+
+def check_hoisted(obj: Any, keys: tuple, values: tuple, name: str) -> None:
+    """After the forward pass: the elements read on entry are still those of ``obj``."""
+    for k, v in zip(keys, values):
+        try:
+            same = obj[k] is v
+        except (KeyError, IndexError):
+            same = False
+        if not same:
+            raise DplusError(
+                f"{name}[{k!r}] changed while a differentiated call that reads it ran, but dplus read it once, "
+                "when the call started (the parameter is only read in the function). Fix: change it before or "
+                "after the call, not from code the call runs."
+            )
+
+
 def inline_rebound(names: tuple) -> None:
     """A global whose calls a plus-function inlined was rebound while it ran."""
     raise DplusError(

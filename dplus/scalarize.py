@@ -29,11 +29,11 @@ name rebound between the display and a read still gives the value the list held.
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Any, Iterator
 
 from .normalize import IRFunction, Namer
 
-__all__ = ["scalarize_lists"]
+__all__ = ["scalarize_lists", "hoist_constant_reads"]
 
 
 def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
@@ -209,3 +209,79 @@ def _all_blocks_containing(block: list[ast.stmt], uses: list[ast.stmt]) -> Itera
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value, lineno=0)
+
+
+def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, str]]:
+    """Read a parameter's elements at constant keys once, on entry, when the function reads
+    it only that way (a dict of model parameters read in a loop): ``params["a"]`` in the
+    body becomes a copy of ``_params_a``, read before the body runs.
+
+    Only in a function that stores into no element or attribute and calls no method (a
+    parameter could be changed through another name for it). Returns
+    ``(parameter, key, name)`` for each element read on entry. The plus-function
+    (``reverse.FunctionBuilder``) tests on entry that each parameter is a dict holding
+    the keys (a list or tuple long enough, for integer keys), so no read fails earlier
+    than it would have; when not, it runs the transform made without this (as for a
+    rebound inlined name). It tests before returning that each element is still the one
+    read, raising otherwise (something the call ran changed the parameter).
+    """
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
+        if isinstance(n, ast.Name):
+            table = loads if isinstance(n.ctx, ast.Load) else stores
+            table[n.id] = table.get(n.id, 0) + 1
+    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
+              if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+              and stores.get(st.targets[0].id) == 1 and (v := _int_constant(st.value)) is not None}
+    nested = _read_by_nested(ir.body)
+    hoisted: list[tuple[str, Any, str]] = []
+    if _writes_containers(ir.body):
+        return hoisted  # (a parameter may be changed through another name for it)
+    reads: list[ast.Assign] = []
+    for p in ir.scope.params:
+        if stores.get(p) or p in ir.boxed or p in nested or not loads.get(p):
+            continue
+        found = []
+        for st in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
+            if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+                continue
+            v = st.value
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == p:
+                key = _key(v.slice, consts)
+                if key is None:
+                    break
+                found.append((st, key))
+        else:
+            if len(found) != loads[p] or len(found) < 2:  # read some other way, or once: nothing to gain
+                continue
+            names: dict[Any, str] = {}
+            for st, key in found:
+                if (type(key), key) not in names:
+                    names[(type(key), key)] = namer.fresh(f"{p}_{key}_" if isinstance(key, int) or str(key).isidentifier()
+                                                          else f"{p}_")
+                    hoisted.append((p, key, names[(type(key), key)]))
+                    # (the read on entry keeps the line of the first read it replaces)
+                    reads.append(ast.copy_location(_assign(names[(type(key), key)], ast.Subscript(
+                        value=ast.Name(id=p, ctx=ast.Load()), slice=ast.Constant(value=key), ctx=ast.Load())), st))
+                st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
+    ir.body[0:0] = reads
+    return hoisted
+
+
+def _writes_containers(body: list[ast.stmt]) -> bool:
+    """Whether the function stores into or deletes from an element or attribute, or calls
+    a method (``append``, ``update``, ...)."""
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, ast.Call) and getattr(n, "dp_op", None) == "callmethod":
+            return True
+    return False
+
+
+def _key(e: ast.expr, consts: dict[str, int]) -> Any:
+    """A constant key (a string, or an integer, or a name bound once to one), else None."""
+    if isinstance(e, ast.Constant) and type(e.value) in (str, int):
+        return e.value
+    return _index(e, consts)

@@ -28,8 +28,8 @@ from .normalize import Namer, normalize_function
 from .registry import bind_transform, lookup_transform, register_primitive
 from .result import ProcResult
 from . import reverse
-from .reverse import Helpers, build_plus_function, choose_prefix, clone
-from .scalarize import scalarize_lists
+from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
+from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
 
@@ -212,15 +212,18 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
+    hoisted: list = []
     if not nestable and reverse.FAST_PATHS[0]:
         scalarize_lists(ir, namer)  # lists that never leave the function become their elements
+        if inline:  # (the transform made without inlining reads elements where the code does)
+            hoisted = hoist_constant_reads(ir, namer)
     helpers = Helpers()
     helpers.values.update(guards)
     consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
               if _cell_holds(cell, gen_zero)}
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
                                    prefix=prefix, const_names=consts,
-                                   inlined=(checks, _Uninlined(f)) if checks else None)
+                                   inlined=Specialized(checks, hoisted, _Uninlined(f)) if checks or hoisted else None)
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)

@@ -190,3 +190,82 @@ def test_an_inlined_callees_list_is_replaced(r, f):
     close(fast, general)
     check_fd(torque_z, list(r), list(f))
     assert math.isfinite(torque_z(r, f))
+
+
+# --------------------------------------------------------------------------
+# a parameter read only at constant keys: read once, on entry
+
+
+def fit_loss(params, data):
+    loss = 0.0
+    for x, y in data:
+        pred = params["a"] * math.exp(-params["b"] * x) + params["c"]
+        loss += (pred - y) ** 2
+    return loss / len(data)
+
+
+def reads_a_missing_key_only_sometimes(p, flag):
+    if flag:
+        return p["a"] * p["a"]
+    return p["zz"] + p["a"]
+
+
+def reads_positions_in_a_loop(w, xs):
+    s = 0.0
+    for x in xs:
+        s = s + w[0] * x + w[-1] * x * x
+    return s
+
+
+class Lookup:
+    """Not a dict: its reads run Python code, so they are not read once."""
+
+    def __init__(self, d):
+        self.d = d
+
+    @dplus.define_dplus
+    def __getitem__(self, k):
+        return self.d[k] * 1.0
+
+
+SHARED = {"a": 1.0, "b": 2.0}
+
+
+def change_shared():
+    SHARED["a"] = 10.0
+
+
+def changes_a_parameter_it_reads(p, x):
+    y = p["a"] * x
+    change_shared()  # (an unknown function: it runs, unseen; p may be SHARED)
+    return y + p["a"] * p["b"]
+
+
+@SETTINGS
+@given(a=floats, b=st.floats(0.0, 1.0), c=floats, xs=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=5))
+def test_parameters_read_once_agree_with_the_general_path_and_finite_differences(a, b, c, xs):
+    assert "_dp_holds_keys(params, ('a', 'b', 'c'))" in generated_source(fit_loss)
+    params = {"a": a, "b": b, "c": c}
+    data = [(x, 0.5 * x - 1.0) for x in xs]
+    fast, general = both_ways(fit_loss, dict(params), list(data))
+    close(fast, general)
+    check_fd(fit_loss, dict(params), list(data))
+    w = [a, b, c]
+    fast, general = both_ways(reads_positions_in_a_loop, list(w), list(xs))
+    close(fast, general)
+    check_fd(reads_positions_in_a_loop, list(w), list(xs))
+    # other inputs take the transform made without reading on entry
+    fast, general = both_ways(fit_loss, Lookup(params), list(data))
+    close(fast, general)
+    fast, general = both_ways(reads_positions_in_a_loop, (a, b, c), list(xs))
+    close(fast, general)
+
+
+def test_keys_missing_on_entry_and_changed_parameters():
+    assert dplus.grad(reads_a_missing_key_only_sometimes)({"a": 3.0}, True) == ({"a": 6.0}, None)
+    with pytest.raises(KeyError):
+        dplus.grad(reads_a_missing_key_only_sometimes)({"a": 3.0}, False)
+    assert dplus.grad(changes_a_parameter_it_reads)({"a": 1.0, "b": 2.0}, 3.0) == ({"a": 5.0, "b": 1.0}, 1.0)
+    SHARED["a"] = 1.0  # (the call above changed it already)
+    with pytest.raises(dplus.DplusError, match=r"p\['a'\] changed while a differentiated call"):
+        dplus.grad(changes_a_parameter_it_reads)(SHARED, 3.0)  # read on entry, then changed
