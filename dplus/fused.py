@@ -33,6 +33,7 @@ import attrs
 
 from .normalize import IRFunction, Namer
 from .reverse import C, FunctionBuilder, Helpers, N, assign, call, clone
+from .scalarize import int_constant, name_counts
 
 __all__ = ["vector_fused_gradient"]
 
@@ -44,12 +45,7 @@ def vector_fused_gradient(ir: IRFunction, namer: Namer, helpers: Helpers, global
     if not all(isinstance(st, ast.Assign) and len(st.targets) == 1 for st in ir.body):
         return None
     body = clone(ir.body)
-    stores: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            stores[n.id] = stores.get(n.id, 0) + 1
-    consts = {st.targets[0].id: v for st in body if isinstance(st.targets[0], ast.Name)
-              and stores.get(st.targets[0].id) == 1 and (v := _int_constant(st.value)) is not None}
+    stores, _, consts = name_counts(body)
     vectors: dict[str, _Vector] = {}
     for p in params:
         v = _vector(p, body, stores, consts)
@@ -108,15 +104,6 @@ class _Vector:
     sens_name: str = ""
 
 
-def _int_constant(e: ast.expr) -> int | None:
-    if isinstance(e, ast.Constant) and type(e.value) is int:
-        return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-            and type(e.operand.value) is int:
-        return -e.operand.value
-    return None
-
-
 def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[str, int]) -> _Vector | None:
     """How the parameter ``p`` is read, when only at constant positions (else None)."""
     if stores.get(p):
@@ -141,7 +128,7 @@ def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[s
             else:
                 return None
         elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in names:
-            k = consts.get(value.slice.id) if isinstance(value.slice, ast.Name) else _int_constant(value.slice)
+            k = consts.get(value.slice.id) if isinstance(value.slice, ast.Name) else int_constant(value.slice)
             if k is None or not isinstance(target, ast.Name):
                 return None
             v.indexes.add(k)

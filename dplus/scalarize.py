@@ -36,19 +36,25 @@ from .normalize import IRFunction, Namer
 __all__ = ["scalarize_lists", "hoist_constant_reads"]
 
 
-def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
-    """Rewrite ``ir.body`` in place; returns how many lists were replaced."""
+def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """How often each name is bound and read in ``body`` (nested scopes included), and the
+    names bound once to an integer constant (normalising puts a negative index in one)."""
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Name):
             table = loads if isinstance(n.ctx, ast.Load) else stores
             table[n.id] = table.get(n.id, 0) + 1
-    excluded = set(ir.scope.params) | set(ir.boxed) | set(ir.outer_boxed) | _read_by_nested(ir.body)
-    # names bound once to an integer constant (normalising puts a negative index in one)
-    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
+    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=body, type_ignores=[]))
               if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-              and stores.get(st.targets[0].id) == 1 and (v := _int_constant(st.value)) is not None}
+              and stores.get(st.targets[0].id) == 1 and (v := int_constant(st.value)) is not None}
+    return stores, loads, consts
+
+
+def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
+    """Rewrite ``ir.body`` in place; returns how many lists were replaced."""
+    stores, loads, consts = name_counts(ir.body)
+    excluded = set(ir.scope.params) | set(ir.boxed) | set(ir.outer_boxed) | _read_by_nested(ir.body)
     done = 0
     for block in _blocks(ir.body):
         i = 0
@@ -138,7 +144,8 @@ def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str
     return plan
 
 
-def _int_constant(e: ast.expr) -> int | None:
+def int_constant(e: ast.expr) -> int | None:
+    """The value of an integer constant (``-1`` included), else None."""
     if isinstance(e, ast.Constant) and type(e.value) is int:
         return e.value
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
@@ -151,7 +158,7 @@ def _index(e: ast.expr, consts: dict[str, int]) -> int | None:
     """The index ``e`` stands for, when it is an integer constant (or a name bound once to one)."""
     if isinstance(e, ast.Name):
         return consts.get(e.id)
-    return _int_constant(e)
+    return int_constant(e)
 
 
 def _use(st: ast.Assign, name: str, n: int, consts: dict[str, int]) -> str | None:
@@ -225,16 +232,10 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
     rebound inlined name). It tests before returning that each element is still the one
     read, raising otherwise (something the call ran changed the parameter).
     """
-    stores: dict[str, int] = {}
-    loads: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
-        if isinstance(n, ast.Name):
-            table = loads if isinstance(n.ctx, ast.Load) else stores
-            table[n.id] = table.get(n.id, 0) + 1
-    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
-              if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-              and stores.get(st.targets[0].id) == 1 and (v := _int_constant(st.value)) is not None}
+    stores, loads, consts = name_counts(ir.body)
     nested = _read_by_nested(ir.body)
+    looped = {id(st) for loop in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
+              if isinstance(loop, (ast.For, ast.While)) for st in ast.walk(loop)}
     hoisted: list[tuple[str, Any, str]] = []
     if _writes_containers(ir.body):
         return hoisted  # (a parameter may be changed through another name for it)
@@ -253,8 +254,8 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
                     break
                 found.append((st, key))
         else:
-            if len(found) != loads[p] or len(found) < 2:  # read some other way, or once: nothing to gain
-                continue
+            if len(found) != loads[p] or (len(found) < 2 and id(found[0][0]) not in looped):
+                continue  # read some other way, or just once: nothing to gain
             names: dict[Any, str] = {}
             for st, key in found:
                 if (type(key), key) not in names:

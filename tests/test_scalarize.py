@@ -269,3 +269,17 @@ def test_keys_missing_on_entry_and_changed_parameters():
     SHARED["a"] = 1.0  # (the call above changed it already)
     with pytest.raises(dplus.DplusError, match=r"p\['a'\] changed while a differentiated call"):
         dplus.grad(changes_a_parameter_it_reads)(SHARED, 3.0)  # read on entry, then changed
+
+
+def one_read_in_a_loop(p, xs):
+    s = 0.0
+    for x in xs:
+        s = s + p["k"] * x
+    return s
+
+
+def test_a_single_read_in_a_loop_is_read_once():
+    assert "_dp_holds_keys(p, ('k',))" in generated_source(one_read_in_a_loop)
+    fast, general = both_ways(one_read_in_a_loop, {"k": 1.5}, [1.0, 2.0, -0.5])
+    close(fast, general)
+    close(fast, ({"k": 2.5}, [1.5, 1.5, 1.5]))
