@@ -39,7 +39,7 @@ __all__ = ["vector_fused_gradient"]
 
 
 def vector_fused_gradient(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
-                          const_names: set[str], inlined: Any) -> ast.FunctionDef | None:
+                          const_names: set[str], specialized: Any) -> ast.FunctionDef | None:
     """``f__grad`` for ``ir`` with its vector parameters read into scalars, or None."""
     params = [a.arg for a in ir.args.args]
     if not all(isinstance(st, ast.Assign) and len(st.targets) == 1 for st in ir.body):
@@ -86,7 +86,7 @@ def vector_fused_gradient(ir: IRFunction, namer: Namer, helpers: Helpers, global
     ir2 = attrs.evolve(ir, body=new_body, args=args, scope=scope)
     b = FunctionBuilder(ir2, namer, helpers, globals_, top_level=True, outer_free=outer_free)
     b.const_names = set(const_names)
-    b.inlined = inlined
+    b.specialized = specialized
     b.build()  # (only its analysis is used: the segments and the adjoint names)
     return b.fused_gradient(scalar_params, signature=params, prologue=_prologue(b, params, vectors),
                             finish=_finish(b, params, vectors, scalar_params))

@@ -318,7 +318,7 @@ class FunctionBuilder:
         self.const_names: set[str] = set()
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
-        self.inlined: Specialized | None = None
+        self.specialized: Specialized | None = None
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -439,8 +439,8 @@ class FunctionBuilder:
             body=bp_body, decorator_list=[], returns=None, type_comment=None,
         )
         finish = [assign(PFX + "record", N(TAPE))] if self.nestable else []
-        if self.inlined is not None:
-            spec = self.inlined
+        if self.specialized is not None:
+            spec = self.specialized
             if simple:
                 fargs: list[ast.expr] = [N(p) for p in params]
                 fkw: list[ast.keyword] = []
@@ -450,7 +450,7 @@ class FunctionBuilder:
                 fargs = [ast.Starred(value=N(PFX + "args"), ctx=ast.Load())]
                 fkw = [ast.keyword(arg=None, value=N(PFX + "kw"))]
             prologue.append(ast.If(test=self.not_specialized(spec), body=[  # (after the arguments are bound)
-                ast.Return(value=call(self.helper(spec.fallback, "uninlined"), *fargs, keywords=fkw))], orelse=[]))
+                ast.Return(value=call(self.helper(spec.fallback, "unspecialized"), *fargs, keywords=fkw))], orelse=[]))
             if spec.inlined:
                 names = C(tuple(g for g, _ in spec.inlined))
                 finish.append(ast.If(test=self.not_inlined(spec.inlined), body=[
@@ -533,8 +533,8 @@ class FunctionBuilder:
                 body.insert(0, ast.If(test=ast.BoolOp(op=ast.Or(), values=not_floats) if len(not_floats) > 1 else not_floats[0],
                                       body=[ast.Return(value=C(None))], orelse=[]))
         body[:0] = prologue or []
-        if self.inlined is not None:  # a rebound global: the general way
-            body.insert(0, ast.If(test=self.not_specialized(self.inlined), body=[ast.Return(value=C(None))], orelse=[]))
+        if self.specialized is not None:  # a rebound global: the general way
+            body.insert(0, ast.If(test=self.not_specialized(self.specialized), body=[ast.Return(value=C(None))], orelse=[]))
         fdef = ast.FunctionDef(
             name=f"{ir.name}__grad",
             args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in signature], vararg=None, kwonlyargs=[],
@@ -2057,15 +2057,15 @@ def _hoisted_by_parameter(hoisted: list[tuple[str, Any, str]]) -> list[tuple[str
 
 def build_plus_function(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
                         nestable: bool = False, prefix: str = "_dp_", const_names: set[str] | None = None,
-                        inlined: Specialized | None = None) -> ast.FunctionDef:
-    """``inlined``: what the transform assumes (inlined calls, elements read on entry)."""
+                        specialized: Specialized | None = None) -> ast.FunctionDef:
+    """``specialized``: what the transform assumes (inlined calls, elements read on entry)."""
     _set_prefix(prefix)
     b = FunctionBuilder(ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable)
     b.const_names = set(const_names or ())
-    b.inlined = inlined
+    b.specialized = specialized
     plus = b.build()
     if plus.dp_fused is None and b.fast and plus.dp_simple and not ir.args.vararg:
         from .fused import vector_fused_gradient
 
-        plus.dp_fused = vector_fused_gradient(ir, namer, helpers, globals_, outer_free, b.const_names, inlined)
+        plus.dp_fused = vector_fused_gradient(ir, namer, helpers, globals_, outer_free, b.const_names, specialized)
     return plus

@@ -127,10 +127,11 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     return fn
 
 
-class _Uninlined:
-    """``f``'s plus-function made without inlining, compiled when first called: what a
-    plus-function that inlined calls runs instead once one of their globals is rebound
-    (or its function has a new rule)."""
+class _Unspecialized:
+    """``f``'s plus-function made without inlining or reading parameters on entry, compiled
+    when first called: what a plus-function made with them runs instead when one of its
+    assumptions fails (an inlined global rebound, or its function given a new rule; a
+    parameter read on entry that is not a dict holding the keys)."""
 
     def __init__(self, f: types.FunctionType) -> None:
         self.f = f
@@ -139,15 +140,15 @@ class _Uninlined:
     def __call__(self, *args: Any, **kwargs: Any) -> ProcResult:
         if self.plus is None:
             f = self.f
-            compiled = _UNINLINED.get(f.__code__)
+            compiled = _UNSPECIALIZED.get(f.__code__)
             if compiled is None:
                 with _LOCK:
-                    compiled = _UNINLINED[f.__code__] = _compile(f, inline=False)
+                    compiled = _UNSPECIALIZED[f.__code__] = _compile(f, specialize=False)
             self.plus = _plus_from(compiled, f)
         return self.plus(*args, **kwargs)
 
 
-_UNINLINED = CodeMap()
+_UNSPECIALIZED = CodeMap()
 
 
 def _closure_for(compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None) -> tuple:
@@ -195,13 +196,13 @@ def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @_collector_paused
-def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, inline: bool = True) -> Compiled:
+def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
-    guards, checks = inline_calls(f, node) if inline and not nestable and reverse.FAST_PATHS[0] else ({}, [])
+    guards, checks = inline_calls(f, node) if specialize and not nestable and reverse.FAST_PATHS[0] else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
@@ -215,7 +216,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     hoisted: list = []
     if not nestable and reverse.FAST_PATHS[0]:
         scalarize_lists(ir, namer)  # lists that never leave the function become their elements
-        if inline:  # (the transform made without inlining reads elements where the code does)
+        if specialize:  # (the transform made without this reads elements where the code does)
             hoisted = hoist_constant_reads(ir, namer)
     helpers = Helpers()
     helpers.values.update(guards)
@@ -223,7 +224,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
               if _cell_holds(cell, gen_zero)}
     plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
                                    prefix=prefix, const_names=consts,
-                                   inlined=Specialized(checks, hoisted, _Uninlined(f)) if checks or hoisted else None)
+                                   specialized=Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None)
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
