@@ -47,11 +47,17 @@ _NUMERIC = (int, float, complex)
 
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
-    if not kwargs and type(f) is types.FunctionType and id(f) not in _REGISTERED_IDS \
-            and id(f.__code__) not in _PLUS_CODE_IDS:
-        t = _TRANSFORMS.get(f)
-        if t is not None:  # the commonest call: a registered function (define_dplus, a rule)
-            return t(*args)
+    if not kwargs:
+        tf = type(f)
+        if tf is types.FunctionType:
+            if id(f) not in _REGISTERED_IDS and id(f.__code__) not in _PLUS_CODE_IDS:
+                t = _TRANSFORMS.get(f)
+                if t is not None:  # the commonest call: a registered function (define_dplus, a rule)
+                    return t(*args)
+        elif tf is types.BuiltinFunctionType or tf is type:  # max, len, zip, enumerate, ...
+            t = _TRANSFORMS.get(f)
+            if t is not None:
+                return t(*args)
     if type(f) is types.FunctionType and is_plus_function(f):
         if kwargs:
             return _call_positionally(f, args, kwargs)
