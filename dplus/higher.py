@@ -33,7 +33,7 @@ from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
 from .primitives.containers import register_attribute
-from .runtime import CellKey, Snapshot, apply_transform, fold, is_tracked_mutable, lift, snapshot
+from .runtime import CellKey, Snapshot, apply_transform, changed_since, fold, is_tracked_mutable, lift, snapshot, watch_call
 
 Z = gen_zero
 
@@ -443,6 +443,8 @@ register_primitive(boundary, _boundary_tower)
 
 defnondiff(default_sensitivity)
 defnondiff(snapshot)
+defnondiff(watch_call)
+defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_ops.iteration_router)

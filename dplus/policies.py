@@ -36,11 +36,13 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return op
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        from .runtime import as_plain_callable, mutable_sensitivity_of
+        from .runtime import as_plain_callable, changed_since, mutable_sensitivity_of, watch_call
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
+        watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
+        changed = changed_since(watched)
 
         def unknown_backprop(A: Any, Abox: Any) -> tuple:
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
@@ -48,6 +50,13 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
                     f"non-zero sensitivity. {_FIX}"
                 )
+            for v in changed:
+                # what it changed is read later: the change is part of the result, unseen
+                if not is_zero_sensitivity(mutable_sensitivity_of(v, Abox)):
+                    raise UnknownTransformError(
+                        f"no derivative is known for {_where(op, op_name)}, and it changed a "
+                        f"{type(v).__name__} it was given whose contents the result depends on. {_FIX}"
+                    )
             out = ((),) + (gen_zero,) * len(args)
             return out + ({k: gen_zero for k in kwargs},) if kwargs else out
 

@@ -300,6 +300,77 @@ def _accumulate_tuple(adj: Any, v: tuple, s: Any, Abox: BoxSensitivities) -> Any
     return add(adj, tuple(rest))
 
 
+def layouts(values: Any) -> list[tuple[Any, tuple]]:
+    """``(container, its items)`` for every list, dict, box and object reachable from
+    ``values`` (tuples looked into): what a call of code dplus does not see may change."""
+    out: list[tuple[Any, tuple]] = []
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is float or t is int or t is bool or v is None or t is str:
+            continue
+        if t is tuple:
+            stack.extend(v)
+            continue
+        if not is_tracked_mutable(v) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, list):
+            items: tuple = tuple(v)
+            if not _NUMBERS.issuperset(map(type, items)):
+                stack.extend(items)
+        elif isinstance(v, dict):
+            items = tuple(v.items())
+            stack.extend(v.values())
+        elif t is Box:
+            items = (v.value,)
+            stack.append(v.value)
+        elif t is CellKey:
+            continue
+        else:
+            try:
+                items = tuple(object_attributes(v).items())
+            except Exception:  # an attribute that cannot be read (a property that raises): not watched
+                continue
+            stack.extend(x for _, x in items)
+        out.append((v, items))
+    return out
+
+
+def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+    """:func:`layouts` of what a call of ``op`` (code dplus does not see) could change: its
+    arguments, and a bound method's object or a callable object itself."""
+    return layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+
+
+def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
+    """The containers of :func:`layouts` whose items are no longer the same objects."""
+    out = []
+    for v, items in watched:
+        if isinstance(v, list):
+            now: tuple = tuple(v)
+        elif isinstance(v, dict):
+            now = tuple(v.items())
+        elif type(v) is Box:
+            now = (v.value,)
+        else:
+            try:
+                now = tuple(object_attributes(v).items())
+            except Exception:  # (it could be read before the call: changed)
+                now = ()
+        if len(now) != len(items) or not all(map(_same_item, now, items)):
+            out.append(v)
+    return out
+
+
+def _same_item(a: Any, b: Any) -> bool:
+    if type(a) is tuple and len(a) == 2 and type(b) is tuple and len(b) == 2:  # (key, value) pairs
+        return a[0] == b[0] and a[1] is b[1]
+    return a is b
+
+
 def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
     if Abox is None:

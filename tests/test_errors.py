@@ -523,3 +523,53 @@ def test_unknown_callable_object_named_by_its_class():
     msg = str(info.value)
     assert "CallableThing" in msg
     assert " object at 0x" not in msg
+
+
+# --------------------------------------------------------------------------
+# unknown functions that change what they are given
+
+
+class Recorder:
+    def __init__(self):
+        self.items = []
+
+    def record(self, v):  # deliberately not registered: an unknown method
+        self.items.append(v * 2.0)
+
+
+def _append_twice(xs, v):  # deliberately not registered
+    xs.append(v)
+    xs.append(v)
+
+
+def _log(log, v):  # deliberately not registered
+    log.append(float(v))
+
+
+def records_then_reads(c):
+    r = Recorder()
+    r.record(c)
+    return r.items[0]
+
+
+def appends_then_reads(c):
+    xs = [1.0]
+    _append_twice(xs, c)
+    return xs[1] * xs[2]
+
+
+def logs_without_reading(c, log):
+    _log(log, c)
+    return c * c
+
+
+def test_an_unknown_function_that_changes_what_the_result_reads_is_an_error():
+    # the change is invisible to dplus: a gradient would silently miss it
+    with pytest.raises(UnknownTransformError, match=r"Recorder.record.*changed a list it was given"):
+        dplus.grad(records_then_reads)(1.5)
+    with pytest.raises(UnknownTransformError, match=r"_append_twice.*changed a list it was given"):
+        dplus.grad(appends_then_reads)(1.5)
+    # a change nothing reads afterwards is fine
+    log: list = []
+    assert dplus.grad(logs_without_reading)(1.5, log) == (3.0, [])  # (its layout at the call)
+    assert log == [1.5]
