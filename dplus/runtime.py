@@ -148,7 +148,6 @@ _add_floats = operator.add
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 _TUPLES = frozenset({tuple})
-_ADDABLE = frozenset({float, int, type(gen_zero)})  # entries a float adds to with +
 _ZEROS = frozenset({type(gen_zero)})
 _chain = itertools.chain.from_iterable
 
@@ -171,17 +170,24 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
         items = _as_items(s, len(v), v)
         if items is None:
             return
-        if v and v.__class__ is list and _FLOATS.issuperset(map(type, items)):
+        if v and v.__class__ is list:
             # the common case, float sensitivities: they conform only to numbers, so no element
             # hands anything further (one pass over the items, none over the list)
             found = Abox._entries.get(id(v))
-            if found is None:  # no entry yet: the items are the entry
-                Abox[v] = list(items)
-                return
-            entry = found[1]
-            if len(entry) == len(items) and _ADDABLE.issuperset(map(type, entry)):
-                entry[:] = map(_add_floats, entry, items)  # gen_zero + x is x
-                return
+            if found is None:
+                if _FLOATS.issuperset(map(type, items)):  # no entry yet: the items are the entry
+                    Abox[v] = list(items)
+                    return
+            elif type(found[1]) is list and len(found[1]) == len(items):
+                # added at once (gen_zero + x is x); kept when every sum is a float, which only
+                # numbers give: one pass to add, one to check, none over the list
+                try:
+                    sums = list(map(_add_floats, found[1], items))
+                except TypeError:  # (None, a tuple's or a list's sensitivity: element by element)
+                    sums = None
+                if sums is not None and _FLOATS.issuperset(map(type, sums)):
+                    found[1][:] = sums
+                    return
         entry = Abox.list_entry(v, len(v))
         for i, si in enumerate(items):
             if si is gen_zero or si is None:
