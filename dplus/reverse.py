@@ -1412,7 +1412,13 @@ class FunctionBuilder:
             return ast.Expr(result)
         self.persistent.add(rec_it)
         A_it = self.adj(rec_it)
-        return assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX)))
+        if self.nestable:
+            return assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), result, N(ABOX)))
+        # (a list's elements' sensitivities went to its entry: usually nothing is left, no call)
+        routed = self.namer.fresh("routed")
+        return ast.If(test=ast.Compare(left=ast.NamedExpr(target=S(routed), value=result), ops=[ast.IsNot()],
+                                       comparators=[N(self.Z)]),
+                      body=[assign(A_it, call(self.rt("accumulate"), N(A_it), N(itv), N(routed), N(ABOX)))], orelse=[])
 
     def loop_with_fast_prefix(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
                               itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:
