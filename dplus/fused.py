@@ -33,7 +33,7 @@ import attrs
 
 from .normalize import IRFunction, Namer
 from .reverse import C, FunctionBuilder, Helpers, N, assign, call, clone
-from .scalarize import int_constant, name_counts
+from .scalarize import name_counts, read_of
 
 __all__ = ["vector_fused_gradient"]
 
@@ -113,26 +113,23 @@ def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[s
     loads = 0
     for st in body:
         loads += sum(1 for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names)
-        target, value = st.targets[0], st.value
-        if isinstance(value, ast.Name) and value.id in names:
-            if isinstance(target, ast.Name):
-                if stores.get(target.id) != 1:
-                    return None
-                names.add(target.id)
-                v.uses[id(st)] = (v, "alias", None)
-            elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
-                if v.length is not None and v.length != len(target.elts):
-                    return None  # (two unpackings of different lengths: one always fails)
-                v.length = len(target.elts)
-                v.uses[id(st)] = (v, "unpack", None)
-            else:
+        r = read_of(st, names, consts)
+        if r is None:
+            continue  # (a read some other way is caught by the count below)
+        kind, what = r
+        if kind == "copy":
+            if stores.get(what) != 1:
                 return None
-        elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in names:
-            k = consts.get(value.slice.id) if isinstance(value.slice, ast.Name) else int_constant(value.slice)
-            if k is None or not isinstance(target, ast.Name):
-                return None
-            v.indexes.add(k)
-            v.uses[id(st)] = (v, "index", k)
+            names.add(what)
+            v.uses[id(st)] = (v, "alias", None)
+        elif kind == "unpack":
+            if v.length is not None and v.length != what:
+                return None  # (two unpackings of different lengths: one always fails)
+            v.length = what
+            v.uses[id(st)] = (v, "unpack", None)
+        elif type(what) is int:  # (a string key: a dict, not a vector)
+            v.indexes.add(what)
+            v.uses[id(st)] = (v, "index", what)
     if loads != len(v.uses) or not any(kind != "alias" for _, kind, _ in v.uses.values()):
         return None  # read some other way too (or never read at a position)
     return v

@@ -1523,8 +1523,8 @@ class FunctionBuilder:
                 if c is not None:
                     rev += [assign(c, ast.List(elts=[], ctx=ast.Load())), assign(c + "_append", attr(c, "append"))]
             loop = ast.For(target=loop_target, iter=source, body=body, orelse=[], type_comment=None)
-            rev.append(self.unless_zero(body, [loop], [ast.Assign(targets=[S(c) for c in cols if c is not None],
-                                                                   value=C(None))] if any(cols) else []))
+            rev += self.unless_zero(body, [loop], [ast.Assign(targets=[S(c) for c in cols if c is not None],
+                                                              value=C(None))] if any(cols) else [])
             listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
             rev.append(self.hand_back(rec_it, itv, call(self.rt("route_columns"), N(itv), N(route), N(nf), listed, N(ABOX))))
             return fwd, rev
@@ -1538,7 +1538,7 @@ class FunctionBuilder:
             prefix += [ast.Expr(call(attr(backwards, "reverse"))),
                        ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
                                                          ctx=ast.Store())], value=N(backwards))]
-        rev.append(self.unless_zero(body, prefix, []))
+        rev += self.unless_zero(body, prefix, [])
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
 
@@ -1556,7 +1556,7 @@ class FunctionBuilder:
             return None
         return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
 
-    def unless_zero(self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]) -> ast.stmt:
+    def unless_zero(self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]) -> list[ast.stmt]:
         """``run`` behind a test that an adjoint the fast loop body ``body`` propagates is not
         zero: reverse code is linear in those adjoints, so when all are zero where the loop's
         reverse starts, every iteration's contributions are zero and the loop is skipped (a
@@ -1569,11 +1569,11 @@ class FunctionBuilder:
                 if read in persistent and read not in flowing:
                     flowing.append(read)
         if not flowing:
-            return ast.If(test=C(True), body=run, orelse=[]) if len(run) != 1 else run[0]
+            return run
         test = ast.BoolOp(op=ast.Or(), values=[ast.Compare(left=N(a), ops=[ast.IsNot()], comparators=[N(self.Z)])
                                                for a in flowing]) if len(flowing) > 1 else \
             ast.Compare(left=N(flowing[0]), ops=[ast.IsNot()], comparators=[N(self.Z)])
-        return ast.If(test=test, body=run, orelse=otherwise)
+        return [ast.If(test=test, body=run, orelse=otherwise)]
 
     def item_columns(self, s: ast.For, rev: list[ast.stmt], A_t: str) -> tuple[int, list[ast.expr]] | None:
         """``(position, parts)`` when a fast loop body's reverse gives the item its sensitivity

@@ -320,29 +320,35 @@ def layouts(values: Any) -> list[tuple[Any, tuple]]:
         if t is tuple:
             stack.extend(v)
             continue
-        if not is_tracked_mutable(v) or id(v) in seen:
+        if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
             continue
         seen.add(id(v))
+        items = _container_items(v)
+        if items is None:
+            continue  # (an attribute that cannot be read, a property that raises: not watched)
         if isinstance(v, list):
-            items: tuple = tuple(v)
             if not _NUMBERS.issuperset(map(type, items)):
                 stack.extend(items)
-        elif isinstance(v, dict):
-            items = tuple(v.items())
-            stack.extend(v.values())
         elif t is Box:
-            items = (v.value,)
             stack.append(v.value)
-        elif t is CellKey:
-            continue
-        else:
-            try:
-                items = tuple(object_attributes(v).items())
-            except Exception:  # an attribute that cannot be read (a property that raises): not watched
-                continue
+        else:  # a dict's or an object's (key, value) pairs
             stack.extend(x for _, x in items)
         out.append((v, items))
     return out
+
+
+def _container_items(v: Any) -> tuple | None:
+    """A list's elements, a box's value, or a dict's or object's (key, value) pairs."""
+    if isinstance(v, list):
+        return tuple(v)
+    if isinstance(v, dict):
+        return tuple(v.items())
+    if type(v) is Box:
+        return (v.value,)
+    try:
+        return tuple(object_attributes(v).items())
+    except Exception:
+        return None
 
 
 def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
@@ -355,17 +361,7 @@ def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
     """The containers of :func:`layouts` whose items are no longer the same objects."""
     out = []
     for v, items in watched:
-        if isinstance(v, list):
-            now: tuple = tuple(v)
-        elif isinstance(v, dict):
-            now = tuple(v.items())
-        elif type(v) is Box:
-            now = (v.value,)
-        else:
-            try:
-                now = tuple(object_attributes(v).items())
-            except Exception:  # (it could be read before the call: changed)
-                now = ()
+        now = _container_items(v) or ()  # (unreadable now, readable before the call: changed)
         if len(now) != len(items) or not all(map(_same_item, now, items)):
             out.append(v)
     return out
@@ -452,7 +448,7 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
             snap.content = "float tuples"
         elif isinstance(v, list):
-            snap.items = _snapshot_items(v, _memo)
+            snap.items = [_snapshot_element(e, _memo) for e in v]  # (a matrix's rows: at once)
         elif isinstance(v, dict):
             snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
         elif t is Box:
@@ -482,11 +478,6 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
         if snap is not None:
             return snap
     return snapshot(e, memo)
-
-
-def _snapshot_items(v: list, memo: dict) -> list:
-    """The snapshots of a list's elements (a matrix's rows: no general steps per row)."""
-    return [_snapshot_element(e, memo) for e in v]
 
 
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:

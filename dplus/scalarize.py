@@ -161,21 +161,34 @@ def _index(e: ast.expr, consts: dict[str, int]) -> int | None:
     return int_constant(e)
 
 
-def _use(st: ast.Assign, name: str, n: int, consts: dict[str, int]) -> str | None:
-    """How ``st`` reads the list ``name``: 'copy', 'unpack', 'index', or None (not this way)."""
-    if len(st.targets) != 1:
+def read_of(st: ast.stmt, names: set[str], consts: dict[str, int]) -> tuple[str, Any] | None:
+    """How the assignment ``st`` reads a container under one of ``names`` as a whole or at a
+    constant key: ``("copy", name)`` (``t = c``), ``("unpack", n)`` (``a, b = c``, into
+    ``n`` names), ``("index", key)`` (``t = c[key]``, a string or an integer constant, or a
+    name bound once to one); None for any other statement."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
         return None
     target, value = st.targets[0], st.value
-    if isinstance(value, ast.Name) and value.id == name:
+    if isinstance(value, ast.Name) and value.id in names:
         if isinstance(target, ast.Name):
-            return "copy"
-        if (isinstance(target, ast.Tuple) and len(target.elts) == n
-                and all(isinstance(e, ast.Name) for e in target.elts)):
-            return "unpack"
+            return "copy", target.id
+        if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            return "unpack", len(target.elts)
         return None
     if (isinstance(target, ast.Name) and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
-            and value.value.id == name and (k := _index(value.slice, consts)) is not None and -n <= k < n):
-        return "index"
+            and value.value.id in names and (k := _key(value.slice, consts)) is not None):
+        return "index", k
+    return None
+
+
+def _use(st: ast.Assign, name: str, n: int, consts: dict[str, int]) -> str | None:
+    """How ``st`` reads the list ``name`` of ``n`` elements: 'copy', 'unpack', 'index', or None."""
+    r = read_of(st, {name}, consts)
+    if r is None:
+        return None
+    kind, what = r
+    if kind == "copy" or (kind == "unpack" and what == n) or (kind == "index" and type(what) is int and -n <= what < n):
+        return kind
     return None
 
 
@@ -245,27 +258,21 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
             continue
         found = []
         for st in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
-            if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
-                continue
-            v = st.value
-            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == p:
-                key = _key(v.slice, consts)
-                if key is None:
-                    break
-                found.append((st, key))
-        else:
-            if len(found) != loads[p] or (len(found) < 2 and id(found[0][0]) not in looped):
-                continue  # read some other way, or just once: nothing to gain
-            names: dict[Any, str] = {}
-            for st, key in found:
-                if (type(key), key) not in names:
-                    names[(type(key), key)] = namer.fresh(f"{p}_{key}_" if isinstance(key, int) or str(key).isidentifier()
-                                                          else f"{p}_")
-                    hoisted.append((p, key, names[(type(key), key)]))
-                    # (the read on entry keeps the line of the first read it replaces)
-                    reads.append(ast.copy_location(_assign(names[(type(key), key)], ast.Subscript(
-                        value=ast.Name(id=p, ctx=ast.Load()), slice=ast.Constant(value=key), ctx=ast.Load())), st))
-                st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
+            r = read_of(st, {p}, consts)
+            if r is not None and r[0] == "index":
+                found.append((st, r[1]))
+        if len(found) != loads[p] or (len(found) < 2 and id(found[0][0]) not in looped):
+            continue  # read some other way, or just once: nothing to gain
+        names: dict[Any, str] = {}
+        for st, key in found:
+            if (type(key), key) not in names:
+                names[(type(key), key)] = namer.fresh(f"{p}_{key}_" if isinstance(key, int) or str(key).isidentifier()
+                                                      else f"{p}_")
+                hoisted.append((p, key, names[(type(key), key)]))
+                # (the read on entry keeps the line of the first read it replaces)
+                reads.append(ast.copy_location(_assign(names[(type(key), key)], ast.Subscript(
+                    value=ast.Name(id=p, ctx=ast.Load()), slice=ast.Constant(value=key), ctx=ast.Load())), st))
+            st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
     ir.body[0:0] = reads
     return hoisted
 

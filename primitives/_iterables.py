@@ -89,12 +89,12 @@ class Seq:
         k = self.kind
         if s is None or k == CONST:
             return gen_zero
-        if k == LIST or k == TUPLE:
+        if k == LIST:
+            return list_sens(s, len(self.items))
+        if k == TUPLE:
             n = len(self.items)
             if len(s) < n:
                 s = list(s) + [gen_zero] * (n - len(s))
-            if k == LIST:
-                return s if type(s) is list else list(s)
             return s if type(s) is tuple else tuple(s)
         if k == ARRAY:
             return self._array_sens(s)
@@ -177,6 +177,16 @@ def seq(x: Any, fn: str, arg: str) -> Seq:
             "or by zipping it with a finite list."
         )
     return Seq(x, list(x), OTHER, fn, arg)
+
+
+def list_sens(s: Any, n: int) -> Any:
+    """The sensitivity of a list of ``n`` elements from those of its first ``len(s)``
+    (the rest zero; ``None``: all zero)."""
+    if s is None:
+        return gen_zero
+    if len(s) < n:
+        return list(s) + [gen_zero] * (n - len(s))
+    return s if type(s) is list else list(s)
 
 
 def lazy_seq(x: Any, fn: str, arg: str) -> Seq:

@@ -74,6 +74,7 @@ from ._iterables import (
     ensure_abox,
     items_of,
     lazy_seq,
+    list_sens,
     out_sens,
     proj,
     seq,
@@ -474,15 +475,8 @@ def _zip_lists(lists: tuple) -> ProcResult:
         so = out_sens(out, A, ensure_abox(Abox))
         if so is None:
             return ((),) + (gen_zero,) * len(lists)
-        res: list = [()]
-        for n, col in zip(lengths, columns(so, len(lists))):
-            if col is None:  # (a column of an ItemColumns that is all zero)
-                res.append(gen_zero)
-            elif len(col) < n:  # zip stopped at a shorter list: the rest get zero
-                res.append(list(col) + [gen_zero] * (n - len(col)))
-            else:
-                res.append(col if type(col) is list else list(col))
-        return tuple(res)
+        # (zip stopped at the shortest list: the rest of a longer one gets zero)
+        return ((),) + tuple(map(list_sens, columns(so, len(lists)), lengths))
 
     return ProcResult(out, zip_lists_backprop)
 
