@@ -30,6 +30,7 @@ _NONDIFF_BUILTINS = {name: getattr(builtins, name) for name in (
     "callable", "hasattr", "ord", "chr", "int", "round")}
 _FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
 _TUPLE_ITEM_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate")}
+_ZIP = {"zip": builtins.zip}
 
 
 class Namer:
@@ -404,6 +405,9 @@ class Normalizer:
     def s_For(self, s: ast.For) -> None:
         fresh = self.makes_fresh_list(s.iter)
         tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS)
+        # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
+        zips = (self.calls_builtin(s.iter, _ZIP) and bool(s.iter.args) and not s.iter.keywords
+                and not any(isinstance(a, ast.Starred) for a in s.iter.args))
         it = self.expr(s.iter)
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
@@ -423,6 +427,7 @@ class Normalizer:
         node.dp_stop = ctx.brk
         node.dp_fresh_iter = fresh
         node.dp_tuple_items = tuple_items
+        node.dp_zip_of = it.id if zips and isinstance(it, ast.Name) else None
         self.emit(node)
         self.after_loop(ctx, s)
 

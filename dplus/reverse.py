@@ -26,6 +26,7 @@ from .scopes import names_bound_by
 __all__ = ["build_plus_function", "Helpers"]
 
 _NUM_TYPES = frozenset({float, int})
+_POWERS = (operator.pow, operator.ipow, pow)
 FAST_PATHS = [True]  # False: only the general path (transformer.general_paths_only, for tests)
 _SEQ_TYPES = frozenset({list, tuple, dict})
 
@@ -110,6 +111,9 @@ class FastParts:
     rev: list[ast.stmt]
     copy_back: list[ast.stmt]
     defined: list[str]  # the names the segment assigns (after renaming)
+    numbers: list[str] = attrs.field(factory=list)  # the names the guard tests for numbers
+    checks: list[ast.expr] = attrs.field(factory=list)  # the guard's other tests (an inlined callee is still the one inlined)
+    closed: frozenset[str] = frozenset()  # user names the segment leaves holding numbers when the guard held
 
 
 def clone(node: Any) -> Any:
@@ -640,8 +644,14 @@ class FunctionBuilder:
             if isinstance(s, (ast.Assign, ast.Delete, ast.FunctionDef)):
                 run.append(s)
                 continue
+            zs = self.zip_statement(s, run)
+            if zs is not None:
+                run.pop()
             flush()
-            f, r = self.compound(s)
+            if zs is not None:
+                f, r = self.loop_over_zip(zs, s)
+            else:
+                f, r = self.compound(s)
             fwd.extend(f)
             rev_parts.append(r)
         flush()
@@ -650,6 +660,35 @@ class FunctionBuilder:
         for part in reversed(rev_parts):
             rev.extend(part)
         return fwd, rev
+
+    def zip_statement(self, s: ast.stmt, run: list[ast.stmt]) -> ast.Assign | None:
+        """The statement ``it = zip(xs, ys, ...)`` just before ``for ... in it`` (made by
+        normalizing ``for ... in zip(xs, ys, ...)``), when its loop may run over the lists."""
+        name = getattr(s, "dp_zip_of", None)
+        if not (name and run and isinstance(s, ast.For) and self.fast and not self.nestable and not self.in_try):
+            return None
+        zs = run[-1]
+        if (isinstance(zs, ast.Assign) and _is_name(zs.targets[0], name) and isinstance(zs.value, ast.Call)
+                and isinstance(zs.value.func, ast.Name) and all(isinstance(a, ast.Name) for a in zs.value.args)):
+            return zs
+        return None
+
+    def loop_over_zip(self, zs: ast.Assign, s: ast.For) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """``it = zip(...)`` and ``for ... in it``: the zip statement's code goes inside the
+        loop's general branch when :meth:`loop_over_lists` makes another, before it otherwise."""
+        zip_fwd: list[ast.stmt] = []
+        zip_rev: list[ast.stmt] = []
+        for seg in self.segments([zs]):
+            f, r = self.segment(seg)
+            zip_fwd += f
+            zip_rev = r + zip_rev
+        self.defined_before.update(_assigned_names(zs))
+        s.dp_zip_general = (zs, zip_fwd, zip_rev)
+        f, r = self.compound(s)
+        if getattr(s, "dp_zip_general", None) is None:
+            return f, r
+        s.dp_zip_general = None
+        return zip_fwd + f, r + zip_rev
 
     # ---------------------------------------------------------------- classification
     def inline_rule(self, value: ast.expr) -> tuple[InlineRule | None, Any]:
@@ -781,9 +820,10 @@ class FunctionBuilder:
             _locate_all(fwd, seg[0])
             _locate_all(rev, seg[0])
             return fwd, rev
-        fast_fwd, fast_rec, fast_rev, guard = fast
+        fast_fwd, fast_rec, fast_rev, guard, numbers, checks = fast
         self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, [clone(x) for x in fast_fwd], list(fast_rec),
-                                          [clone(x) for x in fast_rev], ssa.copy_back(), list(ssa.defined)))
+                                          [clone(x) for x in fast_rev], ssa.copy_back(), list(ssa.defined),
+                                          list(numbers), checks, self.numbers_kept(ssa, numbers)))
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
         rec = self.namer.fresh("rec")
         fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
@@ -800,7 +840,7 @@ class FunctionBuilder:
         _locate_all(rev, seg[0])
         return fwd, rev
 
-    def fast_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt], ast.expr] | None:
+    def fast_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt], ast.expr, list[str], list[ast.expr]] | None:
         fwd: list[ast.stmt] = []
         saved: list[str] = []
         guards: list[ast.expr] = []
@@ -886,10 +926,39 @@ class FunctionBuilder:
         persistent = set(self.adjoint_names.values())
         rev[:] = simplify_reverse(rev, {t.id for st in rev for t in getattr(st, "targets", ())
                                         if isinstance(t, ast.Name) and t.id not in persistent})
+        checks = [clone(g) for g in guards]
         if number_guarded:
             guards.insert(0, self.number_guard(number_guarded))
         guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
-        return fwd, saved, rev, guard
+        return fwd, saved, rev, guard, number_guarded, checks
+
+    def numbers_kept(self, ssa: "_SSA", numbers: list[str]) -> frozenset[str]:
+        """The user names that hold numbers (``int`` or ``float``) after the fast variant ran
+        when the names in ``numbers`` held numbers before: arithmetic and the inline rules
+        keep numbers numbers, except ``**`` (a negative base to a fractional power is complex)
+        unless its exponent is a whole constant. What a loop that tests its guard once needs."""
+        num = set(numbers)
+        for s in ssa.stmts:
+            k = s.dp_kind
+            if k == "unpack":
+                continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
+            target = s.targets[0].id
+            v = s.value
+            if k == "inline":
+                ok = all(_is_number_const(o) or isinstance(o, ast.Name) and o.id in num for o in self.operands(v))
+                rule, _ = self.inline_rule(v)
+                if rule.fn in _POWERS:
+                    exponent = self.operands(v)[-1]
+                    ok = ok and _is_number_const(exponent) and (type(exponent.value) is int or exponent.value.is_integer())
+            elif k == "copy":
+                ok = v.id in num
+            else:
+                ok = isinstance(v, ast.Constant) and type(v.value) in _NUM_TYPES
+            if ok:
+                num.add(target)
+            else:
+                num.discard(target)
+        return frozenset(user for user, new in ssa.version.items() if new in num)
 
     def number_guard(self, names: list[str]) -> ast.expr:
         """``names`` all hold numbers: tested as all floats first (one identity test each,
@@ -1422,6 +1491,114 @@ class FunctionBuilder:
 
     def loop_with_fast_prefix(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
                               itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """A loop whose body is one fast segment: over ``zip`` of lists of numbers, the loop
+        over the lists themselves (:meth:`loop_over_lists`) when the guard can be tested once;
+        otherwise, or when that test fails, :meth:`fast_prefix_loop`."""
+        fwd, rev = self.fast_prefix_loop(s, fast, bf, br, n, itv, rec_it)
+        general = getattr(s, "dp_zip_general", None)
+        lists = self.loop_over_lists(s, fast) if general is not None else None
+        if lists is None:
+            return fwd, rev
+        test, lists_fwd, lists_rev, rec = lists
+        _, zip_fwd, zip_rev = general
+        s.dp_zip_general = None  # (taken: the zip statement's code is in the general branch)
+        fwd = [ast.If(test=test, body=lists_fwd, orelse=zip_fwd + fwd + [self.push(tuple_([C(False)]), rec)])]
+        rev = ([] if self.straight else self.pop_into([rec], whole=True)) + [
+            ast.If(test=ast.Subscript(value=N(rec), slice=C(0), ctx=ast.Load()), body=lists_rev, orelse=rev + zip_rev)]
+        return fwd, rev
+
+    def loop_over_lists(self, s: ast.For, fast: FastParts) -> tuple[ast.expr, list[ast.stmt], list[ast.stmt], str] | None:
+        """``for a, b in zip(xs, ys)`` whose body is one fast segment, run over the lists
+        themselves when they are lists of numbers and the guard holds on entry.
+
+        The guard is tested once, not per iteration: the items are numbers (one C-level pass
+        per list), the names the body assigns stay numbers (``FastParts.closed``), and the
+        rest does not change in the loop. The forward records copies of the lists' first
+        ``nf`` elements instead of the list of tuples ``zip`` makes; the reverse reads them
+        backwards and hands each list its column of sensitivities. ``None`` when the loop is
+        not of this shape. Returns the entry test, the forward, the reverse (which reads the
+        record ``rec``) and ``rec``.
+        """
+        zs = s.dp_zip_general[0]
+        srcs = [a.id for a in zs.value.args]
+        target = s.target.id
+        A_t = self.adj(target)
+        direct = self.unpacked_items(s, fast, target)
+        if direct is None or len(direct.elts) != len(srcs):
+            return None
+        items = {e.id for e in direct.elts}
+        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
+        if any(g in bound_in_body and g not in items and g not in fast.closed for g in fast.numbers):
+            return None  # (a name the body assigns might stop being a number)
+        from_items, invariant, column_names = self.prefix_records(s, fast)
+        body = [clone(x) for x in fast.rev]
+        columns = self.item_columns(s, body, A_t)
+        if columns is None and any(_is_name(n, A_t) for x in body for n in ast.walk(x)):
+            return None
+        if columns is not None and len(columns[1]) != len(srcs):
+            return None
+        rec, nf = self.namer.fresh("lists"), self.namer.fresh("nf")
+        lists, lens, copies = self.namer.fresh("lists"), self.namer.fresh("lens"), self.namer.fresh("copies")
+        col = self.namer.fresh("col") if column_names else None
+        inv = self.namer.fresh("invariant") if invariant else None
+        typ = self.helper(type, "type")
+        tests: list[ast.expr] = [ast.Compare(left=call(clone(typ), N(x)), ops=[ast.Is()], comparators=[self.helper(list, "list")])
+                                 for x in srcs]
+        tests.append(ast.Compare(left=clone(zs.value.func), ops=[ast.Is()], comparators=[self.helper(zip, "zip")]))
+        entry_numbers = [g for g in fast.numbers if g not in items]
+        if entry_numbers:
+            tests.append(self.number_guard(entry_numbers))
+        tests += [clone(c) for c in fast.checks]
+        tests.append(call(self.rt("all_numbers"), *[N(x) for x in srcs]))
+        test = ast.BoolOp(op=ast.And(), values=tests)
+        # forward
+        record = N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
+        length = lambda x: call(self.helper(len, "len"), N(x))  # noqa: E731
+        fwd: list[ast.stmt] = [assign(lens, tuple_([length(x) for x in srcs])),
+                               assign(nf, call(self.helper(min, "min"), N(lens)))]
+        if col:
+            fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
+        fwd.append(ast.For(target=clone(direct), iter=call(self.helper(zip, "zip"), *[N(x) for x in srcs]),
+                           body=[clone(x) for x in fast.fwd]
+                           + ([ast.Expr(call(attr(col, "append"), record))] if col else [])
+                           + [clone(x) for x in fast.copy_back] or [ast.Pass()], orelse=[], type_comment=None))
+        firsts = [ast.Subscript(value=N(x), slice=ast.Slice(lower=None, upper=N(nf), step=None), ctx=ast.Load()) for x in srcs]
+        fwd.append(self.push(tuple_([C(True), tuple_([N(x) for x in srcs]), N(lens),
+                                     tuple_(firsts), N(nf)] + ([N(col)] if col else []) + (
+            [ast.IfExp(test=N(nf), body=tuple_([N(x) for x in invariant]), orelse=C(None))] if inv else [])), rec))
+        # reverse
+        rev: list[ast.stmt] = [unpack(["_", lists, lens, copies, nf] + ([col] if col else []) + ([inv] if inv else []), N(rec))]
+        if inv:
+            rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
+        reversed_ = self.helper(reversed, "reversed")
+        sources = [call(clone(reversed_), ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load())) for j in range(len(srcs))]
+        item_target = clone(direct)
+        if col:
+            col_target: ast.expr = S(column_names[0]) if len(column_names) == 1 else ast.Tuple(
+                elts=[S(x) for x in column_names], ctx=ast.Store())
+            loop_target: ast.expr = ast.Tuple(elts=[item_target, col_target], ctx=ast.Store())
+            source = call(self.helper(zip, "zip"), call(self.helper(zip, "zip"), *sources), call(clone(reversed_), N(col)))
+        else:
+            loop_target, source = item_target, call(self.helper(zip, "zip"), *sources)
+        if columns is None:  # the items get no sensitivity
+            rev += self.unless_zero(body, [ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[],
+                                                   type_comment=None)], [])
+            return test, fwd, rev, rec
+        at, parts = columns
+        cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
+        body[at:at + 1] = [ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None]
+        for c in cols:
+            if c is not None:
+                rev += [assign(c, ast.List(elts=[], ctx=ast.Load())), assign(c + "_append", attr(c, "append"))]
+        loop = ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None)
+        rev += self.unless_zero(body, [loop], [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))]
+                                if any(cols) else [])
+        listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
+        rev.append(ast.Expr(call(self.rt("zip_lists_back"), N(lists), N(lens), listed, N(ABOX))))
+        return test, fwd, rev, rec
+
+    def fast_prefix_loop(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
+                         itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """A loop whose body is one fast segment, run as two loops over one iterator.
 
         The first runs the fast variant while the guard holds, with no record per iteration
@@ -1435,18 +1612,7 @@ class FunctionBuilder:
         target = s.target.id
         A_t = self.adj(target)
         nf, iterv, pend = self.namer.fresh("nf"), self.namer.fresh("iter"), self.namer.fresh("pending")
-        # names the fast reverse reads that the items give again (a fresh list of tuples)
-        from_items: set[str] = set()
-        if getattr(s, "dp_tuple_items", False):
-            from_items.add(target)
-            for u in fast.lead:
-                if isinstance(u.value, ast.Name) and u.value.id == target:
-                    from_items.update(e.id for e in u.targets[0].elts)
-        # values the loop body never assigns are the same in every iteration: recorded once
-        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
-        invariant = [x for x in fast.rec if x not in from_items and x != target and x not in fast.defined
-                     and x not in bound_in_body]
-        column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
+        from_items, invariant, column_names = self.prefix_records(s, fast)
         reads_items = any(x in from_items for x in fast.rec)
         inv = self.namer.fresh("invariant") if invariant else None
         col = self.namer.fresh("col") if column_names else None
@@ -1541,6 +1707,23 @@ class FunctionBuilder:
         rev += self.unless_zero(body, prefix, [])
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
+
+    def prefix_records(self, s: ast.For, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
+        """What a fast loop's reverse reads, by where it comes from: the names the items give
+        again (unpacked from the tuples of a fresh list), the values the body never assigns (the
+        same in every iteration: recorded once), and the rest (a column, one entry per iteration)."""
+        target = s.target.id
+        from_items: set[str] = set()
+        if getattr(s, "dp_tuple_items", False):
+            from_items.add(target)
+            for u in fast.lead:
+                if isinstance(u.value, ast.Name) and u.value.id == target:
+                    from_items.update(e.id for e in u.targets[0].elts)
+        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
+        invariant = [x for x in fast.rec if x not in from_items and x != target and x not in fast.defined
+                     and x not in bound_in_body]
+        column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
+        return from_items, invariant, column_names
 
     def unpacked_items(self, s: ast.For, fast: FastParts, target: str) -> ast.Tuple | None:
         """The names a fast loop over tuples (``zip``, ``enumerate``) unpacks each item into

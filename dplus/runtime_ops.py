@@ -43,6 +43,8 @@ Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
 
 _NUMERIC = (int, float, complex)
+_NUMBERS = frozenset({int, float})
+_FLOATS = frozenset({float})
 
 
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
@@ -349,6 +351,40 @@ def route_columns(itv: list, sens: list | None, nf: int, cols: list, Abox: BoxSe
     full = [[Z] * nf if c is None else c for c in cols]
     sens[:nf] = zip(*full)
     return route_all(itv, sens, Abox)
+
+
+def all_numbers(*lists: list) -> bool:
+    """Whether every element of the lists is an ``int`` or a ``float`` (one C-level pass each)."""
+    for xs in lists:
+        if not _NUMBERS.issuperset(map(type, xs)):
+            return False
+    return True
+
+
+def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivities) -> None:
+    """The reverse of ``zip`` of lists for a loop that ran over the lists themselves: ``cols[j]``
+    holds the sensitivities of ``lists[j]``'s first elements, last first (``None``: zeros),
+    and ``lengths[j]`` is that list's length at the call; they go to the lists' entries."""
+    for xs, n, col in zip(lists, lengths, cols):
+        if col is None:
+            continue
+        col.reverse()
+        found = Abox._entries.get(id(xs))
+        if found is None or found[1] is Z:
+            Abox[xs] = col if len(col) == n else col + [Z] * (n - len(col))
+            continue
+        # by position: the elements were numbers when zip read them, whatever the list holds now
+        entry = found[1]
+        nf = len(col)
+        if len(entry) < nf:
+            entry.extend([Z] * (nf - len(entry)))
+        try:
+            sums = list(map(operator.add, entry[:nf], col))  # (gen_zero + x is x)
+        except TypeError:  # (None in the entry)
+            sums = None
+        if sums is None or not _FLOATS.issuperset(map(type, sums)):
+            sums = [add(e, c) for e, c in zip(entry, col)]
+        entry[:nf] = sums
 
 
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
