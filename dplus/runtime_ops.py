@@ -574,26 +574,19 @@ def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tup
     (``A`` handed in, then the list's entry taken out of ``Abox``: before, it did not exist)."""
     if A is not Z and A is not None:
         handover(Abox, lst, A)
-    entry = Abox.pop(lst, Z)
-    if entry is Z:
+    found = Abox._entries.pop(id(lst), None)
+    if found is None or found[1] is Z:
         return (Z,) * n
-    return tuple(entry)
-
-
-def list_store(xs: list, idx: Any, v: Any) -> int:
-    """``xs[idx] = v`` for a list; returns the (non-negative) index written."""
-    n = len(xs)
-    i = idx + n if type(idx) is int and idx < 0 else idx
-    xs[i] = v
-    return i
+    return tuple(found[1])
 
 
 def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
     """The reverse of ``obj[i] = v``: the sensitivity moved out of the entry to ``v``."""
     if type(kind) is int:
-        entry = Abox.get(obj)
-        if entry is Z:
+        found = Abox._entries.get(id(obj))
+        if found is None or found[1] is Z:
             return Z
+        entry = found[1]
         s = entry[kind]
         entry[kind] = Z
         return s
@@ -646,6 +639,10 @@ def unpack_back(adj: Any, v: Any, parts: tuple, Abox: BoxSensitivities) -> Any:
     """``accumulate(adj, v, unpack_sensitivity(v, parts), Abox)``: the adjoint of ``v``
     after the reverse of ``a, b, ... = v``. A list hands the parts straight to its entry."""
     if type(v) is list:
+        # the common case: float parts, and the list's first sensitivity (its entry is the parts)
+        if len(parts) == len(v) and id(v) not in Abox._entries and _FLOATS.issuperset(map(type, parts)):
+            Abox._entries[id(v)] = (v, list(parts))
+            return adj
         handover(Abox, v, parts)
         return adj
     return accumulate(adj, v, unpack_sensitivity(v, parts), Abox)

@@ -95,7 +95,7 @@ def _read_by_nested(body: list[ast.stmt]) -> set[str]:
 
 def _display(st: ast.stmt) -> tuple[str, list[ast.expr]] | None:
     if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-            and isinstance(st.value, ast.List) and not any(isinstance(e, ast.Starred) for e in st.value.elts)
+            and isinstance(st.value, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in st.value.elts)
             and all(isinstance(e, (ast.Name, ast.Constant)) for e in st.value.elts)):
         return st.targets[0].id, st.value.elts
     return None

@@ -999,3 +999,28 @@ def test_native_append_agrees_with_the_general_path_and_finite_differences(xs, c
     fast, general = both_ways(appends, list(xs), c)
     close(fast, general)
     check_fd(appends, list(xs), c)
+
+
+# --------------------------------------------------------------------------
+# list writes run natively: the index is checked by the store itself
+
+
+def write_at(xs, c, k):
+    xs = list(xs)  # (both_ways passes the same list twice)
+    xs[k] = c * xs[k]
+    return xs[0] * xs[-1] + xs[1]
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=3, max_size=3), c=floats, k=st.integers(-6, 5))
+def test_list_writes_agree_with_the_general_path_and_raise_out_of_range(xs, c, k):
+    if -3 <= k < 3:
+        fast, general = both_ways(write_at, list(xs), c, k)
+        close(fast, general)
+        check_fd(write_at, list(xs), c, k)
+        return
+    # (an index past either end once wrote another element instead of raising)
+    with pytest.raises(IndexError):
+        dplus.grad(write_at)(list(xs), c, k)
+    with general_paths_only(), pytest.raises(IndexError):
+        dplus.grad(write_at)(list(xs), c, k)
