@@ -1,11 +1,12 @@
-"""Lists that never leave the function become their elements (scalar replacement).
+"""Lists and tuples that never leave the function become their elements (scalar replacement).
 
 Small vectors written as list displays and read back at once are common in numerical
 code, all the more after inlining: ``r = qmul(q, p)`` hands a four-element list from the
 callee's ``return [...]`` to the caller's ``w, x, y, z = r``. Each such list costs a
 display, an entry in the box-sensitivity map, and a runtime call per read in the reverse,
 and splits the float arithmetic around it into separate segments. When a list display's
-only uses are the reads below, no code can see the list itself, so it need not exist::
+only uses are the reads below, no code can see the list itself, so it need not exist
+(the same for a tuple display, such as the pair an inlined ``return fx, fy`` makes)::
 
     L = [a, b, c]          ->   _L_0 = a; _L_1 = b; _L_2 = c
     M = L                  ->   (M is another name for the same elements)
