@@ -19,6 +19,7 @@ from hypothesis import given, settings, strategies as st
 import dplus
 from dplus.transformer import general_paths_only
 from path_helpers import both_ways, check_fd, close
+from test_fast_paths import Scaled, loop_over_rows as nested  # (objects never on the lists path)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 floats = st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False)
@@ -91,29 +92,6 @@ def any_power(xs, ys, p):
     for x, y in zip(xs, ys):
         s = s ** p * x + y
     return s
-
-
-def nested(m, v):
-    total = 0.0
-    for row in m:
-        acc = 0.0
-        for a, b in zip(row, v):
-            acc += a * b
-        total += acc * acc
-    return total
-
-
-class Scaled:
-    """A number-like object with its arithmetic in Python: never on the lists path."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __mul__(self, other):
-        return self.a * other * 2.0
-
-    def __rmul__(self, other):
-        return self.a * other * 2.0
 
 
 def test_the_lists_path_is_generated_where_the_guard_can_be_tested_once():
