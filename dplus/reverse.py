@@ -1000,6 +1000,7 @@ class FunctionBuilder:
         rec: list[str] = []
         rev: list[ast.stmt] = []
         acc = _AdjointAccumulator(self, ssa, rev, fast=False)
+        acc.stored_displays = self.stored_displays(ssa)
         plans = []
         for s in ssa.stmts:
             f, r_names, rev_fn = self.general_stmt(s, ssa)
@@ -1013,6 +1014,27 @@ class FunctionBuilder:
             rev_fn(acc)
         acc.finish()
         return fwd, rec, rev
+
+    def stored_displays(self, ssa: "_SSA") -> dict[str, tuple[int, str | None]]:
+        """The lists displayed in this segment whose only use is to be stored into a list
+        here (``L = [a, b]; xs[i] = L``): the store's reverse takes the display's element
+        sensitivities in the same call (``store_display_back``). Maps each to the name of its
+        parts, set when the store's reverse is written (first-order code only)."""
+        if self.nestable or not self.fast:
+            return {}
+        displayed = {st.targets[0].id: len(st.value.elts) for st in ssa.stmts
+                     if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)
+                     and isinstance(st.value, ast.List) and not any(isinstance(e, ast.Starred) for e in st.value.elts)}
+        out: dict[str, tuple[int, str | None]] = {}
+        for st in ssa.stmts:
+            if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript)):
+                continue
+            t, v = st.targets[0], st.value
+            if (isinstance(v, ast.Name) and v.id in displayed and isinstance(t.value, ast.Name)
+                    and not isinstance(t.slice, ast.Slice) and v.id not in self.boxed
+                    and ssa.user_name(v.id) == v.id and self.read_count.get(v.id) == 1):
+                out[v.id] = (displayed[v.id], None)
+        return out
 
     # ---------------------------------------------------------------- general statements
     def unpack_reverse(self, s: ast.Assign, acc: "_AdjointAccumulator") -> None:
@@ -1223,6 +1245,13 @@ class FunctionBuilder:
             record.append(v.id)
 
         def rev(acc: _AdjointAccumulator) -> None:
+            stored = getattr(acc, "stored_displays", {})
+            if isinstance(v, ast.Name) and v.id in stored:
+                n, _ = stored[v.id]
+                parts = self.namer.fresh("parts")
+                stored[v.id] = (n, parts)
+                acc.out.append(assign(parts, call(self.rt("store_display_back"), N(obj.id), N(kind), N(v.id), C(n), N(ABOX))))
+                return
             moved = call(self.rt("write_back"), N(obj.id), N(kind), N(ABOX))
             if isinstance(v, ast.Name):
                 acc.add_value(v.id, moved)
@@ -1253,16 +1282,25 @@ class FunctionBuilder:
 
         def rev(acc: _AdjointAccumulator) -> None:
             A = acc.take(name)
-            if A is None and not is_list:
-                return
-            parts = self.namer.fresh("parts")
-            split = (call(self.rt("list_display_parts"), A or N(self.Z), N(name), C(len(elts)), N(ABOX)) if is_list
-                     else call(self.rt("tuple_items"), A, C(len(elts))))
-            acc.out.append(assign(parts, split))
-            for k in reversed(range(len(elts))):
-                e = elts[k]
-                if isinstance(e, ast.Name):
-                    acc.add_value(e.id, ast.Subscript(value=N(parts), slice=C(k), ctx=ast.Load()))
+            stored = getattr(acc, "stored_displays", {}).get(name)
+            if stored is not None and stored[1] is not None:
+                # the store's reverse took the elements' sensitivities (``store_display_back``)
+                sources = [stored[1]]
+                if A is not None:  # (and anything else the list received, the usual way)
+                    sources.append(self.namer.fresh("parts"))
+                    acc.out.append(assign(sources[1], call(self.rt("list_display_parts"), A, N(name), C(len(elts)), N(ABOX))))
+            else:
+                if A is None and not is_list:
+                    return
+                sources = [self.namer.fresh("parts")]
+                split = (call(self.rt("list_display_parts"), A or N(self.Z), N(name), C(len(elts)), N(ABOX)) if is_list
+                         else call(self.rt("tuple_items"), A, C(len(elts))))
+                acc.out.append(assign(sources[0], split))
+            for parts in sources:
+                for k in reversed(range(len(elts))):
+                    e = elts[k]
+                    if isinstance(e, ast.Name):
+                        acc.add_value(e.id, ast.Subscript(value=N(parts), slice=C(k), ctx=ast.Load()))
 
         return [assign(name, node)], record, rev
 

@@ -580,6 +580,27 @@ def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tup
     return tuple(found[1])
 
 
+def store_display_back(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``lst = [a, b, ...]; obj[i] = lst`` where the list is used nowhere else:
+    :func:`write_back` and :func:`list_display_parts` in one call, the sensitivities of
+    the ``n`` elements."""
+    entries = Abox._entries
+    if type(kind) is int:  # (write_back, inline)
+        found = entries.get(id(obj))
+        s = Z
+        if found is not None and found[1] is not Z:
+            s = found[1][kind]
+            found[1][kind] = Z
+    else:
+        s = kind(Z, Abox)[3]
+    if s is not Z and s is not None:
+        handover(Abox, lst, s)
+    found = entries.pop(id(lst), None)
+    if found is None or found[1] is Z:
+        return (Z,) * n
+    return tuple(found[1])
+
+
 def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
     """The reverse of ``obj[i] = v``: the sensitivity moved out of the entry to ``v``."""
     if type(kind) is int:
