@@ -1024,3 +1024,31 @@ def test_list_writes_agree_with_the_general_path_and_raise_out_of_range(xs, c, k
         dplus.grad(write_at)(list(xs), c, k)
     with general_paths_only(), pytest.raises(IndexError):
         dplus.grad(write_at)(list(xs), c, k)
+
+
+# --------------------------------------------------------------------------
+# a list displayed only to be stored: one call in the reverse (store_display_back)
+
+
+def store_displays(xs, c):
+    rows = [[0.0, 0.0] for _ in xs]
+    d = {}
+    for i in range(len(xs)):
+        rows[i] = [xs[i] * c, xs[i] + c]  # into a list
+        d[i] = [c * c, xs[i]]  # into a dict: the rule's backprop gives the list's sensitivity
+    s = 0.0
+    for i in range(len(xs)):
+        a, b = rows[i]
+        p, q = d[i]
+        s = s + a * b + p * q
+    rows[0] = [s, c]  # stored, and its elements read only through the whole list
+    return sum(rows[0]) + sum(rows[-1])
+
+
+@SETTINGS
+@given(xs=st.lists(floats, min_size=1, max_size=4), c=floats)
+def test_stored_displays_agree_with_the_general_path_and_finite_differences(xs, c):
+    assert "_dp_store_display_back(" in dplus.show(store_displays)
+    fast, general = both_ways(store_displays, list(xs), c)
+    close(fast, general)
+    check_fd(store_displays, list(xs), c)
