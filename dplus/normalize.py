@@ -746,7 +746,8 @@ class Normalizer:
         node = f
         while isinstance(node, ast.Attribute):
             node = node.value
-        if isinstance(node, ast.Name) and node.id not in self.local_names and node.id not in self.scope.free:
+        if (isinstance(node, ast.Name) and node.id not in self.local_names and node.id not in self.scope.free
+                and node.id not in self.namer.generated):  # (a comprehension's list is a local)
             return f
         return None
 

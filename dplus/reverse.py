@@ -1649,16 +1649,66 @@ class FunctionBuilder:
             return test, fwd, rev, rec
         at, parts = columns
         cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
+        none = [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))] if any(cols) else []
+        listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
+        mapped = self.mapped_columns(body, at, parts)
+        if mapped is not None:
+            # each iteration's sensitivities depend on its own values only: one comprehension
+            # per column, in the loop's order, over the copies (and the recorded column)
+            named = [(x.id, ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load())) for j, x in enumerate(direct.elts)]
+            if col:
+                named.append((column_names[0] if len(column_names) == 1 else column_names, N(col)))
+            run = [assign(c, self.comprehension(e, named, nf)) for c, e in zip(cols, mapped) if c is not None]
+            rev += self.unless_zero(body, run, none)
+            rev.append(ast.Expr(call(self.rt("zip_lists_back"), N(lists), N(lens), listed, N(ABOX), C(False))))
+            return test, fwd, rev, rec
         body[at:at + 1] = [ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None]
         for c in cols:
             if c is not None:
                 rev += [assign(c, ast.List(elts=[], ctx=ast.Load())), assign(c + "_append", attr(c, "append"))]
         loop = ast.For(target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None)
-        rev += self.unless_zero(body, [loop], [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))]
-                                if any(cols) else [])
-        listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
-        rev.append(ast.Expr(call(self.rt("zip_lists_back"), N(lists), N(lens), listed, N(ABOX))))
+        rev += self.unless_zero(body, [loop], none)
+        rev.append(ast.Expr(call(self.rt("zip_lists_back"), N(lists), N(lens), listed, N(ABOX), C(True))))
         return test, fwd, rev, rec
+
+    def mapped_columns(self, body: list[ast.stmt], at: int, parts: list[ast.expr]) -> list[ast.expr] | None:
+        """The items' sensitivities as expressions of one iteration's values, when the reverse
+        loop body only assigns temporaries (no adjoint carried from one iteration to the next)
+        before ``A_t = (parts...)`` at ``at``; ``None`` otherwise."""
+        persistent = set(self.adjoint_names.values())
+        temps: dict[str, ast.expr] = {}
+        for k, st in enumerate(body):
+            if k == at:
+                continue
+            if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+                return None
+            name = st.targets[0].id
+            if name in persistent:
+                return None
+            temps[name] = _Substitute(dict(temps)).visit(clone(st.value))
+        # (the adjoints the expressions read are not assigned in the loop: the same in every iteration)
+        out = [_Substitute(dict(temps)).visit(clone(e)) for e in parts]
+        if any(sum(1 for _ in ast.walk(e)) > 60 for e in out):
+            return None  # (temporaries read several times, written out again: kept as a loop)
+        return out
+
+    def comprehension(self, e: ast.expr, named: list[tuple[Any, ast.expr]], nf: str) -> ast.expr:
+        """``[e for x, c in zip(xs, cs)]`` over the sources (name or names, list) that ``e`` reads;
+        ``[e] * nf`` when it reads none."""
+        uses = set(_names_read(e))
+        needed = [(t, src) for t, src in named if (uses & set(t if isinstance(t, list) else [t]))]
+        if not needed:
+            return ast.BinOp(left=ast.List(elts=[e], ctx=ast.Load()), op=ast.Mult(), right=N(nf))
+
+        def target(t: Any) -> ast.expr:
+            return ast.Tuple(elts=[S(x) for x in t], ctx=ast.Store()) if isinstance(t, list) else S(t)
+
+        if len(needed) == 1:
+            tgt, it = target(needed[0][0]), needed[0][1]
+        else:
+            tgt = ast.Tuple(elts=[target(t) for t, _ in needed], ctx=ast.Store())
+            it = call(self.helper(zip, "zip"), *[src for _, src in needed])
+        return ast.ListComp(elt=e, generators=[ast.comprehension(target=tgt, iter=it, ifs=[], is_async=0)])
 
     def fast_prefix_loop(self, s: ast.For, fast: FastParts, bf: list[ast.stmt], br: list[ast.stmt], n: str,
                          itv: str, rec_it: str | None) -> tuple[list[ast.stmt], list[ast.stmt]]:

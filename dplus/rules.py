@@ -20,7 +20,7 @@ from .linear import gen_zero
 from .registry import register_primitive
 from .result import ProcResult
 
-__all__ = ["defvjp", "defnondiff", "InlineRule", "inline_rule_for", "inline_rules"]
+__all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
 
 Grad = Callable[..., Any]
 
@@ -68,6 +68,13 @@ def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") ->
     else:
         _INLINE.pop(fn, None)
     return transform
+
+
+def definline(fn: Any, *grads: Grad | None) -> None:
+    """Let the transformer inline ``fn`` into float fast paths when it is called with exactly
+    ``len(grads)`` number arguments, with these gradient lambdas (``lambda A, r, *args:``),
+    beside the transform already registered for every other call (``max(a, b)`` beside ``max``)."""
+    _INLINE[fn] = InlineRule(fn, grads)
 
 
 def _no_gradient(A: Any, r: Any, *args: Any) -> Any:

@@ -361,14 +361,16 @@ def all_numbers(*lists: list) -> bool:
     return True
 
 
-def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivities) -> None:
+def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivities, backwards: bool) -> None:
     """The reverse of ``zip`` of lists for a loop that ran over the lists themselves: ``cols[j]``
-    holds the sensitivities of ``lists[j]``'s first elements, last first (``None``: zeros),
-    and ``lengths[j]`` is that list's length at the call; they go to the lists' entries."""
+    holds the sensitivities of ``lists[j]``'s first elements (``None``: zeros), last first
+    when ``backwards``, and ``lengths[j]`` is that list's length at the call; they go to the
+    lists' entries."""
     for xs, n, col in zip(lists, lengths, cols):
         if col is None:
             continue
-        col.reverse()
+        if backwards:
+            col.reverse()
         found = Abox._entries.get(id(xs))
         if found is None or found[1] is Z:
             Abox[xs] = col if len(col) == n else col + [Z] * (n - len(col))

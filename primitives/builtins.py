@@ -59,7 +59,7 @@ from dplus.errors import NonDifferentiableError
 from dplus.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
-from dplus.rules import defnondiff
+from dplus.rules import definline, defnondiff
 from dplus.runtime import ItemColumns, as_plain_callable, lift
 
 from ._iterables import (
@@ -272,6 +272,12 @@ register_primitive(
     note="max(*args or iterable, key=, default=): the sensitivity goes to the element returned "
     "(the first maximal one on ties); key= is used for the primal only.",
 )
+# min(a, b) and max(a, b) of two numbers inline into float fast paths (a ReLU's max(h, 0.0)),
+# the sensitivity going to the argument returned, as above: the first one on ties
+definline(min, lambda A, r, a, b: A if A is gen_zero or not b < a else 0.0,
+          lambda A, r, a, b: A if A is gen_zero or b < a else 0.0)
+definline(max, lambda A, r, a, b: A if A is gen_zero or not b > a else 0.0,
+          lambda A, r, a, b: A if A is gen_zero or b > a else 0.0)
 
 
 # ---------------------------------------------------------------------------

@@ -98,6 +98,12 @@ def test_the_lists_path_is_generated_where_the_guard_can_be_tested_once():
     for f in (dot, weighted, three, second_unused, same_list_twice, mutated_after, unused_result, whole_power, nested):
         assert LISTS_PATH in dplus.show(f), f.__name__
     assert LISTS_PATH not in dplus.show(any_power)
+    # sensitivities that depend on their own iteration only: comprehensions, in order;
+    # an adjoint carried from iteration to iteration (s * 0.5): a loop, last iteration first
+    for f in (dot, three, second_unused, same_list_twice):
+        assert "_dp_Abox, False)" in dplus.show(f), f.__name__
+    for f in (weighted, whole_power):
+        assert "_dp_Abox, True)" in dplus.show(f), f.__name__
 
 
 def test_exact_values():

@@ -287,6 +287,7 @@ OPERATOR_INLINE = {
     operator.pow: floats(0.1, 10), operator.ipow: floats(0.1, 10),
     operator.neg: numbers(), operator.pos: numbers(), operator.abs: nonzero(numbers()),
     builtins.abs: nonzero(numbers()),
+    builtins.min: floats(-10, 10), builtins.max: floats(-10, 10),  # (two arguments)
 }  # fmt: skip
 
 
@@ -312,6 +313,8 @@ def test_operator_inline_lambdas_against_finite_differences(fn, data):
         y = data.draw(strategy)
         if fn in (operator.mod, operator.imod):
             assume(_away_from_jumps(x, y))
+        if fn in (builtins.min, builtins.max):
+            assume(abs(x - y) > 1e-3)  # (away from the kink; ties below)
         if fn in (operator.pow, operator.ipow):
             y = data.draw(floats(-3, 3))
         if isinstance(x, complex) != isinstance(y, complex):
@@ -324,6 +327,14 @@ def test_operator_inline_lambdas_against_finite_differences(fn, data):
         got = g(A, r, *args)
         assert_close(got, expected_sens(fn, args, A, i), 1e-6, 1e-8, f"inline {fn.__name__} argument {i}")
         assert g(gen_zero, r, *args) is gen_zero
+
+
+def test_min_and_max_inline_ties_go_to_the_first_argument_as_in_the_builtin_rule():
+    for fn in (min, max):
+        ga, gb = inline_rule_for(fn).grads
+        assert (ga(0.75, 2.0, 2.0, 2.0), gb(0.75, 2.0, 2.0, 2.0)) == (0.75, 0.0)
+        general = dplus.dplus(fn)(2.0, 2.0).backprop(0.75)
+        assert (general[0], general[1]) == (0.75, 0.0)
 
 
 # ---------------------------------------------------------------------------
