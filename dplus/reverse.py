@@ -1203,7 +1203,15 @@ class FunctionBuilder:
                 return
             a = self.adj(obj.id)
             acc.fresh_zero.discard(a)
-            acc.out.append(assign(a, call(self.rt("read_back_into"), N(a), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX))))
+            back = assign(a, call(self.rt("read_back_into"), N(a), N(obj.id), clone(idx), N(kind), N(name), A, N(ABOX)))
+            if not (self.fast and isinstance(A, ast.Name)):
+                acc.out.append(back)
+                return
+            # (a list element's sensitivity went to its own entry: usually nothing to do, no call)
+            acc.out.append(ast.If(test=ast.BoolOp(op=ast.Or(), values=[
+                ast.Compare(left=clone(A), ops=[ast.IsNot()], comparators=[N(self.Z)]),
+                ast.Compare(left=call(self.helper(type, "type"), N(kind)), ops=[ast.IsNot()], comparators=[self.helper(int, "int")])]),
+                body=[back], orelse=[]))
 
         return fwd, record, rev
 
