@@ -114,6 +114,7 @@ class FastParts:
     numbers: list[str] = attrs.field(factory=list)  # the names the guard tests for numbers
     checks: list[ast.expr] = attrs.field(factory=list)  # the guard's other tests (an inlined callee is still the one inlined)
     closed: frozenset[str] = frozenset()  # user names the segment leaves holding numbers when the guard held
+    stores: bool = False  # whether the segment writes into a list (its reverse reads Abox)
 
 
 def clone(node: Any) -> Any:
@@ -513,7 +514,7 @@ class FunctionBuilder:
             return None
         parts = self.segment_log[0]
         ret = [c.value.id for c in parts.copy_back if c.targets[0].id == ir.retval]
-        if parts.lead or len(ret) != 1:
+        if parts.lead or len(ret) != 1 or parts.stores:
             return None
         flt, typ = self.helper(float, "float"), self.helper(type, "type")
         adjoints = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in params})
@@ -759,9 +760,21 @@ class FunctionBuilder:
                     or name in self.boxed or name in self.namer.generated or name.startswith(PFX))
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy', 'unpack' or 'general'."""
+        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store' or 'general'.
+
+        'display' and 'store' (first-order code) are ``L = [a, b]`` and ``xs[i] = L`` for a
+        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs."""
         if getattr(s, "dp_unpack", False):
             return "unpack"
+        if self.fast and not self.in_try and isinstance(s, ast.Assign) and len(s.targets) == 1:
+            t, v = s.targets[0], s.value
+            if (isinstance(t, ast.Name) and isinstance(v, ast.List) and t.id not in self.boxed
+                    and self.read_count.get(t.id) == 1
+                    and all(isinstance(e, ast.Name) or _is_number_const(e) for e in v.elts)):
+                return "display"
+            if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and isinstance(v, ast.Name)
+                    and (isinstance(t.slice, ast.Name) or isinstance(t.slice, ast.Constant) and type(t.slice.value) is int)):
+                return "store"
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             target = s.targets[0].id
             v = s.value
@@ -787,13 +800,20 @@ class FunctionBuilder:
         segs: list[list[ast.stmt]] = []
         cur: list[ast.stmt] = []
         cur_fast = False
-        for s in run:
-            k = self.kind(s)
+        kinds = [self.kind(s) for s in run]
+        # a display and the store of it stay fast together, or neither does
+        displays = {s.targets[0].id: i for i, (s, k) in enumerate(zip(run, kinds)) if k == "display"}
+        paired = set()
+        for j, (s, k) in enumerate(zip(run, kinds)):
+            if k == "store" and displays.get(s.value.id, j) < j:
+                paired.update((displays[s.value.id], j))
+        kinds = [("general" if k in ("display", "store") and i not in paired else k) for i, k in enumerate(kinds)]
+        for s, k in zip(run, kinds):
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy", "unpack")
+            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store")
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
             if cur and (fastish != cur_fast or leads):
@@ -838,7 +858,8 @@ class FunctionBuilder:
         fast_fwd, fast_rec, fast_rev, guard, numbers, checks = fast
         self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, [clone(x) for x in fast_fwd], list(fast_rec),
                                           [clone(x) for x in fast_rev], ssa.copy_back(), list(ssa.defined),
-                                          list(numbers), checks, self.numbers_kept(ssa, numbers)))
+                                          list(numbers), checks, self.numbers_kept(ssa, numbers),
+                                          any(st.dp_kind == "store" for st in ssa.stmts)))
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
         rec = self.namer.fresh("rec")
         fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
@@ -871,6 +892,8 @@ class FunctionBuilder:
         rev: list[ast.stmt] = []
         acc = _AdjointAccumulator(self, ssa, rev, fast=True)
         fresh_zero = acc.fresh_zero
+        stored: dict[str, list[str]] = {}  # a displayed list -> its elements' sensitivities (names)
+        displayed: dict[str, ast.stmt] = {}
         for s in ssa.stmts:
             k = s.dp_kind
             if k == "unpack":
@@ -880,6 +903,48 @@ class FunctionBuilder:
                     source[e.id] = e.id if s in hoisted else ""
                 if s.value.id not in saved and not self.direct_unpack(s.value.id, fresh_zero):
                     saved.append(s.value.id)
+                ops.append((s, None))
+                continue
+            if k == "display":
+                # a list of numbers, stored below: its elements are guarded like operands
+                target = s.targets[0].id
+                if target not in ssa.local_temps:
+                    return None
+                for e in s.value.elts:
+                    if isinstance(e, ast.Name):
+                        g = source.get(e.id, e.id) if e.id in source else (e.id if e.id in ssa.inputs else None)
+                        if g == "":
+                            return None
+                        if g is not None and g not in guarded_inputs:
+                            guarded_inputs.add(g)
+                            number_guarded.append(g)
+                source[target] = ""
+                displayed[target] = s
+                fwd.append(ast.copy_location(assign(target, clone(s.value)), s))
+                ops.append((s, None))
+                continue
+            if k == "store":
+                # ``xs[i] = L`` on a list with an int index, both unchanged since the guard
+                t, L = s.targets[0], s.value.id
+                obj, idx = t.value.id, t.slice
+                before_guard = {e.id for u in hoisted for e in u.targets[0].elts}  # (leading unpacks)
+                if L not in displayed or L in stored or (obj in ssa.defined and obj not in before_guard) or (
+                        isinstance(idx, ast.Name) and idx.id in ssa.defined and idx.id not in before_guard):
+                    return None
+                typ = self.helper(type, "type")
+                guards.append(ast.Compare(left=call(typ, N(obj)), ops=[ast.Is()], comparators=[self.helper(list, "list")]))
+                if isinstance(idx, ast.Name):
+                    guards.append(ast.Compare(left=call(clone(typ), N(idx.id)), ops=[ast.Is()], comparators=[self.helper(int, "int")]))
+                w = self.namer.fresh("write")
+                fwd += [ast.copy_location(ast.Assign(targets=[clone(t)], value=N(L)), s),
+                        ast.copy_location(assign(w, ast.IfExp(
+                            test=ast.Compare(left=clone(idx), ops=[ast.GtE()], comparators=[C(0)]), body=clone(idx),
+                            orelse=ast.BinOp(left=clone(idx), op=ast.Add(), right=call(self.helper(len, "len"), N(obj))))), s)]
+                for x in (obj, w, L):
+                    if x not in saved:
+                        saved.append(x)
+                stored[L] = [self.namer.fresh("s") for _ in displayed[L].value.elts]
+                s.dp_write = w
                 ops.append((s, None))
                 continue
             target = s.targets[0].id
@@ -910,11 +975,25 @@ class FunctionBuilder:
             else:
                 fwd.append(ast.copy_location(assign(target, clone(v)), s))
                 ops.append((s, None))
+        if set(displayed) != set(stored):
+            return None
         # reverse
         for s, rule in reversed(ops):
             k = s.dp_kind
             if k == "unpack":
                 self.unpack_reverse(s, acc)
+                continue
+            if k == "store":
+                # the slot's sensitivity and the list's entry, as numbers (``store_display_numbers``)
+                L = s.value.id
+                acc.out.append(unpack(stored[L], call(self.rt("store_display_numbers"), N(s.targets[0].value.id),
+                                                      N(s.dp_write), N(L), C(len(stored[L])), N(ABOX))))
+                continue
+            if k == "display":
+                acc.take(s.targets[0].id)  # (a local temporary read only by its store: nothing)
+                for e, sk in reversed(list(zip(s.value.elts, stored[s.targets[0].id]))):
+                    if isinstance(e, ast.Name) and not self.is_module_constant(e.id):
+                        acc.add(e.id, N(sk))
                 continue
             target = s.targets[0].id
             A = acc.take(target)
@@ -941,6 +1020,10 @@ class FunctionBuilder:
         persistent = set(self.adjoint_names.values())
         rev[:] = simplify_reverse(rev, {t.id for st in rev for t in getattr(st, "targets", ())
                                         if isinstance(t, ast.Name) and t.id not in persistent})
+        unique: dict[str, ast.expr] = {}
+        for g in guards:  # (two stores with one index test it once)
+            unique.setdefault(ast.dump(g), g)
+        guards = list(unique.values())
         checks = [clone(g) for g in guards]
         if number_guarded:
             guards.insert(0, self.number_guard(number_guarded))
@@ -955,7 +1038,7 @@ class FunctionBuilder:
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
-            if k == "unpack":
+            if k in ("unpack", "store"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id
             v = s.value
@@ -1590,6 +1673,8 @@ class FunctionBuilder:
         not of this shape. Returns the entry test, the forward, the reverse (which reads the
         record ``rec``) and ``rec``.
         """
+        if fast.stores:
+            return None  # (the body could write into the lists the loop reads)
         zs = s.dp_zip_general[0]
         srcs = [a.id for a in zs.value.args]
         target = s.target.id
@@ -1866,6 +1951,9 @@ class FunctionBuilder:
         reverse starts, every iteration's contributions are zero and the loop is skipped (a
         dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
         ``a = c if a is Z else a + c``) propagates nothing."""
+        store_back = self.rt("store_display_numbers").id
+        if any(isinstance(n, ast.Name) and n.id == store_back for st in body for n in ast.walk(st)):
+            return run  # (a store's reverse moves sensitivities out of Abox: never skipped)
         persistent = set(self.adjoint_names.values())
         flowing: list[str] = []
         for st in body:

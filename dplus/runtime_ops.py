@@ -582,6 +582,34 @@ def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tup
     return tuple(found[1])
 
 
+def store_display_numbers(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> list:
+    """:func:`store_display_back` for a fast segment, whose elements are numbers: their
+    sensitivities as numbers (``0.0`` for none)."""
+    entries = Abox._entries
+    if type(kind) is int:  # (write_back, inline)
+        found = entries.get(id(obj))
+        if found is not None and found[1] is not Z:
+            s = found[1][kind]
+            found[1][kind] = Z
+            if s is not Z and s is not None:
+                handover(Abox, lst, s)
+    else:
+        s = kind(Z, Abox)[3]
+        if s is not Z and s is not None:
+            handover(Abox, lst, s)
+    found = entries.pop(id(lst), None)
+    if found is None or found[1] is Z:
+        return [0.0] * n
+    items = found[1]
+    if _FLOATS.issuperset(map(type, items)):
+        return items  # (the entry, taken out of Abox: no one else holds it)
+    out = [0.0 if si is Z or si is None else si for si in items]
+    for si in out:
+        if type(si) is not float and not is_number(si):
+            raise SensitivityError(f"a {type(si).__name__} was given as the sensitivity of a number in a list")
+    return out
+
+
 def store_display_back(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> tuple:
     """The reverse of ``lst = [a, b, ...]; obj[i] = lst`` where the list is used nowhere else:
     :func:`write_back` and :func:`list_display_parts` in one call, the sensitivities of

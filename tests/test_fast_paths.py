@@ -1052,3 +1052,57 @@ def test_stored_displays_agree_with_the_general_path_and_finite_differences(xs, 
     fast, general = both_ways(store_displays, list(xs), c)
     close(fast, general)
     check_fd(store_displays, list(xs), c)
+
+
+# --------------------------------------------------------------------------
+# a list displayed and stored inside a fast segment (kind 'display' and 'store')
+
+
+def step_rows(pos, vel, c, k):
+    pos = [list(p) for p in pos]
+    for i in range(len(pos)):
+        x, y = pos[i]
+        vx, vy = vel[i]
+        pos[k] = [x + c * vx, y * c]  # (k: any index, also negative or out of range)
+    return pos[0][0] * pos[-1][1] + pos[0][1]
+
+
+def store_in_prefix_loop(xs, c):
+    out = [[0.0, 0.0] for _ in xs]
+    for i, a in enumerate(xs):
+        out[i] = [a * c, a]  # sensitivities reach the rows only through Abox
+    return out[0][0] * out[-1][1] + out[0][1] if xs else c
+
+
+def store_of_mixed_elements(xs, t, c):
+    out = [None, None]
+    out[0] = [c * 2.0, t]  # t a tuple: the guard fails, the general way
+    out[1] = [c, 0.0]
+    return out[0][0] * out[1][0] + out[0][1][0]
+
+
+@SETTINGS
+@given(pos=st.lists(st.tuples(floats, floats), min_size=1, max_size=3), c=floats, k=st.integers(-4, 3),
+       data=st.data())
+def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differences(pos, c, k, data):
+    pos = [list(p) for p in pos]
+    vel = [list(v) for v in data.draw(st.lists(st.tuples(floats, floats), min_size=len(pos), max_size=len(pos)))]
+    src = dplus.show(step_rows)
+    assert "_dp_store_display_numbers(" in src and "pos[k] = _" in src
+    if -len(pos) <= k < len(pos):
+        fast, general = both_ways(step_rows, pos, vel, c, k)
+        close(fast, general)
+        check_fd(step_rows, pos, vel, c, k)
+    else:
+        with pytest.raises(IndexError):
+            dplus.grad(step_rows)(pos, vel, c, k)
+    xs = [p[0] for p in pos]
+    assert "_dp_store_display_numbers(" in dplus.show(store_in_prefix_loop)
+    fast, general = both_ways(store_in_prefix_loop, list(xs), c)
+    close(fast, general)
+    check_fd(store_in_prefix_loop, list(xs), c)
+    fast, general = both_ways(store_of_mixed_elements, list(xs), (c, 1.0), c)
+    close(fast, general)
+    # ints and a dict take the general way where a guard needs floats, lists and ints
+    fast, general = both_ways(step_rows, [[1, 2]] * len(pos), vel, 2, 0)
+    close(fast, general)
