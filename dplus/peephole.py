@@ -27,7 +27,7 @@ __all__ = ["simplify_reverse"]
 
 def simplify_reverse(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
     """``stmts`` with copies into ``temps`` propagated and dead stores removed."""
-    if any(isinstance(n, ast.NamedExpr) for s in stmts for n in ast.walk(s)):
+    if any(_assigns_inside(s.value if _simple(s) else s) for s in stmts):  # type: ignore[attr-defined]
         return stmts
     out = list(stmts)
     while True:  # each rewrite can open the way for the other
@@ -35,6 +35,18 @@ def simplify_reverse(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
         out = _drop_dead_stores(_propagate_copies(out, temps))
         if len(out) == n:
             return out
+
+
+def _assigns_inside(node: ast.AST) -> bool:
+    """Whether ``node`` holds an assignment expression (``(a := b)``)."""
+    t = type(node)
+    if t is ast.Name or t is ast.Constant:
+        return False
+    if t is ast.BinOp:
+        return _assigns_inside(node.left) or _assigns_inside(node.right)  # type: ignore[attr-defined]
+    if t is ast.UnaryOp:
+        return _assigns_inside(node.operand)  # type: ignore[attr-defined]
+    return any(isinstance(n, ast.NamedExpr) for n in ast.walk(node))
 
 
 def _simple(s: ast.stmt) -> bool:
@@ -49,8 +61,36 @@ def _stores(s: ast.stmt) -> set[str]:
 
 def _reads(s: ast.stmt) -> set[str]:
     if _simple(s):
-        return {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
+        return _names_in(s.value)  # type: ignore[attr-defined]
     return {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}  # a barrier: any mention
+
+
+def _names_in(e: ast.expr) -> set[str]:
+    """The names an expression reads: the shapes the accumulator writes without a walk."""
+    t = type(e)
+    if t is ast.Name:
+        return {e.id}  # type: ignore[attr-defined]
+    if t is ast.Constant:
+        return set()
+    if t is ast.BinOp:
+        return _names_in(e.left) | _names_in(e.right)  # type: ignore[attr-defined]
+    if t is ast.UnaryOp:
+        return _names_in(e.operand)  # type: ignore[attr-defined]
+    if t is ast.Call and not e.keywords:  # type: ignore[attr-defined]
+        out = _names_in(e.func)  # type: ignore[attr-defined]
+        for a in e.args:  # type: ignore[attr-defined]
+            out |= _names_in(a)
+        return out
+    if t is ast.IfExp:
+        return _names_in(e.test) | _names_in(e.body) | _names_in(e.orelse)  # type: ignore[attr-defined]
+    if t is ast.Compare:
+        out = _names_in(e.left)  # type: ignore[attr-defined]
+        for c in e.comparators:  # type: ignore[attr-defined]
+            out |= _names_in(c)
+        return out
+    if t is ast.Subscript:
+        return _names_in(e.value) | _names_in(e.slice)  # type: ignore[attr-defined]
+    return {n.id for n in ast.walk(e) if isinstance(n, ast.Name)}
 
 
 def _is_name(e: ast.AST, name: str) -> bool:
@@ -58,43 +98,56 @@ def _is_name(e: ast.AST, name: str) -> bool:
 
 
 def _propagate_copies(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
+    # each statement's reads and stores, computed once and kept up to date (renaming a
+    # load changes its reads; nothing here changes a store)
+    reads = [_reads(s) for s in stmts]
+    stores = [_stores(s) for s in stmts]
     count: dict[str, int] = {}
-    for s in stmts:
-        for t in _stores(s):
+    for st in stores:
+        for t in st:
             count[t] = count.get(t, 0) + 1
     i = 0
     while i < len(stmts):
         s = stmts[i]
         if _simple(s) and isinstance(s.value, ast.Name):  # type: ignore[attr-defined]
             t, u = s.targets[0].id, s.value.id  # type: ignore[attr-defined]
-            later = stmts[i + 1:]
-            last_read = max((k for k, x in enumerate(later) if t in _reads(x)), default=-1)
+            last_read = max((k for k in range(i + 1, len(stmts)) if t in reads[k]), default=i) - i - 1
             # u must keep its value up to the last read of t (a store in that very
             # statement happens after its right-hand side is read), or be given t back
             if t in temps and count[t] == 1 and t != u and all(
-                    u not in _stores(x) or (_simple(x) and _is_name(x.value, t))  # type: ignore[attr-defined]
-                    for x in later[:last_read]) and (last_read < 0 or _simple(later[last_read])
-                                                     or u not in _stores(later[last_read])):
-                for x in later[:last_read + 1]:
-                    _RenameLoads(t, u).visit(x.value if _simple(x) else x)  # type: ignore[attr-defined]
-                del stmts[i]
+                    u not in stores[k] or (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
+                    for k in range(i + 1, i + 1 + last_read)) and (
+                    last_read < 0 or _simple(stmts[i + 1 + last_read]) or u not in stores[i + 1 + last_read]):
+                for k in range(i + 1, i + 2 + last_read):
+                    x = stmts[k]
+                    if t in reads[k]:
+                        _RenameLoads(t, u).visit(x.value if _simple(x) else x)  # type: ignore[attr-defined]
+                        reads[k] = (reads[k] - {t}) | {u}
+                del stmts[i], reads[i], stores[i]
                 count[t] = 0
-                stmts[:] = [x for x in stmts if not (_simple(x) and _is_name(x.value, x.targets[0].id))]  # type: ignore[attr-defined]
+                keep = [k for k, x in enumerate(stmts)
+                        if not (_simple(x) and _is_name(x.value, x.targets[0].id))]  # type: ignore[attr-defined]
+                if len(keep) != len(stmts):
+                    stmts[:] = [stmts[k] for k in keep]
+                    reads[:] = [reads[k] for k in keep]
+                    stores[:] = [stores[k] for k in keep]
                 continue
         i += 1
     return stmts
 
 
 def _drop_dead_stores(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    reads = [_reads(s) for s in stmts]
+    stores = [_stores(s) for s in stmts]
     keep = [True] * len(stmts)
     for i, s in enumerate(stmts):
         if not (_simple(s) and isinstance(s.value, (ast.Name, ast.Constant))):  # type: ignore[attr-defined]
             continue
         t = s.targets[0].id  # type: ignore[attr-defined]
-        for x in stmts[i + 1:]:
-            if t in _reads(x) or (not _simple(x) and t in _stores(x)):
+        for k in range(i + 1, len(stmts)):
+            if t in reads[k] or (not _simple(stmts[k]) and t in stores[k]):
                 break
-            if t in _stores(x):
+            if t in stores[k]:
                 keep[i] = False  # overwritten before anything read it
                 break
     return [s for s, k in zip(stmts, keep) if k]

@@ -856,8 +856,10 @@ class FunctionBuilder:
             _locate_all(rev, seg[0])
             return fwd, rev
         fast_fwd, fast_rec, fast_rev, guard, numbers, checks = fast
-        self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, [clone(x) for x in fast_fwd], list(fast_rec),
-                                          [clone(x) for x in fast_rev], ssa.copy_back(), list(ssa.defined),
+        # (the statements themselves, shared with the code emitted below: a loop that uses
+        # them clones them)
+        self.segment_log.append(FastParts(ssa.leading_unpacks(), guard, fast_fwd, list(fast_rec),
+                                          fast_rev, ssa.copy_back(), list(ssa.defined),
                                           list(numbers), checks, self.numbers_kept(ssa, numbers),
                                           any(st.dp_kind == "store" for st in ssa.stmts)))
         gen_fwd = gen_fwd[len(ssa.leading_unpack_stmts()):]  # each unpack's forward is one statement
@@ -1823,14 +1825,15 @@ class FunctionBuilder:
         inv = self.namer.fresh("invariant") if invariant else None
         col = self.namer.fresh("col") if column_names else None
         record = N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
-        prefix_body = [*fast.fwd] + ([ast.Expr(call(attr(col, "append"), record))] if col else []) + fast.copy_back + [
+        prefix_body = [clone(x) for x in fast.fwd] + ([ast.Expr(call(attr(col, "append"), record))] if col else []) + [
+            clone(x) for x in fast.copy_back] + [
             ast.AugAssign(target=S(nf), op=ast.Add(), value=C(1))]
         fwd: list[ast.stmt] = [assign(nf, C(0))]
         if col:
             fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
         # the items of zip and enumerate are tuples: unpacked by the for statements themselves
         direct = self.unpacked_items(s, fast, target)
-        lead = [] if direct else fast.lead
+        lead = [] if direct else [clone(u) for u in fast.lead]
         item_target = direct if direct else S(target)
         item = clone(direct) if direct else N(target)
         if direct:
@@ -1841,7 +1844,7 @@ class FunctionBuilder:
             assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
             assign(pend, C(None)),
             ast.For(target=clone(item_target), iter=N(iterv), body=[*lead, ast.If(
-                test=fast.guard, body=prefix_body,
+                test=clone(fast.guard), body=prefix_body,
                 orelse=[assign(pend, tuple_([item])), ast.Break()])], orelse=[], type_comment=None),
             assign(n, C(0)),
             ast.If(test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]), body=[

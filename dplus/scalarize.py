@@ -37,6 +37,21 @@ from .normalize import IRFunction, Namer
 __all__ = ["scalarize_lists", "hoist_constant_reads"]
 
 
+def _statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in ``stmts`` and in the blocks nested in them (nested functions'
+    bodies included), without walking into expressions: the uses looked for are statements."""
+    for st in stmts:
+        yield st
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(st, field, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                yield from _statements(sub)
+        for h in getattr(st, "handlers", ()):
+            yield from _statements(h.body)
+        for c in getattr(st, "cases", ()):
+            yield from _statements(c.body)
+
+
 def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """How often each name is bound and read in ``body`` (nested scopes included), and the
     names bound once to an integer constant (normalising puts a negative index in one)."""
@@ -46,7 +61,7 @@ def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], d
         if isinstance(n, ast.Name):
             table = loads if isinstance(n.ctx, ast.Load) else stores
             table[n.id] = table.get(n.id, 0) + 1
-    consts = {st.targets[0].id: v for st in ast.walk(ast.Module(body=body, type_ignores=[]))
+    consts = {st.targets[0].id: v for st in _statements(body)
               if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
               and stores.get(st.targets[0].id) == 1 and (v := int_constant(st.value)) is not None}
     return stores, loads, consts
@@ -125,7 +140,7 @@ def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str
     pending = [name]
     while pending:
         cur = pending.pop()
-        for st in (s for s in ast.walk(after) if isinstance(s, ast.Assign)):
+        for st in (s for s in _statements(after.body) if isinstance(s, ast.Assign)):
             kind = _use(st, cur, n, consts)
             if kind is None:
                 continue
@@ -248,17 +263,18 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
     """
     stores, loads, consts = name_counts(ir.body)
     nested = _read_by_nested(ir.body)
-    looped = {id(st) for loop in ast.walk(ast.Module(body=ir.body, type_ignores=[]))
-              if isinstance(loop, (ast.For, ast.While)) for st in ast.walk(loop)}
     hoisted: list[tuple[str, Any, str]] = []
     if _writes_containers(ir.body):
         return hoisted  # (a parameter may be changed through another name for it)
+    looped = {id(st) for loop in _statements(ir.body)
+              if isinstance(loop, (ast.For, ast.While)) for st in _statements(loop.body + loop.orelse)}
+    assigns = [st for st in _statements(ir.body) if isinstance(st, ast.Assign)]
     reads: list[ast.Assign] = []
     for p in ir.scope.params:
         if stores.get(p) or p in ir.boxed or p in nested or not loads.get(p):
             continue
         found = []
-        for st in ast.walk(ast.Module(body=ir.body, type_ignores=[])):
+        for st in assigns:
             r = read_of(st, {p}, consts)
             if r is not None and r[0] == "index":
                 found.append((st, r[1]))
