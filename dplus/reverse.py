@@ -844,7 +844,9 @@ class FunctionBuilder:
     def segment(self, seg: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
         ssa = _SSA(self, seg)
         has_inline = any(getattr(s, "dp_kind", "") == "inline" for s in seg)
-        gen_fwd, gen_rec, gen_rev = self.general_segment(ssa)
+        # (the general variant of a segment with a fast one runs only when its guard fails:
+        # written compactly, with a call where a float's sensitivity would be added inline)
+        gen_fwd, gen_rec, gen_rev = self.general_segment(ssa, compact=has_inline and self.fast)
         # None also when an operand's type cannot be guarded before the segment runs
         fast = self.fast_segment(ssa) if has_inline and self.fast else None
         if fast is None:
@@ -1080,11 +1082,12 @@ class FunctionBuilder:
             return list(v.args)
         return []
 
-    def general_segment(self, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], list[ast.stmt]]:
+    def general_segment(self, ssa: "_SSA", compact: bool = False) -> tuple[list[ast.stmt], list[str], list[ast.stmt]]:
         fwd: list[ast.stmt] = []
         rec: list[str] = []
         rev: list[ast.stmt] = []
         acc = _AdjointAccumulator(self, ssa, rev, fast=False)
+        acc.compact = compact
         acc.stored_displays = self.stored_displays(ssa)
         plans = []
         for s in ssa.stmts:
@@ -2249,6 +2252,7 @@ class _AdjointAccumulator:
         # persistent adjoints known to be zero here and not yet added to
         self.fresh_zero: set[str] = {builder.adj(n) for n in builder.zero_on_entry(ssa)}
         self.added: set[str] = set()  # persistent adjoints this segment's reverse has added to
+        self.compact = False  # a fallback variant: sensitivities added by calls, not inline
         for name in ssa.defined:
             if ssa.is_final(name):
                 a = self.b.adj(ssa.user_name(name))
@@ -2318,7 +2322,7 @@ class _AdjointAccumulator:
             self.out.append(assign(tmp, contrib))
             contrib = N(tmp)
         general = call(acc, N(current or self.b.Z), val, contrib, N(ABOX))
-        if not self.b.fast:  # differentiable-again code, or general_paths_only()
+        if not self.b.fast or self.compact:  # differentiable-again code, general_paths_only(), a fallback
             self.out.append(assign(target, general))
             return
         # first-order code: a float's float sensitivity is added inline, not by a call
