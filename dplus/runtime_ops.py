@@ -582,25 +582,30 @@ def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tup
     return tuple(found[1])
 
 
-def store_display_numbers(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> list:
-    """:func:`store_display_back` for a fast segment, whose elements are numbers: their
-    sensitivities as numbers (``0.0`` for none)."""
+def _stored_list_entry(obj: Any, kind: Any, lst: list, Abox: BoxSensitivities) -> Any:
+    """The reverse of ``obj[i] = lst`` (:func:`write_back`, inline: the slot's sensitivity
+    handed to ``lst``), then ``lst``'s entry taken out of ``Abox`` (``None``: it has none)."""
     entries = Abox._entries
-    if type(kind) is int:  # (write_back, inline)
+    if type(kind) is int:
         found = entries.get(id(obj))
+        s = Z
         if found is not None and found[1] is not Z:
             s = found[1][kind]
             found[1][kind] = Z
-            if s is not Z and s is not None:
-                handover(Abox, lst, s)
     else:
         s = kind(Z, Abox)[3]
-        if s is not Z and s is not None:
-            handover(Abox, lst, s)
+    if s is not Z and s is not None:
+        handover(Abox, lst, s)
     found = entries.pop(id(lst), None)
-    if found is None or found[1] is Z:
+    return None if found is None or found[1] is Z else found[1]
+
+
+def store_display_numbers(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> list:
+    """:func:`store_display_back` for a fast segment, whose elements are numbers: their
+    sensitivities as numbers (``0.0`` for none)."""
+    items = _stored_list_entry(obj, kind, lst, Abox)
+    if items is None:
         return [0.0] * n
-    items = found[1]
     if _FLOATS.issuperset(map(type, items)):
         return items  # (the entry, taken out of Abox: no one else holds it)
     out = [0.0 if si is Z or si is None else si for si in items]
@@ -614,21 +619,8 @@ def store_display_back(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitiv
     """The reverse of ``lst = [a, b, ...]; obj[i] = lst`` where the list is used nowhere else:
     :func:`write_back` and :func:`list_display_parts` in one call, the sensitivities of
     the ``n`` elements."""
-    entries = Abox._entries
-    if type(kind) is int:  # (write_back, inline)
-        found = entries.get(id(obj))
-        s = Z
-        if found is not None and found[1] is not Z:
-            s = found[1][kind]
-            found[1][kind] = Z
-    else:
-        s = kind(Z, Abox)[3]
-    if s is not Z and s is not None:
-        handover(Abox, lst, s)
-    found = entries.pop(id(lst), None)
-    if found is None or found[1] is Z:
-        return (Z,) * n
-    return tuple(found[1])
+    items = _stored_list_entry(obj, kind, lst, Abox)
+    return (Z,) * n if items is None else tuple(items)
 
 
 def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
