@@ -896,6 +896,19 @@ class FunctionBuilder:
         rev: list[ast.stmt] = []
         acc = _AdjointAccumulator(self, ssa, rev, fast=True)
         fresh_zero = acc.fresh_zero
+        def must_be_numbers(exprs: list[ast.expr]) -> bool:
+            """Guard the names among ``exprs`` as numbers where they come from outside the
+            segment (through copies); False when one's value no guard can see."""
+            for e in exprs:
+                if isinstance(e, ast.Name):
+                    g = source.get(e.id, e.id) if e.id in source else (e.id if e.id in ssa.inputs else None)
+                    if g == "":
+                        return False
+                    if g is not None and g not in guarded_inputs:
+                        guarded_inputs.add(g)
+                        number_guarded.append(g)
+            return True
+
         stored: dict[str, list[str]] = {}  # a displayed list -> its elements' sensitivities (names)
         displayed: dict[str, ast.stmt] = {}
         for s in ssa.stmts:
@@ -914,14 +927,8 @@ class FunctionBuilder:
                 target = s.targets[0].id
                 if target not in ssa.local_temps:
                     return None
-                for e in s.value.elts:
-                    if isinstance(e, ast.Name):
-                        g = source.get(e.id, e.id) if e.id in source else (e.id if e.id in ssa.inputs else None)
-                        if g == "":
-                            return None
-                        if g is not None and g not in guarded_inputs:
-                            guarded_inputs.add(g)
-                            number_guarded.append(g)
+                if not must_be_numbers(s.value.elts):
+                    return None
                 source[target] = ""
                 displayed[target] = s
                 fwd.append(ast.copy_location(assign(target, clone(s.value)), s))
@@ -959,16 +966,8 @@ class FunctionBuilder:
                 source[target] = None
             if k == "inline":
                 rule, fn = self.inline_rule(v)
-                operands = self.operands(v)
-                for o in operands:
-                    if not isinstance(o, ast.Name):
-                        continue
-                    g = source.get(o.id, o.id) if o.id in source else (o.id if o.id in ssa.inputs else None)
-                    if g == "":
-                        return None
-                    if g is not None and g not in guarded_inputs:
-                        guarded_inputs.add(g)
-                        number_guarded.append(g)
+                if not must_be_numbers(self.operands(v)):
+                    return None
                 if fn is not None:
                     fname = self.helper(fn, getattr(fn, "__name__", "fn"))
                     guards.append(ast.Compare(left=clone(v.func), ops=[ast.Is()], comparators=[fname]))
