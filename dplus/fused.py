@@ -34,6 +34,7 @@ import attrs
 from .normalize import IRFunction, Namer
 from .reverse import C, FunctionBuilder, Helpers, N, assign, call, clone
 from .scalarize import name_counts, read_of
+from .trees import walk
 
 __all__ = ["vector_fused_gradient"]
 
@@ -112,7 +113,7 @@ def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[s
     names = {p}
     loads = 0
     for st in body:
-        loads += sum(1 for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names)
+        loads += sum(1 for n in walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names)
         r = read_of(st, names, consts)
         if r is None:
             continue  # (a read some other way is caught by the count below)

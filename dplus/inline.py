@@ -43,6 +43,7 @@ from typing import Any
 from .errors import DplusError
 from .registry import _ON_NEW_RULE, _TRANSFORMS
 from .scopes import names_bound_by
+from .trees import walk
 
 __all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
 
@@ -84,7 +85,7 @@ def remember_guards(guards: dict[str, Any], cells: dict[str, types.CellType]) ->
 def _bound_names(node: ast.AST) -> set[str]:
     """Every name ``node`` binds anywhere (nested scopes too: a conservative superset)."""
     out: set[str] = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         out.update(names_bound_by(n))
         if isinstance(n, ast.arg):
             out.add(n.arg)
@@ -94,7 +95,7 @@ def _bound_names(node: ast.AST) -> set[str]:
 
 
 def _all_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | _bound_names(node)
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)} | _bound_names(node)
 
 
 class _Callee:
@@ -111,7 +112,7 @@ class _Callee:
         self.body = body[:-1]
         self.result = body[-1].value
         self.locals = _bound_names(ast.Module(body=body, type_ignores=[])) | set(self.params)
-        self.reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - self.locals
+        self.reads = {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - self.locals
 
 
 def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords: list) -> _Callee | None:
@@ -140,13 +141,13 @@ def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords:
         return None
     statements = 0
     for st in body[:-1]:
-        for n in ast.walk(st):
+        for n in walk(st):
             if isinstance(n, _FORBIDDEN):
                 return None
             if isinstance(n, ast.Name) and n.id in _DYNAMIC_NAMES:
                 return None
             statements += isinstance(n, ast.stmt)
-    if statements > MAX_STATEMENTS or any(isinstance(n, _FORBIDDEN[1:]) for n in ast.walk(body[-1].value)):
+    if statements > MAX_STATEMENTS or any(isinstance(n, _FORBIDDEN[1:]) for n in walk(body[-1].value)):
         return None
     return _Callee(fn, node)
 
@@ -213,7 +214,7 @@ class _Inliner:
         self.taken |= _all_names(callee.node)
         out: list[ast.stmt] = []
         temps = []
-        walrus = any(isinstance(n, ast.NamedExpr) for a in call.args for n in ast.walk(a))
+        walrus = any(isinstance(n, ast.NamedExpr) for a in call.args for n in walk(a))
         for a in call.args:  # each argument evaluated once, in order
             if isinstance(a, ast.Constant) or (isinstance(a, ast.Name) and not walrus):
                 temps.append(a)
@@ -258,7 +259,7 @@ def _rename(node: Any, names: dict[str, str]) -> Any:
     from .reverse import clone
 
     new = clone(node)
-    for n in ast.walk(new):
+    for n in walk(new):
         if isinstance(n, ast.Name) and n.id in names:
             n.id = names[n.id]
     return new

@@ -18,6 +18,7 @@ import attrs
 
 from .errors import UnsupportedSyntaxError
 from .scopes import Scope
+from .trees import walk
 
 __all__ = ["IRFunction", "normalize_function", "Namer"]
 
@@ -133,7 +134,7 @@ class Normalizer:
         self.local_names = scope.locals | set(scope.params)
         # names an assignment expression rebinds: read into a temp, so that a read before
         # the rebinding, in the same expression, keeps the value it had (``f(x, (x := 2))``)
-        self.walrus_targets = {n.target.id for n in ast.walk(scope.node) if isinstance(n, ast.NamedExpr)}
+        self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:
@@ -177,7 +178,7 @@ class Normalizer:
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         _, has_ret = _contains_escape(body, True)
         early = has_ret and not (
-            len([n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]) == 1
+            len([n for n in walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]) == 1
             and isinstance(body[-1], ast.Return)
             and not any(isinstance(n, ast.Return) for s in body[:-1] for n in _walk_no_scopes(s))
         )
@@ -636,7 +637,7 @@ class Normalizer:
                 part = self.temp(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), like)
                 self.capture_bindings(p, part, like)
         elif isinstance(pattern, ast.MatchOr):
-            if any(isinstance(n, (ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None) for n in ast.walk(pattern)):
+            if any(isinstance(n, (ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None) for n in walk(pattern)):
                 raise self.unsupported(like, "captures inside an or-pattern", "split the alternatives into separate cases")
         # MatchValue / MatchSingleton / MatchStar alone bind nothing differentiable
 
@@ -860,13 +861,13 @@ class Normalizer:
         # rename the comprehension's own variables so they do not leak
         renames: dict[str, str] = {}
         for gen in e.generators:
-            for n in ast.walk(gen.target):
+            for n in walk(gen.target):
                 if isinstance(n, ast.Name):
                     renames.setdefault(n.id, self.namer.fresh(n.id.strip("_")[:8] + "_"))
         e = _Renamer(renames).visit(e)
-        for node in ast.walk(e):
+        for node in walk(e):
             if isinstance(node, (ast.Lambda, ast.FunctionDef)):
-                used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                used = {n.id for n in walk(node) if isinstance(n, ast.Name)}
                 # closures made in a comprehension see its variable late-bound, as Python does
                 self.boxed.update(v for v in renames.values() if v in used)
                 node.dp_reanalyse = True

@@ -21,6 +21,7 @@ assign as assigned there, so nothing moves across them.
 from __future__ import annotations
 
 import ast
+from .trees import walk
 
 __all__ = ["simplify_reverse"]
 
@@ -46,7 +47,7 @@ def _assigns_inside(node: ast.AST) -> bool:
         return _assigns_inside(node.left) or _assigns_inside(node.right)  # type: ignore[attr-defined]
     if t is ast.UnaryOp:
         return _assigns_inside(node.operand)  # type: ignore[attr-defined]
-    return any(isinstance(n, ast.NamedExpr) for n in ast.walk(node))
+    return any(isinstance(n, ast.NamedExpr) for n in walk(node))
 
 
 def _simple(s: ast.stmt) -> bool:
@@ -56,13 +57,13 @@ def _simple(s: ast.stmt) -> bool:
 def _stores(s: ast.stmt) -> set[str]:
     if _simple(s):
         return {s.targets[0].id}  # type: ignore[attr-defined]
-    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _reads(s: ast.stmt) -> set[str]:
     if _simple(s):
         return _names_in(s.value)  # type: ignore[attr-defined]
-    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}  # a barrier: any mention
+    return {n.id for n in walk(s) if isinstance(n, ast.Name)}  # a barrier: any mention
 
 
 def _names_in(e: ast.expr) -> set[str]:
@@ -90,7 +91,7 @@ def _names_in(e: ast.expr) -> set[str]:
         return out
     if t is ast.Subscript:
         return _names_in(e.value) | _names_in(e.slice)  # type: ignore[attr-defined]
-    return {n.id for n in ast.walk(e) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(e) if isinstance(n, ast.Name)}
 
 
 def _is_name(e: ast.AST, name: str) -> bool:

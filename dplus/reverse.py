@@ -22,6 +22,7 @@ from .normalize import IRFunction, Namer
 from .peephole import simplify_reverse
 from .rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
+from .trees import clone, walk
 
 __all__ = ["build_plus_function", "Helpers"]
 
@@ -117,26 +118,15 @@ class FastParts:
     stores: bool = False  # whether the segment writes into a list (its reverse reads Abox)
 
 
-def clone(node: Any) -> Any:
-    """A copy of an AST: nodes and lists are new, everything else (names, constants, the
-    transformer's notes such as a nested function's IR) is shared. Much faster than deepcopy."""
-    if isinstance(node, ast.AST):
-        new = node.__class__.__new__(node.__class__)
-        d = new.__dict__
-        for k, v in node.__dict__.items():
-            d[k] = clone(v) if isinstance(v, (ast.AST, list)) else v
-        return new
-    if isinstance(node, list):
-        return [clone(x) if isinstance(x, (ast.AST, list)) else x for x in node]
-    return node
+_LOAD, _STORE = ast.Load(), ast.Store()  # stateless: shared by every generated name
 
 
 def N(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Load())
+    return ast.Name(id=id_, ctx=_LOAD)
 
 
 def S(id_: str) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store())
+    return ast.Name(id=id_, ctx=_STORE)
 
 
 def C(v: Any) -> ast.Constant:
@@ -189,14 +179,14 @@ def _propagated_reads(st: ast.stmt) -> set[str]:
         parts = [v.right]  # a = a + c
     else:
         parts = [st]
-    reads = {n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    reads = {n.id for p in parts for n in walk(p) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     if parts[0] is not st and target in reads:  # c reads a itself: a propagates
         reads.add(target)
     return reads
 
 
 def _names_read(node: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return [n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
 
 def _is_number_const(e: ast.AST) -> bool:
@@ -356,7 +346,7 @@ class FunctionBuilder:
         self.count_stores(ir.body)
         self.straight = self.fast and not any(
             isinstance(n, (ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + _TRY_STAR)
-            for st in ir.body for n in ast.walk(st))
+            for st in ir.body for n in walk(st))
         fwd, rev = self.block(ir.body)
         args = ir.args
         simple = (
@@ -591,7 +581,7 @@ class FunctionBuilder:
     # ---------------------------------------------------------------- analysis
     def count_reads(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
-            for n in ast.walk(s):
+            for n in walk(s):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     self.read_count[n.id] = self.read_count.get(n.id, 0) + 1
             if isinstance(s, ast.FunctionDef) and hasattr(s, "dp_ir"):
@@ -604,7 +594,7 @@ class FunctionBuilder:
     def count_stores(self, stmts: list[ast.stmt]) -> None:
         """How many places assign each name (anywhere in the function, nested blocks included)."""
         count = self.store_count
-        for n in (n for st in stmts for n in ast.walk(st)):
+        for n in (n for st in stmts for n in walk(st)):
             for name in names_bound_by(n):
                 count[name] = count.get(name, 0) + 1
         for name in self.ir.scope.params:
@@ -1687,13 +1677,13 @@ class FunctionBuilder:
         if direct is None or len(direct.elts) != len(srcs):
             return None
         items = {e.id for e in direct.elts}
-        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
+        bound_in_body = {name for st in s.body for n in walk(st) for name in names_bound_by(n)}
         if any(g in bound_in_body and g not in items and g not in fast.closed for g in fast.numbers):
             return None  # (a name the body assigns might stop being a number)
         from_items, invariant, column_names = self.prefix_records(s, fast)
         body = [clone(x) for x in fast.rev]
         columns = self.item_columns(s, body, A_t)
-        if columns is None and any(_is_name(n, A_t) for x in body for n in ast.walk(x)):
+        if columns is None and any(_is_name(n, A_t) for x in body for n in walk(x)):
             return None
         if columns is not None and len(columns[1]) != len(srcs):
             return None
@@ -1785,7 +1775,7 @@ class FunctionBuilder:
             temps[name] = _Substitute(dict(temps)).visit(clone(st.value))
         # (the adjoints the expressions read are not assigned in the loop: the same in every iteration)
         out = [_Substitute(dict(temps)).visit(clone(e)) for e in parts]
-        if any(sum(1 for _ in ast.walk(e)) > 60 for e in out):
+        if any(sum(1 for _ in walk(e)) > 60 for e in out):
             return None  # (temporaries read several times, written out again: kept as a loop)
         return out
 
@@ -1884,7 +1874,7 @@ class FunctionBuilder:
             loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
         body = ([clone(u) for u in lead] if reads_items else []) + [clone(x) for x in fast.rev]
         # the items' sensitivities, last iteration first, when the reverse gives the target one
-        gives_items = any(isinstance(t, ast.Name) and t.id == A_t for x in fast.rev for node in ast.walk(x)
+        gives_items = any(isinstance(t, ast.Name) and t.id == A_t for x in fast.rev for node in walk(x)
                           if isinstance(node, ast.Assign) for t in node.targets)
         if inv:
             rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
@@ -1930,7 +1920,7 @@ class FunctionBuilder:
             for u in fast.lead:
                 if isinstance(u.value, ast.Name) and u.value.id == target:
                     from_items.update(e.id for e in u.targets[0].elts)
-        bound_in_body = {name for st in s.body for n in ast.walk(st) for name in names_bound_by(n)}
+        bound_in_body = {name for st in s.body for n in walk(st) for name in names_bound_by(n)}
         invariant = [x for x in fast.rec if x not in from_items and x != target and x not in fast.defined
                      and x not in bound_in_body]
         column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
@@ -1946,7 +1936,7 @@ class FunctionBuilder:
         if not (isinstance(u.value, ast.Name) and u.value.id == target and isinstance(t, ast.Tuple)
                 and all(isinstance(e, ast.Name) for e in t.elts)):
             return None
-        if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in ast.walk(x)):
+        if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in walk(x)):
             return None
         return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
 
@@ -1957,7 +1947,7 @@ class FunctionBuilder:
         dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
         ``a = c if a is Z else a + c``) propagates nothing."""
         store_back = self.rt("store_display_numbers").id
-        if any(isinstance(n, ast.Name) and n.id == store_back for st in body for n in ast.walk(st)):
+        if any(isinstance(n, ast.Name) and n.id == store_back for st in body for n in walk(st)):
             return run  # (a store's reverse moves sensitivities out of Abox: never skipped)
         persistent = set(self.adjoint_names.values())
         flowing: list[str] = []
@@ -1981,13 +1971,13 @@ class FunctionBuilder:
             return None
         found = None
         for pos, st in enumerate(rev):
-            mentions = any(_is_name(n, A_t) for n in ast.walk(st))
+            mentions = any(_is_name(n, A_t) for n in walk(st))
             if not mentions:
                 continue
             if found is not None or not (isinstance(st, ast.Assign) and len(st.targets) == 1
                                          and _is_name(st.targets[0], A_t) and isinstance(st.value, ast.Tuple)
                                          and st.value.elts
-                                         and not any(_is_name(n, A_t) for n in ast.walk(st.value))):
+                                         and not any(_is_name(n, A_t) for n in walk(st.value))):
                 return None
             found = (pos, list(st.value.elts))
         return found
@@ -1995,7 +1985,7 @@ class FunctionBuilder:
     def may_mutate(self, body: list[ast.stmt]) -> bool:
         """Whether running ``body`` may change a list: a store or delete into a subscript or
         attribute, or a call that is not inline float arithmetic or a non-differentiable builtin."""
-        for node in (n for st in body for n in ast.walk(st)):
+        for node in (n for st in body for n in walk(st)):
             if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 return True
             if isinstance(node, ast.Call) and not getattr(node, "dp_builtin", False) and self.inline_rule(node)[0] is None:
@@ -2196,7 +2186,7 @@ class _SSA:
             nodes.extend(d for d in getattr(s, "dp_kw_defaults", []) if d is not None)
         seen: list[str] = []
         for root in nodes:
-            for n in ast.walk(root):
+            for n in walk(root):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     if n.id in self.version:
                         n.id = self.version[n.id]

@@ -33,6 +33,7 @@ import ast
 from typing import Any, Iterator
 
 from .normalize import IRFunction, Namer
+from .trees import walk
 
 __all__ = ["scalarize_lists", "hoist_constant_reads"]
 
@@ -57,7 +58,7 @@ def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], d
     names bound once to an integer constant (normalising puts a negative index in one)."""
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Name):
             table = loads if isinstance(n.ctx, ast.Load) else stores
             table[n.id] = table.get(n.id, 0) + 1
@@ -103,9 +104,9 @@ def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
 
 def _read_by_nested(body: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            out.update(m.id for m in ast.walk(n) if isinstance(m, ast.Name))
+            out.update(m.id for m in walk(n) if isinstance(m, ast.Name))
     return out
 
 
@@ -297,7 +298,7 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
 def _writes_containers(body: list[ast.stmt]) -> bool:
     """Whether the function stores into or deletes from an element or attribute, or calls
     a method (``append``, ``update``, ...)."""
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             return True
         if isinstance(n, ast.Call) and getattr(n, "dp_op", None) == "callmethod":

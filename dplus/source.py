@@ -18,6 +18,7 @@ import attrs
 
 from .closures import CodeMap
 from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
+from .trees import walk
 
 __all__ = ["FunctionSource", "function_source"]
 
@@ -104,7 +105,7 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
             module, indent = _parse_block(block_lines)
         except SyntaxError:
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
-        for node in ast.walk(module):
+        for node in walk(module):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
                 if isinstance(node, ast.AsyncFunctionDef):
                     raise UnsupportedSyntaxError(
@@ -125,7 +126,7 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
             module = None
         by_line = {}
         if module is not None:
-            for node in ast.walk(module):
+            for node in walk(module):
                 if isinstance(node, ast.Lambda):
                     by_line.setdefault(node.lineno, []).append(node)
         _LAMBDAS_BY_LINE[key] = by_line
@@ -136,7 +137,7 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
         except SyntaxError:
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
         _shift(module, start - 1, indent)
-        candidates = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)]
+        candidates = [n for n in walk(module) if isinstance(n, ast.Lambda)]
     if len(candidates) == 1:
         return candidates[0]
     if positions:
@@ -163,7 +164,7 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    return any(n is inner for n in ast.walk(outer))
+    return any(n is inner for n in walk(outer))
 
 
 def _arg_names(node: ast.Lambda) -> tuple[str, ...]:
@@ -175,7 +176,7 @@ def _shift(module: ast.AST, line_offset: int, col_offset: int) -> None:
     if line_offset:
         ast.increment_lineno(module, line_offset)
     if col_offset:
-        for node in ast.walk(module):
+        for node in walk(module):
             if hasattr(node, "col_offset") and node.col_offset is not None:
                 node.col_offset += col_offset
             if hasattr(node, "end_col_offset") and node.end_col_offset is not None:

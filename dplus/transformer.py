@@ -32,6 +32,7 @@ from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, c
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
+from .trees import walk
 
 __all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
 
@@ -207,8 +208,8 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
     boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
-    taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(scope.params)
-    taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)} | set(freevars)
+    taken = {n.id for n in walk(node) if isinstance(n, ast.Name)} | set(scope.params)
+    taken |= {n.arg for n in walk(node) if isinstance(n, ast.arg)} | set(freevars)
     prefix = choose_prefix(taken)
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
