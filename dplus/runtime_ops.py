@@ -47,6 +47,37 @@ _NUMBERS = frozenset({int, float})
 _FLOATS = frozenset({float})
 
 
+def replay_segment(program: tuple, rec: tuple, adjoints: tuple, Abox: BoxSensitivities) -> tuple:
+    """The reverse of a segment's general variant (run when its float guard failed), as a
+    program over its record instead of generated statements (``reverse.replay_plan``).
+
+    ``program`` is ``(slots, init, steps, result)``: one adjoint slot per value; ``init``
+    fills slots from ``adjoints`` (the persistent adjoints the segment reads); each step,
+    last operation first, is ``(value, source)`` for a copy or ``(backprop, value,
+    ((position, operand, slot), ...))`` for an operation, ``backprop`` and ``operand``
+    indexing the record; ``result`` names the slot each persistent adjoint ends as (-1: zero).
+    """
+    n, init, steps, result = program
+    adj = [Z] * n
+    for k, i in init:
+        adj[k] = adjoints[i]
+    for step in steps:
+        if len(step) == 2:
+            dst, src = step
+            a = adj[dst]
+            adj[dst] = Z
+            if a is not Z:
+                adj[src] = add(adj[src], a)
+            continue
+        bp, dst, operands = step
+        a = adj[dst]
+        adj[dst] = Z
+        g = rec[bp](a, Abox)
+        for pos, val, k in operands:
+            adj[k] = accumulate(adj[k], rec[val], g[pos], Abox)
+    return tuple([Z if k < 0 else adj[k] for k in result])
+
+
 def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
     if not kwargs:

@@ -627,8 +627,8 @@ def test_module_numbers_agree_with_the_general_path_and_finite_differences():
 
     lines = [ln.strip() for ln in generated_source(uses_module_numbers).splitlines()]
     for name in ("RATE", "OFFSET"):
-        updates = [ln for ln in lines if ln.startswith(f"_A_{name}_") and not ln.endswith("= _dp_Z")]
-        assert updates and all("_dp_accumulate(" in ln for ln in updates), updates
+        updates = [ln for ln in lines if f"_A_{name}_" in ln.split(" = ")[0] and not ln.endswith("= _dp_Z")]
+        assert updates and all("_dp_accumulate(" in ln or "_dp_replay_segment(" in ln for ln in updates), updates
 
 
 # --------------------------------------------------------------------------
@@ -1106,3 +1106,53 @@ def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differen
     # ints and a dict take the general way where a guard needs floats, lists and ints
     fast, general = both_ways(step_rows, [[1, 2]] * len(pos), vel, 2, 0)
     close(fast, general)
+
+
+# --------------------------------------------------------------------------
+# the general variant of an arithmetic segment: its reverse is a replayed program
+
+
+class Real(float):
+    """A float of another type: every segment's float guard fails on it."""
+
+
+def arithmetic_segments(x, y, xs):
+    a = x * y + RATE
+    b = -a
+    x = x * b + math.sin(y)  # a definition that replaces an input
+    c = x
+    up = c > 0  # carries no sensitivity
+    y = c * y - x / (1.0 + y * y)
+    for v in xs:
+        c = c * v + OFFSET * y
+        y = math.cos(c) * 0.5 + (y if up else -y)
+    return x * y + b + c
+
+
+def test_general_variants_of_arithmetic_segments_replay_their_reverse():
+    from dplus.transformer import generated_source
+
+    text = generated_source(arithmetic_segments)
+    assert text.count("_dp_replay_segment(") >= 3, text
+
+
+@SETTINGS
+@given(floats, floats, st.lists(floats, max_size=4), st.sampled_from([float, Real]))
+def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x, y, xs, kind):
+    args = (kind(x), kind(y), [kind(v) for v in xs])
+    fast, general = both_ways(arithmetic_segments, *args)
+    close(fast, general)
+    h = 1e-6
+    for i in (0, 1):
+        plus = [x, y]
+        minus = [x, y]
+        plus[i] += h
+        minus[i] -= h
+        fd = (arithmetic_segments(*plus, xs) - arithmetic_segments(*minus, xs)) / (2 * h)
+        assert math.isclose(fast[i], fd, rel_tol=1e-5, abs_tol=1e-5)
+    for j in range(len(xs)):
+        plus, minus = list(xs), list(xs)
+        plus[j] += h
+        minus[j] -= h
+        fd = (arithmetic_segments(x, y, plus) - arithmetic_segments(x, y, minus)) / (2 * h)
+        assert math.isclose(fast[2][j], fd, rel_tol=1e-5, abs_tol=1e-5)
