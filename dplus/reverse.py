@@ -22,7 +22,7 @@ from .normalize import IRFunction, Namer
 from .peephole import simplify_reverse
 from .rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
-from .trees import clone, walk
+from .trees import clone, substituted, walk
 
 __all__ = ["build_plus_function", "Helpers"]
 
@@ -201,16 +201,6 @@ def _is_number_const(e: ast.AST) -> bool:
 # inline templates
 
 
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, mapping: dict[str, ast.expr]) -> None:
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        if node.id in self.mapping:
-            return clone(self.mapping[node.id])
-        return node
-
-
 class _ResolveChains(ast.NodeTransformer):
     def __init__(self, globals_: dict, params: set[str], helpers: "Helpers") -> None:
         self.globals = globals_
@@ -238,33 +228,67 @@ class Template:
     """A rule's gradient lambda as an expression with holes for A, r and the arguments."""
 
     def __init__(self, fn: Callable, helpers: Helpers) -> None:
-        from .source import function_source
-
-        src = function_source(fn)
-        node = src.node
-        if not isinstance(node, ast.Lambda):
-            raise ValueError("inline gradients must be lambdas")
-        self.params = [a.arg for a in node.args.args]
-        body = clone(node.body)
-        # dotted names of modules (math.cos) become the objects themselves: no lookups at run time
-        body = _ResolveChains(fn.__globals__, set(self.params), helpers).visit(body)
-        # free names of the template refer to the rule module's globals
-        rename: dict[str, ast.expr] = {}
-        for name in set(_names_read(body)):
-            if name in self.params or name in helpers.values:
-                continue
-            if name in fn.__globals__:
-                value = fn.__globals__[name]
-            else:
-                import builtins
-
-                value = getattr(builtins, name)
-            rename[name] = N(helpers.ref(value, name))
-        self.body = _Substitute(rename).visit(body)
+        parsed = _PARSED_TEMPLATES.get(fn)
+        if parsed is None:
+            parsed = _PARSED_TEMPLATES[fn] = _parse_template(fn)
+        self.params, body, refs = parsed
+        # the values the template refers to, under this build's names for them
+        rename = {}
+        for name, (value, hint) in refs.items():
+            mine = helpers.ref(value, hint)
+            if mine != name:
+                rename[name] = N(mine)
+        self.body = substituted(body, rename) if rename else body
         self.uses = set(_names_read(self.body))
 
     def instantiate(self, mapping: dict[str, ast.expr]) -> ast.expr:
-        return _Substitute(mapping).visit(clone(self.body))
+        return substituted(self.body, mapping)
+
+
+class _RecordingHelpers(Helpers):
+    """Helpers that remember the hint each name was made from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hints: dict[str, str] = {}
+
+    def ref(self, value: Any, hint: str) -> str:
+        name = super().ref(value, hint)
+        self.hints[name] = hint
+        return name
+
+
+def _parse_template(fn: Callable) -> tuple[list[str], ast.expr, dict[str, tuple[Any, str]]]:
+    """A gradient lambda's parameters, its body with every free name and module chain
+    (``math.cos``) replaced by a helper name, and each helper name's ``(value, hint)``.
+    Parsed once per lambda: each build renames the helpers to its own names."""
+    from .source import function_source
+
+    node = function_source(fn).node
+    if not isinstance(node, ast.Lambda):
+        raise ValueError("inline gradients must be lambdas")
+    params = [a.arg for a in node.args.args]
+    helpers = _RecordingHelpers()
+    # dotted names of modules (math.cos) become the objects themselves: no lookups at run time
+    body = _ResolveChains(fn.__globals__, set(params), helpers).visit(clone(node.body))
+    # free names of the template refer to the rule module's globals
+    rename: dict[str, ast.expr] = {}
+    for name in set(_names_read(body)):
+        if name in params or name in helpers.values:
+            continue
+        if name in fn.__globals__:
+            value = fn.__globals__[name]
+        else:
+            import builtins
+
+            value = getattr(builtins, name)
+        rename[name] = N(helpers.ref(value, name))
+    body = substituted(body, rename)
+    return params, body, {name: (value, helpers.hints[name]) for name, value in helpers.values.items()}
+
+
+# parsed gradient lambdas, by lambda (rules live as long as the process)
+_PARSED_TEMPLATES: dict[Callable, tuple[list[str], ast.expr, dict[str, tuple[Any, str]]]] = {}
 
 
 def template_for(fn: Callable, helpers: Helpers) -> Template | None:
@@ -1890,9 +1914,9 @@ class FunctionBuilder:
             name = st.targets[0].id
             if name in persistent:
                 return None
-            temps[name] = _Substitute(dict(temps)).visit(clone(st.value))
+            temps[name] = substituted(st.value, dict(temps))
         # (the adjoints the expressions read are not assigned in the loop: the same in every iteration)
-        out = [_Substitute(dict(temps)).visit(clone(e)) for e in parts]
+        out = [substituted(e, dict(temps)) for e in parts]
         if any(sum(1 for _ in walk(e)) > 60 for e in out):
             return None  # (temporaries read several times, written out again: kept as a loop)
         return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterator
 
-__all__ = ["clone", "walk"]
+__all__ = ["clone", "substituted", "walk"]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -59,4 +59,23 @@ def clone(node: Any) -> Any:
         return new
     if isinstance(node, list):
         return [clone(x) if isinstance(x, (_AST, list)) else x for x in node]
+    return node
+
+
+def substituted(node: Any, mapping: dict[str, ast.expr]) -> Any:
+    """A copy of ``node`` (as :func:`clone` copies) in which every ``Name`` whose id is in
+    ``mapping`` is replaced by a copy of the expression it maps to."""
+    if isinstance(node, _AST):
+        if isinstance(node, _STATELESS):
+            return node
+        if node.__class__ is ast.Name and node.id in mapping:
+            return clone(mapping[node.id])
+        cls = node.__class__
+        new = cls.__new__(cls)
+        d = new.__dict__
+        for k, v in node.__dict__.items():
+            d[k] = substituted(v, mapping) if isinstance(v, (_AST, list)) else v
+        return new
+    if isinstance(node, list):
+        return [substituted(x, mapping) if isinstance(x, (_AST, list)) else x for x in node]
     return node

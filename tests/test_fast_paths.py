@@ -1139,6 +1139,7 @@ def test_general_variants_of_arithmetic_segments_replay_their_reverse():
 @SETTINGS
 @given(floats, floats, st.lists(floats, max_size=4), st.sampled_from([float, Real]))
 def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x, y, xs, kind):
+    assume(abs(x * -(x * y + RATE) + math.sin(y)) > 1e-3)  # (away from the branch on c > 0)
     args = (kind(x), kind(y), [kind(v) for v in xs])
     fast, general = both_ways(arithmetic_segments, *args)
     close(fast, general)
