@@ -631,10 +631,20 @@ def _stored_list_entry(obj: Any, kind: Any, lst: list, Abox: BoxSensitivities) -
     return None if found is None or found[1] is Z else found[1]
 
 
+_NO_ENTRY = (None, Z)
+
+
 def store_display_numbers(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensitivities) -> list:
     """:func:`store_display_back` for a fast segment, whose elements are numbers: their
     sensitivities as numbers (``0.0`` for none)."""
-    items = _stored_list_entry(obj, kind, lst, Abox)
+    entries = Abox._entries
+    found = entries.get(id(obj), _NO_ENTRY) if type(kind) is int else None
+    if found is not None and (found[1] is Z or found[1][kind] is Z):
+        # (the commonest case, inline: the slot holds nothing, ``lst``'s entry is its parts)
+        found = entries.pop(id(lst), None)
+        items = None if found is None or found[1] is Z else found[1]
+    else:
+        items = _stored_list_entry(obj, kind, lst, Abox)
     if items is None:
         return [0.0] * n
     if _FLOATS.issuperset(map(type, items)):
@@ -714,8 +724,10 @@ def unpack_back(adj: Any, v: Any, parts: tuple, Abox: BoxSensitivities) -> Any:
     after the reverse of ``a, b, ... = v``. A list hands the parts straight to its entry."""
     if type(v) is list:
         # the common case: float parts, and the list's first sensitivity (its entry is the parts)
-        if len(parts) == len(v) and id(v) not in Abox._entries and _FLOATS.issuperset(map(type, parts)):
-            Abox._entries[id(v)] = (v, list(parts))
+        entries = Abox._entries
+        if len(parts) == len(v) and id(v) not in entries and (
+                len(parts) == 2 and type(parts[0]) is float and type(parts[1]) is float or _FLOATS.issuperset(map(type, parts))):
+            entries[id(v)] = (v, list(parts))
             return adj
         handover(Abox, v, parts)
         return adj

@@ -179,3 +179,33 @@ def test_called_from_differentiated_code():
 def test_the_general_path_of_a_list_grown_after_zip():
     with general_paths_only():
         assert dplus.grad(mutated_after)([2.0, 3.0], [5.0, 7.0]) == ([500.0, 700.0], [200.0, 300.0])
+
+
+def test_a_list_stored_into_a_slot_that_already_has_a_sensitivity():
+    """The reverse of ``xs[i] = [a, b]`` when the slot's sensitivity arrived by the list
+    read (not through the stored list itself): the stored numbers still get it."""
+
+    def f(x, y):
+        xs = [[0.0, 0.0], [1.0, 2.0]]
+        for k in range(3):
+            xs[k % 2] = [x * y + k, x - y]
+            row = xs[k % 2]
+            a = row[0] * 2.0 + row[1] * row[1]
+            y = y + a * 0.1
+        return xs[0][0] * xs[1][1] + y
+
+    for x, y in [(0.3, -1.2), (1.5, 0.25), (-2.0, 0.7)]:
+        fast, general = both_ways(f, x, y)
+        close(fast, general)
+        h = 1e-6
+        assert abs(fast[0] - (f(x + h, y) - f(x - h, y)) / (2 * h)) < 1e-5
+        assert abs(fast[1] - (f(x, y + h) - f(x, y - h)) / (2 * h)) < 1e-5
+
+
+def test_unpacking_an_empty_list():
+    def f(x, xs):
+        [] = xs
+        return x * x
+
+    fast, general = both_ways(f, 3.0, [])
+    assert fast == general == (6.0, [])
