@@ -119,19 +119,20 @@ def _propagate_copies(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
                     u not in stores[k] or (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
                     for k in range(i + 1, i + 1 + last_read)) and (
                     last_read < 0 or _simple(stmts[i + 1 + last_read]) or u not in stores[i + 1 + last_read]):
+                renamed = []
                 for k in range(i + 1, i + 2 + last_read):
                     x = stmts[k]
                     if t in reads[k]:
-                        _RenameLoads(t, u).visit(x.value if _simple(x) else x)  # type: ignore[attr-defined]
+                        _rename_loads(x.value if _simple(x) else x, t, u)  # type: ignore[attr-defined]
                         reads[k] = (reads[k] - {t}) | {u}
+                        renamed.append(k - 1)
                 del stmts[i], reads[i], stores[i]
                 count[t] = 0
-                keep = [k for k, x in enumerate(stmts)
-                        if not (_simple(x) and _is_name(x.value, x.targets[0].id))]  # type: ignore[attr-defined]
-                if len(keep) != len(stmts):
-                    stmts[:] = [stmts[k] for k in keep]
-                    reads[:] = [reads[k] for k in keep]
-                    stores[:] = [stores[k] for k in keep]
+                # a statement that gave t back is now u = u: gone too
+                for k in reversed(renamed):
+                    x = stmts[k]
+                    if _simple(x) and _is_name(x.value, x.targets[0].id):  # type: ignore[attr-defined]
+                        del stmts[k], reads[k], stores[k]
                 continue
         i += 1
     return stmts
@@ -154,11 +155,7 @@ def _drop_dead_stores(stmts: list[ast.stmt]) -> list[ast.stmt]:
     return [s for s, k in zip(stmts, keep) if k]
 
 
-class _RenameLoads(ast.NodeTransformer):
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        if node.id == self.old and isinstance(node.ctx, ast.Load):
-            node.id = self.new
-        return node
+def _rename_loads(node: ast.AST, old: str, new: str) -> None:
+    for n in walk(node):
+        if type(n) is ast.Name and n.id == old and isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
+            n.id = new  # type: ignore[attr-defined]
