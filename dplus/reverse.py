@@ -1088,15 +1088,15 @@ class FunctionBuilder:
         return frozenset(user for user, new in ssa.version.items() if new in num)
 
     def number_guard(self, names: list[str]) -> ast.expr:
-        """``names`` all hold numbers: tested as all floats first (one identity test each,
-        the common case), then as numbers of any kind (``int`` or ``float``)."""
-        typ, flt, num = self.helper(type, "type"), self.helper(float, "float"), self.helper(_NUM_TYPES, "NUM")
-
-        def all_of(op: ast.cmpop, kind: ast.expr) -> ast.expr:
-            tests = [ast.Compare(left=call(clone(typ), N(g)), ops=[op], comparators=[clone(kind)]) for g in names]
-            return ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
-
-        return ast.BoolOp(op=ast.Or(), values=[all_of(ast.Is(), flt), all_of(ast.In(), num)])
+        """``names`` all hold numbers: tested as all floats first (one chained identity
+        test, ``type(a) is type(b) is float``: the common case), then as numbers of any
+        kind (``int`` or ``float``; inline, as ints are common: indices, counters)."""
+        typ, num = self.helper(type, "type"), self.helper(_NUM_TYPES, "NUM")
+        types_ = [call(clone(typ), N(g)) for g in names]
+        floats = ast.Compare(left=types_[0], ops=[ast.Is() for _ in names], comparators=types_[1:] + [self.helper(float, "float")])
+        tests = [ast.Compare(left=clone(t), ops=[ast.In()], comparators=[clone(num)]) for t in types_]
+        numbers = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]
+        return ast.BoolOp(op=ast.Or(), values=[floats, numbers])
 
     def operands(self, v: ast.expr) -> list[ast.expr]:
         if isinstance(v, ast.BinOp):

@@ -1112,6 +1112,9 @@ def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differen
 # the general variant of an arithmetic segment: its reverse is a replayed program
 
 
+small = st.floats(-1.5, 1.5, allow_nan=False, allow_infinity=False)  # (finite differences stay accurate)
+
+
 class Real(float):
     """A float of another type: every segment's float guard fails on it."""
 
@@ -1137,7 +1140,7 @@ def test_general_variants_of_arithmetic_segments_replay_their_reverse():
 
 
 @SETTINGS
-@given(floats, floats, st.lists(floats, max_size=4), st.sampled_from([float, Real]))
+@given(small, small, st.lists(small, max_size=4), st.sampled_from([float, Real]))
 def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x, y, xs, kind):
     assume(abs(x * -(x * y + RATE) + math.sin(y)) > 1e-3)  # (away from the branch on c > 0)
     args = (kind(x), kind(y), [kind(v) for v in xs])
@@ -1150,10 +1153,10 @@ def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x,
         plus[i] += h
         minus[i] -= h
         fd = (arithmetic_segments(*plus, xs) - arithmetic_segments(*minus, xs)) / (2 * h)
-        assert math.isclose(fast[i], fd, rel_tol=1e-5, abs_tol=1e-5)
+        assert math.isclose(fast[i], fd, rel_tol=1e-4, abs_tol=1e-5)
     for j in range(len(xs)):
         plus, minus = list(xs), list(xs)
         plus[j] += h
         minus[j] -= h
         fd = (arithmetic_segments(x, y, plus) - arithmetic_segments(x, y, minus)) / (2 * h)
-        assert math.isclose(fast[2][j], fd, rel_tol=1e-5, abs_tol=1e-5)
+        assert math.isclose(fast[2][j], fd, rel_tol=1e-4, abs_tol=1e-5)
