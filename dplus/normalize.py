@@ -94,23 +94,32 @@ def _assign(target: str, value: ast.expr, like: ast.AST) -> ast.Assign:
     return ast.copy_location(node, like)
 
 
-def _contains_escape(stmts: list[ast.stmt], loops_too: bool) -> tuple[bool, bool]:
-    """(has break/continue reaching this level, has return) in ``stmts``."""
-    brk = ret = False
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_LOOPS = (ast.For, ast.While, ast.AsyncFor)
 
-    def visit(node: ast.AST, in_loop: bool) -> None:
-        nonlocal brk, ret
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return
+
+def _contains_escape(stmts: list[ast.stmt], loops_too: bool = True) -> tuple[bool, bool]:
+    """(has break/continue reaching this level, has return) in ``stmts``.
+
+    Only statement lists are searched (these statements hold no expressions); a loop's
+    body is inside the loop, its ``else`` clause is not (a ``break`` there leaves the
+    loop around it)."""
+    brk = ret = False
+    todo = [(s, False) for s in stmts]
+    while todo:
+        node, in_loop = todo.pop()
+        if isinstance(node, _SCOPES):
+            continue
         if isinstance(node, ast.Return):
             ret = True
         elif isinstance(node, (ast.Break, ast.Continue)) and not in_loop:
             brk = True
-        for child in ast.iter_child_nodes(node):
-            visit(child, in_loop or isinstance(node, (ast.For, ast.While)))
-
-    for s in stmts:
-        visit(s, False)
+        inner = in_loop or isinstance(node, _LOOPS)
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if block:
+                here = in_loop if field == "orelse" else inner
+                todo.extend((c, here) for c in block)
     return brk, ret
 
 

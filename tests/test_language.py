@@ -596,6 +596,42 @@ def test_for_else_break():
     assert grad(f_for_else)([1.0, 2.0], 2.0) == ([0.0, 2.0], 0.0)
 
 
+def f_break_in_for_else(x, xs):
+    for k in range(3):
+        for v in xs:
+            x = x * v
+        else:
+            break  # leaves the outer loop: the line after the inner loop never runs
+        x = x + 1.0
+    return x
+
+
+def f_continue_in_for_else(x, xs):
+    for k in range(3):
+        for v in xs:
+            x = x * v
+            if v > 5:
+                break
+        else:
+            x = x + 10.0
+            continue
+        x = x + 1.0
+    return x
+
+
+@pytest.mark.parametrize("f", [f_break_in_for_else, f_continue_in_for_else])
+@pytest.mark.parametrize("xs", [[1.5, 2.0], [1.5, 7.0], [0.5, -1.25, 3.0], []])
+def test_break_and_continue_in_a_loops_else_clause_belong_to_the_loop_around_it(f, xs):
+    x, h = 1.3, 1e-6
+    gx, gxs = grad(f)(x, xs)
+    assert math.isclose(gx, (f(x + h, xs) - f(x - h, xs)) / (2 * h), rel_tol=1e-6, abs_tol=1e-6)
+    for i in range(len(xs)):
+        up, down = list(xs), list(xs)
+        up[i] += h
+        down[i] -= h
+        assert math.isclose(gxs[i], (f(x, up) - f(x, down)) / (2 * h), rel_tol=1e-6, abs_tol=1e-6)
+
+
 def f_while_else(x, limit):
     n = 0
     y = x
