@@ -951,11 +951,21 @@ def _deepcopy(node: ast.AST) -> ast.AST:
 
 
 def _walk_no_scopes(node: ast.AST):
-    yield node
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield from _walk_no_scopes(child)
+    """``node`` and the nodes under it outside nested functions, lambdas and classes
+    (in no particular order; contexts skipped)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                todo.extend(c for c in v if isinstance(c, ast.AST) and not isinstance(c, _NEW_SCOPES))
+            elif isinstance(v, ast.AST) and not isinstance(v, _NEW_SCOPES) and f != "ctx":
+                todo.append(v)
+
+
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def _walk_no_scopes_body(body: list[ast.stmt]):
