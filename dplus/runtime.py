@@ -175,7 +175,7 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
             # hands anything further (one pass over the items, none over the list)
             found = Abox._entries.get(id(v))
             if found is None:
-                if _FLOATS.issuperset(map(type, items)):  # no entry yet: the items are the entry
+                if only_floats(items):  # no entry yet: the items are the entry
                     Abox[v] = list(items)
                     return
             elif type(found[1]) is list and len(found[1]) == len(items):
@@ -185,7 +185,7 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
                     sums = list(map(_add_floats, found[1], items))
                 except TypeError:  # (None, a tuple's or a list's sensitivity: element by element)
                     sums = None
-                if sums is not None and _FLOATS.issuperset(map(type, sums)):
+                if sums is not None and only_floats(sums):
                     found[1][:] = sums
                     return
         entry = Abox.list_entry(v, len(v))
@@ -399,6 +399,14 @@ class ItemColumns:
         self.cols = cols
 
 
+def only_floats(xs: list | tuple) -> bool:
+    """Whether every element of the list or tuple ``xs`` is a ``float``, in one C-level
+    pass: counting the element types equal to ``float`` (compared by identity first) is
+    a third faster than testing the set of types, and these passes are most of the cost
+    of a gradient's boundary for functions of long lists."""
+    return operator.countOf(map(type, xs), float) == len(xs)
+
+
 class Snapshot:
     """The layout a mutable argument had when a differentiated function was called.
 
@@ -439,7 +447,7 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
-        if t is list and _FLOATS.issuperset(map(type, v)):
+        if t is list and only_floats(v):
             snap.items = v[:]  # floats only: the layout is the copy
             snap.content = "floats"
         elif t is list and _NUMBERS.issuperset(map(type, v)):
@@ -473,7 +481,7 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
         return e
     if te is list:
         snap = memo.get(id(e))
-        if snap is None and _FLOATS.issuperset(map(type, e)):
+        if snap is None and only_floats(e):
             snap = memo[id(e)] = Snapshot(e, e[:], "floats")
         if snap is not None:
             return snap
@@ -557,7 +565,7 @@ def fold_float_list(snap: Snapshot, Abox: BoxSensitivities | None) -> list | Non
     if found is None:
         return [0.0] * len(snap.items)  # it received no sensitivity
     entry = found[1]
-    if type(entry) is list and len(entry) == len(snap.items) and _FLOATS.issuperset(map(type, entry)):
+    if type(entry) is list and len(entry) == len(snap.items) and only_floats(entry):
         return entry[:]  # one C-level pass to check, one to copy
     return None
 

@@ -37,7 +37,7 @@ from .errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, ItemColumns, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift  # noqa: F401
+from .runtime import CellKey, ItemColumns, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift, only_floats  # noqa: F401
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -387,7 +387,7 @@ def route_columns(itv: list, sens: list | None, nf: int, cols: list, Abox: BoxSe
 def all_numbers(*lists: list) -> bool:
     """Whether every element of the lists is an ``int`` or a ``float`` (one C-level pass each)."""
     for xs in lists:
-        if not _NUMBERS.issuperset(map(type, xs)):
+        if not (only_floats(xs) or _NUMBERS.issuperset(map(type, xs))):
             return False
     return True
 
@@ -415,7 +415,7 @@ def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivit
             sums = list(map(operator.add, entry[:nf], col))  # (gen_zero + x is x)
         except TypeError:  # (None in the entry)
             sums = None
-        if sums is None or not _FLOATS.issuperset(map(type, sums)):
+        if sums is None or not only_floats(sums):
             sums = [add(e, c) for e, c in zip(entry, col)]
         entry[:nf] = sums
 

@@ -1160,3 +1160,12 @@ def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x,
         minus[j] -= h
         fd = (arithmetic_segments(x, y, plus) - arithmetic_segments(x, y, minus)) / (2 * h)
         assert math.isclose(fast[2][j], fd, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def test_only_floats_is_exactly_every_element_a_float():
+    from dplus.runtime import only_floats
+
+    assert only_floats([]) and only_floats(()) and only_floats([1.0, -0.0, float("nan")])
+    assert only_floats((2.5,) * 1000)
+    for xs in ([1.0, 2], [Real(1.0)], [1.0, True], [1.0, None], [[1.0]], [1.0, 1j], (0.5, "1.0")):
+        assert not only_floats(xs), xs
