@@ -696,6 +696,11 @@ class Normalizer:
 
     def e_UnaryOp(self, e: ast.UnaryOp) -> Atom:
         a = self.expr(e.operand)
+        if (isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(a, ast.Constant)
+                and type(a.value) in (int, float, complex)):
+            # a signed number literal (-0.25, x ** -2) is a constant, not an operation
+            value = -a.value if isinstance(e.op, ast.USub) else +a.value
+            return ast.copy_location(ast.Constant(value=value), e)
         return self.temp(ast.UnaryOp(op=e.op, operand=a), e)
 
     def e_BoolOp(self, e: ast.BoolOp) -> Atom:

@@ -22,7 +22,7 @@ from .normalize import IRFunction, Namer
 from .peephole import simplify_reverse
 from .rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
-from .trees import clone, substituted, walk
+from .trees import clone, substituted, unparse, walk
 
 __all__ = ["build_plus_function", "Helpers"]
 
@@ -289,6 +289,29 @@ def _parse_template(fn: Callable) -> tuple[list[str], ast.expr, dict[str, tuple[
 
 # parsed gradient lambdas, by lambda (rules live as long as the process)
 _PARSED_TEMPLATES: dict[Callable, tuple[list[str], ast.expr, dict[str, tuple[Any, str]]]] = {}
+
+
+def _whole_power_gradient(rule: InlineRule, operands: list[ast.expr], A: ast.expr) -> ast.expr | None:
+    """The base's sensitivity for ``x ** c``, ``c`` a whole constant, on numbers: ``A * (c *
+    x ** (c - 1))``, ``A * (2 * x)`` for a square. The rule's template also covers
+    complex results and computes ``c * r / x`` (one pow fewer, other rounding); a real base
+    to a whole power is real, and a reader of the generated code sees the textbook rule.
+    None for any other operation."""
+    if rule.fn not in (operator.pow, operator.ipow) or len(operands) != 2:
+        return None
+    e = operands[1]
+    if not (isinstance(e, ast.Constant) and type(e.value) in (int, float) and float(e.value).is_integer()):
+        return None
+    c, x = e.value, clone(operands[0])
+    if c == 0:
+        d: ast.expr = C(0.0)
+    elif c == 1:
+        return clone(A)
+    elif c == 2:
+        d = ast.BinOp(left=C(c), op=ast.Mult(), right=x)
+    else:
+        d = ast.BinOp(left=C(c), op=ast.Mult(), right=ast.BinOp(left=x, op=ast.Pow(), right=C(c - 1)))
+    return ast.BinOp(left=clone(A), op=ast.Mult(), right=d)
 
 
 def template_for(fn: Callable, helpers: Helpers) -> Template | None:
@@ -1038,9 +1061,11 @@ class FunctionBuilder:
             for o, g in zip(operands, rule.grads):
                 if g is None or not isinstance(o, ast.Name) or self.is_module_constant(o.id):
                     continue  # (a number read from the module: the backprop would discard its adjoint)
-                tmpl = template_for(g, self.h)
-                mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
-                expr = tmpl.instantiate(mapping)
+                expr = _whole_power_gradient(rule, operands, A) if o is operands[0] else None
+                if expr is None:
+                    tmpl = template_for(g, self.h)
+                    mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
+                    expr = tmpl.instantiate(mapping)
                 for used in _names_read(expr):
                     if used in ssa.all_names and used not in saved:
                         saved.append(used)
@@ -1660,7 +1685,7 @@ class FunctionBuilder:
             for a in bare.posonlyargs + bare.args + bare.kwonlyargs + [bare.vararg, bare.kwarg]:
                 if a is not None:
                     a.annotation = None
-            sig = call(self.rt("make_signature"), C(ast.unparse(bare)),
+            sig = call(self.rt("make_signature"), C(unparse(bare)),
                        tuple_([clone(d) for d in defaults]),
                        tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]))
             plus.args.kw_defaults = [sig]

@@ -32,7 +32,7 @@ from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, c
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
-from .trees import walk
+from .trees import unparse, walk
 
 __all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
 
@@ -250,7 +250,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
 
         _NEST_COUNTER[0] += 1
         filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
-        text = ast.unparse(module) + "\n"
+        text = unparse(module) + "\n"
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         to_compile: Any = text
     else:
@@ -258,7 +258,7 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     try:
         code = compile(to_compile, filename, "exec")
     except SyntaxError as e:  # pragma: no cover - a transformer bug
-        raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{ast.unparse(plus_def)}") from e
+        raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{unparse(plus_def)}") from e
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
     fused_code = None if fused_def is None else next(
@@ -359,7 +359,7 @@ def _readable(plus_def: ast.FunctionDef, filename: str) -> str:
         return out
 
     tree.body = mark(tree.body)
-    text = ast.unparse(tree)
+    text = unparse(tree)
     import linecache
 
     lines = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterator
 
-__all__ = ["clone", "substituted", "walk"]
+__all__ = ["clone", "substituted", "unparse", "walk"]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -78,4 +78,28 @@ def substituted(node: Any, mapping: dict[str, ast.expr]) -> Any:
         return new
     if isinstance(node, list):
         return [substituted(x, mapping) if isinstance(x, (_AST, list)) else x for x in node]
+    return node
+
+
+def unparse(node: ast.AST) -> str:
+    """``ast.unparse``, with negative number constants written as negations, so the text
+    reads back as the same tree: ``ast.unparse`` writes ``Constant(-2) ** x`` as
+    ``-2 ** x``, which Python reads as ``-(2 ** x)``."""
+    return ast.unparse(_negatives_negated(node))
+
+
+def _negatives_negated(node: Any) -> Any:
+    if isinstance(node, _AST):
+        if node.__class__ is ast.Constant and type(node.value) in (int, float) and str(node.value).startswith("-"):
+            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))
+        if isinstance(node, _STATELESS):
+            return node
+        cls = node.__class__
+        new = cls.__new__(cls)
+        d = new.__dict__
+        for k, v in node.__dict__.items():
+            d[k] = _negatives_negated(v) if isinstance(v, (_AST, list)) else v
+        return new
+    if isinstance(node, list):
+        return [_negatives_negated(x) if isinstance(x, (_AST, list)) else x for x in node]
     return node

@@ -1169,3 +1169,33 @@ def test_only_floats_is_exactly_every_element_a_float():
     assert only_floats((2.5,) * 1000)
     for xs in ([1.0, 2], [Real(1.0)], [1.0, True], [1.0, None], [[1.0]], [1.0, 1j], (0.5, "1.0")):
         assert not only_floats(xs), xs
+
+
+# --------------------------------------------------------------------------
+# x ** c for a whole constant c: the textbook rule, inline
+
+
+def whole_powers(x, y):
+    return x ** 2 + (x * y) ** 3 - y ** 1 + x ** 0 + (y + 3.0) ** -2 + x ** 2.0 * y ** 4
+
+
+def test_whole_powers_read_as_the_textbook_rule():
+    from dplus.transformer import generated_source
+
+    text = generated_source(whole_powers)
+    assert "* (2 * x)" in text and "** 2" in text and "r.imag" not in text.split("else:")[0]
+
+
+@SETTINGS
+@given(small, small, st.sampled_from([float, int]))
+def test_whole_powers_agree_with_the_general_path_and_finite_differences(x, y, kind):
+    if kind is int:
+        x, y = int(x * 2), int(y * 2)
+    assume(abs(y + 3.0) > 0.1)
+    fast, general = both_ways(whole_powers, x, y)
+    close(fast, general)
+    h = 1e-6
+    fx = (whole_powers(x + h, y) - whole_powers(x - h, y)) / (2 * h)
+    fy = (whole_powers(x, y + h) - whole_powers(x, y - h)) / (2 * h)
+    assert math.isclose(fast[0], fx, rel_tol=1e-5, abs_tol=1e-5)
+    assert math.isclose(fast[1], fy, rel_tol=1e-5, abs_tol=1e-5)

@@ -1868,3 +1868,14 @@ def test_star_args_read_on_one_branch(x, rest):
     assume(abs(x) > 1e-3)  # the branch on x > 0 is a kink finite differences straddle
     for fn in (star_branch, star_branch_def):
         check_grad(fn, x, *rest)
+
+
+def f_signed_literals(x):
+    return (-2) ** 2 * x + (-2.5).real * x ** -2 - (-x) ** 3 + {"k": -0.25}["k"] * x
+
+
+def test_signed_number_literals_are_constants_in_first_and_second_derivatives():
+    x, h = 1.5, 1e-6
+    d1 = grad1(f_signed_literals)
+    assert math.isclose(d1(x), (f_signed_literals(x + h) - f_signed_literals(x - h)) / (2 * h), rel_tol=1e-7)
+    assert math.isclose(grad1(d1)(x), (d1(x + h) - d1(x - h)) / (2 * h), rel_tol=1e-6)

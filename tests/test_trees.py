@@ -40,3 +40,15 @@ def test_clone_copies_every_stateful_node(text):
 
 def test_the_engine_uses_these_helpers():
     assert dplus.reverse.clone is clone and dplus.transformer.walk is walk
+
+
+@pytest.mark.parametrize("value", [-2, -2.5, -0.0, 3, 0.5])
+def test_unparse_reads_back_as_the_same_tree(value):
+    from dplus.trees import unparse
+
+    tree = ast.Expression(body=ast.BinOp(
+        left=ast.Attribute(value=ast.Constant(value=value), attr="real", ctx=ast.Load()),
+        op=ast.Add(), right=ast.BinOp(left=ast.Constant(value=value), op=ast.Pow(), right=ast.Constant(value=2))))
+    expected = eval(compile(ast.fix_missing_locations(tree), "<tree>", "eval"))
+    got = eval(unparse(tree))
+    assert got == expected and str(got) == str(expected)
