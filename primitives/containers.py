@@ -453,18 +453,20 @@ def build_set(*items: Any) -> ProcResult:
 def build_dict(spec: tuple, *parts: Any) -> ProcResult:
     d: dict = {}
     origin: dict = {}
-    it = iter(parts)
     plan = []
-    for k, is_star in enumerate(spec):
+    pos = 0  # (indexing, not next() on an iterator: this code is differentiated again)
+    for is_star in spec:
         if is_star:
-            m = next(it)
+            m = parts[pos]
+            pos += 1
             plan.append(("star", m))
             for key in m:
                 d[key] = m[key]
                 origin[key] = len(plan) - 1
         else:
-            key = next(it)
-            val = next(it)
+            key = parts[pos]
+            val = parts[pos + 1]
+            pos += 2
             plan.append(("kv", key))
             d[key] = val
             origin[key] = len(plan) - 1

@@ -1129,3 +1129,15 @@ def test_slice_held_in_a_variable_writes_lists(xs, v):
     # xs becomes [x0, v, v*v]: the result x0*v + v*v*x0 has d/dx0 = v + v*v, d/dv = x0*(1 + 2v)
     assert got[0] == pytest.approx([v + v * v, 0.0, 0.0])
     assert got[2] == pytest.approx(xs[0] * (1 + 2 * v))
+
+
+def f_dict_display_twice(x):
+    d = {"k": 0.25, **{"j": x}}
+    return d["k"] * x * x + d["j"] ** 3
+
+
+def test_second_derivative_through_a_dict_display():
+    # build_dict's own code is differentiated again: it read its parts with next(), which
+    # has no rule (UnknownTransformError)
+    x = 1.5
+    assert math.isclose(dplus.grad1(dplus.grad1(f_dict_display_twice))(x), 0.5 + 6 * x, rel_tol=1e-12)
