@@ -1133,7 +1133,7 @@ def test_slice_held_in_a_variable_writes_lists(xs, v):
 
 
 def f_dict_display_twice(x):
-    d = {"k": 0.25, **{"j": 2.0}}
+    d = {"k": 0.25, "j": 2.0}
     return d["k"] * x * x + d["j"] * x ** 3
 
 
