@@ -10,7 +10,7 @@ type are looked up once.
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["clone", "substituted", "unparse", "walk"]
 
@@ -48,58 +48,47 @@ def clone(node: Any) -> Any:
     """A copy of an AST: nodes and lists are new; stateless nodes (contexts, operators)
     and everything else (names, constants, the transformer's notes such as a nested
     function's IR) are shared. Much faster than deepcopy."""
-    if isinstance(node, _AST):
-        if isinstance(node, _STATELESS):
-            return node
-        cls = node.__class__
-        new = cls.__new__(cls)
-        d = new.__dict__
-        for k, v in node.__dict__.items():
-            d[k] = clone(v) if isinstance(v, (_AST, list)) else v
-        return new
-    if isinstance(node, list):
-        return [clone(x) if isinstance(x, (_AST, list)) else x for x in node]
-    return node
+    return _copy(node, None)
 
 
 def substituted(node: Any, mapping: dict[str, ast.expr]) -> Any:
     """A copy of ``node`` (as :func:`clone` copies) in which every ``Name`` whose id is in
     ``mapping`` is replaced by a copy of the expression it maps to."""
-    if isinstance(node, _AST):
-        if isinstance(node, _STATELESS):
-            return node
-        if node.__class__ is ast.Name and node.id in mapping:
-            return clone(mapping[node.id])
-        cls = node.__class__
-        new = cls.__new__(cls)
-        d = new.__dict__
-        for k, v in node.__dict__.items():
-            d[k] = substituted(v, mapping) if isinstance(v, (_AST, list)) else v
-        return new
-    if isinstance(node, list):
-        return [substituted(x, mapping) if isinstance(x, (_AST, list)) else x for x in node]
-    return node
+
+    def replace(n: ast.AST) -> ast.AST | None:
+        return clone(mapping[n.id]) if n.__class__ is ast.Name and n.id in mapping else None  # type: ignore[attr-defined]
+
+    return _copy(node, replace)
 
 
 def unparse(node: ast.AST) -> str:
     """``ast.unparse``, with negative number constants written as negations, so the text
     reads back as the same tree: ``ast.unparse`` writes ``Constant(-2) ** x`` as
     ``-2 ** x``, which Python reads as ``-(2 ** x)``."""
-    return ast.unparse(_negatives_negated(node))
+
+    def replace(n: ast.AST) -> ast.AST | None:
+        if n.__class__ is ast.Constant and type(n.value) in (int, float) and str(n.value).startswith("-"):  # type: ignore[attr-defined]
+            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-n.value))  # type: ignore[attr-defined]
+        return None
+
+    return ast.unparse(_copy(node, replace))
 
 
-def _negatives_negated(node: Any) -> Any:
+def _copy(node: Any, replace: Callable[[ast.AST], ast.AST | None] | None) -> Any:
+    """A copy of ``node`` (see :func:`clone`); ``replace`` may give a node's replacement."""
     if isinstance(node, _AST):
-        if node.__class__ is ast.Constant and type(node.value) in (int, float) and str(node.value).startswith("-"):
-            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-node.value))
         if isinstance(node, _STATELESS):
             return node
+        if replace is not None:
+            new_node = replace(node)
+            if new_node is not None:
+                return new_node
         cls = node.__class__
         new = cls.__new__(cls)
         d = new.__dict__
         for k, v in node.__dict__.items():
-            d[k] = _negatives_negated(v) if isinstance(v, (_AST, list)) else v
+            d[k] = _copy(v, replace) if isinstance(v, (_AST, list)) else v
         return new
     if isinstance(node, list):
-        return [_negatives_negated(x) if isinstance(x, (_AST, list)) else x for x in node]
+        return [_copy(x, replace) if isinstance(x, (_AST, list)) else x for x in node]
     return node
