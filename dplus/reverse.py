@@ -1299,7 +1299,7 @@ class FunctionBuilder:
             general: list[ast.stmt] = []
             saved, acc.out = acc.out, general
             if self.fast:  # one call; a list of numbers adds the parts into its entry
-                acc.update(v, lambda cur: call(self.rt("unpack_back"), cur, N(v), clone(sens), N(ABOX)))
+                self.unpack_back(acc, v, sens)
             else:
                 acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), clone(sens)))
             acc.out = saved
@@ -1310,9 +1310,37 @@ class FunctionBuilder:
                 body=[assign(a, sens)], orelse=general))
             return
         if self.fast and v not in self.boxed:  # (a value this segment made: a list read from a list)
-            acc.update(v, lambda cur: call(self.rt("unpack_back"), cur, N(v), sens, N(ABOX)))
+            self.unpack_back(acc, v, sens)
             return
         acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), sens))
+
+    def unpack_back(self, acc: "_AdjointAccumulator", v: str, sens: ast.Tuple) -> None:
+        """``adjoint(v) = unpack_back(adjoint(v), v, parts, Abox)``; when every part is a
+        name, with its commonest case inline (a list of as many floats that has no entry
+        yet takes the parts as its entry): the call cost more than the work, twice per
+        particle-step in the particles' reverse."""
+        def back(cur: ast.expr) -> ast.expr:
+            return call(self.rt("unpack_back"), cur, N(v), clone(sens), N(ABOX))
+
+        parts = sens.elts
+        if not parts or not all(isinstance(p, ast.Name) and p.id != self.Z for p in parts):
+            acc.update(v, back)
+            return
+        target, current = acc._target(v)
+        typ, entries = self.helper(type, "type"), attr(ABOX, "_entries")
+        key = call(self.helper(id, "id"), N(v))
+        test = ast.BoolOp(op=ast.And(), values=[
+            ast.Compare(left=call(clone(typ), N(v)), ops=[ast.Is()], comparators=[self.helper(list, "list")]),
+            ast.Compare(left=call(self.helper(len, "len"), N(v)), ops=[ast.Eq()], comparators=[C(len(parts))]),
+            ast.Compare(left=key, ops=[ast.NotIn()], comparators=[entries]),
+            ast.Compare(left=call(clone(typ), clone(parts[0])), ops=[ast.Is() for _ in parts],
+                        comparators=[call(clone(typ), clone(p)) for p in parts[1:]] + [self.helper(float, "float")])])
+        body: list[ast.stmt] = [ast.Assign(
+            targets=[ast.Subscript(value=clone(entries), slice=clone(key), ctx=ast.Store())],
+            value=tuple_([N(v), ast.List(elts=[clone(p) for p in parts], ctx=ast.Load())]))]
+        if current is None:
+            body.append(assign(target, N(self.Z)))
+        acc.out.append(ast.If(test=test, body=body, orelse=[assign(target, back(N(current or self.Z)))]))
 
     def direct_unpack(self, v: str, fresh_zero: set[str]) -> bool:
         """Whether the reverse of unpacking ``v`` needs neither ``v`` nor a type test."""

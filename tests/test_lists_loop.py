@@ -209,3 +209,36 @@ def test_unpacking_an_empty_list():
 
     fast, general = both_ways(f, 3.0, [])
     assert fast == general == (6.0, [])
+
+
+def unpack_rows_twice(rows, w):
+    rows = [list(r) for r in rows]
+    total = 0.0
+    for k in range(len(rows)):
+        a, b = rows[k]
+        c, d = rows[k]  # the same list again: its entry exists, the parts are added
+        rows[k] = [a * w + d, b - c * w]
+        e, f = rows[k]
+        total += e * f + a
+        if k % 2:
+            g, h = rows[k]  # h's sensitivity is zero: the general call
+            total += g
+    return total
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.floats(-2, 2), st.floats(-2, 2)), min_size=1, max_size=5), st.floats(-2, 2))
+def test_unpacking_a_list_of_floats_inline_agrees_with_the_general_path(rows, w):
+    fast, general = both_ways(unpack_rows_twice, rows, w)
+    close(fast, general)
+    h = 1e-6
+    fd = (unpack_rows_twice(rows, w + h) - unpack_rows_twice(rows, w - h)) / (2 * h)
+    assert abs(fast[1] - fd) <= 1e-5 * max(1.0, abs(fd))
+    for i in range(len(rows)):
+        for j in range(2):
+            up = [list(r) for r in rows]
+            down = [list(r) for r in rows]
+            up[i][j] += h
+            down[i][j] -= h
+            fd = (unpack_rows_twice(up, w) - unpack_rows_twice(down, w)) / (2 * h)
+            assert abs(fast[0][i][j] - fd) <= 1e-5 * max(1.0, abs(fd))
