@@ -830,7 +830,7 @@ def f_try_nested(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="try/finally without except crashes: ValueError Try has orelse but no except handlers")
+@pytest.mark.xfail(strict=True, raises=dplus.NonDifferentiableError, reason="an exception raised inside try/finally nested in try/except: NonDifferentiableError (an exception interrupting a compound statement inside try, language.md)")
 def test_try_nested_finally():
     assert grad1(f_try_nested)(2.0) == 2 * 3 * 4.0
 
