@@ -889,13 +889,12 @@ class FunctionBuilder:
         # written compactly, its reverse a replayed program or calls where a float's
         # sensitivity would be added inline)
         compact = has_inline and self.fast
-        replay = self.replay_plan(ssa) if compact else None
         # None also when an operand's type cannot be guarded before the segment runs
         fast = self.fast_segment(ssa) if compact else None
-        if replay is not None and fast is not None:
+        replay = self.replay_plan(ssa) if fast is not None else None
+        if replay is not None:
             gen_fwd, gen_rec, gen_rev = replay
         else:
-            replay = None
             gen_fwd, gen_rec, gen_rev = self.general_segment(ssa, compact=compact)
         if fast is None:
             self.segment_log.append(None)
