@@ -33,29 +33,24 @@ import ast
 from typing import Any, Iterator
 
 from .normalize import IRFunction, Namer
-from .trees import walk
+from .trees import child_blocks, walk
 
 __all__ = ["scalarize_lists", "hoist_constant_reads"]
 
 
 def _statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement in ``stmts`` and in the blocks nested in them (nested functions'
-    bodies included), without walking into expressions: the uses looked for are statements."""
+    bodies included), in source order, without walking into expressions: the uses looked
+    for are statements."""
     for st in stmts:
         yield st
-        for field in ("body", "orelse", "finalbody"):
-            sub = getattr(st, field, None)
-            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-                yield from _statements(sub)
-        for h in getattr(st, "handlers", ()):
-            yield from _statements(h.body)
-        for c in getattr(st, "cases", ()):
-            yield from _statements(c.body)
+        for sub in child_blocks(st):
+            yield from _statements(sub)
 
 
 def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """How often each name is bound and read in ``body`` (nested scopes included), and the
-    names bound once to an integer constant (normalising puts a negative index in one)."""
+    names bound once to an integer constant (``k = 1; xs[k]``)."""
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
     for n in walk(ast.Module(body=body, type_ignores=[])):
@@ -90,16 +85,9 @@ def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
     """Every statement list of the function (not of nested functions), outermost first."""
     yield body
     for st in body:
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            sub = getattr(st, field, None)
-            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+        if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for sub in child_blocks(st):
                 yield from _blocks(sub)
-        for h in getattr(st, "handlers", ()):
-            yield from _blocks(h.body)
-        for c in getattr(st, "cases", ()):
-            yield from _blocks(c.body)
 
 
 def _read_by_nested(body: list[ast.stmt]) -> set[str]:
@@ -162,12 +150,9 @@ def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str
 
 
 def int_constant(e: ast.expr) -> int | None:
-    """The value of an integer constant (``-1`` included), else None."""
+    """The value of an integer constant (``-1`` included: normalising folds signs), else None."""
     if isinstance(e, ast.Constant) and type(e.value) is int:
         return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-            and type(e.operand.value) is int:
-        return -e.operand.value
     return None
 
 

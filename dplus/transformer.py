@@ -32,7 +32,7 @@ from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, c
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
-from .trees import unparse, walk
+from .trees import child_blocks, unparse, walk
 
 __all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
 
@@ -312,16 +312,9 @@ def _statement_lists(root: ast.AST) -> Any:
     (generated code defines functions only at statement level)."""
     queue = deque([root])
     while queue:
-        node = queue.popleft()
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], (ast.stmt, ast.excepthandler)):
-                if field != "handlers":
-                    yield block
-                queue.extend(block)
-        for case in getattr(node, "cases", ()):
-            yield case.body
-            queue.extend(case.body)
+        for block in child_blocks(queue.popleft()):
+            yield block
+            queue.extend(block)
 
 
 def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Iterator
 
-__all__ = ["clone", "substituted", "unparse", "walk"]
+__all__ = ["child_blocks", "clone", "substituted", "unparse", "walk"]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -42,6 +42,19 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             elif isinstance(v, _AST):
                 append(v)
         yield n
+
+
+def child_blocks(st: ast.AST) -> Iterator[list[ast.stmt]]:
+    """The statement lists directly inside ``st``: its body, ``else`` and ``finally``
+    clauses, its exception handlers' and match cases' bodies."""
+    for field in ("body", "orelse", "finalbody"):
+        sub = getattr(st, field, None)
+        if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+            yield sub
+    for h in getattr(st, "handlers", ()):
+        yield h.body
+    for c in getattr(st, "cases", ()):
+        yield c.body
 
 
 def clone(node: Any) -> Any:
