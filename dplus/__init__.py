@@ -5,6 +5,7 @@ from .boxes import Box, BoxSensitivities, box, set_box, unbox
 from .errors import (
     DplusError,
     NonDifferentiableError,
+    ArgumentError,
     SensitivityError,
     SourceUnavailableError,
     UnknownTransformError,
@@ -22,7 +23,8 @@ from .result import ProcResult, backprop, primal
 
 from . import primitives as _primitives  # noqa: E402,F401  (registers the rule library)
 from . import higher as _higher  # noqa: E402,F401  (rules for derivatives of derivatives)
-from .derived import hessian, hvp, jacobian, jvp  # noqa: E402
+from .derived import hessian, hvp, jacobian, jvp, value_and_grad  # noqa: E402
+from .structured import register_gradient_structure  # noqa: E402
 from .gradcheck import GradCheckError, check_grad  # noqa: E402
 from .transformer import generated_source as show  # noqa: E402
 
@@ -36,7 +38,7 @@ __all__ = [
     "error_unknown_proc_transform", "error_unknown_transform",
     "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
     "BoxSensitivities", "Box", "box", "unbox", "set_box",
-    "foldl", "apply", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
+    "foldl", "apply", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
     "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
-    "SourceUnavailableError", "NonDifferentiableError",
+    "SourceUnavailableError", "NonDifferentiableError", "ArgumentError",
 ]

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from .boxes import BoxSensitivities
 from .closures import is_plus_function
-from .errors import SensitivityError, describe_callable
+from .errors import ArgumentError, SensitivityError, describe_callable
 from .linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
@@ -38,6 +38,11 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
 
 def _lift(f: Any) -> Callable[..., ProcResult]:
     """``lift_dplus`` without the public coercion of results (used by grad, D, dplus)."""
+    if not callable(f):
+        raise ArgumentError(
+            f"dplus differentiates functions, but it was given {f!r} ({type(f).__name__}): pass the "
+            "function itself, e.g. grad(f) rather than grad(f(x))"
+        )
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     from .transformer import plus_function_for, can_transform
@@ -150,9 +155,12 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
     """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
     fplus = _lift(f)
 
-    def dplus_fn(*args: Any) -> ProcResult:
+    def dplus_fn(*args: Any, **kwargs: Any) -> ProcResult:
         snaps = snapshot(args)
-        r = call_plus(fplus, *args)
+        if kwargs:
+            r = call_plus(fplus, *args, **kwargs)
+        else:
+            r = call_plus(fplus, *args)
 
         def dplus_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
@@ -169,9 +177,12 @@ def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
     fplus = _lift(f)
 
-    def D_fn(*args: Any) -> Callable[[Any], tuple]:
+    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
         snaps = snapshot(args)
-        r = call_plus(fplus, *args)
+        if kwargs:
+            r = call_plus(fplus, *args, **kwargs)
+        else:
+            r = call_plus(fplus, *args)
 
         def D_backprop(Aw: Any) -> tuple:
             Abox = BoxSensitivities()
@@ -184,46 +195,63 @@ def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     return D_fn
 
 
-def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
-    """``grad(f)(*args)`` returns one gradient per positional argument, each shaped like it.
+def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY, *, argnums: int | tuple[int, ...] | None = None,
+         has_aux: bool = False) -> Callable[..., Any]:
+    """``grad(f)(*args, **kwargs)`` returns one gradient per positional argument, each shaped like it.
 
     A result that is not a number needs an explicit ``sensitivity`` conforming to it.
+    Keyword arguments of the call are passed to ``f`` and not differentiated. With
+    ``argnums`` or ``has_aux``, ``grad`` is JAX's: ``argnums`` (an int or a tuple of ints)
+    picks what is returned, ``has_aux`` returns ``(gradient, aux)`` for an ``f`` returning
+    ``(loss, aux)``, and gradients come in their argument's structure (see ``value_and_grad``).
     """
+    if argnums is not None or has_aux:
+        if sensitivity is not _DEFAULT_SENSITIVITY:
+            raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
+        from .derived import jax_style_grad
+
+        return jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
     return _make_gradient(_lift(f), f, sensitivity)
 
 
 def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
     fused = getattr(fplus, "__dplus_fused__", None) if sensitivity is _DEFAULT_SENSITIVITY else None
     if fused is None:
-        def gradient(*args: Any) -> tuple:
-            return _gradient_outermost(fplus, sensitivity, args)
+        def gradient(*args: Any, **kwargs: Any) -> tuple:
+            return _gradient_outermost(fplus, sensitivity, args, kwargs)
     else:
         n = fused.__code__.co_argcount
 
-        def gradient(*args: Any) -> tuple:
+        def gradient(*args: Any, **kwargs: Any) -> tuple:
             # a formula on floats (and lists of floats): forward and reverse in one generated
             # function (reverse.FunctionBuilder.fused_gradient, fused.py); None: the general way
-            if not _depth[0] and len(args) == n:
+            if not _depth[0] and len(args) == n and not kwargs:
                 out = fused(*args)
                 if out is not None:
                     return out
-            return _gradient_outermost(fplus, sensitivity, args)
+            return _gradient_outermost(fplus, sensitivity, args, kwargs)
 
     _mark_derived(gradient, "grad", f, sensitivity)
     return gradient
 
 
-def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple) -> tuple:
-    """A gradient: the forward pass, the backprop, and the boundary fold."""
+def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
+    """A gradient: the forward pass, the backprop, and the boundary fold.
+
+    Keyword arguments are passed through to the function and not differentiated (as in JAX).
+    """
     snaps = snapshot(args)
-    r = call_plus(fplus, *args)
+    if kwargs:
+        r = call_plus(fplus, *args, **kwargs)
+    else:
+        r = call_plus(fplus, *args)
     Abox = BoxSensitivities()
     Aw = default_sensitivity(r.primal, sensitivity)
     out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
     return boundary(snaps, out, Abox)
 
 
-def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple) -> tuple:
+def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
     """:func:`_gradient_steps`, set up once for forward and reverse when outermost.
 
     With one set-up the cyclic collector stays paused from the forward pass until the
@@ -232,14 +260,40 @@ def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple) -> tuple:
     Differentiated again, this is ``_gradient_steps`` (the rule in ``higher.py``).
     """
     if _depth[0]:
-        return _gradient_steps(fplus, sensitivity, args)
-    if sensitivity is _DEFAULT_SENSITIVITY:
-        for a in args:
-            if type(a) is not float and type(a) is not int:
-                break
-        else:
-            return _outermost(_number_gradient, (fplus, args), {})
-    return _outermost(_gradient_steps, (fplus, sensitivity, args), {})
+        return _gradient_steps(fplus, sensitivity, args, kwargs)
+    try:
+        if sensitivity is _DEFAULT_SENSITIVITY and not kwargs:
+            for a in args:
+                if type(a) is not float and type(a) is not int:
+                    break
+            else:
+                return _outermost(_number_gradient, (fplus, args), {})
+        return _outermost(_gradient_steps, (fplus, sensitivity, args, kwargs), {})
+    except TypeError as e:
+        raise_if_not_accepted(e, fplus, "grad", args, kwargs)
+        raise
+
+
+def raise_if_not_accepted(error: TypeError, fplus: Any, what: str, args: tuple, kwargs: dict) -> None:
+    """Raise :class:`ArgumentError` when ``error`` came from calling the differentiated function
+    with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
+    import inspect
+
+    source = getattr(fplus, "__dplus_source__", None)
+    try:
+        signature = inspect.signature(source) if source is not None else None
+    except (TypeError, ValueError):
+        return
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as mismatch:
+        name = getattr(source, "__name__", "f")
+        raise ArgumentError(
+            f"{what}({name}) was called with arguments that {describe_callable(source)} does not accept "
+            f"({mismatch}); call {what}({name}) with the arguments of {name} itself"
+        ) from None
 
 
 def _number_gradient(fplus: Any, args: tuple) -> tuple:
@@ -257,8 +311,12 @@ def _number_gradient(fplus: Any, args: tuple) -> tuple:
     return boundary(args, out, Abox)
 
 
-def _grad_inside(f: Any, *rest: Any) -> ProcResult:
+def _grad_inside(f: Any, *rest: Any, **options: Any) -> ProcResult:
     """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    if options:
+        from .derived import _jax_style_inside
+
+        _jax_style_inside(f, *rest, **options)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest)
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
@@ -282,7 +340,9 @@ def grad1(f: Any) -> Callable[[Any], Any]:
 
 
 def _make_gradient1(g: Any, f: Any) -> Callable[[Any], Any]:
-    def gradient1(x: Any) -> Any:
+    def gradient1(x: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return g(x, **kwargs)[0]
         return g(x)[0]
 
     _mark_derived(gradient1, "grad1", f)

@@ -18,10 +18,12 @@ import sys
 from typing import Any, Callable, Iterator
 
 from .api import dplus, grad
-from .errors import SensitivityError
-from .linear import dot, is_ndarray, is_number, zero
+from .errors import ArgumentError, NonDifferentiableError, SensitivityError
+from .registry import register_primitive
+from .structured import shaped_like
+from .linear import dot, gen_zero, is_ndarray, is_number, zero
 
-__all__ = ["jacobian", "hessian", "hvp", "jvp"]
+__all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 
 
 def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
@@ -160,3 +162,92 @@ def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
         return y, out
 
     return jvp_fn
+
+
+def _selected(gradients: tuple, args: tuple, argnums: int | tuple[int, ...]) -> Any:
+    """The gradients ``argnums`` asks for, each in its argument's own structure."""
+    if isinstance(argnums, int):
+        return shaped_like(args[argnums], gradients[argnums])
+    return tuple(shaped_like(args[i], gradients[i]) for i in argnums)
+
+
+def _check_argnums(argnums: Any, what: str) -> None:
+    numbers = (argnums,) if isinstance(argnums, int) else argnums
+    if not isinstance(numbers, tuple) or not numbers or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in numbers
+    ):
+        raise ArgumentError(f"{what}: argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
+
+
+def _check_positions(argnums: int | tuple[int, ...], args: tuple, what: str) -> None:
+    for i in (argnums,) if isinstance(argnums, int) else argnums:
+        if not -len(args) <= i < len(args):
+            raise ArgumentError(
+                f"{what}: argnums asks for the gradient of positional argument {i}, but the call passed "
+                f"{len(args)} positional argument(s)"
+            )
+
+
+def value_and_grad(
+    f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+) -> Callable[..., tuple[Any, Any]]:
+    """``value_and_grad(f)(*args, **kwargs)`` returns ``(f(*args, **kwargs), gradient)``, as JAX's.
+
+    ``argnums`` picks the positional arguments to differentiate: an int gives that argument's
+    gradient, a tuple a tuple of gradients. With ``has_aux=True``, ``f`` returns
+    ``(loss, aux)``: the result is ``((loss, aux), gradient)`` and ``aux`` is not
+    differentiated. Keyword arguments are passed through and not differentiated.
+    Gradients come in their argument's structure (:mod:`dplus.structured`).
+    One forward and one backward pass, whatever ``argnums`` selects.
+    """
+    _check_argnums(argnums, "value_and_grad")
+    fd = dplus(f)
+
+    def value_and_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        _check_positions(argnums, args, "value_and_grad")
+        r = fd(*args, **kwargs)
+        value = r.primal
+        loss = _loss_of(value, has_aux)
+        if not is_number(loss):
+            raise SensitivityError(
+                f"value_and_grad needs {'the first element of ' if has_aux else ''}the result of "
+                f"{getattr(f, '__name__', 'f')} to be a number, but it is {type(loss).__name__}"
+                + ("" if has_aux else "; a function returning (loss, aux) needs has_aux=True")
+            )
+        sensitivity = (1.0, gen_zero) if has_aux else 1.0
+        return value, _selected(r.backprop(sensitivity), args, argnums)
+
+    value_and_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    return value_and_grad_fn
+
+
+def _loss_of(value: Any, has_aux: bool) -> Any:
+    if not has_aux:
+        return value
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise SensitivityError(
+            f"with has_aux=True the function must return a pair (loss, aux), but it returned {type(value).__name__}"
+        )
+    return value[0]
+
+
+def jax_style_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool) -> Callable[..., Any]:
+    """``grad(f, argnums=..., has_aux=...)``: JAX's ``grad``, the gradient without the value."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def jax_grad_fn(*args: Any, **kwargs: Any) -> Any:
+        value, gradient = vg(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+
+    jax_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    return jax_grad_fn
+
+
+def _jax_style_inside(f: Any, *rest: Any, **options: Any) -> Any:
+    raise NonDifferentiableError(
+        "value_and_grad(f) and grad(f, argnums=..., has_aux=...) are not differentiable again yet: inside a "
+        "function being differentiated, use dplus.grad(f) (one gradient per positional argument) and index its result"
+    )
+
+
+register_primitive(value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only")

@@ -27,6 +27,11 @@ class NonDifferentiableError(DplusError, ValueError):
     """Sensitivity reached a value or operation that has no derivative."""
 
 
+class ArgumentError(DplusError, TypeError):
+    """A dplus function was given something it cannot use: not a function, or arguments the
+    differentiated function does not accept."""
+
+
 def describe_callable(fn: object) -> str:
     """A user-facing name for ``fn``: qualified name, and file:line when known."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)

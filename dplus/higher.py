@@ -685,9 +685,9 @@ def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
     return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
 
 
-def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple) -> ProcResult:
+def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> ProcResult:
     """The transform of ``api._gradient_outermost``: ``_gradient_steps`` differentiated from its source."""
-    return call_plus(lift(_gradient_steps), fplus, sensitivity, args)
+    return call_plus(lift(_gradient_steps), fplus, sensitivity, args, kwargs)
 
 
 _gradient_outermost_tower.__dplus_derived__ = ("tower",)

@@ -25,7 +25,7 @@ Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
 ``log(x)``         ``1/x``;  ``log(x, b) = ln x / ln b``: ``1/(x ln b)`` and ``-r/(b ln b)``
 ``log2``/``log10`` ``1/(x ln 2)`` / ``1/(x ln 10)``
 ``log1p``          ``1/(1+x)``
-``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (infinite at 0: ``ZeroDivisionError``)
+``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (``inf`` at 0, as autograd and JAX give)
 ``pow(x, y)``      ``y x**(y-1)`` and ``r ln x`` (``x > 0``; ``0`` for ``x <= 0``, where
                    ``math.pow`` is real only at integer ``y``)
 ``hypot(*xs)``     ``xᵢ/r`` (``0`` when ``r == 0``: a subgradient)
@@ -147,21 +147,21 @@ _polygamma = polygamma
 defvjp(math.sin, lambda A, r, x: A * math.cos(x))
 defvjp(math.cos, lambda A, r, x: -A * math.sin(x))
 defvjp(math.tan, lambda A, r, x: A * (1.0 + r * r))
-defvjp(math.asin, lambda A, r, x: A / math.sqrt((1.0 - x) * (1.0 + x)))
-defvjp(math.acos, lambda A, r, x: -A / math.sqrt((1.0 - x) * (1.0 + x)))
+defvjp(math.asin, lambda A, r, x: A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else A * math.inf)
+defvjp(math.acos, lambda A, r, x: -A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else -A * math.inf)
 defvjp(math.atan, lambda A, r, x: A / (1.0 + x * x))
 defvjp(math.sinh, lambda A, r, x: A * math.cosh(x))
 defvjp(math.cosh, lambda A, r, x: A * math.sinh(x))
 defvjp(math.tanh, lambda A, r, x: A * (1.0 - r * r))
 defvjp(math.asinh, lambda A, r, x: A / math.hypot(x, 1.0))
-defvjp(math.acosh, lambda A, r, x: A / math.sqrt((x - 1.0) * (x + 1.0)))
+defvjp(math.acosh, lambda A, r, x: A / math.sqrt((x - 1.0) * (x + 1.0)) if x != 1.0 else A * math.inf)
 defvjp(math.atanh, lambda A, r, x: A / ((1.0 - x) * (1.0 + x)))
 defvjp(math.exp, lambda A, r, x: A * r)
 defvjp(math.expm1, lambda A, r, x: A * (r + 1.0))
 defvjp(math.log2, lambda A, r, x: A / (x * 0.6931471805599453))
 defvjp(math.log10, lambda A, r, x: A / (x * 2.302585092994046))
 defvjp(math.log1p, lambda A, r, x: A / (1.0 + x))
-defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r))
+defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r) if r else A * math.inf)
 defvjp(math.erf, lambda A, r, x: A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.erfc, lambda A, r, x: -A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.gamma, lambda A, r, x: A * r * _digamma(x))
@@ -175,19 +175,19 @@ defvjp(math.radians, lambda A, r, x: A * 0.017453292519943295)
 if hasattr(math, "exp2"):
     defvjp(math.exp2, lambda A, r, x: A * r * 0.6931471805599453)
 if hasattr(math, "cbrt"):
-    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r))
+    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r) if r else A * math.inf)
 
 # ---------------------------------------------------------------------------
 # two-argument functions
 
 defvjp(
     math.atan2,
-    lambda A, r, y, x: A * x / (x * x + y * y),
-    lambda A, r, y, x: -A * y / (x * x + y * y),
+    lambda A, r, y, x: A * x / (x * x + y * y) if x or y else A * math.nan,
+    lambda A, r, y, x: -A * y / (x * x + y * y) if x or y else A * math.nan,
 )
 defvjp(
     math.pow,
-    lambda A, r, x, y: A * (y * r / x if x else y * math.pow(x, y - 1.0) if y else 0.0),
+    lambda A, r, x, y: A * (y * r / x if x else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else math.inf) if y else 0.0),
     lambda A, r, x, y: A * (r * math.log(x) if x > 0 else 0.0),
 )
 defvjp(math.copysign, lambda A, r, x, y: A * math.copysign(1.0, x) * math.copysign(1.0, y), None)

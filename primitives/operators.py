@@ -639,9 +639,9 @@ _MOD = (lambda A, r, x, y: A, lambda A, r, x, y: -A * (x // y))
 _type = type
 _complex = complex
 _POW = (
-    lambda A, r, x, y: (A * (y * r / x if x else y * x ** (y - 1) if y else 0.0)).real
+    lambda A, r, x, y: (A * (y * r / x if x else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf) if y else 0.0)).real
     if r.imag and _type(x) is not _complex
-    else A * (y * r / x if x else y * x ** (y - 1) if y else 0.0),
+    else A * (y * r / x if x else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf) if y else 0.0),
     lambda A, r, x, y: (A * (0.0 if x == 0 else r * cmath.log(x))).real
     if r.imag and _type(y) is not _complex
     else A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or y.imag else r * math.log(x.real) if x.real > 0 else 0.0),
