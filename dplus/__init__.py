@@ -17,6 +17,7 @@ from .policies import (
     error_non_zero_sensitivity_transform,
     error_unknown_proc_transform,
     error_unknown_transform,
+    transform_from_source,
 )
 from .registry import register_backprop, register_primitive
 from .result import ProcResult, backprop, primal
@@ -35,7 +36,7 @@ __all__ = [
     "ProcResult", "primal", "backprop",
     "register_primitive", "register_backprop",
     "current_unknown_transform", "error_non_zero_sensitivity_transform",
-    "error_unknown_proc_transform", "error_unknown_transform",
+    "error_unknown_proc_transform", "error_unknown_transform", "transform_from_source",
     "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
     "BoxSensitivities", "Box", "box", "unbox", "set_box",
     "foldl", "apply", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",

@@ -340,9 +340,7 @@ def grad1(f: Any) -> Callable[[Any], Any]:
 
 
 def _make_gradient1(g: Any, f: Any) -> Callable[[Any], Any]:
-    def gradient1(x: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            return g(x, **kwargs)[0]
+    def gradient1(x: Any) -> Any:
         return g(x)[0]
 
     _mark_derived(gradient1, "grad1", f)

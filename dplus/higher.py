@@ -644,7 +644,21 @@ def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any
     return ProcResult(out, unbind_sensitivities_backprop)
 
 
+def _parameter_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, S: Any) -> ProcResult:
+    # linear in S; its transpose maps parameter sensitivities back to the call's arguments
+    out = _parameter_sensitivities(sig, args, kwargs, S)
+
+    def parameter_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z:
+            return (), None, Z, Z, Z
+        back = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(out)), Abox)
+        return (), None, Z, Z, back
+
+    return ProcResult(out, parameter_sensitivities_backprop)
+
+
 register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
+register_primitive(_parameter_sensitivities, _parameter_sensitivities_rule)
 register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
 register_primitive(runtime_ops.keyword_sensitivities, _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"))
 register_primitive(runtime_ops.double_star_sensitivity,

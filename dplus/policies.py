@@ -14,6 +14,7 @@ __all__ = [
     "error_non_zero_sensitivity_transform",
     "error_unknown_proc_transform",
     "error_unknown_transform",
+    "transform_from_source",
 ]
 
 Policy = Callable[[Any, str], Any]
@@ -78,9 +79,33 @@ def error_unknown_transform(op: Any, op_name: str) -> Any:
     raise UnknownTransformError(f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}")
 
 
-_current: contextvars.ContextVar[Policy] = contextvars.ContextVar(
-    "dplus_unknown_transform", default=error_non_zero_sensitivity_transform
-)
+def transform_from_source(op: Any, op_name: str) -> Any:
+    """Differentiate any pure-Python function or method from its source, as if it had been
+    decorated with ``@define_dplus`` (it is registered so, and stays registered); builtins,
+    C code and functions whose source dplus cannot transform fall back to the default."""
+    import types
+
+    from .errors import DplusError
+    from .registry import lookup_transform
+
+    fn = op.__func__ if type(op) is types.MethodType else op
+    if type(fn) is not types.FunctionType or fn.__module__ is None or fn.__module__.startswith("dplus"):
+        return error_non_zero_sensitivity_transform(op, op_name)
+    from .transformer import plus_function_for
+
+    try:
+        plus_function_for(fn)  # transform now: a function dplus cannot read takes the default
+    except DplusError:
+        return error_non_zero_sensitivity_transform(op, op_name)
+    from .api import define_dplus
+
+    define_dplus(fn)
+    transform = lookup_transform(op)
+    return transform if transform is not None else error_non_zero_sensitivity_transform(op, op_name)
+
+
+_program_policy: list[Policy] = [error_non_zero_sensitivity_transform]
+_current: contextvars.ContextVar[Policy | None] = contextvars.ContextVar("dplus_unknown_transform", default=None)
 
 
 class _PolicyScope:
@@ -105,14 +130,20 @@ class _CurrentUnknownTransform:
 
     def __call__(self, policy: Policy | None = None) -> Any:
         if policy is None:
-            return _current.get()
+            return _current.get() or _program_policy[0]
         return _PolicyScope(policy)
 
     def get(self) -> Policy:
-        return _current.get()
+        return _current.get() or _program_policy[0]
+
+    def set_for_program(self, policy: Policy) -> None:
+        """Make ``policy`` the one every thread and task uses outside a ``with`` block."""
+        if not callable(policy):
+            raise TypeError(f"a policy is a function (op, op_name) -> transform, not {policy!r}")
+        _program_policy[0] = policy
 
     def __repr__(self) -> str:
-        return f"<current_unknown_transform: {getattr(_current.get(), '__name__', _current.get())}>"
+        return f"<current_unknown_transform: {getattr(self.get(), '__name__', self.get())}>"
 
 
 current_unknown_transform = _CurrentUnknownTransform()
