@@ -614,8 +614,8 @@ def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tup
     return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
 
 
-def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict) -> ProcResult:
-    values = runtime_ops.bind_arguments(sig, args, kwargs)
+def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, defaults: tuple | None = None) -> ProcResult:
+    values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
 
     def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(values)), Abox)
@@ -625,7 +625,11 @@ def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict) -> ProcResult:
                 "derivatives of order three and more through keyword arguments are not supported yet; "
                 "pass the arguments by position"
             )
-        return (), None, tuple(out[1 : 1 + len(args)]), Z
+        args_sens = tuple(out[1 : 1 + len(args)])
+        if defaults is None:
+            return (), None, args_sens, Z
+        sens = tuple_items(A, len(values))
+        return (), None, args_sens, Z, runtime_ops.default_sensitivities(sig, args, kwargs, sens)
 
     return ProcResult(values, bind_arguments_backprop)
 
@@ -644,7 +648,22 @@ def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any
     return ProcResult(out, unbind_sensitivities_backprop)
 
 
+def _default_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, sens: tuple) -> ProcResult:
+    out = runtime_ops.default_sensitivities(sig, args, kwargs, sens)
+
+    def default_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        # the transpose: each default's part back at its parameter's position
+        back = [Z] * len(sens)
+        for (k, used), part in zip(runtime_ops.defaults_used(sig, args, kwargs), tuple_items(A, len(out))):
+            if used:
+                back[k] = part
+        return (), None, Z, Z, tuple(back)
+
+    return ProcResult(out, default_sensitivities_backprop)
+
+
 register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
+register_primitive(runtime_ops.default_sensitivities, _default_sensitivities_rule)
 register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
 register_primitive(runtime_ops.keyword_sensitivities, _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"))
 register_primitive(runtime_ops.double_star_sensitivity,

@@ -497,14 +497,41 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     return inspect.signature(f)
 
 
-def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict) -> tuple:
+def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict, defaults: tuple | None = None) -> tuple:
+    """The parameters' values, in the signature's order. ``defaults``: a nested function's
+    default values (those of ``sig``), whose sensitivities a rule of higher.py hands back."""
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
-    values = []
-    for name, p in sig.parameters.items():
-        v = bound.arguments[name]
-        values.append(v)
-    return tuple(values) if len(values) != 1 else (values[0],)
+    values = [bound.arguments[name] for name in sig.parameters]
+    if defaults is not None:
+        for (k, used), d in zip(defaults_used(sig, args, kwargs), defaults):
+            if used:
+                values[k] = d
+    return tuple(values)
+
+
+def defaults_used(sig: inspect.Signature, args: tuple, kwargs: dict) -> list[tuple[int, bool]]:
+    """For each parameter with a default value, in the signature's order: its position, and
+    whether the call left it at its default."""
+    out = []
+    npos = len(args)
+    i = 0
+    for k, p in enumerate(sig.parameters.values()):
+        passed = p.name in kwargs
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) and i < npos:
+            passed = True
+            i += 1
+        if p.default is not inspect.Parameter.empty:
+            out.append((k, not passed))
+    return out
+
+
+def default_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, sens: tuple) -> tuple:
+    """The sensitivities of a nested function's parameters that have default values, in the
+    signature's order: a parameter's own where the call left it at its default, else zero.
+    A nested function's defaults are computed when its ``def`` runs, so they travel back
+    with its closure sensitivity, after the variables it closes over."""
+    return tuple(sens[k] if used else Z for k, used in defaults_used(sig, args, kwargs))
 
 
 def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, closure: tuple, sens: tuple, Abox: BoxSensitivities) -> tuple:

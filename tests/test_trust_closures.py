@@ -1,0 +1,245 @@
+"""Issue #18: closures, default values and higher-order calls that gave wrong derivatives
+(or raised from inside dplus). Each case is checked against central finite differences on
+several inputs, with fast paths and with the general path only, and where it makes sense
+at second order (the Hessian against differences of the gradient)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+
+import dplus
+from dplus import D, grad, grad1
+from dplus.transformer import general_paths_only
+from path_helpers import both_ways, check_fd, close
+
+INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
+
+
+def fd_gradient(f, args, eps=1e-6):
+    out = []
+    for i in range(len(args)):
+        up = list(args)
+        down = list(args)
+        up[i] += eps
+        down[i] -= eps
+        out.append((f(*up) - f(*down)) / (2 * eps))
+    return tuple(out)
+
+
+def fd_hessian(f, args, eps=1e-5):
+    """The Hessian by central differences of dplus's gradient (checked itself below)."""
+    g = grad(f)
+    cols = []
+    for j in range(len(args)):
+        up = list(args)
+        down = list(args)
+        up[j] += eps
+        down[j] -= eps
+        gu, gd = g(*up), g(*down)
+        cols.append([(a - b) / (2 * eps) for a, b in zip(gu, gd)])
+    return tuple(tuple(cols[j][i] for j in range(len(args))) for i in range(len(args)))
+
+
+def check_first_order(f, *args):
+    """The primal is unchanged, both paths agree with each other and with finite differences."""
+    r = dplus.lift_dplus(f)(*args)
+    assert r.primal == f(*args)
+    fast, general = both_ways(f, *args)
+    close(fast, general)
+    close(fast, fd_gradient(f, args), tol=1e-5)
+    check_fd(f, *args)
+    with general_paths_only():
+        check_fd(f, *args)
+
+
+def check_second_order(f, *args):
+    h = dplus.hessian(f)(*args)
+    close(h, fd_hessian(f, args), tol=1e-5)
+    with general_paths_only():
+        close(dplus.hessian(f)(*args), h)
+
+
+def check_both_orders(f, inputs=INPUTS):
+    for args in inputs:
+        check_first_order(f, *args)
+        check_second_order(f, *args)
+
+
+# ---------------------------------------------------------------------------
+# 1. a closure made in a nested block reads a variable first assigned in that block
+
+
+def closure_in_if(x, y):
+    if x > 0:
+        v = y * 2.0
+        h = lambda: v  # noqa: E731
+        x = h()
+    return x
+
+
+def closure_after_early_return(x, y):
+    if x < -10.0:
+        return x
+    v = y * x + 1.0
+    def h():
+        return v * v
+    return h()
+
+
+def closure_in_loop_body(x, y):
+    s = x
+    for i in range(3):
+        v = y * s
+        h = lambda a: a + v  # noqa: E731
+        s = h(x)
+    return s
+
+
+def closure_in_else(x, y):
+    if x > 10.0:
+        return x
+    else:
+        w = x * y
+        v = w + 1.0
+        g = lambda a: a * v  # noqa: E731
+        return g(x)
+
+
+@pytest.mark.parametrize("f", [closure_in_if, closure_after_early_return, closure_in_loop_body, closure_in_else])
+def test_closure_in_nested_block_reads_its_variables(f):
+    check_both_orders(f)
+
+
+def test_closure_in_if_reported_case():
+    assert grad(closure_in_if)(1.0, 3.0) == (0.0, 2.0)
+    with general_paths_only():
+        assert grad(closure_in_if)(1.0, 3.0) == (0.0, 2.0)
+
+
+# ---------------------------------------------------------------------------
+# 2. default values computed from differentiable variables
+
+
+def default_from_variable(x, y):
+    def g(p, q=x):
+        return p * q
+    return g(y)
+
+
+def lambda_default(x, y):
+    g = lambda p, q=x * x: p * q  # noqa: E731
+    return g(y) + g(y, y)
+
+
+def keyword_only_default(x, y):
+    def g(p, *, q=x, r=2.0):
+        return p * q * r
+    return g(y) + g(x, q=y)
+
+
+def default_partly_passed(x, y):
+    z = x * 3.0
+    def g(p, q=z, r=y):
+        return p * q + r * z
+    return g(y) + g(x, y) + g(x, r=x)
+
+
+def defaults_made_in_loop(x, y):
+    fs = ()
+    for i in range(3):
+        def g(p, q=x * (i + 1.0)):
+            return p * q
+        fs = fs + (g,)
+    out = 0.0
+    for g in fs:
+        out = out + g(y)
+    return out
+
+
+def default_in_closure_of_closure(x, y):
+    def outer(a):
+        def inner(b, c=a * x):
+            return b * c
+        return inner(y)
+    return outer(y)
+
+
+DEFAULTS = [default_from_variable, lambda_default, keyword_only_default, default_partly_passed,
+            defaults_made_in_loop, default_in_closure_of_closure]
+
+
+@pytest.mark.parametrize("f", DEFAULTS)
+def test_default_value_carries_sensitivity(f):
+    check_both_orders(f)
+
+
+def test_default_reported_case():
+    assert grad(default_from_variable)(2.0, 3.0) == (3.0, 2.0)
+
+
+def test_default_sensitivity_in_closure_sensitivity():
+    """A nested function's defaults' sensitivities follow its closure variables'."""
+    def make(x, y):
+        def g(p, q=x):
+            return p * q + y
+        return g
+
+    g = make(2.0, 5.0)
+    gplus = dplus.lift_dplus(make)(2.0, 5.0).primal
+    r = gplus(3.0)
+    assert r.primal == g(3.0) == 11.0
+    assert r.backprop(1.0, dplus.BoxSensitivities()) == ((1.0, 3.0), 2.0)
+    r = gplus(3.0, 4.0)  # q passed: the default gets nothing
+    assert r.backprop(1.0, dplus.BoxSensitivities()) == ((1.0, dplus.gen_zero), 4.0, 3.0)
+
+
+def test_top_level_defaults_stay_constants():
+    def scaled(x, k=2.0):
+        return x * k
+    assert grad(scaled)(3.0) == (2.0,)
+    assert dplus.lift_dplus(scaled)(3.0).backprop(1.0, dplus.BoxSensitivities()) == ((), 2.0)
+
+
+# ---------------------------------------------------------------------------
+# 3. a display read by a closure is not replaced by its elements
+
+
+def tuple_read_by_uncalled_lambda(x, y):
+    t = (x, 2.0)
+    g = lambda p: t[0] * p  # noqa: E731
+    return x * y + 3.0
+
+
+def list_read_by_called_lambda(x, y):
+    t = [x, y]
+    g = lambda p: t[0] * p + t[1]  # noqa: E731
+    return g(y) * x
+
+
+def tuple_read_by_nested_def(x, y):
+    t = (x * y, 2.0)
+    a, b = t
+    def g(p):
+        return t[0] * p
+    return g(a) + b
+
+
+def tuple_as_default(x, y):
+    t = (x, y)
+    def g(p, q=t):
+        return p * q[0] * q[1]
+    return g(x)
+
+
+@pytest.mark.parametrize("f", [tuple_read_by_uncalled_lambda, tuple_read_by_nested_def, tuple_as_default])
+def test_display_read_by_closure(f):
+    check_both_orders(f)
+
+
+def test_list_read_by_closure():
+    # (first order only: derivatives of derivatives of list reads are not supported yet)
+    for args in INPUTS:
+        check_first_order(list_read_by_called_lambda, *args)
