@@ -148,8 +148,10 @@ _DEFAULT_SENSITIVITY = float("1.0")
 
 def dplus(f: Any) -> Callable[..., ProcResult]:
     """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
-    fplus = _lift(f)
+    return _make_dplus(_lift(f), f)
 
+
+def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
     def dplus_fn(*args: Any) -> ProcResult:
         snaps = snapshot(args)
         r = call_plus(fplus, *args)
@@ -167,8 +169,10 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
 
 def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
-    fplus = _lift(f)
+    return _make_D(_lift(f), f)
 
+
+def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
     def D_fn(*args: Any) -> Callable[[Any], tuple]:
         snaps = snapshot(args)
         r = call_plus(fplus, *args)
@@ -261,6 +265,20 @@ def _grad_inside(f: Any, *rest: Any) -> ProcResult:
     """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest)
+    return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
+
+
+def _D_inside(f: Any) -> ProcResult:
+    """``D(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    G = _make_D(fplus, f)
+    return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
+
+
+def _dplus_inside(f: Any) -> ProcResult:
+    """``dplus(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    G = _make_dplus(fplus, f)
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
 
 

@@ -1699,16 +1699,15 @@ class FunctionBuilder:
                 if isinstance(a, ast.Name) and a.id not in self.const_names:
                     acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
                 fixed += 1
-            if keywords:
-                kw = self.namer.fresh("kw")
-                acc.out.append(assign(kw, call(self.rt("keyword_sensitivities"), N(g), position())))
-                for k in keywords:
-                    if not isinstance(k.value, ast.Name):
-                        continue
-                    if k.arg is None:
-                        acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), N(kw), N(k.value.id)))
-                    else:
-                        acc.add_value(k.value.id, call(attr(kw, "get"), C(k.arg), N(self.Z)))
+            for k in keywords:
+                if not isinstance(k.value, ast.Name):
+                    continue
+                if k.arg is None:
+                    kw = call(self.rt("keyword_sensitivities"), N(g), position())
+                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(k.value.id)))
+                else:
+                    # (one operation with a rule of its own: no dict operations at the next order)
+                    acc.add_value(k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg)))
 
         return fwd, record, rev
 
