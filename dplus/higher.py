@@ -33,7 +33,7 @@ from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
-from .primitives.containers import register_attribute
+from .primitives.containers import gather_slice, register_attribute, scatter_slice
 from .runtime import (CellKey, KeywordDict, Snapshot, apply_transform, changed_since, fold, handover, is_tracked_mutable, lift,
                       snapshot, watch_call)
 
@@ -742,14 +742,18 @@ def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any
 
 def _default_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, sens: tuple) -> ProcResult:
     out = runtime_ops.default_sensitivities(sig, args, kwargs, sens)
+    found = runtime_ops.defaults_used(sig, args, kwargs)
+    slots = tuple(j for j, (k, used) in enumerate(found) if used)  # among the defaults
+    positions = tuple(k for k, used in found if used)  # among the parameters
+    n = len(sens)
+    nd = len(out)
 
     def default_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        # the transpose: each default's part back at its parameter's position
-        back = [Z] * len(sens)
-        for (k, used), part in zip(runtime_ops.defaults_used(sig, args, kwargs), tuple_items(A, len(out))):
-            if used:
-                back[k] = part
-        return (), None, Z, Z, tuple(back)
+        # the transpose: each default's part back at its parameter's position (through
+        # scatter_slice and gather_slice, which differentiate again at any order)
+        if A is Z or A is None:
+            return (), None, Z, Z, Z
+        return (), None, Z, Z, scatter_slice(gather_slice(A, slots, nd), positions, n)
 
     return ProcResult(out, default_sensitivities_backprop)
 
@@ -855,15 +859,24 @@ def _closure_part(G: Any, A: Any, name: str) -> Any:
     return Z if part is Z else part[0]
 
 
-def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
-    if fplus is f and is_plus_function(f) and not is_registered_transform(f):
-        raise NonDifferentiableError(
-            "grad of a function defined inside the function being differentiated works for a first "
-            "derivative, not yet for higher ones; define the function it differentiates outside "
-            "(pass what it needs as arguments)"
-        )
-    G = _make_gradient(fplus, f, *rest)
-    return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., ProcResult]:
+    """The transform of ``_make_gradient`` (``_make_D``, ``_make_dplus``): the function made
+    closes over ``fplus``, whose sensitivity is its closure's part."""
+
+    def maker_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
+        if fplus is f and is_plus_function(f) and not is_registered_transform(f):
+            raise NonDifferentiableError(
+                f"{name} of a function defined inside the function being differentiated works for a first "
+                "derivative, not yet for higher ones; define the function it differentiates outside "
+                "(pass what it needs as arguments)"
+            )
+        G = make(fplus, f, *rest)
+        return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+
+    return maker_rule
+
+
+_make_gradient_rule = _derived_maker_rule(_make_gradient, "grad")
 
 
 def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple) -> ProcResult:
@@ -881,6 +894,8 @@ def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
 
 defnondiff(_lift)
 register_primitive(_make_gradient, _make_gradient_rule)
+register_primitive(_api._make_D, _derived_maker_rule(_api._make_D, "D"))
+register_primitive(_api._make_dplus, _derived_maker_rule(_api._make_dplus, "dplus"))
 register_primitive(_make_gradient1, _make_gradient1_rule)
 register_primitive(_gradient_outermost, _gradient_outermost_tower)
 defnondiff(_closure_part)

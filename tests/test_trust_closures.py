@@ -333,3 +333,160 @@ def test_numpy_keyword_second_order():
     f = lambda x: np.sum(np.sin(x * np.ones(3)), axis=0)  # noqa: E731
     for x in (0.5, -1.2):
         assert grad1(grad1(f))(x) == pytest.approx(-3 * math.sin(x))
+
+
+# ---------------------------------------------------------------------------
+# 4. a nonlocal writer defined in a nested block (second order); its first-order gradient
+# was wrong when the variable it reads was read by nothing else (the cause of bug 1)
+
+
+def nonlocal_writer_in_if(x, y):
+    s = x
+    if y > -100:
+        def add():
+            nonlocal s
+            s = s * y
+        add()
+    return s
+
+
+def nonlocal_writer_reads_local_of_block(x, y):
+    s = x
+    t = y
+    if y > -100:
+        def add():
+            nonlocal s
+            s = s * t
+        add()
+    return s
+
+
+def nonlocal_writer_called_twice(x, y):
+    s = x
+    if x > -100:
+        w = y * 0.5
+        def add():
+            nonlocal s
+            s = s * w + x
+        add()
+        add()
+    return s * y
+
+
+@pytest.mark.parametrize("f", [nonlocal_writer_in_if, nonlocal_writer_reads_local_of_block, nonlocal_writer_called_twice])
+def test_nonlocal_writer_in_nested_block(f):
+    check_both_orders(f)
+
+
+def test_nonlocal_writer_reported_hessian():
+    assert dplus.hessian(nonlocal_writer_reads_local_of_block)(2.0, 3.0) == ((0.0, 1.0), (1.0, 0.0))
+    assert grad(nonlocal_writer_reads_local_of_block)(2.0, 3.0) == (3.0, 2.0)
+
+
+# ---------------------------------------------------------------------------
+# 6. tuple concatenation with a zero sensitivity (gen_zero is the identity of +)
+
+
+def test_concatenation_with_gen_zero():
+    import operator
+
+    r = dplus.lift_dplus(operator.add)(dplus.gen_zero, (1.0, 2.0))
+    assert r.primal == (1.0, 2.0)
+    assert r.backprop((3.0, 4.0), dplus.BoxSensitivities()) == ((), dplus.gen_zero, (3.0, 4.0))
+    r = dplus.lift_dplus(operator.add)((1.0, 2.0), dplus.gen_zero)
+    assert r.primal == (1.0, 2.0)
+    assert r.backprop((3.0, 4.0), dplus.BoxSensitivities()) == ((), (3.0, 4.0), dplus.gen_zero)
+
+
+def tuple_concatenations(x, y):
+    t = ()
+    for i in range(3):
+        t = t + (x * i,)
+    u = (y,) + t + ()
+    return u[2] * u[0] + u[3] * x
+
+
+def test_tuple_concatenation_both_orders():
+    check_both_orders(tuple_concatenations)
+
+
+# ---------------------------------------------------------------------------
+# 7, 8. D and dplus inside differentiated code
+
+
+def D_of_list_result(v0, v1):
+    return D(lambda x: [x * x, 2.0 * x])(1.5)([v0, v1])[0]
+
+
+def D_of_dict_result(v0, v1):
+    return D(lambda x: {"a": x * x, "b": 2.0 * x})(1.5)({"a": v0, "b": v1})[0]
+
+
+def D_of_tuple_result(v0, v1):
+    return D(lambda x: (x * x, 2.0 * x))(1.5)((v0, v1))[0]
+
+
+@pytest.mark.parametrize("f", [D_of_list_result, D_of_dict_result, D_of_tuple_result])
+def test_D_differentiated_with_respect_to_the_sensitivity(f):
+    for args in INPUTS:
+        check_first_order(f, *args)
+        close(grad(f)(*args), (3.0, 2.0))
+
+
+def test_D_reported_cases():
+    assert grad(lambda v0, v1: D(lambda x: [x, 2.0 * x])(1.0)([v0, v1])[0])(1.0, 1.0) == (1.0, 2.0)
+    assert grad(lambda v0, v1: D(lambda x: {"a": x, "b": 2.0 * x})(1.0)({"a": v0, "b": v1})[0])(1.0, 1.0) == (1.0, 2.0)
+    assert grad1(lambda x: D(lambda a: (a * a, a * x))(x)((1.0, 1.0))[0])(1.0) == 3.0
+
+
+def D_closing_over_argument(x, y):
+    return D(lambda a: (a * a, a * x * y))(x)((1.0, y))[0]
+
+
+def product_and_square(a, b):
+    return a * b * a
+
+
+def pair_result(a):
+    return (a * a, 2.0 * a)
+
+
+def list_result(a):
+    return [a * a, 2.0 * a]
+
+
+def D_of_outside_function(x, y):
+    return D(product_and_square)(x, y)(y)[0]
+
+
+def dplus_backprop_inside(x, y):
+    r = dplus.dplus(product_and_square)(x, y)
+    return r.backprop(y)[0] + r.primal
+
+
+def D_of_outside_function_tuple_result(x, y):
+    return D(pair_result)(x)((y, x * y))[0]
+
+
+def dplus_of_list_result_inside(x, y):
+    r = dplus.dplus(lambda a: [a * x, a * a])(y)
+    return r.backprop([x, 1.0])[0] * x
+
+
+@pytest.mark.parametrize("f", [D_closing_over_argument, D_of_outside_function, dplus_backprop_inside,
+                               D_of_outside_function_tuple_result, dplus_of_list_result_inside])
+def test_D_and_dplus_inside(f):
+    for args in INPUTS:
+        check_first_order(f, *args)
+
+
+@pytest.mark.parametrize("f", [D_of_outside_function, dplus_backprop_inside, D_of_outside_function_tuple_result])
+def test_D_and_dplus_inside_second_order(f):
+    for args in INPUTS:
+        check_second_order(f, *args)
+
+
+def test_D_of_inside_function_second_order_is_a_clear_error():
+    # (as for grad: the third derivative of a function made inside is not supported yet)
+    with pytest.raises(dplus.NonDifferentiableError, match="D of a function defined inside"):
+        dplus.hessian(D_closing_over_argument)(1.5, 2.0)
