@@ -261,11 +261,24 @@ def _number_gradient(fplus: Any, args: tuple) -> tuple:
     return boundary(args, out, Abox)
 
 
-def _grad_inside(f: Any, *rest: Any) -> ProcResult:
-    """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+def _grad_inside(f: Any, *rest: Any, **kwargs: Any) -> ProcResult:
+    """``grad(f)`` (``grad(f, sensitivity)``) called inside differentiated code: ``f`` is
+    already a plus-function there. The sensitivity given gets the part of the gradient
+    function's closure sensitivity for it, by position or by keyword as it was passed."""
     fplus = f if is_plus_function(f) else _lift(f)
-    G = _make_gradient(fplus, f, *rest)
-    return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
+    G = _make_gradient(fplus, f, *rest, **kwargs)
+
+    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        from .runtime import KeywordDict
+        from .runtime_ops import closure_parts
+
+        names = G.__code__.co_freevars
+        parts = dict(zip(names, closure_parts(A, len(names)))) if A is not gen_zero and A is not None else {}
+        s = parts.get("sensitivity", gen_zero)
+        return ((), parts.get("fplus", gen_zero)) + tuple(s for _ in rest) + (
+            (KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+
+    return ProcResult(G, grad_inside_backprop)
 
 
 def _D_inside(f: Any) -> ProcResult:

@@ -261,6 +261,12 @@ def _relayout_rule(S: Any, names_from: tuple, names_to: tuple) -> ProcResult:
 
 def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
     """``run_backprop`` in transformed code: ``bp`` was made there, so it stands for itself."""
+    if not is_plus_function(bp):
+        raise NonDifferentiableError(
+            "dplus cannot differentiate a backpropagator made outside the code being differentiated "
+            "(back = D(f)(x) made before grad(lambda v: back(v)...)); call D(f)(x) or dplus.dplus(f)(x) "
+            "inside the function you differentiate"
+        )
     return _shift_callee(bp(A, Abox))
 
 
@@ -535,7 +541,14 @@ defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
 
-defnondiff(default_sensitivity)
+def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
+    out = default_sensitivity(result, sensitivity)
+    # the sensitivity given (grad(f, sensitivity)) is passed on: its own sensitivity is A's
+    given = out is sensitivity
+    return ProcResult(out, lambda A, Abox: ((), Z, A if given else Z))
+
+
+register_primitive(default_sensitivity, _default_sensitivity_rule)
 defnondiff(snapshot)
 defnondiff(watch_call)
 defnondiff(changed_since)

@@ -490,3 +490,21 @@ def test_D_of_inside_function_second_order_is_a_clear_error():
     # (as for grad: the third derivative of a function made inside is not supported yet)
     with pytest.raises(dplus.NonDifferentiableError, match="D of a function defined inside"):
         dplus.hessian(D_closing_over_argument)(1.5, 2.0)
+
+
+def test_grad_with_sensitivity_inside():
+    # (raised TypeError: grad's transform inside differentiated code took no keyword)
+    f = lambda x, w: grad(lambda a: [a * a, x * a], sensitivity=[w, 1.0])(x)[0]  # noqa: E731
+    for x, w in INPUTS:
+        close(f(x, w), 2 * x * w + x)
+        close(grad(f)(x, w), (2 * w + 1.0, 2 * x), tol=1e-9)
+    g = lambda x, w: grad(lambda a: (a * a, x * a), (w, 1.0))(x)[0]  # noqa: E731
+    for x, w in INPUTS:
+        close(grad(g)(x, w), (2 * w + 1.0, 2 * x), tol=1e-9)
+
+
+def test_backprop_made_outside_is_a_clear_error():
+    back = D(lambda x: (x, 2.0 * x))(1.0)
+    assert back((1.0, 1.0)) == (3.0,)
+    with pytest.raises(dplus.NonDifferentiableError, match="made outside the code being differentiated"):
+        grad(lambda v0, v1: back((v0, v1))[0])(1.0, 1.0)
