@@ -37,7 +37,8 @@ from .errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, ItemColumns, KeywordDict, keyword_sensitivity, keywords_at, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift, only_floats  # noqa: F401
+from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, fold, handover,  # noqa: F401
+                      is_tracked_mutable, keyword_sensitivity, keywords_at, lift, only_floats)
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
