@@ -153,8 +153,10 @@ _DEFAULT_SENSITIVITY = float("1.0")
 
 def dplus(f: Any) -> Callable[..., ProcResult]:
     """Like :func:`lift_dplus`, but the backprop takes only ``Aw`` and returns the argument sensitivities."""
-    fplus = _lift(f)
+    return _make_dplus(_lift(f), f)
 
+
+def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
     def dplus_fn(*args: Any, **kwargs: Any) -> ProcResult:
         snaps = snapshot(args)
         if kwargs:
@@ -175,8 +177,10 @@ def dplus(f: Any) -> Callable[..., ProcResult]:
 
 def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
-    fplus = _lift(f)
+    return _make_D(_lift(f), f)
 
+
+def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
     def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
         snaps = snapshot(args)
         if kwargs:
@@ -311,14 +315,41 @@ def _number_gradient(fplus: Any, args: tuple) -> tuple:
     return boundary(args, out, Abox)
 
 
-def _grad_inside(f: Any, *rest: Any, **options: Any) -> ProcResult:
-    """``grad(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
-    if options:
+def _grad_inside(f: Any, *rest: Any, **kwargs: Any) -> ProcResult:
+    """``grad(f)`` (``grad(f, sensitivity)``) called inside differentiated code: ``f`` is
+    already a plus-function there. The sensitivity given gets the part of the gradient
+    function's closure sensitivity for it, by position or by keyword as it was passed."""
+    if "argnums" in kwargs or "has_aux" in kwargs:
         from .derived import _jax_style_inside
 
-        _jax_style_inside(f, *rest, **options)
+        _jax_style_inside(f, *rest, **kwargs)
     fplus = f if is_plus_function(f) else _lift(f)
-    G = _make_gradient(fplus, f, *rest)
+    G = _make_gradient(fplus, f, *rest, **kwargs)
+
+    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        from .runtime import KeywordDict
+        from .runtime_ops import closure_parts
+
+        names = G.__code__.co_freevars
+        parts = dict(zip(names, closure_parts(A, len(names)))) if A is not gen_zero and A is not None else {}
+        s = parts.get("sensitivity", gen_zero)
+        return ((), parts.get("fplus", gen_zero)) + tuple(s for _ in rest) + (
+            (KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+
+    return ProcResult(G, grad_inside_backprop)
+
+
+def _D_inside(f: Any) -> ProcResult:
+    """``D(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    G = _make_D(fplus, f)
+    return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
+
+
+def _dplus_inside(f: Any) -> ProcResult:
+    """``dplus(f)`` called inside differentiated code: ``f`` is already a plus-function there."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    G = _make_dplus(fplus, f)
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
 
 

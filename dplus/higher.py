@@ -21,19 +21,21 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime_ops
-from .api import (_grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift, _make_gradient, _make_gradient1,
-                  boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
+from . import api as _api
+from .api import (D, _D_inside, _dplus_inside, _grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift,
+                  _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
 from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
-from .closures import CodeMap, is_plus_function, plus_info
+from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
 from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
-from .primitives.containers import register_attribute
-from .runtime import CellKey, Snapshot, apply_transform, changed_since, fold, is_tracked_mutable, lift, snapshot, watch_call
+from .primitives.containers import gather_slice, register_attribute, scatter_slice
+from .runtime import (CellKey, KeywordDict, Snapshot, apply_transform, changed_since, fold, handover, is_tracked_mutable, lift,
+                      snapshot, watch_call)
 
 Z = gen_zero
 
@@ -137,14 +139,85 @@ def _operator_result(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, operator_backprop)
 
 
-def _call_tower(f: Any, *args: Any) -> ProcResult:
-    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform."""
-    if is_plus_function(f) and not is_registered_transform(f):
+def _call_tower(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform.
+
+    With keyword arguments, the backprop's last element is the dict of their
+    sensitivities, as for any call with keywords (``runtime_ops.call`` binds them)."""
+    stands_for_itself = is_plus_function(f) and not is_registered_transform(f)
+    if kwargs:
+        names = runtime_ops.plain_parameters(f if stands_for_itself else _resolved(lift(f)), args, kwargs)
+        if names is not None:
+            return _call_positionally_tower(_call_tower, f, names, args, kwargs)
+    if stands_for_itself:
         # a plus-function made inside transformed code stands for itself
-        return _shift_callee(f(*args))
+        return _shift_callee(runtime_ops.call(f, *args, **kwargs) if kwargs else f(*args))
     first = lift(f)
     T = transform_of_plus(first)
-    return _shift_callee_relayout(call_plus(T, *args), first, T)
+    return _shift_callee_relayout(_call_transform(T, args, kwargs), first, T)
+
+
+def _resolved(P: Any) -> Any:
+    """The plus-function that ``P`` calls: define_dplus's lazy wrapper stands for the
+    plus-function derived from its source."""
+    if getattr(P, "__dplus_lazy__", False):
+        from .transformer import plus_function_for
+
+        return plus_function_for(P.__dplus_source__)
+    return P
+
+
+def _call_positionally_tower(tower: Any, f: Any, names: tuple, args: tuple, kwargs: dict) -> ProcResult:
+    """The transform of ``runtime_ops._call_positionally``: keywords to a plus-function with
+    plain parameters. The call is made positionally at this order too (through ``tower``,
+    the transform of ``call`` or of ``call_plus``), and the backprop it returns is made to
+    answer by name again, as the first-order call's does."""
+    npos = len(args)
+    keywords = tuple(kwargs)
+    r = apply_transform(tower, f, *(args + tuple(kwargs[n] for n in names[npos:])))
+    first = r.primal  # ProcResult(value, backprop answering by position)
+    primal = ProcResult(first.primal, _keyword_backprop_plus(first.backprop, names, npos, keywords))
+
+    def call_positionally_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
+            # the keyword backprop's closure sensitivity is a 1-tuple of the inner backprop's
+            S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
+        out = r.backprop(S, Abox)  # ((), f's, *per-parameter)
+        return ((),) + runtime_ops.keywords_by_name(out[1:], names, npos, keywords)
+
+    return ProcResult(primal, call_positionally_backprop)
+
+
+def _keyword_backprop_plus(inner: Any, names: tuple, npos: int, keywords: tuple) -> Any:
+    """The plus-function of ``_call_positionally``'s keyword backprop around ``inner`` (itself
+    a plus-function at this order): it answers by name; its closure is ``(inner,)``."""
+
+    def keyword_backprop_plus(A: Any, Abox: BoxSensitivities) -> ProcResult:
+        r = apply_transform(_call_tower, inner, A, Abox)
+        n = 2 + npos
+
+        def keyword_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+            if S is Z or S is None:
+                return (Z,), Z, Z
+            parts = tuple_items(S, n)
+            kw = parts[-1]
+            by_position = parts[: 1 + npos] + tuple(kw.get(k, Z) if isinstance(kw, dict) else Z for k in names[npos:])
+            g = r.backprop(by_position, Abox2)  # ((), inner's, A's, Abox's)
+            return (g[1],), g[2], g[3]
+
+        return ProcResult(runtime_ops.keywords_by_name(r.primal, names, npos, keywords), keyword_backprop_plus_backprop)
+
+    return keyword_backprop_plus
+
+
+register_plus_code(_keyword_backprop_plus(None, (), 0, ()).__code__, PlusInfo(None, ("inner",), None))
+
+
+def _call_transform(T: Any, args: tuple, kwargs: dict) -> ProcResult:
+    """``T(*args, **kwargs)``, keywords' sensitivities returned by name."""
+    if kwargs:
+        return runtime_ops.call(T, *args, **kwargs)
+    return call_plus(T, *args)
 
 
 def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
@@ -188,13 +261,23 @@ def _relayout_rule(S: Any, names_from: tuple, names_to: tuple) -> ProcResult:
 
 def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
     """``run_backprop`` in transformed code: ``bp`` was made there, so it stands for itself."""
+    if not is_plus_function(bp):
+        raise NonDifferentiableError(
+            "dplus cannot differentiate a backpropagator made outside the code being differentiated "
+            "(back = D(f)(x) made before grad(lambda v: back(v)...)); call D(f)(x) or dplus.dplus(f)(x) "
+            "inside the function you differentiate"
+        )
     return _shift_callee(bp(A, Abox))
 
 
-def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
+def _call_plus_tower(P: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
+    if kwargs:
+        names = runtime_ops.plain_parameters(_resolved(P), args, kwargs)
+        if names is not None:
+            return _call_positionally_tower(_call_plus_tower, P, names, args, kwargs)
     T = transform_of_plus(P)
-    return _shift_callee_relayout(call_plus(T, *args), P, T)
+    return _shift_callee_relayout(_call_transform(T, args, kwargs), P, T)
 
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
@@ -390,9 +473,26 @@ def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
 
 def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> ProcResult:
     out = prepare_sensitivity(result, Aw, Abox)
-    if is_tracked_mutable(result):
-        return _unsupported_again(lambda *a: out, "a mutable result")(result, Aw, Abox)
-    return ProcResult(out, lambda A, Abox2: ((), Z, A, None))
+    if not is_tracked_mutable(result):
+        return ProcResult(out, lambda A, Abox2: ((), Z, A, None))
+    # a list or dict result: Aw went into its entry in Abox, which the backprop reads; at this
+    # order the entry's sensitivity is Aw's (both mutable: it goes into Abox2, under Aw)
+    entry = Abox.get(result, None)
+
+    def prepare_mutable_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        parts = [Abox2.pop(entry, Z) if is_tracked_mutable(entry) else Z, stash_take(cell_stash(Abox, result), Abox2)]
+        for S in parts:
+            if is_zero_sensitivity(S):
+                continue
+            if any(is_tracked_mutable(e) for e in _members(result)):
+                raise NonDifferentiableError(
+                    "derivatives of derivatives with respect to the sensitivity of a result holding lists, "
+                    "dicts or objects are not supported yet; return a tuple"
+                )
+            handover(Abox2, Aw, S)
+        return (), Z, Z, None
+
+    return ProcResult(out, prepare_mutable_backprop)
 
 
 def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResult:
@@ -413,8 +513,8 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_plus_tower, _binop_tower,
-            _run_backprop_tower):
+for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_transform, _call_plus_tower,
+            _call_positionally_tower, _keyword_backprop_plus, _binop_tower, _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
@@ -441,7 +541,14 @@ defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
 
-defnondiff(default_sensitivity)
+def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
+    out = default_sensitivity(result, sensitivity)
+    # the sensitivity given (grad(f, sensitivity)) is passed on: its own sensitivity is A's
+    given = out is sensitivity
+    return ProcResult(out, lambda A, Abox: ((), Z, A if given else Z))
+
+
+register_primitive(default_sensitivity, _default_sensitivity_rule)
 defnondiff(snapshot)
 defnondiff(watch_call)
 defnondiff(changed_since)
@@ -614,18 +721,20 @@ def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tup
     return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
 
 
-def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict) -> ProcResult:
-    values = runtime_ops.bind_arguments(sig, args, kwargs)
+def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, defaults: tuple | None = None) -> ProcResult:
+    values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
 
     def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(values)), Abox)
         kw_sens = out[-1] if kwargs else Z
-        if isinstance(kw_sens, dict) and not all(is_zero_sensitivity(v) for v in kw_sens.values()):
-            raise NonDifferentiableError(
-                "derivatives of order three and more through keyword arguments are not supported yet; "
-                "pass the arguments by position"
-            )
-        return (), None, tuple(out[1 : 1 + len(args)]), Z
+        if isinstance(kw_sens, dict):
+            # ``kwargs`` is the plus-function's ``**`` dict: its sensitivity lives in Abox
+            handover(Abox, kwargs, {k: v for k, v in kw_sens.items() if not is_zero_sensitivity(v)})
+        args_sens = tuple(out[1 : 1 + len(args)])
+        if defaults is None:
+            return (), None, args_sens, Z
+        sens = tuple_items(A, len(values))
+        return (), None, args_sens, Z, runtime_ops.default_sensitivities(sig, args, kwargs, sens)
 
     return ProcResult(values, bind_arguments_backprop)
 
@@ -657,10 +766,99 @@ def _parameter_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, S: Any) -
     return ProcResult(out, parameter_sensitivities_backprop)
 
 
+def _default_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, sens: tuple) -> ProcResult:
+    out = runtime_ops.default_sensitivities(sig, args, kwargs, sens)
+    found = runtime_ops.defaults_used(sig, args, kwargs)
+    slots = tuple(j for j, (k, used) in enumerate(found) if used)  # among the defaults
+    positions = tuple(k for k, used in found if used)  # among the parameters
+    n = len(sens)
+    nd = len(out)
+
+    def default_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        # the transpose: each default's part back at its parameter's position (through
+        # scatter_slice and gather_slice, which differentiate again at any order)
+        if A is Z or A is None:
+            return (), None, Z, Z, Z
+        return (), None, Z, Z, scatter_slice(gather_slice(A, slots, nd), positions, n)
+
+    return ProcResult(out, default_sensitivities_backprop)
+
+
 register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
+register_primitive(runtime_ops.default_sensitivities, _default_sensitivities_rule)
 register_primitive(_parameter_sensitivities, _parameter_sensitivities_rule)
 register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
 register_primitive(runtime_ops.keyword_sensitivities, _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"))
+
+
+def _keyword_sensitivity_rule(g: tuple, pos: int, name: str) -> ProcResult:
+    n = len(g)
+
+    def keyword_sensitivity_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, None, None
+        return (), OneHot(pos, KeywordDict({name: A}), n), None, None
+
+    return ProcResult(runtime_ops.keyword_sensitivity(g, pos, name), keyword_sensitivity_backprop)
+
+
+def _keywords_by_name_rule(out: tuple, names: tuple, npos: int, keywords: tuple) -> ProcResult:
+    n = len(out)
+
+    def keywords_by_name_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if S is Z or S is None:
+            return (), Z, None, None, None
+        parts = tuple_items(S, 2 + npos)
+        kw = parts[-1]
+        by_name = dict(kw) if isinstance(kw, dict) else {}
+        back = parts[: 1 + npos] + tuple(by_name.get(k, Z) for k in names[npos : n - 1])
+        return (), back, None, None, None
+
+    return ProcResult(runtime_ops.keywords_by_name(out, names, npos, keywords), keywords_by_name_backprop)
+
+
+def _keywords_at_rule(g: tuple, pos: int, names: tuple) -> ProcResult:
+    n = len(g)
+
+    def keywords_at_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if not isinstance(S, dict) or all(is_zero_sensitivity(S.get(k, Z)) for k in names):
+            return (), Z, None, None
+        return (), OneHot(pos, KeywordDict({k: S.get(k, Z) for k in names}), n), None, None
+
+    return ProcResult(runtime_ops.keywords_at(g, pos, names), keywords_at_backprop)
+
+
+def _merged_keywords_rule(bound: dict, kwargs: dict) -> ProcResult:
+    out = runtime_ops.merged_keywords(bound, kwargs)
+
+    def merged_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if S is Z or S is None:
+            return (), Z, Z
+        by_name = dict(zip(out[0], tuple_items(tuple_items(S, 2)[1], len(out[0]))))
+        # ``kwargs`` is a ``**`` dict: its sensitivity lives in Abox
+        handover(Abox, kwargs, {k: by_name[k] for k in kwargs if not is_zero_sensitivity(by_name[k])})
+        return (), KeywordDict({k: by_name[k] for k in bound if k not in kwargs}), Z
+
+    return ProcResult(out, merged_keywords_backprop)
+
+
+def _call_plus_keywords_rule(P: Any, args: tuple, names: tuple, values: tuple) -> ProcResult:
+    r = apply_transform(_call_plus_tower, P, *args, **dict(zip(names, values)))
+    n = len(args)
+
+    def call_plus_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        out = r.backprop(S, Abox)  # ((), P's, *args', {keyword: ...})
+        kw = out[2 + n] if len(out) > 2 + n and isinstance(out[2 + n], dict) else {}
+        return (), out[1], tuple(out[2 : 2 + n]), None, tuple(kw.get(k, Z) for k in names)
+
+    return ProcResult(r.primal, call_plus_keywords_backprop)
+
+
+register_primitive(runtime_ops.keyword_sensitivity, _keyword_sensitivity_rule)
+register_primitive(runtime_ops.merged_keywords, _merged_keywords_rule)
+register_primitive(runtime_ops.call_plus_keywords, _call_plus_keywords_rule)
+register_primitive(runtime_ops.keywords_at, _keywords_at_rule)
+register_primitive(runtime_ops.keywords_by_name, _keywords_by_name_rule)
 register_primitive(runtime_ops.double_star_sensitivity,
                    _unsupported_again(runtime_ops.double_star_sensitivity, "keyword arguments"))
 def _onehot_value_rule(S: OneHot) -> ProcResult:
@@ -688,15 +886,24 @@ def _closure_part(G: Any, A: Any, name: str) -> Any:
     return Z if part is Z else part[0]
 
 
-def _make_gradient_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
-    if fplus is f and is_plus_function(f) and not is_registered_transform(f):
-        raise NonDifferentiableError(
-            "grad of a function defined inside the function being differentiated works for a first "
-            "derivative, not yet for higher ones; define the function it differentiates outside "
-            "(pass what it needs as arguments)"
-        )
-    G = _make_gradient(fplus, f, *rest)
-    return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., ProcResult]:
+    """The transform of ``_make_gradient`` (``_make_D``, ``_make_dplus``): the function made
+    closes over ``fplus``, whose sensitivity is its closure's part."""
+
+    def maker_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
+        if fplus is f and is_plus_function(f) and not is_registered_transform(f):
+            raise NonDifferentiableError(
+                f"{name} of a function defined inside the function being differentiated works for a first "
+                "derivative, not yet for higher ones; define the function it differentiates outside "
+                "(pass what it needs as arguments)"
+            )
+        G = make(fplus, f, *rest)
+        return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+
+    return maker_rule
+
+
+_make_gradient_rule = _derived_maker_rule(_make_gradient, "grad")
 
 
 def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> ProcResult:
@@ -714,8 +921,12 @@ def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
 
 defnondiff(_lift)
 register_primitive(_make_gradient, _make_gradient_rule)
+register_primitive(_api._make_D, _derived_maker_rule(_api._make_D, "D"))
+register_primitive(_api._make_dplus, _derived_maker_rule(_api._make_dplus, "dplus"))
 register_primitive(_make_gradient1, _make_gradient1_rule)
 register_primitive(_gradient_outermost, _gradient_outermost_tower)
 defnondiff(_closure_part)
 register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
+register_primitive(D, _D_inside, note="D called inside differentiated code")
+register_primitive(_api.dplus, _dplus_inside, note="dplus called inside differentiated code")

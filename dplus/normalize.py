@@ -20,7 +20,7 @@ from .errors import UnsupportedSyntaxError
 from .scopes import Scope
 from .trees import walk
 
-__all__ = ["IRFunction", "normalize_function", "Namer"]
+__all__ = ["IRFunction", "normalize_function", "Namer", "closure_reads"]
 
 Atom = ast.Name | ast.Constant
 
@@ -65,6 +65,16 @@ class IRFunction:
     boxed: set[str] = attrs.field(factory=set)
     ret_flag: str | None = None
     outer_boxed: set[str] = attrs.field(factory=set)  # boxed variables owned by an enclosing function
+
+
+def closure_reads(fdef: ast.AST) -> list[str]:
+    """The enclosing function's names that a nested function of the core reads: the
+    variables it (or a function inside it) closes over, and the atoms its default values
+    are. Its ``def`` statement holds no body, so walking it finds none of them."""
+    if not hasattr(fdef, "dp_ir"):
+        return []
+    defaults = list(getattr(fdef, "dp_defaults", [])) + [d for d in getattr(fdef, "dp_kw_defaults", []) if d is not None]
+    return sorted(fdef.dp_ir.scope.free) + [d.id for d in defaults if isinstance(d, ast.Name)]
 
 
 @attrs.define

@@ -96,6 +96,14 @@ def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
     value made there stands for itself, while one captured from outside stands for the
     function it differentiates: the rule of ``call_plus`` differentiates it again.
     """
+    if kwargs:
+        # (a plus-function with plain parameters answers by position: runtime_ops binds the
+        # keywords so that their sensitivities come back by name, as for any call with keywords)
+        from .runtime_ops import _call_positionally
+
+        if _depth[0]:
+            return _call_positionally(P, args, kwargs)
+        return _outermost(_call_positionally, (P, args, kwargs), {})
     if _depth[0]:
-        return P(*args, **kwargs)
-    return _outermost(P, args, kwargs)
+        return P(*args)
+    return _outermost(P, args, {})

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import attrs
 
-from .normalize import IRFunction, Namer
+from .normalize import IRFunction, Namer, closure_reads
 from .peephole import simplify_reverse
 from .rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
@@ -365,6 +365,8 @@ class FunctionBuilder:
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
         self.specialized: Specialized | None = None
+        # a nested function with default values: their sensitivities follow its closure's
+        self.defaults_in_closure = False
 
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
@@ -430,7 +432,14 @@ class FunctionBuilder:
         else:
             plus_args = ast.arguments(posonlyargs=[], args=[], vararg=ast.arg(arg=PFX + "args"), kwonlyargs=[ast.arg(arg=PFX + "sig")],
                                       kw_defaults=[C(None)], kwarg=ast.arg(arg=PFX + "kw"), defaults=[])
-            prologue.append(unpack(all_params, call(self.rt("bind_arguments"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"))))
+            binding = [N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw")]
+            if self.defaults_in_closure:
+                # the default values again, as a value of their own: at the next order, the
+                # defaults' sensitivities reach them through bind_arguments' rule
+                plus_args.kwonlyargs.append(ast.arg(arg=PFX + "defaults"))
+                plus_args.kw_defaults.append(C(None))
+                binding.append(N(PFX + "defaults"))
+            prologue.append(unpack(all_params, call(self.rt("bind_arguments"), *binding)))
         # backprop
         free_by_value = self.by_value_freevars()
         if self.nestable:
@@ -474,8 +483,16 @@ class FunctionBuilder:
             ret = ast.BinOp(left=tuple_([tuple_(closure)] + param_sens[:-1]), op=ast.Add(),
                             right=call(self.rt("closure_parts"), param_sens[-1], N(PFX + "nvar")))
         else:
-            ret = call(self.rt("unbind_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), tuple_(closure),
-                       tuple_(param_sens), N(ABOX))
+            closure_sens: ast.expr = tuple_(closure)
+            all_sens: ast.expr = tuple_(param_sens)
+            if self.defaults_in_closure:
+                # (each parameter's sensitivity is taken once: a boxed one is popped from Abox)
+                bp_body.append(assign(PFX + "param_sens", all_sens))
+                all_sens = N(PFX + "param_sens")
+                closure_sens = ast.BinOp(left=closure_sens, op=ast.Add(), right=call(
+                    self.rt("default_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), N(PFX + "param_sens")))
+            ret = call(self.rt("unbind_sensitivities"), N(PFX + "sig"), N(PFX + "args"), N(PFX + "kw"), closure_sens,
+                       all_sens, N(ABOX))
         bp_body.append(ast.Return(value=ret))
         bp_name = f"{ir.name}__backprop" if not ir.is_lambda else "lambda__backprop"
         bp = ast.FunctionDef(
@@ -631,16 +648,17 @@ class FunctionBuilder:
 
     # ---------------------------------------------------------------- analysis
     def count_reads(self, stmts: list[ast.stmt]) -> None:
+        """How many places read each name, a closure's free variables and defaults included
+        (closures made in nested blocks too: a read missed here would let a segment treat
+        the closure's variable as read only by itself)."""
+        count = self.read_count
         for s in stmts:
             for n in walk(s):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    self.read_count[n.id] = self.read_count.get(n.id, 0) + 1
-            if isinstance(s, ast.FunctionDef) and hasattr(s, "dp_ir"):
-                for n in s.dp_ir.scope.free:
-                    self.read_count[n] = self.read_count.get(n, 0) + 1
-                for d in getattr(s, "dp_defaults", []) + [d for d in getattr(s, "dp_kw_defaults", []) if d is not None]:
-                    if isinstance(d, ast.Name):
-                        self.read_count[d.id] = self.read_count.get(d.id, 0) + 1
+                    count[n.id] = count.get(n.id, 0) + 1
+                elif isinstance(n, ast.FunctionDef):
+                    for name in closure_reads(n):
+                        count[name] = count.get(name, 0) + 1
 
     def count_stores(self, stmts: list[ast.stmt]) -> None:
         """How many places assign each name (anywhere in the function, nested blocks included)."""
@@ -1681,16 +1699,15 @@ class FunctionBuilder:
                 if isinstance(a, ast.Name) and a.id not in self.const_names:
                     acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
                 fixed += 1
-            if keywords:
-                kw = self.namer.fresh("kw")
-                acc.out.append(assign(kw, call(self.rt("keyword_sensitivities"), N(g), position())))
-                for k in keywords:
-                    if not isinstance(k.value, ast.Name):
-                        continue
-                    if k.arg is None:
-                        acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), N(kw), N(k.value.id)))
-                    else:
-                        acc.add_value(k.value.id, call(attr(kw, "get"), C(k.arg), N(self.Z)))
+            for k in keywords:
+                if not isinstance(k.value, ast.Name):
+                    continue
+                if k.arg is None:
+                    kw = call(self.rt("keyword_sensitivities"), N(g), position())
+                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(k.value.id)))
+                else:
+                    # (one operation with a rule of its own: no dict operations at the next order)
+                    acc.add_value(k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg)))
 
         return fwd, record, rev
 
@@ -1699,11 +1716,13 @@ class FunctionBuilder:
         child = FunctionBuilder(ir, self.namer, self.h, self.globals, top_level=False, fast=self.fast, nestable=self.nestable)
         child.const_names = self.const_names
         child.key_names = dict(self.key_names)
+        defaults = getattr(s, "dp_defaults", [])
+        kw_defaults = getattr(s, "dp_kw_defaults", [])
+        all_defaults = defaults + [d for d in kw_defaults if d is not None]
+        child.defaults_in_closure = bool(all_defaults)
         plus = child.build()
         for k, v in child.key_names.items():
             self.key_names.setdefault(k, v)
-        defaults = getattr(s, "dp_defaults", [])
-        kw_defaults = getattr(s, "dp_kw_defaults", [])
         fwd: list[ast.stmt] = [plus]
         if not plus.dp_simple:
             bare = clone(ir.args)
@@ -1715,12 +1734,15 @@ class FunctionBuilder:
             sig = call(self.rt("make_signature"), C(unparse(bare)),
                        tuple_([clone(d) for d in defaults]),
                        tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]))
-            plus.args.kw_defaults = [sig]
+            plus.args.kw_defaults = [sig] + ([tuple_([clone(d) for d in all_defaults])] if all_defaults else [])
         fwd.append(assign(s.name, N(plus.name)))
         by_value = plus.dp_by_value
         s.dp_plus_name = plus.name
         s.dp_by_value = by_value
-        record = [v for v in by_value]
+        # the closure's sensitivity: one part per variable it closes over, then one per default
+        parts: list[str | None] = list(by_value) + [
+            d.id if isinstance(d, ast.Name) and not self.is_module_constant(d.id) else None for d in all_defaults]
+        record = list(dict.fromkeys(v for v in parts if v is not None))
 
         def rev(acc: _AdjointAccumulator) -> None:
             if s.name in self.boxed:
@@ -1728,12 +1750,13 @@ class FunctionBuilder:
                 A: ast.expr | None = call(attr(ABOX, "pop"), N(self.key(s.name)), N(self.Z))
             else:
                 A = acc.take(s.name)
-            if A is None or not by_value:
+            if A is None or not record:
                 return
             a = self.namer.fresh("clo")
-            acc.out.append(assign(a, call(self.rt("closure_parts"), A, C(len(by_value)))))
-            for i, v in enumerate(by_value):
-                acc.add_value(v, ast.Subscript(value=N(a), slice=C(i), ctx=ast.Load()), value_name=v)
+            acc.out.append(assign(a, call(self.rt("closure_parts"), A, C(len(parts)))))
+            for i, v in enumerate(parts):
+                if v is not None:
+                    acc.add_value(v, ast.Subscript(value=N(a), slice=C(i), ctx=ast.Load()), value_name=v)
 
         return fwd, record, rev
 

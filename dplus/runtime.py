@@ -132,7 +132,32 @@ _MUTABLE_CACHE: dict[type, bool] = {
 }
 
 
+class KeywordDict(dict):
+    """Keyword arguments by name, in a new dict that no code changes: the sensitivities of a
+    call's keywords (the last element of a backprop's result when the call had keywords),
+    a partial's bound keywords. A value like a tuple, not a mutable whose sensitivity lives
+    in ``Abox``: at the next order, its sensitivity is a dict carried like a tuple's."""
+
+    __slots__ = ()
+
+
+def keywords_at(g: tuple, pos: int, names: tuple) -> KeywordDict:
+    """The sensitivities of the arguments passed by the keywords ``names``, by name, from a
+    backprop's result ``g`` whose keywords' dict is at ``pos`` (zero for one not there)."""
+    return KeywordDict({k: keyword_sensitivity(g, pos, k) for k in names})
+
+
+def keyword_sensitivity(g: tuple, pos: int, name: str) -> Any:
+    """The sensitivity of the argument passed by the keyword ``name``, from a backprop's
+    result ``g`` whose keywords' dict is at ``pos``."""
+    if len(g) > pos and isinstance(g[pos], dict):
+        return g[pos].get(name, gen_zero)
+    return gen_zero
+
+
 def _type_is_tracked(t: type) -> bool:
+    if issubclass(t, KeywordDict):
+        return False
     if issubclass(t, (list, dict, Box)):
         return True
     if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException)):

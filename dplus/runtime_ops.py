@@ -37,7 +37,8 @@ from .errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import CellKey, ItemColumns, accumulate, apply_transform, fold, handover, is_tracked_mutable, lift, only_floats  # noqa: F401
+from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, fold, handover,  # noqa: F401
+                      is_tracked_mutable, keyword_sensitivity, keywords_at, lift, only_floats)
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -105,24 +106,41 @@ _VARARGS = 0x04
 _VARKW = 0x08
 
 
-def _call_positionally(f: types.FunctionType, args: tuple, kwargs: dict) -> ProcResult:
-    """Keyword arguments to a plus-function with plain parameters: its backprop answers by
-    position, so call it positionally and give the keywords their sensitivities back by name."""
+def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """The parameter names of ``f`` when it has plain parameters only and ``args`` and
+    ``kwargs`` fill them exactly (so the call can be made positionally), else None."""
+    if type(f) is not types.FunctionType:
+        return None
     code = f.__code__
     if code.co_flags & (_VARARGS | _VARKW) or code.co_kwonlyargcount or f.__defaults__:
-        return f(*args, **kwargs)  # it binds keywords itself and reports their sensitivities
+        return None  # it binds keywords itself and reports their sensitivities
     names = code.co_varnames[: code.co_argcount]
     if len(args) > len(names) or any(k not in names[len(args):] for k in kwargs) or len(args) + len(kwargs) != len(names):
-        return f(*args, **kwargs)  # let Python raise its own TypeError
+        return None  # (a call Python rejects: let it raise its own TypeError)
+    return names
+
+
+def keywords_by_name(out: tuple, names: tuple, npos: int, keywords: tuple) -> tuple:
+    """A positional backprop result ``(closure, *per-parameter)`` as the result of a call
+    with ``npos`` positional arguments and then ``keywords``: ``(closure, *positional, {keyword: ...})``."""
+    by_name = dict(zip(names, out[1:]))
+    return (out[0],) + tuple(out[1 : 1 + npos]) + (KeywordDict({k: by_name[k] for k in keywords}),)
+
+
+def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
+    """Keyword arguments to a plus-function with plain parameters: its backprop answers by
+    position, so call it positionally and give the keywords their sensitivities back by name."""
+    names = plain_parameters(f, args, kwargs)
+    if names is None:
+        return f(*args, **kwargs)
     full = list(args) + [kwargs[n] for n in names[len(args):]]
     r = f(*full)
     inner = r.backprop
     npos = len(args)
+    keywords = tuple(kwargs)
 
     def keyword_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        out = inner(A, Abox)
-        by_name = dict(zip(names, out[1:]))
-        return (out[0],) + tuple(out[1 : 1 + npos]) + ({k: by_name[k] for k in kwargs},)
+        return keywords_by_name(inner(A, Abox), names, npos, keywords)
 
     return ProcResult(r.primal, keyword_backprop)
 
@@ -194,6 +212,18 @@ def keyword_sensitivities(g: tuple, pos: int) -> dict:
     if len(g) > pos and isinstance(g[pos], dict):
         return g[pos]
     return {}
+
+
+def merged_keywords(bound: dict, kwargs: dict) -> tuple:
+    """The keywords ``{**bound, **kwargs}`` as a pair of tuples: names and values."""
+    merged = {**bound, **kwargs}
+    return tuple(merged), tuple(merged.values())
+
+
+def call_plus_keywords(P: Any, args: tuple, names: tuple, values: tuple) -> ProcResult:
+    """``call_plus(P, *args, **dict(zip(names, values)))``: the keywords as tuples, so that
+    code differentiated again reaches no dict."""
+    return call_plus(P, *args, **dict(zip(names, values)))
 
 
 def double_star_sensitivity(kw: dict, d: dict) -> Any:
@@ -497,14 +527,41 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     return inspect.signature(f)
 
 
-def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict) -> tuple:
+def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict, defaults: tuple | None = None) -> tuple:
+    """The parameters' values, in the signature's order. ``defaults``: a nested function's
+    default values (those of ``sig``), whose sensitivities a rule of higher.py hands back."""
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
-    values = []
-    for name, p in sig.parameters.items():
-        v = bound.arguments[name]
-        values.append(v)
-    return tuple(values) if len(values) != 1 else (values[0],)
+    values = [bound.arguments[name] for name in sig.parameters]
+    if defaults is not None:
+        for (k, used), d in zip(defaults_used(sig, args, kwargs), defaults):
+            if used:
+                values[k] = d
+    return tuple(values)
+
+
+def defaults_used(sig: inspect.Signature, args: tuple, kwargs: dict) -> list[tuple[int, bool]]:
+    """For each parameter with a default value, in the signature's order: its position, and
+    whether the call left it at its default."""
+    out = []
+    npos = len(args)
+    i = 0
+    for k, p in enumerate(sig.parameters.values()):
+        passed = p.name in kwargs
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) and i < npos:
+            passed = True
+            i += 1
+        if p.default is not inspect.Parameter.empty:
+            out.append((k, not passed))
+    return out
+
+
+def default_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, sens: tuple) -> tuple:
+    """The sensitivities of a nested function's parameters that have default values, in the
+    signature's order: a parameter's own where the call left it at its default, else zero.
+    A nested function's defaults are computed when its ``def`` runs, so they travel back
+    with its closure sensitivity, after the variables it closes over."""
+    return tuple(sens[k] if used else Z for k, used in defaults_used(sig, args, kwargs))
 
 
 def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, closure: tuple, sens: tuple, Abox: BoxSensitivities) -> tuple:
@@ -541,7 +598,7 @@ def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, clos
             if isinstance(s, dict):
                 for k, v in s.items():
                     kw_sens[k] = add(kw_sens.get(k, Z), v)
-        out = out + (kw_sens,)
+        out = out + (KeywordDict(kw_sens),)
     return out
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterator
 
-from .normalize import IRFunction, Namer
+from .normalize import IRFunction, Namer, closure_reads
 from .trees import child_blocks, walk
 
 __all__ = ["scalarize_lists", "hoist_constant_reads"]
@@ -91,10 +91,12 @@ def _blocks(body: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
 
 
 def _read_by_nested(body: list[ast.stmt]) -> set[str]:
+    """The names nested functions read: their free variables and their default values."""
     out: set[str] = set()
     for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             out.update(m.id for m in walk(n) if isinstance(m, ast.Name))
+            out.update(closure_reads(n))
     return out
 
 

@@ -393,14 +393,20 @@ def _bound_plus(t: Callable[..., ProcResult], owner: Any, as_object: bool = Fals
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
     from .runtime import lift
+    from .runtime import KeywordDict
+    from .runtime_ops import call_plus_keywords, keywords_at, merged_keywords
 
     inner_plus = lift(p.func) if not can_transform(p.func) or lookup_transform(p.func) is not None else plus_function_for(p.func)
     bound_args = p.args
-    bound_kw = dict(p.keywords)
+    bound_kw = KeywordDict(p.keywords)  # (a value: its sensitivity is the partial's third part)
+    bound_names = tuple(bound_kw)
 
+    # (written in the language dplus differentiates, so that it is differentiated again: the
+    # inner plus-function is called through call_plus_keywords, with the keywords as tuples,
+    # and their sensitivities are picked by operations with rules of their own)
     def partial_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        kw = {**bound_kw, **kwargs}
-        r = inner_plus(*bound_args, *args, **kw)
+        names, values = merged_keywords(bound_kw, kwargs)
+        r = call_plus_keywords(inner_plus, bound_args + args, names, values)
         inner = r.backprop
         nb = len(bound_args)
 
@@ -408,16 +414,19 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
             out = inner(A, Abox)
             npos = nb + len(args)
             pos = out[1 : 1 + npos]
-            kws = out[1 + npos] if len(out) > 1 + npos and isinstance(out[1 + npos], dict) else {}
-            closure = (out[0], tuple(pos[:nb]), {k: kws.get(k, Z) for k in bound_kw})
-            res = (closure,) + tuple(pos[nb:])
+            kept = tuple([k for k in bound_names if k not in kwargs]) if kwargs else bound_names
+            closure = (out[0], pos[:nb], keywords_at(out, 1 + npos, kept))
+            res = (closure,) + pos[nb:]
             if kwargs:
-                res = res + ({k: kws.get(k, Z) for k in kwargs},)
+                res = res + (keywords_at(out, 1 + npos, tuple(kwargs)),)
             return res
 
         return ProcResult(r.primal, partial_backprop)
 
-    _mark_plus(partial_plus)
+    if partial_plus.__code__ not in _EXTRA_PLUS:
+        # its sensitivity is the partial's, (func, args, keywords): laid out by these variables
+        _EXTRA_PLUS.add(partial_plus.__code__)
+        register_plus_code(partial_plus.__code__, PlusInfo(None, ("inner_plus", "bound_args", "bound_kw"), None))
     return partial_plus
 
 
@@ -442,7 +451,11 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
         if plus is None:
             plus = state["plus"] = plus_function_for(f)
             register_primitive(f, plus, note="derived from source by define_dplus")
-        return plus(*args, **kwargs)
+        if kwargs:  # (bound by runtime_ops.call, so their sensitivities come back by name)
+            from .runtime_ops import call
+
+            return call(plus, *args, **kwargs)
+        return plus(*args)
 
     lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
     lazy_plus.__dplus_source__ = f

@@ -26,7 +26,7 @@ from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
 from dplus.result import ProcResult
-from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, lift
+from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
 
 Z = gen_zero
 
@@ -1023,13 +1023,15 @@ def partial_plus(func: Any, *args: Any, **kwargs: Any) -> ProcResult:
     n = len(args)
 
     def partial_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        # (the keywords' sensitivities are picked by keywords_at, which has a rule of its own:
+        # no dict operations when this is differentiated again)
         if A is Z or A is None:
-            return ((), Z) + (Z,) * n + (({k: Z for k in kwargs},) if kwargs else ())
+            return ((), Z) + (Z,) * n + ((keywords_at((), 0, tuple(kwargs)),) if kwargs else ())
         a_func, a_args, a_kw = tuple_items(A, 3)
-        items = tuple_items(a_args, n) if a_args is not Z else [Z] * n
+        items = tuple_items(a_args, n) if a_args is not Z else (Z,) * n
         out = ((), a_func) + tuple(items)
         if kwargs:
-            out = out + ({k: (a_kw.get(k, Z) if isinstance(a_kw, dict) else Z) for k in kwargs},)
+            out = out + (keywords_at((a_kw,), 0, tuple(kwargs)),)
         return out
 
     return ProcResult(p, partial_backprop)

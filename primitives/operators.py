@@ -319,6 +319,12 @@ def _take_list_entry(Abox: Any, r: list, n: int, A: Any, pop: bool) -> list | No
 
 
 def _concat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
+    if x is gen_zero or y is gen_zero:
+        # a zero sensitivity added to a tuple's or list's (rule code differentiated again):
+        # gen_zero is the identity of +, so the result is the other operand, whole
+        if x is gen_zero:
+            return ProcResult(y, lambda A, Abox: ((), gen_zero, A))
+        return ProcResult(x, lambda A, Abox: ((), A, gen_zero))
     if inplace and isinstance(x, list):
         n = len(x)
         ys = y if isinstance(y, (list, tuple)) else list(y)

@@ -551,7 +551,7 @@ def test_constructors():
 
 
 def test_attributes():
-    from primitives.containers import getattr_plus
+    from dplus.primitives.containers import getattr_plus
 
     x = arr(2, 3)
     for name, want in (("T", lambda S: S.T), ("real", lambda S: S)):
@@ -878,9 +878,6 @@ def test_second_order_two_array_arguments():
     dplus.grad(hv)(arr(3, 2), arr(4, 3))
 
 
-@pytest.mark.xfail(reason="dplus.higher._call_tower takes no keyword arguments: a second derivative through any "
-                          "call with keywords (np.sum(x, axis=0)) raises TypeError; reported", raises=TypeError,
-                   strict=True)
 def test_second_order_through_keyword_calls():
     def f(x):
         return np.sum(np.sum(np.sin(x), axis=0) ** 2)
@@ -888,14 +885,15 @@ def test_second_order_through_keyword_calls():
     g = dplus.grad(f)
     x, v = arr(3, 2), arr(3, 2)
     got = dplus.grad(lambda x: np.sum(g(x)[0] * v))(x)
-    ag = autograd.grad(lambda x: anp.sum(anp.sum(anp.sin(x), axis=0) ** 2))
-    assert_grads(got, (autograd.grad(lambda x: anp.sum(ag(x) * v))(x),))
+    # g = 2 s_j cos(x_ij) with s_j = sum_i sin(x_ij); d/dx_kl of sum(g * v):
+    s = np.sum(np.sin(x), axis=0)
+    want = 2 * np.cos(x) * np.sum(np.cos(x) * v, axis=0) - 2 * s * np.sin(x) * v
+    assert_grads(got, (want,))
 
 
-@pytest.mark.xfail(reason="operators: the array gradients of ** (_pow_gx_general, ...), abs and @ are not "
-                          "differentiable again (no __dplus_derived__ / rule); reported",
-                   raises=dplus.UnknownTransformError, strict=True)
 def test_second_order_through_array_operators():
+    # (was marked failing: a test importing primitives.containers under a second name,
+    # primitives.*, registered copies of the rules that dplus did not recognise as rule code)
     g = dplus.grad(lambda W: np.sum(W ** 3))
     W = arr(3)
     np.testing.assert_allclose(dplus.grad(lambda W: np.sum(g(W)[0]))(W)[0], 6 * W)
