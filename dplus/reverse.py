@@ -1052,7 +1052,11 @@ class FunctionBuilder:
                 continue
             if k == "copy":
                 if A is not None:
-                    acc.add(s.value.id, A)
+                    # only a copy of a number guarded here may add its adjoint with ``+``: a
+                    # tuple's adjoint is a tuple, OneHot or TupleAccumulator (``+`` would
+                    # concatenate or fail), so it takes the linear interface's ``add``
+                    root = source.get(target)
+                    acc.add(s.value.id, A, any_type=root is not None and root not in guarded_inputs)
                 continue
             if A is None:
                 continue
@@ -2459,16 +2463,18 @@ class _AdjointAccumulator:
         self.out.append(assign(a, N(self.b.Z)))
         return N(tmp)
 
-    def add(self, ssa_name: str, contrib: ast.expr) -> None:
-        """Add a contribution to the adjoint of a number (fast path) or of an immutable value."""
-        op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if self.fast else (
+    def add(self, ssa_name: str, contrib: ast.expr, any_type: bool = False) -> None:
+        """Add a contribution to the adjoint of a number (fast path) or of an immutable value
+        (``any_type``: of a value the fast path has not guarded as a number)."""
+        fast = self.fast and not any_type
+        op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if fast else (
             lambda cur: call(self.b.rt("add"), N(cur), contrib))
         if ssa_name in self.ssa.defined:
             cur = self.local.get(ssa_name)
             if cur is None:
                 v = self.b.namer.fresh("a")
                 self.local[ssa_name] = v
-                self.out.append(assign(v, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+                self.out.append(assign(v, contrib if fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
             else:
                 self.out.append(assign(cur, op(cur)))
             return
@@ -2480,9 +2486,9 @@ class _AdjointAccumulator:
             # the first contribution after the reset: no addition to gen_zero
             self.fresh_zero.discard(a)
             self.added.add(a)
-            self.out.append(assign(a, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+            self.out.append(assign(a, contrib if fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
             return
-        if self.fast and a not in self.added:
+        if fast and a not in self.added:
             # the segment's first contribution: the adjoint may still be gen_zero (a loop's
             # variable, reset each iteration), whose + is a Python-level call; after this it
             # is a number

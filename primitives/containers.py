@@ -705,6 +705,11 @@ def list_extend_plus(xs: list, ys: Any) -> ProcResult:
             return (), Z, Z
         tail = entry[len(entry) - m :]
         del entry[len(entry) - m :]
+        if isinstance(ys, list):
+            # ``ys`` may have changed since (``xs.extend(xs)``: it is ``xs``): its elements
+            # then were ``items``
+            handover(Abox, ys, tail, items)
+            return (), Z, Z
         return (), Z, _sequence_sensitivity(ys, tail)
 
     return ProcResult(None, extend_backprop)

@@ -1,0 +1,167 @@
+"""Issue #18: container, linear-interface and miscellaneous bugs found by a random-program
+generator. Each test checks the primal, that the arguments are left as they were, the
+gradient against central finite differences on several inputs, the fast paths against
+the general path, and the second order where the construct allows it."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+
+import pytest
+
+import dplus
+from dplus import define_dplus
+from dplus.linear import OneHot, TupleAccumulator, add, coerce_zero, gen_zero
+from dplus.transformer import general_paths_only
+from path_helpers import both_ways, check_fd, close
+
+
+def _holds_containers(a):
+    if isinstance(a, (list, dict)):
+        return True
+    return isinstance(a, tuple) and any(_holds_containers(e) for e in a)
+
+
+def check_everything(f, *args, second_order=True):
+    """The primal is unchanged under ``grad``, the arguments are not mutated, the fast and
+    general paths agree, the gradient matches central differences, and (when asked) the
+    Hessian's first row matches differences of the gradient."""
+    after_plain = copy.deepcopy(args)
+    expected = f(*after_plain)
+    r = dplus.lift_dplus(f)(*copy.deepcopy(args))
+    assert r.primal == expected
+    passed = copy.deepcopy(args)
+    fast = dplus.grad(f)(*passed)
+    assert passed == after_plain, "grad changed what the call does to its arguments"
+    passed = copy.deepcopy(args)
+    with general_paths_only():
+        general = dplus.grad(f)(*passed)
+    assert passed == after_plain, "grad changed what the call does to its arguments"
+    close(fast, general)
+    check_fd(f, *args)
+    if second_order and isinstance(args[0], float) and not any(_holds_containers(a) for a in args):
+        # (derivatives of derivatives of functions of lists are not supported: numbers and tuples)
+        first = lambda *a: dplus.grad(f)(*a)[0]  # noqa: E731
+        check_fd(first, *args)
+    return fast
+
+
+# ---------------------------------------------------------------------------
+# 4. a tuple passed to two inlined helpers: its sensitivity is added in every
+#    representation (tuple, OneHot, TupleAccumulator)
+
+
+@define_dplus
+def dot3(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@define_dplus
+def cross3(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def quaternion_rotation(s, u, v):
+    k1 = 2.0 * dot3(u, v)
+    c = cross3(u, v)
+    k2 = s * s - dot3(u, u)
+    return k1 * u[0] + k2 * v[1] + 2.0 * s * c[2]
+
+
+def tuple_copied_then_read_twice(s, u):
+    w = u
+    k = s * 2.0
+    return dot3(w, u) * k + dot3(u, w) + w[1] * k
+
+
+@pytest.mark.parametrize("s, u, v", [
+    (0.5, (1.0, 2.0, 3.0), (0.3, 0.2, 0.1)),
+    (-1.3, (0.7, -0.4, 2.2), (1.5, -0.6, 0.25)),
+    (2.0, (-1.0, 0.5, 0.0), (0.0, 3.0, -2.0)),
+])
+def test_tuple_through_two_helpers(s, u, v):
+    check_everything(quaternion_rotation, s, u, v)
+    check_everything(tuple_copied_then_read_twice, s, u)
+
+
+_TUPLE_SENSITIVITIES = {
+    "tuple": lambda: (1.0, 2.0, 3.0),
+    "onehot": lambda: OneHot(1, 5.0, 3),
+    "accumulator": lambda: TupleAccumulator([1.0, 0.5, gen_zero]),
+    "gen_zero": lambda: gen_zero,
+}
+_DENSE = {"tuple": (1.0, 2.0, 3.0), "onehot": (0.0, 5.0, 0.0), "accumulator": (1.0, 0.5, 0.0),
+          "gen_zero": (0.0, 0.0, 0.0)}
+
+
+@pytest.mark.parametrize("left, right", list(itertools.product(_TUPLE_SENSITIVITIES, repeat=2)))
+def test_linear_add_every_pair_of_tuple_sensitivities(left, right):
+    u, v = _TUPLE_SENSITIVITIES[left](), _TUPLE_SENSITIVITIES[right]()
+    total = coerce_zero(add(u, v), (0.0, 0.0, 0.0))
+    assert total == tuple(a + b for a, b in zip(_DENSE[left], _DENSE[right]))
+    # an accumulator added into is owned by the sum, never by the other operand
+    again = coerce_zero(add(_TUPLE_SENSITIVITIES[left](), v), (0.0, 0.0, 0.0))
+    assert again == total
+    with pytest.raises(dplus.SensitivityError):
+        add(u if left != "gen_zero" else (1.0, 2.0, 3.0), (1.0, 2.0))
+
+
+# ---------------------------------------------------------------------------
+# 1. a list extended by itself, and lists resized after an operation read them
+
+
+def extend_by_itself(xs):
+    xs.extend(xs)
+    return xs[0] * xs[3] + xs[1] * xs[5] * xs[4]
+
+
+def extend_copy_by_itself(x, xs):
+    ys = [x * xs[i] for i in range(len(xs))]
+    ys.extend(ys)
+    ys.extend([x, 2.0 * x])
+    return ys[0] * ys[-1] + ys[len(xs)] * ys[-3]
+
+
+def summed_then_appended(ys):
+    t = sum(ys) * ys[0]
+    ys.append(1.5)
+    return t * ys[2]
+
+
+def copied_then_appended(x, ys):
+    zs = list(ys)
+    ys.append(x)
+    ys.append(3.0)
+    return zs[0] * zs[1] * x + ys[-2]
+
+
+def extended_then_source_resized(x, ys):
+    xs = [x]
+    xs.extend(ys)
+    ys.append(x * x)
+    ys.pop(0)
+    return xs[1] * xs[2] * x + ys[0]
+
+
+@pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [-0.5, 1.25, 4.0], [2.0, -3.0, 0.75]])
+def test_extend_by_itself(xs):
+    check_everything(extend_by_itself, xs)
+    check_everything(extend_copy_by_itself, 1.3, xs)
+    check_everything(summed_then_appended, xs[:2])
+    check_everything(copied_then_appended, 0.7, xs[:2])
+    check_everything(extended_then_source_resized, -1.1, xs)
+
+
+def rows_copied_then_resized(rows):
+    zs = list(rows)
+    rows.insert(0, [5.0])
+    t = sum(rows[1]) + sum(sum(r) for r in rows)
+    rows.append([1.0])
+    return zs[0][0] * zs[1][0] * t
+
+
+def test_list_of_lists_resized_after_reads():
+    for rows in ([[1.0, 2.0], [3.0]], [[-0.5, 0.25], [1.5]]):
+        check_everything(rows_copied_then_resized, rows)
