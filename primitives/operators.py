@@ -759,14 +759,15 @@ for _fn in (
     operator.lt, operator.le, operator.eq, operator.ne, operator.ge, operator.gt,
     operator.not_, operator.truth, operator.is_, operator.is_not, operator.contains,
     operator.index, operator.invert, operator.inv,
-    operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+    operator.and_, operator.xor, operator.lshift, operator.rshift,  # (or_: a dict merge, in containers.py)
     operator.countOf, operator.indexOf, operator.length_hint,
 ):  # fmt: skip
     defnondiff(_fn)
 
-# In-place bitwise operators: non-differentiable, but ``|=`` on sets/dicts and ``&=`` on
+# In-place bitwise operators: non-differentiable, but ``|=`` on sets and ``&=`` on
 # arrays mutate; they are computed as Python computes them.
-for _fn in (operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift):
+for _fn in (operator.iand, operator.ixor,  # (ior: a dict update, in containers.py)
+            operator.ilshift, operator.irshift):
     defnondiff(_fn)
 
 

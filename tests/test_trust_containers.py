@@ -165,3 +165,82 @@ def rows_copied_then_resized(rows):
 def test_list_of_lists_resized_after_reads():
     for rows in ([[1.0, 2.0], [3.0]], [[-0.5, 0.25], [1.5]]):
         check_everything(rows_copied_then_resized, rows)
+
+
+# ---------------------------------------------------------------------------
+# 2. dict merges: a key in both dicts takes the later value; the earlier one gets no
+#    sensitivity
+
+
+def merge_by_dict_call(a, b):
+    d = dict(a, **b)
+    return d["p"] * d["q"] + d["r"] * a["q"]
+
+
+def merge_by_display(a, b):
+    d = {**a, "q": a["p"] * 3.0, **b}
+    e = {"r": 1.0, **a}
+    return d["p"] * d["q"] + d["r"] * e["q"] + e["r"]
+
+
+def merge_by_or(a, b):
+    d = a | b
+    return d["p"] * d["q"] + d["r"] * a["q"]
+
+
+def merge_by_ior(a, b):
+    a |= b
+    return a["p"] * a["q"] + a["r"]
+
+
+def merge_by_ior_of_a_copy(a, b):
+    d = dict(a)
+    d |= b
+    d |= [("p", b["q"] * 2.0)]
+    return d["p"] * d["q"] + d["r"] * a["q"]
+
+
+def merge_pairs_and_keywords(a, b):
+    d = dict([("q", a["p"]), ("p", b["r"]), ("q", b["q"])], p=a["q"] * a["p"])
+    e = {"q": 1.0}
+    e.update(((k, v * 2.0) for k, v in [("q", a["q"]), ("q", b["r"])]), r=b["q"])
+    return d["q"] * d["p"] + e["q"] * e["r"]
+
+
+def merge_inside(x, y):
+    a = {"p": x, "q": 2.0 * x}
+    b = {"q": y, "r": x * y}
+    d1 = dict(a, **b)
+    d2 = {**b, **a}
+    d3 = a | b
+    a |= {"p": y * y}
+    return d1["q"] * d2["q"] + d3["p"] * d3["q"] + a["p"] * d1["p"]
+
+
+@pytest.mark.parametrize("a, b", [
+    ({"p": 1.5, "q": 2.0}, {"q": 3.0, "r": 0.5}),
+    ({"p": -0.7, "q": 0.25}, {"q": 1.75, "r": -2.0}),
+    ({"q": 4.0, "p": 0.5}, {"r": 1.0, "q": -1.5}),
+])
+def test_dict_merges(a, b):
+    for f in (merge_by_dict_call, merge_by_display, merge_by_or, merge_by_ior, merge_by_ior_of_a_copy,
+              merge_pairs_and_keywords):
+        g = check_everything(f, a, b)
+        assert set(g[0]) == set(a) and set(g[1]) == set(b)
+
+
+@pytest.mark.parametrize("x, y", [(1.5, 2.0), (-0.3, 0.7), (2.5, -1.25)])
+def test_dict_merges_inside(x, y):
+    check_everything(merge_inside, x, y, second_order=False)
+
+
+def test_or_of_other_types_is_unchanged():
+    from collections import Counter
+
+    def f(x, n):
+        c = Counter(a=n) | Counter(a=2)
+        s = {1} | {2}
+        s |= {3}
+        return x * (n | 4) * len(s) * c["a"] * (True | False)
+
+    assert dplus.grad(f)(1.5, 1) == (f(1.0, 1), 0)
