@@ -137,14 +137,21 @@ def _operator_result(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, operator_backprop)
 
 
-def _call_tower(f: Any, *args: Any) -> ProcResult:
-    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform."""
+def _call_tower(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform.
+
+    With keyword arguments, the callee's sensitivities come back as ``call``'s own do: the
+    positional ones, then a dict for the keywords (``runtime_ops.call`` arranges that)."""
     if is_plus_function(f) and not is_registered_transform(f):
         # a plus-function made inside transformed code stands for itself
-        return _shift_callee(f(*args))
+        return _shift_callee(runtime_ops.call(f, *args, **kwargs) if kwargs else f(*args))
     first = lift(f)
     T = transform_of_plus(first)
-    return _shift_callee_relayout(call_plus(T, *args), first, T)
+    if kwargs:
+        r = call_plus(lambda: runtime_ops.call(T, *args, **kwargs))
+    else:
+        r = call_plus(T, *args)
+    return _shift_callee_relayout(r, first, T)
 
 
 def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
@@ -191,9 +198,11 @@ def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
     return _shift_callee(bp(A, Abox))
 
 
-def _call_plus_tower(P: Any, *args: Any) -> ProcResult:
+def _call_plus_tower(P: Any, *args: Any, **kwargs: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
     T = transform_of_plus(P)
+    if kwargs:  # (keywords' sensitivities come back in a dict after the positional ones)
+        return _shift_callee_relayout(call_plus(lambda: runtime_ops.call(T, *args, **kwargs)), P, T)
     return _shift_callee_relayout(call_plus(T, *args), P, T)
 
 

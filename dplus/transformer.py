@@ -463,12 +463,14 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
         init_plus = t if t is not None else plus_function_for(init)
 
         def construct(*args: Any, **kwargs: Any) -> ProcResult:
+            from .runtime import apply_transform, handover
+
             obj = cls.__new__(cls)
-            r = init_plus(obj, *args, **kwargs)
+            # (through apply_transform, so that this code can be differentiated again)
+            r = apply_transform(init_plus, obj, *args, **kwargs)
             inner = r.backprop
 
             def construct_backprop(A: Any, Abox: Any) -> tuple:
-                from .runtime import handover
 
                 if A is not Z and A is not None:
                     handover(Abox, obj, A)

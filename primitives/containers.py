@@ -925,7 +925,7 @@ def dict_or_plus(x: Any, y: Any) -> ProcResult:
 def dict_ior_plus(x: Any, y: Any) -> ProcResult:
     if not (isinstance(x, dict) and type(x).__ior__ in _MERGE_IOR):
         return ProcResult(operator.ior(x, y), lambda A, Abox: ((), Z, Z))
-    update = dict_update_plus(x, y)  # ``x |= y`` is ``x.update(y)``, then ``x``
+    update = apply_transform(dict_update_plus, x, y)  # ``x |= y`` is ``x.update(y)``, then ``x``
 
     def dict_ior_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is not Z and A is not None:
