@@ -1413,7 +1413,7 @@ class FunctionBuilder:
             op = getattr(v, "dp_op", None)
             if op is not None:
                 fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
-                           "callmethod": "callmethod"}[op]
+                           "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)

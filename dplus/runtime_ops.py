@@ -29,6 +29,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     setitem_plus,
     unpack_plus,
     unpack_star_plus,
+    user_namespace_plus,
 )
 
 from .boxes import BoxSensitivities

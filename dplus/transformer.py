@@ -197,13 +197,21 @@ def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @_collector_paused
+def _reads_own_namespace(node: ast.AST) -> bool:
+    """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in ("locals", "vars", "dir", "eval", "exec") for n in walk(node))
+
+
 def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
-    guards, checks = inline_calls(f, node) if specialize and not nestable and reverse.FAST_PATHS[0] else ({}, [])
+    # (not in a function that reads its own namespace: locals() would show the inlined names)
+    inlines = specialize and not nestable and reverse.FAST_PATHS[0] and not _reads_own_namespace(node)
+    guards, checks = inline_calls(f, node) if inlines else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))

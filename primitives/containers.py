@@ -890,6 +890,22 @@ def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
     return ProcResult(None, update_backprop)
 
 
+def user_namespace_plus(display: dict) -> ProcResult:
+    """What ``locals()`` gives inside differentiated code: the display of the user's
+    variables (``normalize.user_namespace``) without those not bound yet."""
+    from dplus.normalize import UNBOUND
+
+    ns = {k: v for k, v in display.items() if not (type(v) is str and v == UNBOUND)}
+
+    def user_namespace_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, ns, A)
+        entry = Abox.pop(ns, Z)
+        return (), (dict(entry) or Z) if entry is not Z else Z
+
+    return ProcResult(ns, user_namespace_backprop)
+
+
 # ``a | b`` and ``a |= b`` on dicts merge (the later value of a key wins); on anything else
 # (ints, bools, sets, Counters' in-place maximum) they stay non-differentiable.
 _MERGING_DICTS = (dict, collections.OrderedDict, collections.defaultdict)

@@ -344,3 +344,79 @@ def test_box_results_take_conforming_sensitivities_only(x):
     for bad in ((1.0, Box([1.0])), (1.0, Box((1.0, 1.0))), (1.0, [1.0, 1.0])):
         with pytest.raises(dplus.SensitivityError):
             dplus.D(pair_with_box)(x)(bad)
+
+
+# ---------------------------------------------------------------------------
+# 7. globals(), locals(), vars(), dir(), eval and exec see the user's names and values
+
+
+MODULE_SCALE = 3.0
+
+
+def reads_locals(x):
+    y = x * 2.0
+    return locals()["y"] * x + vars()["x"]
+
+
+def reads_globals(x):
+    g = globals()
+    return g["MODULE_SCALE"] * x * x
+
+
+def lists_names(x):
+    if x > 0:
+        z = x * 3.0  # noqa: F841
+    names = dir()
+    return len(names) * x + len(locals())
+
+
+def locals_in_a_loop(x):
+    total = 0.0
+    for i in range(3):
+        total = total + x * i
+        total = total * x
+        d = locals()
+    return d["total"] * d["i"] + len(d)
+
+
+@define_dplus
+def _square(t):
+    u = t * t
+    return u
+
+
+def locals_beside_an_inlinable_call(x):
+    y = _square(x)
+    ns = locals()
+    return ns["y"] * len(ns)
+
+
+def evaluates_constants(x):
+    y = x * 2.0
+    n = eval("len([1, 2]) + MODULE_SCALE")
+    ns = {}
+    exec("z = 5", globals(), ns)
+    exec("w = 1")  # (writes a copy of the locals: no effect, as in Python)
+    return y * n * ns["z"]
+
+
+def evaluates_names(x):
+    y = x * 2.0
+    return eval("y * MODULE_SCALE") + x
+
+
+def evaluates_names_without_sensitivity(x):
+    y = x * 2.0
+    flag = eval("y > 0")
+    return x * 2.0 if flag else -x
+
+
+@pytest.mark.parametrize("x", [1.5, -0.75, 2.25])
+def test_namespace_builtins_see_the_users_names(x):
+    for f in (reads_locals, reads_globals, lists_names, locals_in_a_loop, locals_beside_an_inlinable_call,
+              evaluates_constants, evaluates_names_without_sensitivity):
+        check_everything(f, x, second_order=False)  # (a dict of the names: first order only)
+    assert dplus.lift_dplus(lists_names)(x).primal == lists_names(x)
+    with pytest.raises(dplus.DplusError, match="eval of a string"):
+        dplus.grad(evaluates_names)(x)
+    assert dplus.lift_dplus(evaluates_names)(x).primal == evaluates_names(x)
