@@ -420,3 +420,41 @@ def test_namespace_builtins_see_the_users_names(x):
     with pytest.raises(dplus.DplusError, match="eval of a string"):
         dplus.grad(evaluates_names)(x)
     assert dplus.lift_dplus(evaluates_names)(x).primal == evaluates_names(x)
+
+
+# ---------------------------------------------------------------------------
+# 8. a source file edited after import: the text found is not the code that runs
+
+
+def test_source_edited_after_import_is_refused(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    module = tmp_path / "edited_after_import.py"
+    module.write_text("def f(x):\n    return x * 3.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("edited_after_import", None)
+    mod = importlib.import_module("edited_after_import")
+    assert mod.f(2.0) == 6.0
+    # same lines, another operator: the old code still runs
+    module.write_text("def f(x):\n    return x ** 3.0\n")
+    with pytest.raises(dplus.SourceUnavailableError, match="changed since it was imported"):
+        dplus.grad(mod.f)(2.0)
+    assert mod.f(2.0) == 6.0
+    # reloaded, the new text is the code: differentiated as it is
+    mod = importlib.reload(mod)
+    assert dplus.grad(mod.f)(2.0) == (12.0,)
+    sys.modules.pop("edited_after_import", None)
+
+
+def test_source_check_accepts_code_compiled_elsewhere():
+    # nested functions (free variables), classes inside, decorated functions and lambdas
+    # compile differently in their real scope: the check tells those apart from an edit
+    def outer(k):
+        def inner(x):
+            return x * k + len([c for c in "ab"])
+        return inner
+
+    assert dplus.grad(outer(2.0))(1.5) == (2.0,)
+    assert dplus.grad(lambda x: (lambda y: y * x)(x))(3.0) == (6.0,)
+    assert dplus.grad(_square)(3.0) == (6.0,)
