@@ -849,7 +849,10 @@ class FunctionBuilder:
             if k == "store" and displays.get(s.value.id, j) < j:
                 paired.update((displays[s.value.id], j))
         kinds = [("general" if k in ("display", "store") and i not in paired else k) for i, k in enumerate(kinds)]
-        for s, k in zip(run, kinds):
+        # where each name is last read by arithmetic (a copy or a return takes a complex as it is)
+        last_read = {n.id: i for i, (st, k) in enumerate(zip(run, kinds)) if k == "inline"
+                     for n in walk(st.value) if isinstance(n, ast.Name)}
+        for position, (s, k) in enumerate(zip(run, kinds)):
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
@@ -862,6 +865,11 @@ class FunctionBuilder:
                 cur = []
             cur_fast = fastish
             cur.append(s)
+            if k == "inline" and self.may_be_complex(s) and last_read.get(s.targets[0].id, -1) > position:
+                # a real power that may be complex ends its segment: the fast variant's
+                # templates assume real numbers, so arithmetic on it tests its type first
+                segs.append(cur)
+                cur = []
         if cur:
             segs.append(cur)
         if self.in_try or self.nestable:
@@ -1086,6 +1094,15 @@ class FunctionBuilder:
             guards.insert(0, self.number_guard(number_guarded))
         guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
         return fwd, saved, rev, guard, number_guarded, checks
+
+    def may_be_complex(self, s: ast.Assign) -> bool:
+        """An inline ``x ** y`` without a whole constant exponent: complex for a negative
+        real base (``(-1.75) ** 0.5``), the one inline operation that leaves the reals."""
+        rule, _ = self.inline_rule(s.value)
+        if rule is None or rule.fn not in _POWERS:
+            return False
+        exponent = self.operands(s.value)[-1]
+        return not (_is_number_const(exponent) and (type(exponent.value) is int or float(exponent.value).is_integer()))
 
     def numbers_kept(self, ssa: "_SSA", numbers: list[str]) -> frozenset[str]:
         """The user names that hold numbers (``int`` or ``float``) after the fast variant ran

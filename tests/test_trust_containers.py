@@ -458,3 +458,38 @@ def test_source_check_accepts_code_compiled_elsewhere():
     assert dplus.grad(outer(2.0))(1.5) == (2.0,)
     assert dplus.grad(lambda x: (lambda y: y * x)(x))(3.0) == (6.0,)
     assert dplus.grad(_square)(3.0) == (6.0,)
+
+
+# ---------------------------------------------------------------------------
+# 6. a negative base to a real power: Python's result is complex off the whole exponents;
+#    the gradient of a real function stays real and is the derivative of what Python computes
+
+
+def negative_base_power(x):
+    return abs((-1.75) ** x + x)
+
+
+def real_part_of_power(x):
+    return ((-1.75) ** x).real * x
+
+
+def power_then_arithmetic(x, b):
+    p = b ** x
+    q = p * x + 2.0 * x
+    return abs(q) + (p * p).real
+
+
+@pytest.mark.parametrize("x", [0.5, 1.3, 2.0, -1.0, 3.0, 2.7])
+def test_negative_base_power_gradient_is_real(x):
+    for f in (negative_base_power, real_part_of_power):
+        # second order only off the whole exponents: at them Python computes in the reals,
+        # and the curvature from the imaginary direction is not seen (a known limitation)
+        g = check_everything(f, x, second_order=not float(x).is_integer())
+        assert type(g[0]) is float
+    g = check_everything(power_then_arithmetic, x, -1.75, second_order=False)
+    assert all(type(v) is float for v in g)
+    # at a whole exponent Python's power is real: the exponent's sensitivity is the real part
+    # of r * log(b), r * log|b|
+    if float(x).is_integer():
+        assert math.isclose(dplus.grad(real_part_of_power)(x)[0],
+                            (-1.75) ** x * math.log(1.75) * x + (-1.75) ** x, rel_tol=1e-12)
