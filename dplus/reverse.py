@@ -1615,6 +1615,14 @@ class FunctionBuilder:
             return self.call_like(None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s)
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
 
+    def calls_directly(self, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword]) -> bool:
+        """Whether a ``call(f, *args)`` of first-order code is written ``callee_plus(f)(*args)``
+        (differentiable-again code keeps ``call``, which has a rule of its own)."""
+        from . import runtime_ops
+
+        return (not self.nestable and isinstance(plus, ast.Name) and self.h.values.get(plus.id) is runtime_ops.call
+                and not keywords and bool(args) and not any(isinstance(a, ast.Starred) for a in args))
+
     def call_like(self, target: str | None, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword],
                   s: ast.stmt, skip: int = 0, callee: ast.expr | None = None,
                   native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None) -> Any:
@@ -1643,7 +1651,12 @@ class FunctionBuilder:
             else:
                 call_args.append(clone(a))
         kws = [ast.keyword(arg=k.arg, value=clone(k.value)) for k in keywords]
-        fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
+        if self.calls_directly(plus, call_args, kws):
+            # ``callee_plus(f)(*args)``, not ``call(f, *args)``: no frame of dplus's between a
+            # recursive function's levels
+            fwd.append(assign(r, call(call(self.rt("callee_plus"), call_args[0]), *call_args[1:])))
+        else:
+            fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
         if target is not None:
             fwd.append(assign(target, attr(r, "primal")))
         fwd.append(assign(bp, attr(r, "backprop")))

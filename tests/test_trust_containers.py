@@ -493,3 +493,43 @@ def test_negative_base_power_gradient_is_real(x):
     if float(x).is_integer():
         assert math.isclose(dplus.grad(real_part_of_power)(x)[0],
                             (-1.75) ** x * math.log(1.75) * x + (-1.75) ** x, rel_tol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# 9. recursion is limited by Python's limit for the primal: one frame per level, forward
+#    and backward
+
+
+@define_dplus
+def deep_power(x, n):
+    if n == 0:
+        return x
+    return deep_power(x, n - 1) * 1.0001 + 0.0 * x
+
+
+def deep_local(x, n):
+    def down(k):
+        if k == 0:
+            return x
+        return down(k - 1) * 1.0001
+    return down(n)
+
+
+def test_recursion_as_deep_as_the_primal():
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(6000)
+    try:
+        depth = 5000
+        assert deep_power(1.0, depth) == pytest.approx(1.0001 ** depth)
+        (g, gn) = dplus.grad(deep_power)(1.0, depth)
+        assert g == pytest.approx(1.0001 ** depth, rel=1e-12) and gn == 0
+        with general_paths_only():
+            assert dplus.grad(deep_power)(1.0, depth)[0] == pytest.approx(g, rel=1e-12)
+        assert dplus.grad(deep_local)(1.0, depth)[0] == pytest.approx(g, rel=1e-12)
+        for x in (0.5, -1.5):  # several inputs against differences, at a smaller depth
+            check_fd(deep_power, x, 200)
+            check_fd(lambda y: dplus.grad(deep_power)(y, 50)[0] * y, x)
+    finally:
+        sys.setrecursionlimit(old)
