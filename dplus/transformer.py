@@ -465,6 +465,8 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
     if dataclasses.is_dataclass(cls) or attrs.has(cls):
         return _field_constructor(cls)
+    if _is_plain_namedtuple(cls):
+        return _namedtuple_constructor(cls)
     init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else getattr(cls, "__init__", None)
     if isinstance(init, types.FunctionType):
         t = lookup_transform(init)
@@ -490,6 +492,46 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
         _mark_plus(construct)
         return construct
     return None
+
+
+def _is_plain_namedtuple(cls: type) -> bool:
+    """A ``collections.namedtuple`` / ``typing.NamedTuple`` class whose construction is the
+    generated one (no ``__new__`` or ``__init__`` of the user's)."""
+    if not (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)):
+        return False
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return True
+        if "__init__" in klass.__dict__:
+            return False
+        new = klass.__dict__.get("__new__")
+        new = getattr(new, "__func__", new)  # (a staticmethod in the class dict)
+        if new is not None and not getattr(new, "__module__", "").startswith("namedtuple_"):
+            return False  # (the generated __new__ lives in a module named namedtuple_<name>)
+    return True
+
+
+def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
+    """A named tuple built from its fields: each argument gets its field's sensitivity."""
+    names = list(cls._fields)
+
+    def construct_namedtuple(*args: Any, **kwargs: Any) -> ProcResult:
+        obj = cls(*args, **kwargs)
+        n = len(names)
+
+        def construct_namedtuple_backprop(A: Any, Abox: Any) -> tuple:
+            from .linear import tuple_items
+
+            parts = dict(zip(names, tuple_items(A, n)))
+            out = ((),) + tuple(parts[name] for name in names[: len(args)])
+            if kwargs:
+                out = out + ({k: parts.get(k, Z) for k in kwargs},)
+            return out
+
+        return ProcResult(obj, construct_namedtuple_backprop)
+
+    _mark_plus(construct_namedtuple)
+    return construct_namedtuple
 
 
 def _field_constructor(cls: type) -> Callable[..., ProcResult]:

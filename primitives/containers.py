@@ -26,6 +26,7 @@ from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
+from dplus.rules import defnondiff
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, lift
 
@@ -201,6 +202,13 @@ def _instance_has(obj: Any, name: str) -> bool:
     return False
 
 
+def _named_field_index(obj: Any, name: str) -> int:
+    """The position of a named tuple's field ``name`` (-1: not a named tuple's field).
+    Non-differentiable: rule code differentiated again reads it as a constant."""
+    fields = getattr(type(obj), "_fields", ()) if isinstance(obj, tuple) else ()
+    return fields.index(name) if isinstance(fields, tuple) and name in fields else -1
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
     v = getattr(obj, name)
     t = type(obj)
@@ -218,9 +226,10 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
             return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
     if t is Box and name == "value":
         return _box_read(obj, v)
-    if isinstance(obj, tuple) and name in getattr(t, "_fields", ()):
+    field = _named_field_index(obj, name)
+    if field >= 0:
         # a named tuple's field: a projection like t[i]
-        return apply_transform(getitem_plus, obj, t._fields.index(name))
+        return apply_transform(getitem_plus, obj, field)
     if is_tracked_mutable(obj) and _instance_has(obj, name):
 
         return _keyed_read(obj, name, v)
@@ -1082,6 +1091,7 @@ register_primitive(list.reverse, list_reverse_plus)
 register_primitive(list.sort, list_sort_plus, note="gradients follow the permutation; key= is used for primals only")
 register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
+defnondiff(_named_field_index)
 register_primitive(dict.get, dict_get_plus)
 register_primitive(dict.setdefault, dict_setdefault_plus)
 register_primitive(dict.update, dict_update_plus)

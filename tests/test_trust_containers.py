@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+from typing import NamedTuple
 
 import pytest
 
@@ -279,7 +280,8 @@ def held_by_decorated_class(xs):
 
 def held_with_keyword(xs):
     h = DecoratedHolder(xs, scale=xs[1])
-    return h.head() * h.xs[1] + h.xs[0] * 2.0
+    k = NamedHolder(xs=xs, scale=xs[0])
+    return h.head() * h.xs[1] + h.xs[0] * 2.0 + k.scale * k.xs[1]
 
 
 def held_pair(x, y):
@@ -288,9 +290,20 @@ def held_pair(x, y):
     return h.xs[0] * h.xs[0] * h.xs[1] + d.head() * x
 
 
+class NamedHolder(NamedTuple):
+    xs: tuple
+    scale: float = 2.0
+
+
+def held_by_named_tuple(xs):
+    h = NamedHolder(xs)
+    k = NamedHolder(xs, xs[1])
+    return h.xs[0] * h.scale * k.scale + k.xs[1] * h.xs[0]
+
+
 @pytest.mark.parametrize("xs", [[1.0, 2.0], [-0.5, 1.5], [2.25, -3.0]])
 def test_object_holding_the_argument_list(xs):
-    for f in (held_list, held_by_decorated_class):
+    for f in (held_list, held_by_decorated_class, held_by_named_tuple):
         check_everything(f, list(xs))
         check_everything(f, tuple(xs))
         # second order, through the object (tuples: lists are not differentiated twice)
@@ -533,3 +546,22 @@ def test_recursion_as_deep_as_the_primal():
             check_fd(lambda y: dplus.grad(deep_power)(y, 50)[0] * y, x)
     finally:
         sys.setrecursionlimit(old)
+
+
+class Point(NamedTuple):
+    x: float
+    y: float
+
+
+def named_tuple_fields(p):
+    return p.x * p.y * p.x
+
+
+def test_named_tuple_fields_at_second_order():
+    # getattr's rule read the field's position with tuple.index, which broke differentiated again
+    for p in (Point(1.0, 2.0), Point(-0.5, 1.5)):
+        check_everything(named_tuple_fields, p)
+        h = dplus.hessian(named_tuple_fields)(p)
+        x, y = p
+        close(tuple(h[0].x[0]), (2 * y, 2 * x))  # (the Hessian's rows, shaped like the argument)
+        close(tuple(h[0].y[0]), (2 * x, 0.0))
