@@ -129,16 +129,54 @@ class BoxSensitivities:
         return entry[1]
 
 
+# A Box's sensitivity is a Box of its contents' sensitivity (SPEC section 4: Boxes conform
+# when their contents conform). Inside the box-sensitivity map a Box's entry holds the bare
+# contents' sensitivity; a bare one is accepted where sensitivities are added, so both meet.
+
+
+def _contents(v: Any) -> Any:
+    return v.value if isinstance(v, Box) else v
+
+
+def _add_boxes(u: Box, v: Any) -> Box:
+    return Box(add(u.value, _contents(v)))
+
+
+def _scale_box(v: Box, a: Any) -> Box:
+    from .linear import scale
+
+    return Box(scale(v.value, a))
+
+
+def _dot_boxes(u: Box, v: Any) -> Any:
+    from .linear import dot
+
+    return dot(u.value, _contents(v))
+
+
 def _zero_box(b: Box) -> Box:
     from .linear import zero
 
     return Box(zero(b.value))
 
 
-def _register_box_zero() -> None:
-    from .linear import _zero
+def _coerce_box(u: Box, v: Any) -> Box:
+    from .linear import coerce_zero
 
-    _zero.register(Box, _zero_box)
+    return Box(coerce_zero(u.value, v.value if isinstance(v, Box) else gen_zero))
 
 
-_register_box_zero()
+def _box_conforms(sens: Any, primal: Box) -> bool:
+    from .linear import conforms
+
+    return isinstance(sens, Box) and conforms(sens.value, primal.value)
+
+
+def _register_box_linear_type() -> None:
+    from .linear import register_linear_type
+
+    register_linear_type(Box, add=_add_boxes, scale=_scale_box, dot=_dot_boxes, zero=_zero_box,
+                         coerce=_coerce_box, conforms=_box_conforms)
+
+
+_register_box_linear_type()

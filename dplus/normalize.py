@@ -32,6 +32,9 @@ _NONDIFF_BUILTINS = {name: getattr(builtins, name) for name in (
 _FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
 _TUPLE_ITEM_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate")}
 _ZIP = {"zip": builtins.zip}
+# builtins that see the caller's namespace (normalize gives them the user's)
+_INTROSPECTION_BUILTINS = {name: getattr(builtins, name) for name in ("locals", "vars", "dir", "globals", "eval", "exec")}
+UNBOUND = "<dplus: a variable not bound yet>"  # (a constant in generated code: a str)
 
 
 class Namer:
@@ -776,7 +779,51 @@ class Normalizer:
             return f
         return None
 
+    def introspection(self, e: ast.Call) -> Atom | None:
+        """``locals()``, ``vars()``, ``dir()``, ``globals()``, and ``eval``/``exec`` of a string
+        with no namespaces, as in the plain call: they see the user's names, not the
+        generated function's (``None``: not one of these calls)."""
+        if not self.calls_builtin(e, _INTROSPECTION_BUILTINS) or e.keywords:
+            return None
+        name = e.func.id
+        if name == "globals" and not e.args:
+            node = ast.Call(func=_name("globals"), args=[], keywords=[])
+            node.dp_builtin = True  # the module's namespace: the generated code shares it
+            return self.temp(node, e)
+        if name in ("locals", "vars", "dir") and not e.args:
+            ns = self.user_namespace(e)
+            if name == "dir":
+                return self.expr(ast.copy_location(ast.Call(func=_name("sorted"), args=[ns], keywords=[]), e))
+            return ns
+        if name in ("eval", "exec") and len(e.args) == 1 and not isinstance(e.args[0], ast.Starred):
+            source = self.expr(e.args[0])
+            g = ast.Call(func=_name("globals"), args=[], keywords=[])
+            g.dp_builtin = True
+            node = ast.Call(func=_name(name), args=[source, self.temp(g, e), self.user_namespace(e)], keywords=[])
+            return self.temp(node, e)
+        return None
+
+    def user_namespace(self, e: ast.AST) -> Atom:
+        """A dict of the user's local variables that are bound here, by value, as ``locals()``
+        gives in the plain call; built as a display, so sensitivities reach the variables."""
+        sc = self.scope
+        names = [n for n in dict.fromkeys(list(sc.params) + sorted(sc.locals) + sorted(sc.free))
+                 if n not in self.namer.generated and n not in _INTROSPECTION_BUILTINS]
+        frame = ast.Call(func=_name("locals"), args=[], keywords=[])
+        frame.dp_builtin = True  # (only its keys are used: which variables are bound now)
+        bound = self.temp(frame, e)
+        values = []
+        for n in names:
+            test = ast.Compare(left=_const(n), ops=[ast.In()], comparators=[_name(bound.id)])
+            pick = ast.copy_location(ast.IfExp(test=test, body=_name(n), orelse=_const(UNBOUND)), e)
+            values.append(self.expr(pick))
+        display = self.temp(ast.Dict(keys=[_const(n) for n in names], values=values), e)
+        return self.temp(_internal("user_namespace", [display]), e)
+
     def e_Call(self, e: ast.Call) -> Atom:
+        special = self.introspection(e)
+        if special is not None:
+            return special
         if isinstance(e.func, ast.Name) and e.func.id == "super" and not e.args and not e.keywords and self.scope.params:
             # zero-argument super() reads the __class__ cell and the first argument
             e = ast.copy_location(ast.Call(func=e.func, args=[_name("__class__"), _name(self.scope.params[0])], keywords=[]), e)

@@ -867,7 +867,10 @@ class FunctionBuilder:
             if k == "store" and displays.get(s.value.id, j) < j:
                 paired.update((displays[s.value.id], j))
         kinds = [("general" if k in ("display", "store") and i not in paired else k) for i, k in enumerate(kinds)]
-        for s, k in zip(run, kinds):
+        # where each name is last read by arithmetic (a copy or a return takes a complex as it is)
+        last_read = {n.id: i for i, (st, k) in enumerate(zip(run, kinds)) if k == "inline"
+                     for n in walk(st.value) if isinstance(n, ast.Name)}
+        for position, (s, k) in enumerate(zip(run, kinds)):
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
@@ -880,6 +883,11 @@ class FunctionBuilder:
                 cur = []
             cur_fast = fastish
             cur.append(s)
+            if k == "inline" and self.may_be_complex(s) and last_read.get(s.targets[0].id, -1) > position:
+                # a real power that may be complex ends its segment: the fast variant's
+                # templates assume real numbers, so arithmetic on it tests its type first
+                segs.append(cur)
+                cur = []
         if cur:
             segs.append(cur)
         if self.in_try or self.nestable:
@@ -1070,7 +1078,11 @@ class FunctionBuilder:
                 continue
             if k == "copy":
                 if A is not None:
-                    acc.add(s.value.id, A)
+                    # only a copy of a number guarded here may add its adjoint with ``+``: a
+                    # tuple's adjoint is a tuple, OneHot or TupleAccumulator (``+`` would
+                    # concatenate or fail), so it takes the linear interface's ``add``
+                    root = source.get(target)
+                    acc.add(s.value.id, A, any_type=root is not None and root not in guarded_inputs)
                 continue
             if A is None:
                 continue
@@ -1100,6 +1112,15 @@ class FunctionBuilder:
             guards.insert(0, self.number_guard(number_guarded))
         guard = ast.BoolOp(op=ast.And(), values=guards) if len(guards) > 1 else (guards[0] if guards else C(True))
         return fwd, saved, rev, guard, number_guarded, checks
+
+    def may_be_complex(self, s: ast.Assign) -> bool:
+        """An inline ``x ** y`` without a whole constant exponent: complex for a negative
+        real base (``(-1.75) ** 0.5``), the one inline operation that leaves the reals."""
+        rule, _ = self.inline_rule(s.value)
+        if rule is None or rule.fn not in _POWERS:
+            return False
+        exponent = self.operands(s.value)[-1]
+        return not (_is_number_const(exponent) and (type(exponent.value) is int or float(exponent.value).is_integer()))
 
     def numbers_kept(self, ssa: "_SSA", numbers: list[str]) -> frozenset[str]:
         """The user names that hold numbers (``int`` or ``float``) after the fast variant ran
@@ -1427,7 +1448,7 @@ class FunctionBuilder:
             op = getattr(v, "dp_op", None)
             if op is not None:
                 fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
-                           "callmethod": "callmethod"}[op]
+                           "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
             return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
@@ -1612,6 +1633,14 @@ class FunctionBuilder:
             return self.call_like(None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s)
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
 
+    def calls_directly(self, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword]) -> bool:
+        """Whether a ``call(f, *args)`` of first-order code is written ``callee_plus(f)(*args)``
+        (differentiable-again code keeps ``call``, which has a rule of its own)."""
+        from . import runtime_ops
+
+        return (not self.nestable and isinstance(plus, ast.Name) and self.h.values.get(plus.id) is runtime_ops.call
+                and not keywords and bool(args) and not any(isinstance(a, ast.Starred) for a in args))
+
     def call_like(self, target: str | None, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword],
                   s: ast.stmt, skip: int = 0, callee: ast.expr | None = None,
                   native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None) -> Any:
@@ -1640,7 +1669,12 @@ class FunctionBuilder:
             else:
                 call_args.append(clone(a))
         kws = [ast.keyword(arg=k.arg, value=clone(k.value)) for k in keywords]
-        fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
+        if self.calls_directly(plus, call_args, kws):
+            # ``callee_plus(f)(*args)``, not ``call(f, *args)``: no frame of dplus's between a
+            # recursive function's levels
+            fwd.append(assign(r, call(call(self.rt("callee_plus"), call_args[0]), *call_args[1:])))
+        else:
+            fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
         if target is not None:
             fwd.append(assign(target, attr(r, "primal")))
         fwd.append(assign(bp, attr(r, "backprop")))
@@ -2482,16 +2516,18 @@ class _AdjointAccumulator:
         self.out.append(assign(a, N(self.b.Z)))
         return N(tmp)
 
-    def add(self, ssa_name: str, contrib: ast.expr) -> None:
-        """Add a contribution to the adjoint of a number (fast path) or of an immutable value."""
-        op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if self.fast else (
+    def add(self, ssa_name: str, contrib: ast.expr, any_type: bool = False) -> None:
+        """Add a contribution to the adjoint of a number (fast path) or of an immutable value
+        (``any_type``: of a value the fast path has not guarded as a number)."""
+        fast = self.fast and not any_type
+        op = (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib)) if fast else (
             lambda cur: call(self.b.rt("add"), N(cur), contrib))
         if ssa_name in self.ssa.defined:
             cur = self.local.get(ssa_name)
             if cur is None:
                 v = self.b.namer.fresh("a")
                 self.local[ssa_name] = v
-                self.out.append(assign(v, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+                self.out.append(assign(v, contrib if fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
             else:
                 self.out.append(assign(cur, op(cur)))
             return
@@ -2503,9 +2539,9 @@ class _AdjointAccumulator:
             # the first contribution after the reset: no addition to gen_zero
             self.fresh_zero.discard(a)
             self.added.add(a)
-            self.out.append(assign(a, contrib if self.fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
+            self.out.append(assign(a, contrib if fast else call(self.b.rt("add"), N(self.b.Z), contrib)))
             return
-        if self.fast and a not in self.added:
+        if fast and a not in self.added:
             # the segment's first contribution: the adjoint may still be gen_zero (a loop's
             # variable, reset each iteration), whose + is a Python-level call; after this it
             # is a number

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
-from .errors import SensitivityError
+from .errors import NonDifferentiableError, SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -186,16 +186,25 @@ def is_tracked_mutable(v: Any) -> bool:
     return r
 
 
-def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
-    """Add the sensitivity ``s`` of the mutable value ``v`` into its ``Abox`` entries."""
+def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = None) -> None:
+    """Add the sensitivity ``s`` of the mutable value ``v`` into its ``Abox`` entries.
+
+    ``elements``: for a list, what it held when ``s`` was made (a rule's snapshot); by
+    default its contents now, which a later ``append``/``extend``/``pop`` may have resized.
+    """
     if s is gen_zero or s is None:
         return
     t = type(v)
     if t is list or isinstance(v, list):
-        items = _as_items(s, len(v), v)
+        if elements is None and _length_of(s) != len(v):
+            _handover_to_resized_list(Abox, v, s)
+            return
+        if elements is None:
+            elements = v
+        items = _as_items(s, len(elements), v)
         if items is None:
             return
-        if v and v.__class__ is list:
+        if elements is v and v and v.__class__ is list:
             # the common case, float sensitivities: they conform only to numbers, so no element
             # hands anything further (one pass over the items, none over the list)
             found = Abox._entries.get(id(v))
@@ -213,11 +222,11 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
                 if sums is not None and only_floats(sums):
                     found[1][:] = sums
                     return
-        entry = Abox.list_entry(v, len(v))
+        entry = Abox.list_entry(v, len(elements))
         for i, si in enumerate(items):
             if si is gen_zero or si is None:
                 continue
-            e = v[i]
+            e = elements[i]
             if is_tracked_mutable(e):
                 handover(Abox, e, si)
             else:
@@ -261,6 +270,42 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
             handover(Abox, e, sk)
         else:
             entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _length_of(s: Any) -> int | None:
+    """The length of a list's sensitivity (None when it has none)."""
+    ts = type(s)
+    if ts is list or ts is tuple:
+        return len(s)
+    if ts is OneHot:
+        return s.length
+    if ts is TupleAccumulator:
+        return len(s.items)
+    return len(s) if is_ndarray(s) and s.ndim else None
+
+
+def _handover_to_resized_list(Abox: BoxSensitivities, v: list, s: Any) -> None:
+    """``s`` is the sensitivity of ``v`` at a point of the reverse pass where ``v`` had another
+    length than now (an ``append``, ``extend``, ``insert`` or ``pop`` came later): its entry
+    has that point's layout, so numbers go into it by position. What the list's elements were
+    then is not known, so a sensitivity for an element that is itself a container is refused
+    rather than handed to whatever sits at that position now."""
+    n = _length_of(s)
+    if n is None:
+        raise SensitivityError(f"a {type(s).__name__} was given as the sensitivity of a list of length {len(v)}")
+    items = _as_items(s, n, v)
+    entry = Abox.list_entry(v, n)
+    if len(entry) != n:
+        raise SensitivityError(f"a sensitivity of length {n} was given for a list of length {len(entry)}")
+    for i, si in enumerate(items):
+        if si is gen_zero or si is None:
+            continue
+        if not (is_number(si) or is_ndarray(si)):
+            raise NonDifferentiableError(
+                "a list of containers was passed to an operation and resized afterwards (append, "
+                "extend, insert or pop); dplus cannot tell which element received which sensitivity: "
+                "pass a copy (list(xs)) to the operation, or resize a copy")
+        entry[i] = add(entry[i], si)
 
 
 def _as_items(s: Any, n: int, v: Any) -> list | None:

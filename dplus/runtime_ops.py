@@ -29,6 +29,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     setitem_plus,
     unpack_plus,
     unpack_star_plus,
+    user_namespace_plus,
 )
 
 from .boxes import BoxSensitivities
@@ -100,6 +101,27 @@ def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
     if kwargs and type(p) is types.FunctionType and p.__code__.co_flags & _VARKW == 0:
         return _call_positionally(p, args, kwargs)
     return p(*args, **kwargs)
+
+
+def callee_plus(f: Any) -> Any:
+    """What ``call(f, *args)`` (no keywords) calls, returned rather than called: generated
+    first-order code calls it itself, so a recursive function costs one frame per level,
+    as in the plain call (``call`` would be a second)."""
+    tf = type(f)
+    if tf is types.FunctionType:
+        if id(f) not in _REGISTERED_IDS and id(f.__code__) not in _PLUS_CODE_IDS:
+            t = _TRANSFORMS.get(f)
+            if t is not None:
+                return t
+        elif is_plus_function(f):
+            return f
+    elif tf is types.BuiltinFunctionType or tf is type:
+        t = _TRANSFORMS.get(f)
+        if t is not None:
+            return t
+    if tf is types.FunctionType and is_plus_function(f):
+        return f
+    return lift(f)
 
 
 _VARARGS = 0x04

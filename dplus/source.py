@@ -76,7 +76,104 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
     except (OSError, TypeError, IndexError):
         raise SourceUnavailableError(_fix_fn_error(fn)) from None
     node = _find_node(fn, code, block_lines, start, lines)
+    if not filename.startswith("<dplus:") and not _compiles_to(node, code):
+        raise SourceUnavailableError(
+            f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
+            f"{filename} is not the code that runs, so dplus would differentiate another function. "
+            "Re-import the module (importlib.reload) or restart, then differentiate again."
+        )
     return FunctionSource(node, filename, code, fn.__globals__, code.co_freevars)
+
+
+# --------------------------------------------------------------------------
+# the source found must be the code that runs (a file edited after import is not)
+
+_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLASSDEREF", "LOAD_CLOSURE"})
+_STORES = frozenset({"STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_NAME"})
+_DELETES = frozenset({"DELETE_FAST", "DELETE_DEREF", "DELETE_GLOBAL", "DELETE_NAME"})
+# what differs with the scope a def is compiled in (cells, how a callable is loaded)
+_SCOPE_ONLY = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "PUSH_NULL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG"})
+
+
+def _shape(code: types.CodeType, skipped: list[tuple[int, int, int, int]]) -> list:
+    """The code's operations with their names, constants and operators, leaving out what
+    depends only on the scope it was compiled in (local, cell or global access) and what
+    lies in the ``skipped`` source spans."""
+    import dis
+
+    out: list = []
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op in _SCOPE_ONLY or _inside(ins.positions, skipped):
+            continue
+        if op in _LOADS:
+            out.append(("LOAD", ins.argval))
+        elif op in _STORES:
+            out.append(("STORE", ins.argval))
+        elif op in _DELETES:
+            out.append(("DELETE", ins.argval))
+        elif op in ("LOAD_ATTR", "LOAD_METHOD"):  # (a compiler's choice for ``obj.m(...)``)
+            out.append(("ATTR", ins.argval))
+        elif op in ("PRECALL", "CALL"):
+            out.append(("CALL", ins.arg))
+        elif op == "LOAD_CONST":
+            v = ins.argval
+            if isinstance(v, str) and ".<locals>." in v:  # a class's __qualname__: where it was compiled
+                v = v.rsplit(".<locals>.", 1)[1]
+            out.append(("CONST", _shape(v, skipped) if isinstance(v, types.CodeType) else (type(v).__name__, repr(v))))
+        elif "JUMP" in op or op.startswith("FOR_ITER") or op.startswith("SEND"):
+            out.append((op.replace("BACKWARD", "").replace("FORWARD", ""),))
+        elif op in ("KW_NAMES",):
+            out.append((op, repr(ins.argval)))
+        else:
+            out.append((op, ins.argrepr if isinstance(ins.argval, int) and ins.argrepr else repr(ins.argval)))
+    return out
+
+
+def _inside(pos: Any, spans: list[tuple[int, int, int, int]]) -> bool:
+    if pos is None or pos.lineno is None or not spans:
+        return False
+    start = (pos.lineno, pos.col_offset or 0)
+    return any((a, b) <= start <= (c, d) for a, b, c, d in spans)
+
+
+def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bool:
+    """Whether the source ``node`` compiles to ``code`` (up to how names are reached).
+
+    The definition is compiled inside a function that binds ``code``'s free variables, so
+    that they stay free; when that cannot be compiled (a construct only valid where the
+    function really was), the source is trusted."""
+    import copy
+    import __future__
+
+    target = copy.deepcopy(node)
+    if isinstance(target, ast.FunctionDef):
+        target.decorator_list = []
+        stmt: ast.stmt = target
+    else:
+        stmt = ast.Expr(value=target)
+    outer_body: list[ast.stmt] = [
+        ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=ast.Constant(value=None))
+        for v in code.co_freevars
+    ]
+    outer_body.append(stmt)
+    outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
+    outer = ast.FunctionDef(
+        name="_dplus_source_check_",
+        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=outer_body, decorator_list=[], returns=None, type_comment=None)
+    module = ast.Module(body=[outer], type_ignores=[])
+    ast.fix_missing_locations(module)
+    flags = code.co_flags & sum(getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
+    try:
+        compiled = compile(module, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return True
+    wrapper = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    found = [c for c in wrapper.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
+    # ``assert`` statements are left out: pytest rewrites those of test modules
+    spans = [(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) for n in walk(node) if isinstance(n, ast.Assert)]
+    return len(found) == 1 and _shape(found[0], spans) == _shape(code, spans)
 
 
 def _parse_block(block_lines: list[str]) -> tuple[ast.Module, int]:

@@ -197,13 +197,21 @@ def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @_collector_paused
+def _reads_own_namespace(node: ast.AST) -> bool:
+    """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in ("locals", "vars", "dir", "eval", "exec") for n in walk(node))
+
+
 def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
-    guards, checks = inline_calls(f, node) if specialize and not nestable and reverse.FAST_PATHS[0] else ({}, [])
+    # (not in a function that reads its own namespace: locals() would show the inlined names)
+    inlines = specialize and not nestable and reverse.FAST_PATHS[0] and not _reads_own_namespace(node)
+    guards, checks = inline_calls(f, node) if inlines else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
     resolve_free(scope, set(), set(freevars))
@@ -470,18 +478,22 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
     if dataclasses.is_dataclass(cls) or attrs.has(cls):
         return _field_constructor(cls)
+    if _is_plain_namedtuple(cls):
+        return _namedtuple_constructor(cls)
     init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else getattr(cls, "__init__", None)
     if isinstance(init, types.FunctionType):
         t = lookup_transform(init)
         init_plus = t if t is not None else plus_function_for(init)
 
         def construct(*args: Any, **kwargs: Any) -> ProcResult:
+            from .runtime import apply_transform, handover
+
             obj = cls.__new__(cls)
-            r = init_plus(obj, *args, **kwargs)
+            # (through apply_transform, so that this code can be differentiated again)
+            r = apply_transform(init_plus, obj, *args, **kwargs)
             inner = r.backprop
 
             def construct_backprop(A: Any, Abox: Any) -> tuple:
-                from .runtime import handover
 
                 if A is not Z and A is not None:
                     handover(Abox, obj, A)
@@ -493,6 +505,46 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
         _mark_plus(construct)
         return construct
     return None
+
+
+def _is_plain_namedtuple(cls: type) -> bool:
+    """A ``collections.namedtuple`` / ``typing.NamedTuple`` class whose construction is the
+    generated one (no ``__new__`` or ``__init__`` of the user's)."""
+    if not (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)):
+        return False
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return True
+        if "__init__" in klass.__dict__:
+            return False
+        new = klass.__dict__.get("__new__")
+        new = getattr(new, "__func__", new)  # (a staticmethod in the class dict)
+        if new is not None and not getattr(new, "__module__", "").startswith("namedtuple_"):
+            return False  # (the generated __new__ lives in a module named namedtuple_<name>)
+    return True
+
+
+def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
+    """A named tuple built from its fields: each argument gets its field's sensitivity."""
+    names = list(cls._fields)
+
+    def construct_namedtuple(*args: Any, **kwargs: Any) -> ProcResult:
+        obj = cls(*args, **kwargs)
+        n = len(names)
+
+        def construct_namedtuple_backprop(A: Any, Abox: Any) -> tuple:
+            from .linear import tuple_items
+
+            parts = dict(zip(names, tuple_items(A, n)))
+            out = ((),) + tuple(parts[name] for name in names[: len(args)])
+            if kwargs:
+                out = out + ({k: parts.get(k, Z) for k in kwargs},)
+            return out
+
+        return ProcResult(obj, construct_namedtuple_backprop)
+
+    _mark_plus(construct_namedtuple)
+    return construct_namedtuple
 
 
 def _field_constructor(cls: type) -> Callable[..., ProcResult]:

@@ -15,6 +15,7 @@ Decisions (documented in docs/containers.md):
 
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 import sys
@@ -25,6 +26,7 @@ from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from dplus.registry import register_primitive
+from dplus.rules import defnondiff
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
 
@@ -200,6 +202,13 @@ def _instance_has(obj: Any, name: str) -> bool:
     return False
 
 
+def _named_field_index(obj: Any, name: str) -> int:
+    """The position of a named tuple's field ``name`` (-1: not a named tuple's field).
+    Non-differentiable: rule code differentiated again reads it as a constant."""
+    fields = getattr(type(obj), "_fields", ()) if isinstance(obj, tuple) else ()
+    return fields.index(name) if isinstance(fields, tuple) and name in fields else -1
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
     v = getattr(obj, name)
     t = type(obj)
@@ -217,9 +226,10 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
             return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
     if t is Box and name == "value":
         return _box_read(obj, v)
-    if isinstance(obj, tuple) and name in getattr(t, "_fields", ()):
+    field = _named_field_index(obj, name)
+    if field >= 0:
         # a named tuple's field: a projection like t[i]
-        return apply_transform(getitem_plus, obj, t._fields.index(name))
+        return apply_transform(getitem_plus, obj, field)
     if is_tracked_mutable(obj) and _instance_has(obj, name):
 
         return _keyed_read(obj, name, v)
@@ -651,12 +661,27 @@ def tuple_plus(*args: Any) -> ProcResult:
     return ProcResult(t, tuple_constructor_backprop)
 
 
+def _pairs_sensitivity(src: Any, pairs: Any, entry: dict, overridden: Any) -> Any:
+    """The sensitivity of the (key, value) pairs ``src`` a dict was built or updated from:
+    only a key's last pair, and only when no keyword argument overrode it, gave its value."""
+    last = {}
+    for i, pair in enumerate(pairs):
+        last[pair[0]] = i
+    sens = []
+    for i, pair in enumerate(pairs):
+        k = pair[0]
+        s = entry.get(k, Z) if last[k] == i and k not in overridden else Z
+        sens.append((None, s) if s is not Z else Z)
+    return _sequence_sensitivity(src, sens)
+
+
 def dict_plus(*args: Any, **kwargs: Any) -> ProcResult:
     src = args[0] if args else None
-    d = dict(*args, **kwargs)
     pairs_src = None
     if src is not None and not isinstance(src, dict):
+        # (read once, before dict() would consume an iterator)
         pairs_src = list(src) if not isinstance(src, (list, tuple)) else src
+    d = dict(*args, **kwargs) if pairs_src is None else dict(pairs_src, **kwargs)
 
     def dict_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is not Z and A is not None:
@@ -669,12 +694,7 @@ def dict_plus(*args: Any, **kwargs: Any) -> ProcResult:
             if isinstance(src, dict):
                 out.append({k: entry[k] for k in src if k in entry and k not in kwargs} or Z)
             else:
-                sens = []
-                for pair in pairs_src:
-                    k = pair[0]
-                    s = entry.get(k, Z)
-                    sens.append((None, s) if s is not Z else Z)
-                out.append(_sequence_sensitivity(src, sens))
+                out.append(_pairs_sensitivity(src, pairs_src, entry, kwargs))
         if kwargs:
             out.append({k: entry.get(k, Z) for k in kwargs})
         return tuple(out)
@@ -705,6 +725,11 @@ def list_extend_plus(xs: list, ys: Any) -> ProcResult:
             return (), Z, Z
         tail = entry[len(entry) - m :]
         del entry[len(entry) - m :]
+        if isinstance(ys, list):
+            # ``ys`` may have changed since (``xs.extend(xs)``: it is ``xs``): its elements
+            # then were ``items``
+            handover(Abox, ys, tail, items)
+            return (), Z, Z
         return (), Z, _sequence_sensitivity(ys, tail)
 
     return ProcResult(None, extend_backprop)
@@ -846,8 +871,13 @@ def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
 
 
 def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
-    src = dict(*args, **kwargs)
+    pairs = None
+    if args and not isinstance(args[0], dict) and not hasattr(args[0], "keys"):
+        # (read once, before dict() would consume an iterator)
+        pairs = list(args[0]) if not isinstance(args[0], (list, tuple)) else args[0]
+    src = dict(*args, **kwargs) if pairs is None else dict(pairs, **kwargs)
     d.update(src)
+    keys = list(args[0]) if args and pairs is None else ()  # (the mapping's keys now: it may change later)
 
     def update_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(d)
@@ -858,17 +888,76 @@ def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
         out: list = [(), Z]
         if args:
             a = args[0]
-            if isinstance(a, dict):
-                out.append({k: moved.get(k, Z) for k in a if k not in kwargs} or Z)
+            if pairs is None:
+                out.append({k: moved.get(k, Z) for k in keys if k not in kwargs} or Z)
             else:
-                pairs = list(a)
-                sens = [(None, moved.get(p[0], Z)) if moved.get(p[0], Z) is not Z else Z for p in pairs]
-                out.append(_sequence_sensitivity(a, sens))
+                out.append(_pairs_sensitivity(a, pairs, moved, kwargs))
         if kwargs:
             out.append({k: moved.get(k, Z) for k in kwargs})
         return tuple(out)
 
     return ProcResult(None, update_backprop)
+
+
+def user_namespace_plus(display: dict) -> ProcResult:
+    """What ``locals()`` gives inside differentiated code: the display of the user's
+    variables (``normalize.user_namespace``) without those not bound yet."""
+    from dplus.normalize import UNBOUND
+
+    ns = {k: v for k, v in display.items() if not (type(v) is str and v == UNBOUND)}
+
+    def user_namespace_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, ns, A)
+        entry = Abox.pop(ns, Z)
+        return (), (dict(entry) or Z) if entry is not Z else Z
+
+    return ProcResult(ns, user_namespace_backprop)
+
+
+# ``a | b`` and ``a |= b`` on dicts merge (the later value of a key wins); on anything else
+# (ints, bools, sets, Counters' in-place maximum) they stay non-differentiable.
+_MERGING_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+_MERGE_OR = frozenset(t.__or__ for t in _MERGING_DICTS)
+_MERGE_ROR = frozenset(t.__ror__ for t in _MERGING_DICTS)
+_MERGE_IOR = frozenset(t.__ior__ for t in _MERGING_DICTS)
+
+
+def _merges(x: Any, y: Any) -> bool:
+    return (isinstance(x, dict) and isinstance(y, dict) and type(x).__or__ in _MERGE_OR
+            and type(y).__ror__ in _MERGE_ROR)
+
+
+def dict_or_plus(x: Any, y: Any) -> ProcResult:
+    if not _merges(x, y):
+        return ProcResult(operator.or_(x, y), lambda A, Abox: ((), Z, Z))
+    r = x | y
+
+    def dict_or_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, r, A)
+        entry = Abox.pop(r, Z)
+        if entry is Z:
+            return (), Z, Z
+        # a key of both takes the right-hand value: the left one gets no sensitivity
+        sx = {k: entry[k] for k in x if k in entry and k not in y}
+        sy = {k: entry[k] for k in y if k in entry}
+        return (), sx or Z, sy or Z
+
+    return ProcResult(r, dict_or_backprop)
+
+
+def dict_ior_plus(x: Any, y: Any) -> ProcResult:
+    if not (isinstance(x, dict) and type(x).__ior__ in _MERGE_IOR):
+        return ProcResult(operator.ior(x, y), lambda A, Abox: ((), Z, Z))
+    update = apply_transform(dict_update_plus, x, y)  # ``x |= y`` is ``x.update(y)``, then ``x``
+
+    def dict_ior_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, x, A)  # the result is ``x`` itself, as it is after the update
+        return update.backprop(Z, Abox)
+
+    return ProcResult(x, dict_ior_backprop)
 
 
 def dict_pop_plus(d: dict, key: Any, *default: Any) -> ProcResult:
@@ -1002,9 +1091,12 @@ register_primitive(list.reverse, list_reverse_plus)
 register_primitive(list.sort, list_sort_plus, note="gradients follow the permutation; key= is used for primals only")
 register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
+defnondiff(_named_field_index)
 register_primitive(dict.get, dict_get_plus)
 register_primitive(dict.setdefault, dict_setdefault_plus)
 register_primitive(dict.update, dict_update_plus)
+register_primitive(operator.or_, dict_or_plus, note="dict merge; non-differentiable otherwise")
+register_primitive(operator.ior, dict_ior_plus, note="dict update in place; non-differentiable otherwise")
 register_primitive(dict.pop, dict_pop_plus)
 register_primitive(dict.items, dict_items_plus, note="a list of (key, value) pairs inside differentiated code")
 register_primitive(dict.values, dict_values_plus, note="a list inside differentiated code")

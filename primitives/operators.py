@@ -34,13 +34,11 @@ Derivatives (``A`` is the result sensitivity, ``r`` the result):
   when ``y == 0``; ``0 ** y`` with ``0 < y < 1`` has an infinite derivative and raises
   ``ZeroDivisionError``). ``d/dy = r * log(x)`` for ``x > 0``; ``0`` for ``x == 0``
   (``0**y`` is constant for ``y > 0``); for ``x < 0`` the principal complex logarithm
-  ``r * cmath.log(x)`` when the result is complex (non-integer exponent), and ``0`` when
-  the result is real: a real negative base only has a real power at integer exponents,
-  where the power is not differentiable in the exponent along the reals; ``0`` keeps
-  the gradient real and finite (autograd, JAX and PyTorch give ``nan`` there). (Python's
-  ``**`` continues to the principal complex branch off the integers, whose real part has
-  derivative ``r * log|x|`` in the exponent at the integers: finite differences of
-  ``(x ** y).real`` see that value, not ``0``.)
+  ``r * cmath.log(x)``: Python's ``**`` of a negative base is complex off the whole
+  exponents (the principal branch) and real at them, so this is the derivative of the
+  function Python computes, and a real exponent takes its real part (complex convention
+  below): ``r * log|x|`` at a whole exponent, which finite differences of ``(x ** y).real``
+  or ``abs(x ** y)`` see (autograd, JAX and PyTorch give ``nan`` there).
 * ``abs(x)``: ``sign(x)`` for reals, ``0`` at ``x == 0`` (a subgradient); for complex
   ``z``, ``A * conj(z) / |z|`` (see the complex convention below).
 * ``x @ y`` (NumPy): ``A @ y.T`` and ``x.T @ A`` with 1-D operands promoted as NumPy does
@@ -569,7 +567,9 @@ def _pow_gy_general(A: Any, r: Any, x: Any, y: Any) -> Any:
             d = rr * np.log(xx.astype(complex))
             d = np.where(xx == 0, 0.0, d)
         else:
-            d = np.where(xx > 0, rr * np.log(np.where(xx > 0, xx, 1.0)), 0.0)
+            # (a negative base has a real power at whole exponents: the real part of
+            # r * log(x), r * log|x|, as for numbers)
+            d = np.where(xx != 0, rr * np.log(np.where(xx != 0, np.abs(xx), 1.0)), 0.0)
     return A * d
 
 
@@ -649,8 +649,8 @@ _POW = (
     if r.imag and _type(x) is not _complex
     else A * (y * r / x if x else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf) if y else 0.0),
     lambda A, r, x, y: (A * (0.0 if x == 0 else r * cmath.log(x))).real
-    if r.imag and _type(y) is not _complex
-    else A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or y.imag else r * math.log(x.real) if x.real > 0 else 0.0),
+    if (r.imag or x.real < 0) and _type(y) is not _complex
+    else A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or y.imag or x.real < 0 else r * math.log(x.real)),
 )
 _ABS = lambda A, r, x: A * (x.conjugate() / r if r else 0.0)  # noqa: E731
 _pow_gx, _pow_gy = _POW
@@ -765,14 +765,15 @@ for _fn in (
     operator.lt, operator.le, operator.eq, operator.ne, operator.ge, operator.gt,
     operator.not_, operator.truth, operator.is_, operator.is_not, operator.contains,
     operator.index, operator.invert, operator.inv,
-    operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+    operator.and_, operator.xor, operator.lshift, operator.rshift,  # (or_: a dict merge, in containers.py)
     operator.countOf, operator.indexOf, operator.length_hint,
 ):  # fmt: skip
     defnondiff(_fn)
 
-# In-place bitwise operators: non-differentiable, but ``|=`` on sets/dicts and ``&=`` on
+# In-place bitwise operators: non-differentiable, but ``|=`` on sets and ``&=`` on
 # arrays mutate; they are computed as Python computes them.
-for _fn in (operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift):
+for _fn in (operator.iand, operator.ixor,  # (ior: a dict update, in containers.py)
+            operator.ilshift, operator.irshift):
     defnondiff(_fn)
 
 
