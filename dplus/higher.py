@@ -27,7 +27,7 @@ from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, is_plus_function, plus_info
 from .errors import NonDifferentiableError, describe_callable
-from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
+from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
@@ -145,6 +145,17 @@ def _call_tower(f: Any, *args: Any) -> ProcResult:
     first = lift(f)
     T = transform_of_plus(first)
     return _shift_callee_relayout(call_plus(T, *args), first, T)
+
+
+def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
+    """The transform of ``runtime_ops.call_on_constants``: a constant at every order when
+    its callee is unknown, else the transform of ``call``."""
+    P = runtime_ops.constant_callee(f, args, {})
+    if P is None:
+        return _call_tower(f, *args)
+    r = runtime_ops.call_on_constants(f, *args)
+    zeros = ((), None) + (Z,) * len(args)
+    return ProcResult(r, lambda A, Abox: zeros)
 
 
 def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
@@ -413,7 +424,7 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_plus_tower, _binop_tower,
+for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_on_constants_tower, _call_plus_tower, _binop_tower,
             _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
@@ -426,6 +437,8 @@ defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
 defnondiff(runtime_ops.select_binop)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
+register_primitive(runtime_ops.call_on_constants, _call_on_constants_tower,
+                   note="calling a callee on constants from generated code (derivatives of derivatives)")
 register_primitive(run_backprop, _run_backprop_tower)
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
 register_primitive(apply_transform, _call_plus_tower, note="calling a rule's transform (derivatives of derivatives)")
@@ -576,6 +589,11 @@ def _tuple_part_rule(S: Any, i: int, n: int) -> ProcResult:
 
 
 def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
+    if is_ndarray(v):
+        # linear in the rows' sensitivities: its transpose hands each row its part
+        n = len(parts)
+        return ProcResult(runtime_ops.unpack_sensitivity(v, parts),
+                          lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
     if type(v) is not tuple and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
             "derivatives of derivatives through unpacking a list or an array are not supported yet; unpack a tuple"

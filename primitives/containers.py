@@ -561,9 +561,16 @@ def _sequence_sensitivity(v: Any, items: list) -> Any:
     if isinstance(v, (dict, str, bytes, range, set, frozenset)):
         return Z
     if is_ndarray(v):
-        np = sys.modules["numpy"]
-        return np.array([0.0 if s is Z else s for s in items])
+        return array_from_parts(v, items)
     return _conform_items(items, v)
+
+
+def array_from_parts(v: Any, items: list | tuple) -> Any:
+    """The sensitivity of the array ``v`` from those of its rows (its elements, for a vector)
+    as unpacking or iterating it gave them; ``Z`` rows are zeros."""
+    np = sys.modules["numpy"]
+    dtype = np.result_type(v.dtype, float)
+    return np.stack([np.zeros(v.shape[1:], dtype) if s is Z or s is None else np.asarray(s) for s in items])
 
 
 def unpack_plus(v: Any, n: int) -> ProcResult:

@@ -56,9 +56,10 @@ Covered:
 would change what recorded backpropagators see. Every way of doing it raises
 :class:`dplus.NonDifferentiableError` with a suggestion: ``out=`` on any rule here,
 ``ndarray.fill sort put resize partition setfield itemset``, ``np.copyto put place putmask
-fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``) and the random ``shuffle``;
-``a.flat`` is read-only. (``a[i] = v`` raises in the
-container rules; ``a += b`` rebinds ``a`` to a new array, see the operator rules.)
+fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``), the in-place special methods
+(``a.__iadd__(b)``, ...) and the random ``shuffle``; ``a.flat`` is read-only. (``a[i] = v``
+raises in the container rules; ``a += b`` rebinds ``a`` to a new array when nothing else can
+see ``a`` and raises otherwise, see ``dplus.sharing`` and the operator rules.)
 
 NumPy is optional: without it this module registers nothing.
 """
@@ -1455,6 +1456,9 @@ def register_numpy_rules() -> None:
     for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"),
                np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis):
         mutating(fn, fresh)
+    for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor",
+                 "ilshift", "irshift"):
+        mutating(getattr(nd, f"__{name}__", None), "Use the operator that makes a new array (`a = a + b`).")
 
     # -- random draws: constants, except the location/scale of normal, uniform, exponential,
     # which get their pathwise (reparameterization) sensitivities
