@@ -32,6 +32,7 @@ from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
+from .primitives import _iterables
 from .primitives.containers import register_attribute
 from .runtime import CellKey, Snapshot, apply_transform, changed_since, fold, is_tracked_mutable, lift, snapshot, watch_call
 
@@ -383,7 +384,11 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
 
 
-def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
+def _unsupported_again(fn: Any, what: str | Callable[..., str], fix: str = "") -> Callable[..., ProcResult]:
+    """The transform of ``fn`` (rule code) at the next order: ``fn`` runs, and its backprop
+    raises, naming ``what`` user code did (a string, or a function of ``fn``'s arguments),
+    when the result receives sensitivity."""
+
     def again(*args: Any, **kwargs: Any) -> ProcResult:
         result = fn(*args, **kwargs)
 
@@ -391,7 +396,8 @@ def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
             if is_tracked_mutable(result) and result in Abox:
                 A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
             if not is_zero_sensitivity(A):
-                raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet")
+                name = what if isinstance(what, str) else what(*args, **kwargs)
+                raise NonDifferentiableError(f"derivatives of derivatives through {name} are not supported yet{fix}")
             return ((),) + (Z,) * len(args)
 
         return ProcResult(result, again_backprop)
@@ -723,3 +729,29 @@ register_primitive(_gradient_outermost, _gradient_outermost_tower)
 defnondiff(_closure_part)
 register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
+
+
+# Rule code that keeps sensitivities of mutable values (the box-sensitivity map) or of the
+# elements of iterables is not differentiable again yet: refused naming what the user's
+# code did, never these internals.
+_ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects (an element read more than once, or written)"
+_ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
+for _method in (BoxSensitivities.get, BoxSensitivities.__getitem__, BoxSensitivities.map_entry,
+                BoxSensitivities.list_entry, BoxSensitivities.accumulate):
+    register_primitive(_method, _unsupported_again(_method, _ELEMENTS_AGAIN, _ELEMENTS_FIX),
+                       note="internal: refused at the next order")
+
+
+def _iterated(seq: Any, *rest: Any) -> str:
+    """What the user's code iterated, for a refusal: ``sum() over a NumPy array``."""
+    kinds = {_iterables.LIST: "a list", _iterables.ARRAY: "a NumPy array", _iterables.REPEAT: "itertools.repeat"}
+    return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
+
+
+register_primitive(
+    _iterables.Seq.sens,
+    _unsupported_again(_iterables.Seq.sens, _iterated,
+                       "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
+                       "again, and pass tuples rather than lists"),
+    note="internal: refused at the next order",
+)

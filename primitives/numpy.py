@@ -79,6 +79,7 @@ from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
 
+from .containers import scatter_add
 from .operators import _fit, _unbroadcast
 
 __all__ = ["defgrad", "defvjp_joint", "register_numpy_rules"]
@@ -1083,16 +1084,12 @@ def _repeat_grad(A, r, a, repeats, axis=None):
     if axis is None:
         flat = x.ravel()
         src = np.repeat(np.arange(flat.size), repeats)
-        g = np.zeros(flat.size, dtype=np.result_type(A, float))
-        np.add.at(g, src, A)
-        return g.reshape(x.shape)
+        return scatter_add(flat, src, A).reshape(x.shape)
     axis = axis % x.ndim
     src = np.repeat(np.arange(x.shape[axis]), repeats)
-    g = np.zeros(x.shape, dtype=np.result_type(A, float))
     idx = [slice(None)] * x.ndim
     idx[axis] = src
-    np.add.at(g, tuple(idx), A)
-    return g
+    return scatter_add(x, tuple(idx), A)
 
 
 def _sort_grad(A, r, a, axis=-1, kind=None, order=None, **kw):
@@ -1110,14 +1107,13 @@ def _sort_grad(A, r, a, axis=-1, kind=None, order=None, **kw):
 
 def _take_grad(A, r, a, indices, axis=None, out=None, mode="raise"):
     x = np.asarray(a)
-    g = np.zeros(x.shape, dtype=np.result_type(A, float))
     if axis is None:
-        np.add.at(g.reshape(-1), np.ravel(indices) if np.ndim(indices) else indices, np.ravel(A) if np.ndim(indices) else A)
-        return g
+        flat = x.ravel()
+        return scatter_add(flat, np.ravel(indices) if np.ndim(indices) else indices,
+                           np.ravel(A) if np.ndim(indices) else A).reshape(x.shape)
     idx = [slice(None)] * x.ndim
     idx[axis % x.ndim] = indices
-    np.add.at(g, tuple(idx), A)
-    return g
+    return scatter_add(x, tuple(idx), A)
 
 
 def _triu_grad(A, r, m, k=0):

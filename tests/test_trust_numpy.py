@@ -517,3 +517,79 @@ def test_unknown_function_whose_result_depends_on_inputs_is_still_refused():
     assert SCALES == [1.0, 2.0]
     with pytest.raises(dplus.UnknownTransformError, match="ptp"):
         grad(lambda x: np.sum(np.ptp(x * W_CONSTANT)))(np.array([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------------------
+# 4. second order
+
+
+def cube_of_slice(x):
+    return np.sum(x[1:] ** 3)
+
+
+def cube_of_fancy_index(x):
+    return np.sum(x[[0, 2, 2]] ** 3)
+
+
+def cube_of_mask(x):
+    return np.sum(x[x > 0] ** 3)
+
+
+def cube_of_take_and_repeat(x):
+    return np.sum(np.take(x, [1, 1, 0]) ** 3) + np.sum(np.repeat(x, 2) ** 3)
+
+
+def dict_of_arrays_of_two_shapes(x):
+    d = {"a": x * 2.0, "m": np.ones((2, 3))}  # "m" is never read
+    return np.sum(d["a"] ** 3)
+
+
+def _fd_hessian(f, x, eps=1e-4):
+    g = lambda y: _fd_grad(f, (y,), 0, eps=1e-6)  # noqa: E731
+    H = np.zeros((x.size, x.size))
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps
+        H[:, i] = (g(x + e) - g(x - e)) / (2 * eps)
+    return H
+
+
+@pytest.mark.parametrize("f", [cube_of_slice, cube_of_fancy_index, cube_of_mask, cube_of_take_and_repeat,
+                               dict_of_arrays_of_two_shapes, unpack_vector])
+def test_hessians_through_indexing(f):
+    for x in several(3):
+        (H,) = hessian(f)(x)
+        assert np.allclose(H, _fd_hessian(f, x), rtol=1e-4, atol=1e-4), f.__name__
+
+
+def test_scatter_add_rule_against_finite_differences():
+    from dplus.primitives.containers import scatter_add
+
+    like = np.zeros((3, 2))
+    idx = ([0, 2, 0], slice(None))
+    A = rng.normal(size=(3, 2))
+    S = rng.normal(size=(3, 2))
+    r = dplus.lift_dplus(scatter_add)(like, idx, A)
+    expected = np.zeros((3, 2))
+    np.add.at(expected, idx, A)
+    assert np.array_equal(r.primal, expected)
+    gA = r.backprop(S, dplus.BoxSensitivities())[3]
+    assert np.allclose(gA, S[idx])  # the transpose reads back what was added
+
+
+def sum_of_array_elements(x):
+    return sum(x ** 3)
+
+
+def dict_element_read_twice(x):
+    d = {"a": x * 2.0}
+    return np.sum(d["a"] ** 3) + np.sum(d["a"])
+
+
+@pytest.mark.parametrize("f,match", [(sum_of_array_elements, r"sum\(\) over a NumPy array.*np\.sum"),
+                                     (dict_element_read_twice, "elements of lists, dicts")])
+def test_second_order_refusals_name_the_users_construct(f, match):
+    with pytest.raises(NonDifferentiableError, match=match) as info:
+        hessian(f)(np.array([1.0, 2.0, 3.0]))
+    message = str(info.value)
+    assert "Seq" not in message and "BoxSensitivities" not in message and "define_dplus" not in message
