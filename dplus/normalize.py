@@ -158,7 +158,7 @@ class Normalizer:
         # the rebinding, in the same expression, keeps the value it had (``f(x, (x := 2))``)
         self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
         body = scope.node.body if isinstance(scope.node.body, list) else []
-        self.unshared = unshared_aug_targets(scope, body, boxed_here)  # ``a op= b`` may rebind ``a``
+        self.unshared = unshared_aug_targets(scope, body, boxed_here, globals_)  # ``a op= b`` may rebind ``a``
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:

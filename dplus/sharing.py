@@ -10,8 +10,10 @@ name ``a`` of one function when
 * ``a`` is not a parameter, not global or nonlocal, not read by a nested function, not
   boxed;
 * every binding of ``a`` is ``a = <arithmetic>`` (a binary or unary operator, which gives
-  a new array) or an augmented assignment of ``a`` (which, computed out of place, also
-  gives a new array);
+  a new array), ``a = <something>.copy()``, ``a = np.zeros(...)`` and the other NumPy
+  constructors that always make a new array (``np`` being the numpy module when the
+  function is transformed), or an augmented assignment of ``a`` (which, computed out of
+  place, also gives a new array);
 * every read of ``a`` that could keep a reference to the array (anything but an operand
   of an arithmetic operator or comparison, ``a.shape``-like attributes, and array methods
   that return new arrays) happens after the last augmented assignment of ``a``, and not
@@ -24,6 +26,7 @@ time they are refused (see ``runtime_ops.refuse_array_in_place``).
 from __future__ import annotations
 
 import ast
+import sys
 
 from .scopes import Scope, names_bound_by
 
@@ -35,14 +38,21 @@ _SAFE_METHODS = frozenset({
     "sum", "mean", "prod", "max", "min", "std", "var", "dot", "copy", "any", "all", "argmax", "argmin",
     "tolist", "item", "cumsum", "cumprod", "round", "clip", "trace",
 })
+# NumPy functions that always return a new array (np.array copies unless told not to)
+_FRESH_CONSTRUCTORS = frozenset({
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "copy",
+    "arange", "linspace", "eye", "identity",
+})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
-def unshared_aug_targets(scope: Scope, body: list[ast.stmt], boxed: set[str]) -> set[str]:
-    """The names whose augmented assignments in ``body`` (the function of ``scope``) may
-    run out of place: no other reference to their array can observe the difference."""
-    visitor = _Visitor()
+def unshared_aug_targets(scope: Scope, body: list[ast.stmt], boxed: set[str], globals_: dict) -> set[str]:
+    """The names whose augmented assignments in ``body`` (the function of ``scope``, whose
+    module globals are ``globals_``) may run out of place: no other reference to their
+    array can observe the difference."""
+    module_level = {k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free}
+    visitor = _Visitor(module_level)
     for s in body:
         visitor.visit(s, None, ())
     captured: set[str] = set()
@@ -69,7 +79,8 @@ class _Visitor:
     name (numbered when they complete), its reads that may keep a reference, and the names
     bound otherwise than by ``name = <arithmetic>``."""
 
-    def __init__(self) -> None:
+    def __init__(self, globals_: dict) -> None:
+        self.globals = globals_  # the module-level names the function reads
         self.clock = 0
         self.augs: dict[str, list[tuple[int, tuple]]] = {}
         self.leaks: dict[str, list[tuple[int, tuple]]] = {}
@@ -101,13 +112,32 @@ class _Visitor:
     def bindings(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            fresh = isinstance(node.value, (ast.BinOp, ast.UnaryOp)) and len(targets) == 1
+            fresh = len(targets) == 1 and self.makes_new_array(node.value)
             for t in targets:
                 if isinstance(t, ast.Name) and fresh:
                     continue
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         self.other_bindings.add(n.id)
+
+    def makes_new_array(self, value: ast.expr | None) -> bool:
+        """``value`` evaluates to an object nothing else refers to (for arrays)."""
+        if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+            return True
+        if not isinstance(value, ast.Call) or any(k.arg == "copy" for k in value.keywords):
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
+            return True  # a.copy()
+        np = sys.modules.get("numpy")
+        if np is None:
+            return False
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return func.attr in _FRESH_CONSTRUCTORS and self.globals.get(func.value.id) is np
+        if isinstance(func, ast.Name):
+            fn = self.globals.get(func.id)
+            return any(fn is getattr(np, name, None) for name in _FRESH_CONSTRUCTORS)
+        return False
 
     def name(self, node: ast.Name, parent: ast.AST | None, loops: tuple) -> None:
         if isinstance(node.ctx, ast.Store):

@@ -593,3 +593,29 @@ def test_second_order_refusals_name_the_users_construct(f, match):
         hessian(f)(np.array([1.0, 2.0, 3.0]))
     message = str(info.value)
     assert "Seq" not in message and "BoxSensitivities" not in message and "define_dplus" not in message
+
+
+def accumulate_into_zeros(x):
+    acc = np.zeros(3)
+    for k in range(3):
+        acc += x ** k
+    total = np.ones_like(x)
+    total *= np.sum(acc)
+    c = x.copy()
+    c -= 1.0
+    return np.sum(total * c)
+
+
+def zeros_shadowed(x, np_=np):
+    acc = np_.zeros(3)  # np_ is a parameter: not known to make a new array
+    acc += x
+    return np.sum(acc)
+
+
+def test_augmented_assignment_on_fresh_numpy_arrays():
+    for x in several(3):
+        check_program(accumulate_into_zeros, x)
+
+
+def test_augmented_assignment_on_an_array_of_unknown_origin_is_refused():
+    refuses(zeros_shadowed, np.array([1.0, 2.0, 3.0]))
