@@ -153,7 +153,7 @@ def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
     its callee is unknown, else the transform of ``call``."""
     P = runtime_ops.constant_callee(f, args, {})
     if P is None:
-        return _call_tower(f, *args)
+        return apply_transform(_call_tower, f, *args)
     r = runtime_ops.call_on_constants(f, *args)
     zeros = ((), None) + (Z,) * len(args)
     return ProcResult(r, lambda A, Abox: zeros)

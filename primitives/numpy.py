@@ -1449,7 +1449,7 @@ def register_numpy_rules() -> None:
 
     # -- in place: raise
     fresh = "Build a new array instead (np.where, np.concatenate, np.sort(a), a.copy(), ...)"
-    for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"),
+    for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"), nd.__setitem__,
                np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis):
         mutating(fn, fresh)
     for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor",
