@@ -619,3 +619,20 @@ def test_augmented_assignment_on_fresh_numpy_arrays():
 
 def test_augmented_assignment_on_an_array_of_unknown_origin_is_refused():
     refuses(zeros_shadowed, np.array([1.0, 2.0, 3.0]))
+
+
+# ---------------------------------------------------------------------------
+# float32 arguments
+
+
+@pytest.mark.parametrize("f", [aug_private, aug_private_loop, accumulate_into_zeros, unpack_vector,
+                               cube_of_slice, uses_ptp_of_a_constant])
+def test_float32_arguments(f):
+    for x in several(3) if f is not uses_ptp_of_a_constant else several(2):
+        x32 = x.astype(np.float32)
+        plain = f(x32.copy())
+        r = dplus.dplus(f)(x32)
+        assert np.asarray(r.primal).dtype == np.asarray(plain).dtype and np.allclose(r.primal, plain, rtol=1e-6)
+        (g,) = r.backprop(1.0)
+        assert g.shape == x.shape
+        assert np.allclose(g, _fd_grad(f, (x32.astype(float),), 0), rtol=1e-3, atol=1e-3)
