@@ -602,7 +602,7 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
                           lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
     if type(v) is not tuple and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
-            "derivatives of derivatives through unpacking a list or an array are not supported yet; unpack a tuple"
+            f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
         )
     return ProcResult(runtime_ops.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
 
@@ -734,7 +734,7 @@ register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiate
 # Rule code that keeps sensitivities of mutable values (the box-sensitivity map) or of the
 # elements of iterables is not differentiable again yet: refused naming what the user's
 # code did, never these internals.
-_ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects (an element read more than once, or written)"
+_ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects"
 _ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
 for _method in (BoxSensitivities.get, BoxSensitivities.__getitem__, BoxSensitivities.map_entry,
                 BoxSensitivities.list_entry, BoxSensitivities.accumulate):
