@@ -28,11 +28,12 @@ from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
-from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_zero_sensitivity, scale, tuple_items, zero
+from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
+from .primitives import _iterables
 from .primitives.containers import gather_slice, register_attribute, scatter_slice
 from .runtime import (CellKey, KeywordDict, Snapshot, apply_transform, changed_since, fold, handover, is_tracked_mutable, lift,
                       snapshot, watch_call)
@@ -218,6 +219,17 @@ def _call_transform(T: Any, args: tuple, kwargs: dict) -> ProcResult:
     if kwargs:
         return runtime_ops.call(T, *args, **kwargs)
     return call_plus(T, *args)
+
+
+def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
+    """The transform of ``runtime_ops.call_on_constants``: a constant at every order when
+    its callee is unknown, else the transform of ``call``."""
+    P = runtime_ops.constant_callee(f, args, {})
+    if P is None:
+        return apply_transform(_call_tower, f, *args)
+    r = runtime_ops.call_on_constants(f, *args)
+    zeros = ((), None) + (Z,) * len(args)
+    return ProcResult(r, lambda A, Abox: zeros)
 
 
 def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
@@ -455,7 +467,11 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
 
 
-def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
+def _unsupported_again(fn: Any, what: str | Callable[..., str], fix: str = "") -> Callable[..., ProcResult]:
+    """The transform of ``fn`` (rule code) at the next order: ``fn`` runs, and its backprop
+    raises, naming ``what`` user code did (a string, or a function of ``fn``'s arguments),
+    when the result receives sensitivity."""
+
     def again(*args: Any, **kwargs: Any) -> ProcResult:
         result = fn(*args, **kwargs)
 
@@ -463,7 +479,8 @@ def _unsupported_again(fn: Any, what: str) -> Callable[..., ProcResult]:
             if is_tracked_mutable(result) and result in Abox:
                 A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
             if not is_zero_sensitivity(A):
-                raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet")
+                name = what if isinstance(what, str) else what(*args, **kwargs)
+                raise NonDifferentiableError(f"derivatives of derivatives through {name} are not supported yet{fix}")
             return ((),) + (Z,) * len(args)
 
         return ProcResult(result, again_backprop)
@@ -513,8 +530,8 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_transform, _call_plus_tower,
-            _call_positionally_tower, _keyword_backprop_plus, _binop_tower, _run_backprop_tower):
+for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_transform, _call_on_constants_tower,
+            _call_plus_tower, _call_positionally_tower, _keyword_backprop_plus, _binop_tower, _run_backprop_tower):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
@@ -526,6 +543,8 @@ defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
 defnondiff(runtime_ops.select_binop)
 register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
+register_primitive(runtime_ops.call_on_constants, _call_on_constants_tower,
+                   note="calling a callee on constants from generated code (derivatives of derivatives)")
 register_primitive(run_backprop, _run_backprop_tower)
 register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
 register_primitive(apply_transform, _call_plus_tower, note="calling a rule's transform (derivatives of derivatives)")
@@ -683,9 +702,14 @@ def _tuple_part_rule(S: Any, i: int, n: int) -> ProcResult:
 
 
 def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
+    if is_ndarray(v):
+        # linear in the rows' sensitivities: its transpose hands each row its part
+        n = len(parts)
+        return ProcResult(runtime_ops.unpack_sensitivity(v, parts),
+                          lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
     if type(v) is not tuple and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
-            "derivatives of derivatives through unpacking a list or an array are not supported yet; unpack a tuple"
+            f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
         )
     return ProcResult(runtime_ops.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
 
@@ -930,3 +954,29 @@ register_primitive(grad, _grad_inside, note="grad called inside differentiated c
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
 register_primitive(D, _D_inside, note="D called inside differentiated code")
 register_primitive(_api.dplus, _dplus_inside, note="dplus called inside differentiated code")
+
+
+# Rule code that keeps sensitivities of mutable values (the box-sensitivity map) or of the
+# elements of iterables is not differentiable again yet: refused naming what the user's
+# code did, never these internals.
+_ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects"
+_ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
+for _method in (BoxSensitivities.get, BoxSensitivities.__getitem__, BoxSensitivities.map_entry,
+                BoxSensitivities.list_entry, BoxSensitivities.accumulate):
+    register_primitive(_method, _unsupported_again(_method, _ELEMENTS_AGAIN, _ELEMENTS_FIX),
+                       note="internal: refused at the next order")
+
+
+def _iterated(seq: Any, *rest: Any) -> str:
+    """What the user's code iterated, for a refusal: ``sum() over a NumPy array``."""
+    kinds = {_iterables.LIST: "a list", _iterables.ARRAY: "a NumPy array", _iterables.REPEAT: "itertools.repeat"}
+    return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
+
+
+register_primitive(
+    _iterables.Seq.sens,
+    _unsupported_again(_iterables.Seq.sens, _iterated,
+                       "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
+                       "again, and pass tuples rather than lists"),
+    note="internal: refused at the next order",
+)

@@ -18,6 +18,7 @@ import attrs
 
 from .errors import UnsupportedSyntaxError
 from .scopes import Scope
+from .sharing import unshared_aug_targets
 from .trees import walk
 
 __all__ = ["IRFunction", "normalize_function", "Namer", "closure_reads"]
@@ -102,6 +103,18 @@ def _internal(op: str, args: list[ast.expr]) -> ast.Call:
     return node
 
 
+_OP_SYMBOLS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+    ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+}
+
+
+def _parenthesized(e: ast.expr) -> str:
+    """The source of ``e`` as the right operand of a binary operator."""
+    text = ast.unparse(e)
+    return f"({text})" if isinstance(e, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Compare, ast.Lambda, ast.NamedExpr)) else text
+
+
 def _assign(target: str, value: ast.expr, like: ast.AST) -> ast.Assign:
     node = ast.Assign(targets=[_name(target, ast.Store())], value=value)
     return ast.copy_location(node, like)
@@ -157,6 +170,8 @@ class Normalizer:
         # names an assignment expression rebinds: read into a temp, so that a read before
         # the rebinding, in the same expression, keeps the value it had (``f(x, (x := 2))``)
         self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
+        body = scope.node.body if isinstance(scope.node.body, list) else []
+        self.unshared = unshared_aug_targets(scope, body, boxed_here, globals_)  # ``a op= b`` may rebind ``a``
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:
@@ -261,8 +276,7 @@ class Normalizer:
             self.check_store(target.id, s)
             cur = self.load_name(target.id, s)
             v = self.expr(s.value)
-            node = ast.BinOp(left=cur, op=s.op, right=v)
-            node.dp_inplace = True
+            node = self.in_place_op(s, cur, v, shared=target.id not in self.unshared)
             if target.id in self.boxed:
                 # a boxed variable is written from a name (its write moves the cell's sensitivity)
                 self.emit_assign_name(target.id, self.temp(node, s), s)
@@ -273,20 +287,30 @@ class Normalizer:
             idx = self.slice_(target.slice)
             cur = self.temp(ast.Subscript(value=obj, slice=idx, ctx=ast.Load()), s)
             v = self.expr(s.value)
-            node = ast.BinOp(left=cur, op=s.op, right=v)
-            node.dp_inplace = True
-            new = self.temp(node, s)
+            new = self.temp(self.in_place_op(s, cur, v, shared=True), s)
             self.emit(ast.copy_location(ast.Assign(targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Store())], value=new), s))
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
             cur = self.temp(ast.Attribute(value=obj, attr=target.attr, ctx=ast.Load()), s)
             v = self.expr(s.value)
-            node = ast.BinOp(left=cur, op=s.op, right=v)
-            node.dp_inplace = True
-            new = self.temp(node, s)
+            new = self.temp(self.in_place_op(s, cur, v, shared=True), s)
             self.emit(ast.copy_location(ast.Assign(targets=[ast.Attribute(value=obj, attr=target.attr, ctx=ast.Store())], value=new), s))
         else:
             raise self.unsupported(s, "this augmented assignment target")
+
+    def in_place_op(self, s: ast.AugAssign, cur: Atom, v: Atom, shared: bool) -> ast.BinOp:
+        """The operation of ``s``: ``dp_inplace`` is ``"unshared"`` when no other reference can
+        see the old value of the target (see :mod:`dplus.sharing`), so an array may be replaced
+        by a new one; ``"shared"`` otherwise, and ``dp_where`` then describes the statement
+        for the refusal of an array."""
+        node = ast.BinOp(left=cur, op=s.op, right=v)
+        node.dp_inplace = "shared" if shared else "unshared"
+        if shared:
+            text = ast.unparse(s)
+            target = ast.unparse(s.target)
+            fix = f"{target} = {target} {_OP_SYMBOLS[type(s.op)]} {_parenthesized(s.value)}"
+            node.dp_where = (text, f"{self.filename}, line {getattr(s, 'lineno', '?')}", fix)
+        return node
 
     def check_store(self, name: str, s: ast.AST) -> None:
         if name in self.scope.globals_:

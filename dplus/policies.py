@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import sys
 from typing import Any, Callable
 
 from .errors import UnknownTransformError, describe_callable
@@ -44,8 +45,12 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
         changed = changed_since(watched)
+        _refuse_changed_arrays(op, op_name, changed)
+        integer_valued = _is_integer_valued(result)
 
         def unknown_backprop(A: Any, Abox: Any) -> tuple:
+            if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+                A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
                 raise UnknownTransformError(
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
@@ -64,7 +69,37 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
+    unknown_plus.dp_unknown = True  # with constant arguments, a constant (runtime_ops.call_on_constants)
     return unknown_plus
+
+
+def _is_integer_valued(v: Any) -> bool:
+    """An int, a bool, a NumPy integer or an integer or bool array: a value whose
+    derivative in real inputs is zero wherever it exists."""
+    if type(v) is int or type(v) is bool:
+        return True
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    dtype = v.dtype if isinstance(v, (np.ndarray, np.generic)) else None
+    return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+
+
+def _refuse_changed_arrays(op: Any, op_name: str, changed: list) -> None:
+    """Arrays are values in dplus: one changed in place by code dplus does not see may be
+    recorded by the reverse pass (which would use its new contents as the old ones), and
+    what it holds now depends on its old contents in a way the reverse pass cannot follow."""
+    from .linear import is_ndarray
+
+    for v in changed:
+        if is_ndarray(v):
+            raise UnknownTransformError(
+                f"no derivative is known for {_where(op, op_name)}, and it changed in place a NumPy array "
+                f"(shape {v.shape}, dtype {v.dtype}) it was given; dplus cannot follow that change (arrays are "
+                f"values in dplus, and the reverse pass may use the old contents). Make the function return a "
+                f"new array instead of changing its argument (`u = u + 1.0`, not `u += 1.0`), or decorate it "
+                f"with @dplus.define_dplus so that dplus differentiates it, or register a rule for it."
+            )
 
 
 def error_unknown_proc_transform(op: Any, op_name: str) -> Any:

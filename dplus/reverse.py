@@ -810,6 +810,15 @@ class FunctionBuilder:
         return not (node.id in scope.locals or node.id in scope.params or node.id in scope.free
                     or node.id in self.namer.generated or node.id.startswith(PFX))
 
+    def on_constants_only(self, v: ast.Call) -> bool:
+        """A call of a module-level callee whose arguments are all literals or module-level
+        names (see ``runtime_ops.call_on_constants``)."""
+        if not self.is_static_chain(v.func) or self.nestable and v.keywords:
+            return False
+        operands = list(v.args) + [k.value for k in v.keywords]
+        return all(isinstance(a, ast.Constant) or isinstance(a, ast.Name) and self.is_module_constant(a.id)
+                   for a in operands) and not any(isinstance(a, ast.Starred) for a in v.args)
+
     def is_module_constant(self, name: str) -> bool:
         """``name`` is read from the module (or builtins) and never bound in this function:
         the backprop returns no sensitivity for it (closure sensitivities are for enclosing
@@ -1438,9 +1447,7 @@ class FunctionBuilder:
 
             return [assign(name, clone(v))], [], rev_copy
         if isinstance(v, ast.BinOp):
-            table = INPLACE if getattr(v, "dp_inplace", False) else BINOPS
-            fn = table[type(v.op)]
-            return self.call_like(name, self.rt("binop_plus"), [self.helper(fn, fn.__name__), v.left, v.right], [], s, skip=1)
+            return self.binop(name, v, s)
         if isinstance(v, ast.UnaryOp):
             fn = UNARYOPS[type(v.op)]
             return self.call_like(name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1)
@@ -1451,7 +1458,8 @@ class FunctionBuilder:
                            "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
-            return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
+            plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
+            return self.call_like(name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
         if isinstance(v, ast.Subscript):
@@ -1641,6 +1649,26 @@ class FunctionBuilder:
         return (not self.nestable and isinstance(plus, ast.Name) and self.h.values.get(plus.id) is runtime_ops.call
                 and not keywords and bool(args) and not any(isinstance(a, ast.Starred) for a in args))
 
+    def binop(self, name: str, v: ast.BinOp, s: ast.stmt) -> Any:
+        """``name = left op right``; for ``a op= b`` (``dp_inplace``, see normalize's
+        ``in_place_op``) the in-place operator, and when the target may be shared, a test
+        that refuses to change an array in place first."""
+        inplace = getattr(v, "dp_inplace", None)
+        if not inplace:
+            fn = BINOPS[type(v.op)]
+        elif inplace == "unshared":
+            from dplus.primitives.operators import UNSHARED_IN_PLACE
+
+            fn = UNSHARED_IN_PLACE[INPLACE[type(v.op)]]
+        else:
+            fn = INPLACE[type(v.op)]
+        fwd, record, rev = self.call_like(name, self.rt("binop_plus"), [self.helper(fn, fn.__name__), v.left, v.right], [], s,
+                                          skip=1)
+        where = getattr(v, "dp_where", None)
+        if where is not None and isinstance(v.left, ast.Name):
+            fwd = [ast.Expr(call(self.rt("refuse_array_in_place"), clone(v.left), C(where)))] + fwd
+        return fwd, record, rev
+
     def call_like(self, target: str | None, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword],
                   s: ast.stmt, skip: int = 0, callee: ast.expr | None = None,
                   native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None) -> Any:
@@ -1654,7 +1682,7 @@ class FunctionBuilder:
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
             from . import runtime_ops
 
-            if self.h.values[plus.id] not in (runtime_ops.call, runtime_ops.binop_plus):
+            if self.h.values[plus.id] not in (runtime_ops.call, runtime_ops.binop_plus, runtime_ops.call_on_constants):
                 # a transform called as the function it is: its next transform must differentiate it again
                 args = [plus] + list(args)
                 plus = self.rt("call_plus")

@@ -376,10 +376,25 @@ def _accumulate_tuple(adj: Any, v: tuple, s: Any, Abox: BoxSensitivities) -> Any
     return add(adj, tuple(rest))
 
 
-def layouts(values: Any) -> list[tuple[Any, tuple]]:
+class ArrayContents:
+    """The bytes of a NumPy array when a call of code dplus does not see began (compared by
+    bytes: NaNs compare equal to themselves, every dtype is covered)."""
+
+    __slots__ = ("shape", "data")
+
+    def __init__(self, a: Any) -> None:
+        self.shape = a.shape
+        self.data = a.tobytes()
+
+    def changed(self, a: Any) -> bool:
+        return a.shape != self.shape or a.tobytes() != self.data
+
+
+def layouts(values: Any) -> list[tuple[Any, Any]]:
     """``(container, its items)`` for every list, dict, box and object reachable from
-    ``values`` (tuples looked into): what a call of code dplus does not see may change."""
-    out: list[tuple[Any, tuple]] = []
+    ``values`` (tuples looked into), and ``(array, ArrayContents)`` for every NumPy array:
+    what a call of code dplus does not see may change."""
+    out: list[tuple[Any, Any]] = []
     seen: set[int] = set()
     stack = list(values)
     while stack:
@@ -389,6 +404,11 @@ def layouts(values: Any) -> list[tuple[Any, tuple]]:
             continue
         if t is tuple:
             stack.extend(v)
+            continue
+        if is_ndarray(v):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append((v, ArrayContents(v)))
             continue
         if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
             continue
@@ -428,9 +448,14 @@ def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
 
 
 def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
-    """The containers of :func:`layouts` whose items are no longer the same objects."""
+    """The containers of :func:`layouts` whose items are no longer the same objects, and
+    the arrays whose contents changed."""
     out = []
     for v, items in watched:
+        if type(items) is ArrayContents:
+            if items.changed(v):
+                out.append(v)
+            continue
         now = _container_items(v) or ()  # (unreadable now, readable before the call: changed)
         if len(now) != len(items) or not all(map(_same_item, now, items)):
             out.append(v)

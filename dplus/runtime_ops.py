@@ -37,9 +37,10 @@ from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
+from .rules import defnondiff
 from .result import ProcResult, call_plus  # noqa: F401
 from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, fold, handover,  # noqa: F401
-                      is_tracked_mutable, keyword_sensitivity, keywords_at, lift, only_floats)
+                      is_tracked_mutable, keyword_sensitivity, keywords_at, layouts, lift, only_floats)
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -177,6 +178,48 @@ _INPLACE_TO_PLAIN = {
 def _is_value(x: Any) -> bool:
     t = type(x)
     return t in _NUMERIC or is_number(x) or is_ndarray(x) or x is Z or t is bool
+
+
+def call_on_constants(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """``call(f, ...)`` where the callee is a module-level name and every argument is a
+    literal or a module-level name (``np.ptp(W)``): when ``f`` is unknown (run by the
+    default policy) and no argument holds a list, dict or object that this run could have
+    filled, its result does not depend on the differentiated inputs, so it is a constant
+    and its sensitivity is not asked for."""
+    P = constant_callee(f, args, kwargs)
+    if P is None:
+        return call(f, *args, **kwargs)
+    r = P(*args, **kwargs)
+    zeros = ((),) + (Z,) * len(args) + (({k: Z for k in kwargs},) if kwargs else ())
+    return ProcResult(r.primal, lambda A, Abox: zeros)
+
+
+def constant_callee(f: Any, args: tuple, kwargs: dict) -> Any:
+    """The plus-function of ``f`` when ``call_on_constants(f, *args, **kwargs)`` is a
+    constant: ``f`` is unknown (the default policy runs it) and no argument holds a
+    container this run could have filled; else None."""
+    P = lift(f)
+    if getattr(P, "dp_unknown", False) and not _may_hold_sensitivity(args + tuple(kwargs.values())):
+        return P
+    return None
+
+
+def _may_hold_sensitivity(values: tuple) -> bool:
+    """A mutable container reachable from ``values``: its contents may depend on this run."""
+    return any(not is_ndarray(v) for v, _ in layouts(values))
+
+
+def refuse_array_in_place(value: Any, where: tuple[str, str, str]) -> None:
+    """Raise before ``a op= b`` changes the array ``value`` in place when something else may
+    see it (``dplus.sharing``): ``where`` is the statement, its place and the fix."""
+    if is_ndarray(value):
+        statement, place, fix = where
+        raise NonDifferentiableError(
+            f"`{statement}` ({place}) would change a NumPy array in place, and this array may also be seen "
+            f"through another name, a view, a container or the caller, which dplus does not follow (arrays "
+            f"are values in dplus). Write `{fix}` to make a new array (other references then keep the old "
+            f"values), or build the array with a NumPy expression (np.where, np.concatenate)"
+        )
 
 
 def select_binop(fn: Any, a: Any, b: Any) -> Any:
@@ -820,3 +863,6 @@ def unpack_sensitivity(v: Any, parts: tuple) -> Any:
     if type(v) is list:
         return list(parts)
     return _sequence_sensitivity(v, list(parts))
+
+
+defnondiff(refuse_array_in_place)

@@ -136,14 +136,11 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
 
         return _keyed_read(obj, idx, v)
     if is_ndarray(obj):
-        np = sys.modules["numpy"]
 
         def array_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             if A is Z or A is None:
                 return (), Z, None
-            g = np.zeros_like(obj, dtype=np.result_type(obj.dtype, np.asarray(A).dtype, float))
-            np.add.at(g, idx, A)
-            return (), g, None
+            return (), scatter_add(obj, idx, A), None
 
         return ProcResult(v, array_read_backprop)
     if isinstance(obj, (str, bytes, range)):
@@ -154,6 +151,32 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return _unknown_read(obj, v, f"indexing a {t.__name__}")
+
+
+def scatter_add(like: Any, idx: Any, A: Any) -> Any:
+    """A new array of zeros shaped like the array ``like``, with ``A`` added at ``idx``
+    (repeated indices add up): the transpose of reading ``like[idx]``. A function with a
+    rule of its own (below), so that the reverse of indexing is differentiable again."""
+    np = sys.modules["numpy"]
+    g = np.zeros(np.shape(like), dtype=np.result_type(np.asarray(like).dtype, np.asarray(A).dtype, float))
+    np.add.at(g, idx, A)
+    return g
+
+
+def _scatter_add_plus(like: Any, idx: Any, A: Any) -> ProcResult:
+    """Linear in ``A``: its transpose reads the sensitivity at ``idx`` back (summed over
+    the axes along which ``A`` was broadcast)."""
+    from .operators import _fit
+
+    def scatter_add_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if S is Z or S is None:
+            return (), Z, None, Z
+        return (), Z, None, _fit(S[idx], A)
+
+    return ProcResult(scatter_add(like, idx, A), scatter_add_backprop)
+
+
+register_primitive(scatter_add, _scatter_add_plus, note="internal: the transpose of indexing an array (linear)")
 
 
 def _add_to_entry(Abox: BoxSensitivities, obj: Any, key: Any, v: Any, A: Any) -> None:
@@ -571,9 +594,16 @@ def _sequence_sensitivity(v: Any, items: list) -> Any:
     if isinstance(v, (dict, str, bytes, range, set, frozenset)):
         return Z
     if is_ndarray(v):
-        np = sys.modules["numpy"]
-        return np.array([0.0 if s is Z else s for s in items])
+        return array_from_parts(v, items)
     return _conform_items(items, v)
+
+
+def array_from_parts(v: Any, items: list | tuple) -> Any:
+    """The sensitivity of the array ``v`` from those of its rows (its elements, for a vector)
+    as unpacking or iterating it gave them; ``Z`` rows are zeros."""
+    np = sys.modules["numpy"]
+    dtype = np.result_type(v.dtype, float)
+    return np.stack([np.zeros(v.shape[1:], dtype) if s is Z or s is None else np.asarray(s) for s in items])
 
 
 def unpack_plus(v: Any, n: int) -> ProcResult:

@@ -56,9 +56,10 @@ Covered:
 would change what recorded backpropagators see. Every way of doing it raises
 :class:`dplus.NonDifferentiableError` with a suggestion: ``out=`` on any rule here,
 ``ndarray.fill sort put resize partition setfield itemset``, ``np.copyto put place putmask
-fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``) and the random ``shuffle``;
-``a.flat`` is read-only. (``a[i] = v`` raises in the
-container rules; ``a += b`` rebinds ``a`` to a new array, see the operator rules.)
+fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``), the in-place special methods
+(``a.__iadd__(b)``, ...) and the random ``shuffle``; ``a.flat`` is read-only. (``a[i] = v``
+raises in the container rules; ``a += b`` rebinds ``a`` to a new array when nothing else can
+see ``a`` and raises otherwise, see ``dplus.sharing`` and the operator rules.)
 
 NumPy is optional: without it this module registers nothing.
 """
@@ -78,6 +79,7 @@ from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.rules import defnondiff
 
+from .containers import scatter_add
 from .operators import _fit, _unbroadcast
 
 __all__ = ["defgrad", "defvjp_joint", "register_numpy_rules"]
@@ -1082,16 +1084,12 @@ def _repeat_grad(A, r, a, repeats, axis=None):
     if axis is None:
         flat = x.ravel()
         src = np.repeat(np.arange(flat.size), repeats)
-        g = np.zeros(flat.size, dtype=np.result_type(A, float))
-        np.add.at(g, src, A)
-        return g.reshape(x.shape)
+        return scatter_add(flat, src, A).reshape(x.shape)
     axis = axis % x.ndim
     src = np.repeat(np.arange(x.shape[axis]), repeats)
-    g = np.zeros(x.shape, dtype=np.result_type(A, float))
     idx = [slice(None)] * x.ndim
     idx[axis] = src
-    np.add.at(g, tuple(idx), A)
-    return g
+    return scatter_add(x, tuple(idx), A)
 
 
 def _sort_grad(A, r, a, axis=-1, kind=None, order=None, **kw):
@@ -1109,14 +1107,13 @@ def _sort_grad(A, r, a, axis=-1, kind=None, order=None, **kw):
 
 def _take_grad(A, r, a, indices, axis=None, out=None, mode="raise"):
     x = np.asarray(a)
-    g = np.zeros(x.shape, dtype=np.result_type(A, float))
     if axis is None:
-        np.add.at(g.reshape(-1), np.ravel(indices) if np.ndim(indices) else indices, np.ravel(A) if np.ndim(indices) else A)
-        return g
+        flat = x.ravel()
+        return scatter_add(flat, np.ravel(indices) if np.ndim(indices) else indices,
+                           np.ravel(A) if np.ndim(indices) else A).reshape(x.shape)
     idx = [slice(None)] * x.ndim
     idx[axis % x.ndim] = indices
-    np.add.at(g, tuple(idx), A)
-    return g
+    return scatter_add(x, tuple(idx), A)
 
 
 def _triu_grad(A, r, m, k=0):
@@ -1452,9 +1449,12 @@ def register_numpy_rules() -> None:
 
     # -- in place: raise
     fresh = "Build a new array instead (np.where, np.concatenate, np.sort(a), a.copy(), ...)"
-    for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"),
+    for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"), nd.__setitem__,
                np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis):
         mutating(fn, fresh)
+    for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor",
+                 "ilshift", "irshift"):
+        mutating(getattr(nd, f"__{name}__", None), "Use the operator that makes a new array (`a = a + b`).")
 
     # -- random draws: constants, except the location/scale of normal, uniform, exponential,
     # which get their pathwise (reparameterization) sensitivities

@@ -13,9 +13,11 @@ Each rule knows several kinds of operands:
   the rules below; ``bool`` operands get no sensitivity.
 * **NumPy arrays**: the same rules written array-safely, with broadcasting undone
   (a sensitivity is summed over the broadcast axes so it has its argument's shape).
-  In-place operators on arrays are computed *out of place*, on a copy (``a += b`` rebinds
-  ``a`` to a new array; other names for the old array do not see the change): an array
-  that some backpropagator has recorded must never change under it.
+  In-place operators never change an array: ``a += b`` on a local array that nothing else
+  can see (``dplus.sharing``) is computed *out of place*, on a copy, and rebinds ``a``
+  (``UNSHARED_IN_PLACE``); on any other array, and ``operator.iadd(a, b)`` called
+  directly, they raise :class:`NonDifferentiableError`, since other references would see
+  the change in Python, and an array that a backpropagator recorded must never change.
 * **sequences**: ``+`` on tuples and lists (concatenation), ``*`` with an int
   (repetition), and ``+=``/``*=`` on lists (in-place extend / repeat; the list's entry in
   the box-sensitivity map is split back to its earlier layout). ``str``/``bytes``
@@ -606,17 +608,13 @@ def _matmul_grads(A: Any, x: Any, y: Any) -> tuple[Any, Any]:
     return gx, gy
 
 
-def _matmul_transform(fn: Any, inplace: bool) -> Callable[..., ProcResult]:
+def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
     def transform(x: Any, y: Any) -> ProcResult:
         if type(x) is GenZero or type(y) is GenZero:
             return ProcResult(gen_zero, lambda A, Abox: _Z2)
         if not (_is_array_like(x) or _is_array_like(y)) and not (_is_seq(x) and _is_seq(y)):
             return _user_binary(fn, x, y)
-        np = _np()
-        if inplace and np is not None and isinstance(x, np.ndarray):
-            r = operator.imatmul(x.copy(), y)  # on a copy: NumPy's checks, no mutation
-        else:
-            r = operator.matmul(x, y)
+        r = compute(x, y)
 
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
@@ -673,10 +671,32 @@ def _irepeat(x: Any, y: Any) -> ProcResult:
     return _repeat_plus(x, y, True)
 
 
-def _out_of_place_for_arrays(inplace_fn: Any, plain_fn: Any) -> Any:
-    """The in-place operator, except on NumPy arrays, which are treated as values: the
-    operation runs in place on a copy, so NumPy's own checks (the result must keep the
-    array's shape and dtype) still apply, but no recorded array is changed."""
+def _refusing_arrays(inplace_fn: Any) -> Any:
+    """The in-place operator, except on NumPy arrays: changing an array in place is seen by
+    every other reference to it (views, containers, the caller), which dplus cannot follow,
+    and would change values that backpropagators recorded. So it raises, before anything
+    changed. (``a op= b`` on a local array that nothing else can see is computed out of
+    place instead: see :func:`unshared_in_place` and ``dplus.sharing``.)"""
+
+    def compute(x: Any, y: Any) -> Any:
+        np = _np()
+        if np is not None and isinstance(x, np.ndarray):
+            raise NonDifferentiableError(
+                f"operator.{inplace_fn.__name__} would change a NumPy array in place, which dplus does not "
+                f"follow (arrays are values in dplus); use the operator that makes a new array "
+                f"(operator.{inplace_fn.__name__[1:]}, or `a = a + b`)"
+            )
+        return inplace_fn(x, y)
+
+    compute.__name__ = f"{inplace_fn.__name__}_refusing_arrays"
+    return compute
+
+
+def unshared_in_place(inplace_fn: Any) -> Any:
+    """``a op= b`` where no other reference can see ``a``'s old value (``dplus.sharing``):
+    the in-place operator, except that a NumPy array is replaced by a new one, computed in
+    place on a copy, so NumPy's own checks (the result keeps the array's shape and dtype)
+    still apply but no recorded array is changed."""
 
     def compute(x: Any, y: Any) -> Any:
         np = _np()
@@ -684,7 +704,15 @@ def _out_of_place_for_arrays(inplace_fn: Any, plain_fn: Any) -> Any:
             return inplace_fn(x.copy(), y)
         return inplace_fn(x, y)
 
+    compute.__name__ = f"{inplace_fn.__name__}_unshared"
     return compute
+
+
+UNSHARED_IN_PLACE = {fn: unshared_in_place(fn) for fn in (
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
+    operator.ipow, operator.imatmul, operator.ilshift, operator.irshift, operator.ior, operator.ixor, operator.iand,
+)}
+"""The operation of ``a op= b`` on an unshared name, by in-place operator."""
 
 
 _SPECIAL.update(
@@ -712,6 +740,10 @@ _SPECIAL.update(
     }
 )
 
+for _fn, _unshared in UNSHARED_IN_PLACE.items():
+    if _fn in _SPECIAL:
+        _SPECIAL[_unshared] = _SPECIAL[_fn]
+
 _binary(operator.add, *_ADD, seq=_concat)
 _binary(operator.sub, *_SUB)
 _binary(operator.mul, *_MUL, seq=_repeat)
@@ -719,25 +751,27 @@ _binary(operator.truediv, *_DIV)
 _binary(operator.mod, *_MOD)
 _POW_TRANSFORM = _binary(operator.pow, *_POW, general=(_pow_gx_general, _pow_gy_general), real_to_complex=True)
 
-_binary(operator.iadd, *_ADD, seq=_iconcat, compute=_out_of_place_for_arrays(operator.iadd, operator.add))
-_binary(operator.isub, *_SUB, compute=_out_of_place_for_arrays(operator.isub, operator.sub))
-_binary(operator.imul, *_MUL, seq=_irepeat, compute=_out_of_place_for_arrays(operator.imul, operator.mul))
-_binary(operator.itruediv, *_DIV, compute=_out_of_place_for_arrays(operator.itruediv, operator.truediv))
-_binary(operator.imod, *_MOD, compute=_out_of_place_for_arrays(operator.imod, operator.mod))
-_binary(
-    operator.ipow,
-    *_POW,
-    general=(_pow_gx_general, _pow_gy_general),
-    compute=_out_of_place_for_arrays(operator.ipow, operator.pow),
-    real_to_complex=True,
+_IN_PLACE_RULES = (
+    (operator.iadd, _ADD, dict(seq=_iconcat)),
+    (operator.isub, _SUB, {}),
+    (operator.imul, _MUL, dict(seq=_irepeat)),
+    (operator.itruediv, _DIV, {}),
+    (operator.imod, _MOD, {}),
+    (operator.ipow, _POW, dict(general=(_pow_gx_general, _pow_gy_general), real_to_complex=True)),
 )
+for _fn, _grads, _options in _IN_PLACE_RULES:
+    _binary(_fn, *_grads, compute=_refusing_arrays(_fn), **_options)
+    _binary(UNSHARED_IN_PLACE[_fn], *_grads, compute=UNSHARED_IN_PLACE[_fn], inline=False, **_options)
 
 # sequence concatenation: operator.concat / iconcat accept sequences only
 register_primitive(operator.concat, lambda x, y: _concat_plus(x, y, False))
 register_primitive(operator.iconcat, lambda x, y: _concat_plus(x, y, True))
 
-register_primitive(operator.matmul, _matmul_transform(operator.matmul, False))
-register_primitive(operator.imatmul, _matmul_transform(operator.imatmul, True))
+register_primitive(operator.matmul, _matmul_transform(operator.matmul, operator.matmul))
+for _fn, _compute in ((operator.imatmul, _refusing_arrays(operator.imatmul)),
+                      (UNSHARED_IN_PLACE[operator.imatmul], UNSHARED_IN_PLACE[operator.imatmul])):
+    register_primitive(_fn, _matmul_transform(_fn, _compute))
+    register_primitive(_compute, _matmul_transform(_fn, _compute))  # (differentiated again at higher orders)
 
 _unary(operator.neg, lambda A, r, x: -A)
 _unary(operator.pos, lambda A, r, x: A)
@@ -748,9 +782,7 @@ _unary(operator.abs, _ABS, general=_abs_general, also=(builtins.abs,))
 # piecewise constant: zero derivative everywhere it exists
 
 
-def _floordiv_transform(fn: Any, plain: Any) -> Callable[..., ProcResult]:
-    compute = _out_of_place_for_arrays(fn, plain) if fn is not plain else fn
-
+def _floordiv_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
     def transform(x: Any, y: Any) -> ProcResult:
         return ProcResult(compute(x, y), lambda A, Abox: _Z2)
 
@@ -759,7 +791,10 @@ def _floordiv_transform(fn: Any, plain: Any) -> Callable[..., ProcResult]:
 
 
 register_primitive(operator.floordiv, _floordiv_transform(operator.floordiv, operator.floordiv), note="zero almost everywhere")
-register_primitive(operator.ifloordiv, _floordiv_transform(operator.ifloordiv, operator.floordiv), note="zero almost everywhere")
+register_primitive(operator.ifloordiv, _floordiv_transform(operator.ifloordiv, _refusing_arrays(operator.ifloordiv)),
+                   note="zero almost everywhere")
+register_primitive(UNSHARED_IN_PLACE[operator.ifloordiv],
+                   _floordiv_transform(operator.ifloordiv, UNSHARED_IN_PLACE[operator.ifloordiv]), note="zero almost everywhere")
 
 for _fn in (
     operator.lt, operator.le, operator.eq, operator.ne, operator.ge, operator.gt,
@@ -770,11 +805,12 @@ for _fn in (
 ):  # fmt: skip
     defnondiff(_fn)
 
-# In-place bitwise operators: non-differentiable, but ``|=`` on sets and ``&=`` on
-# arrays mutate; they are computed as Python computes them.
-for _fn in (operator.iand, operator.ixor,  # (ior: a dict update, in containers.py)
-            operator.ilshift, operator.irshift):
-    defnondiff(_fn)
+# In-place bitwise operators: non-differentiable; on arrays they refuse as the other in-place
+# operators do (``|=`` on dicts is a dict update, in containers.py).
+for _fn in (operator.iand, operator.ixor, operator.ilshift, operator.irshift):
+    register_primitive(_fn, defnondiff(_refusing_arrays(_fn)), note="non-differentiable (zero derivative); raises on a NumPy array")
+for _fn in (operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift):
+    defnondiff(UNSHARED_IN_PLACE[_fn])
 
 
 # builtins.pow(x, y[, mod]): two arguments as ``**``; three (modular, ints) non-differentiable
