@@ -961,8 +961,9 @@ register_primitive(_api.dplus, _dplus_inside, note="dplus called inside differen
 # code did, never these internals.
 _ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects"
 _ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
-for _method in (BoxSensitivities.get, BoxSensitivities.__getitem__, BoxSensitivities.map_entry,
-                BoxSensitivities.list_entry, BoxSensitivities.accumulate):
+# (BoxSensitivities.get and map_entry stay under the default policy: objects made in
+# differentiated code read their attribute entries with them, and work at second order)
+for _method in (BoxSensitivities.__getitem__, BoxSensitivities.list_entry, BoxSensitivities.accumulate):
     register_primitive(_method, _unsupported_again(_method, _ELEMENTS_AGAIN, _ELEMENTS_FIX),
                        note="internal: refused at the next order")
 
