@@ -745,7 +745,10 @@ def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tup
     return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
 
 
-def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, defaults: tuple | None = None) -> ProcResult:
+def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, *given_defaults: Any) -> ProcResult:
+    # ``defaults`` may be passed (None included, as rule code differentiated again passes it)
+    # or left out: the backprop answers for exactly the arguments given
+    defaults = given_defaults[0] if given_defaults else None
     values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
 
     def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -755,8 +758,10 @@ def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, defaults: tuple | 
             # ``kwargs`` is the plus-function's ``**`` dict: its sensitivity lives in Abox
             handover(Abox, kwargs, {k: v for k, v in kw_sens.items() if not is_zero_sensitivity(v)})
         args_sens = tuple(out[1 : 1 + len(args)])
-        if defaults is None:
+        if not given_defaults:
             return (), None, args_sens, Z
+        if defaults is None:
+            return (), None, args_sens, Z, Z
         sens = tuple_items(A, len(values))
         return (), None, args_sens, Z, runtime_ops.default_sensitivities(sig, args, kwargs, sens)
 
