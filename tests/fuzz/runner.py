@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 import os
 import sys
 import time
@@ -20,6 +21,21 @@ class Failure:
     original: Program
     count: int = 1
     seeds: list = field(default_factory=list)
+    variants: dict = field(default_factory=dict)  # fingerprint of a shrunk program -> (Program, Outcome)
+
+
+def fingerprint(source: str) -> str:
+    """The constructs a shrunk program uses: tells apart failures of one kind with different causes."""
+    import ast
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.stmt, ast.expr)) and not isinstance(node, (ast.Name, ast.Constant, ast.Load, ast.Expr)):
+            names.add(type(node).__name__)
+        if isinstance(node, ast.Call):
+            fn = node.func
+            names.add("call:" + (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "?")))
+    names = {n for n in names if not re.fullmatch(r"call:[a-z]+\d+", n)}  # (generated helper names)
+    return " ".join(sorted(names))
 
 
 @dataclass
@@ -71,11 +87,14 @@ class Summary:
 def reproduction(failure_program: Program, outcome: Outcome) -> str:
     """A self-contained reproduction: the module, the call, expected vs got."""
     call = f"f({args_text(failure_program.args)})"
+    source = failure_program.source
+    if "import dplus" not in source:
+        source = "import dplus\n" + source
     return (
         f"# dplus fuzz failure: {outcome.status} / {outcome.kind}\n"
         f"# seed {failure_program.seed}; features: {' '.join(sorted(failure_program.features))}\n"
         f"# reproduce: save as a file, run it; the checks that failed are described at the end.\n"
-        f"{failure_program.source}\n"
+        f"{source}\n"
         f"if __name__ == '__main__':\n"
         f"    args = ({args_text(failure_program.args)},)\n"
         f"    print('plain:      ', f(*__import__('copy').deepcopy(args)))\n"
@@ -92,7 +111,7 @@ def float_only_for(seed: int, order: int) -> bool | None:
 
 def run(seeds, features=FEATURES, order: int = 1, *, out_dir: str | None = None, budget: float | None = None,
         shrink: bool = True, shrink_budget: float = 60.0, time_limit: float = 5.0, progress_every: int = 0,
-        stream=sys.stdout) -> Summary:
+        stop_on_failure: bool = False, shrunk_per_kind: int = 4, stream=sys.stdout) -> Summary:
     checker = Checker(order=order, time_limit=time_limit)
     summary = Summary()
     start = time.monotonic()
@@ -103,7 +122,9 @@ def run(seeds, features=FEATURES, order: int = 1, *, out_dir: str | None = None,
         outcome = checker.check(program)
         summary.add(outcome)
         if outcome.failed:
-            record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream)
+            record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind)
+            if stop_on_failure:
+                break
         if progress_every and summary.programs % progress_every == 0:
             summary.seconds = time.monotonic() - start
             counts = " ".join(f"{k}={v}" for k, v in sorted(summary.by_status.items()))
@@ -112,22 +133,30 @@ def run(seeds, features=FEATURES, order: int = 1, *, out_dir: str | None = None,
     return summary
 
 
-def record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream) -> None:
+def record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind=4) -> None:
+    """Count the failure; shrink the first few of each signature and write the reproductions
+    whose shrunk programs use a new set of constructs."""
     known = summary.failures.get(outcome.signature)
     if known:
         known.count += 1
         known.seeds.append(program.seed)
-        return
+        if len(known.seeds) > shrunk_per_kind:
+            return
     shrunk = program
     if shrink:
         shrunk = Shrinker(checker, shrink_budget).shrink(program, outcome)
     final = checker.check(shrunk)
     if final.signature != outcome.signature:  # (flaky: keep the original)
         shrunk, final = program, outcome
-    summary.failures[outcome.signature] = Failure(final, shrunk, program, seeds=[program.seed])
-    print(f"new failure {outcome.signature[:160]} at seed {program.seed}", file=stream, flush=True)
+    if not known:
+        known = summary.failures[outcome.signature] = Failure(final, shrunk, program, seeds=[program.seed])
+        print(f"new failure {outcome.signature[:160]} at seed {program.seed}", file=stream, flush=True)
+    fp = fingerprint(shrunk.source)
+    if fp in known.variants:
+        return
+    known.variants[fp] = (shrunk, final)
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-        name = f"{outcome.status}_{len(summary.failures):03d}_seed{program.seed}.py"
+        name = f"{outcome.status}_{sum(len(f.variants) for f in summary.failures.values()):03d}_seed{program.seed}.py"
         with open(os.path.join(out_dir, name), "w") as fh:
             fh.write(reproduction(shrunk, final))
