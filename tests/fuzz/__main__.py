@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .generator import FEATURES
+from .generator import ALL, FEATURES
 from .runner import run
 
 
@@ -14,7 +14,7 @@ def main(argv=None) -> int:
     p.add_argument("--programs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="first seed; program k uses seed + k")
     p.add_argument("--order", type=int, default=1, choices=(1, 2))
-    p.add_argument("--features", nargs="*", default=None, help=f"families to include (default all): {' '.join(FEATURES)}")
+    p.add_argument("--features", nargs="*", default=None, help=f"families and constructs to include (default all): {' '.join(ALL)}")
     p.add_argument("--exclude", nargs="*", default=(), help="families to leave out")
     p.add_argument("--out", default="fuzz-failures", help="directory for the shrunk reproductions")
     p.add_argument("--no-shrink", action="store_true")
@@ -23,8 +23,8 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     p.add_argument("--progress", type=int, default=200, help="print progress every N programs")
     a = p.parse_args(argv)
-    features = set(a.features or FEATURES)
-    unknown = (features | set(a.exclude)) - set(FEATURES)
+    features = set(a.features or ALL)
+    unknown = (features | set(a.exclude)) - set(ALL)
     if unknown:
         p.error(f"unknown feature families: {sorted(unknown)}")
     features -= set(a.exclude)

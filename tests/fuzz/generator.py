@@ -47,12 +47,30 @@ FEATURES = (
     "misc",         # walrus, assert, with, del, pass, f-strings
 )
 
+# Single constructs inside the families, each with a flag of its own, so that a run can leave
+# out just the construct of an open bug (tests/fuzz/test_fuzz_budget.py, OPEN_BUGS).
+# A construct is generated when its flag and its family are both on.
+CONSTRUCTS = {
+    "keyword_calls": "arith",                     # f(x, w=y), dict(a=x), d.update(c=x)
+    "lambda_default_from_variable": "lambdas",    # lambda u, w=x: ...
+    "dict_merge": "dicts",                        # d | {...}, d |= {...}, {**d, ...}
+    "return_in_loop_with_else": "early_return",   # for ...: return ... / else: ...
+    "loop_variable_after_loop": "loops",          # for i in range(k): ... / v = i
+    "closure_in_branch": "closures",              # if ...: x = ...; def g(): ... x ...
+    "closure_reads_display": "closures",          # xs = [a, b]; def g(): ... xs ...
+    "shrink_after_iteration": "lists",            # for e in xs: ... / xs.pop()
+    "extend_with_itself": "lists",                # xs.extend(xs)
+    "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
+}
+ALL = FEATURES + tuple(CONSTRUCTS)
+
 
 @dataclass
 class Var:
     name: str
     kind: str
     writable: bool = True
+    display: bool = False   # bound to a list/tuple/dict display
 
 
 @dataclass
@@ -174,12 +192,14 @@ class DictKind(Kind):
     def expression(self, g, depth):
         r = g.rng
         other = g.pick_var("fdict")
-        choices = [lambda: f"{{'a': {g.float_expr(depth - 1)}, 'b': {g.float_expr(depth - 1)}}}",
-                   lambda: f"dict(a={g.float_expr(depth - 1)}, b={g.float_expr(depth - 1)})"]
+        choices = [lambda: f"{{'a': {g.float_expr(depth - 1)}, 'b': {g.float_expr(depth - 1)}}}"]
+        if g.has("keyword_calls"):
+            choices.append(lambda: f"dict(a={g.float_expr(depth - 1)}, b={g.float_expr(depth - 1)})")
         if other:
-            choices += [lambda: f"dict({other})", lambda: f"{other}.copy()",
-                        lambda: f"{{**{other}, 'a': {g.float_expr(depth - 1)}}}",
-                        lambda: f"{other} | {{'b': {g.float_expr(depth - 1)}}}"]
+            choices += [lambda: f"dict({other})", lambda: f"{other}.copy()"]
+            if g.has("dict_merge"):
+                choices += [lambda: f"{{**{other}, 'a': {g.float_expr(depth - 1)}}}",
+                            lambda: f"{other} | {{'b': {g.float_expr(depth - 1)}}}"]
             if g.has("comprehensions"):
                 k, v = g.fresh("k"), g.fresh("v")
                 choices.append(lambda: f"{{{k}: {g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {k}, {v} in {other}.items()}}")
@@ -239,7 +259,7 @@ CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25")
 class Generator:
     """One program per call of ``program``; all randomness from ``rng``."""
 
-    def __init__(self, seed: int, features=FEATURES, *, float_only: bool | None = None, max_statements: int = 7):
+    def __init__(self, seed: int, features=ALL, *, float_only: bool | None = None, max_statements: int = 7):
         self.seed = seed
         self.rng = random.Random(seed)
         self.features = frozenset(features)
@@ -255,10 +275,24 @@ class Generator:
         self.func_depth = 0  # nested def depth inside f
         self.uses_pt = False
         self.no_grow = False  # inside a loop over a container: no container may grow
+        self.no_write = False  # inside a loop over a builtin's view of a container (write_list_iterated_by_builtin off)
+        self.in_loop_with_else = False
+        self.in_branch = False
+        self.iterated: set[str] = set()  # containers a loop or comprehension went over
 
     # ----- scope -----------------------------------------------------------------------
     def has(self, feature: str) -> bool:
-        return feature in self.features
+        family = CONSTRUCTS.get(feature)
+        return feature in self.features and (family is None or family in self.features)
+
+    def closure_scope(self) -> None:
+        """The scope a nested function or lambda body sees: outer names read-only, and without
+        displays when closure_reads_display is off."""
+        for v in list(self.scope.values()):
+            if v.display and not self.has("closure_reads_display"):
+                del self.scope[v.name]
+            else:
+                self.scope[v.name] = Var(v.name, v.kind, writable=False, display=v.display)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -275,8 +309,8 @@ class Generator:
         names = self.vars_of(kind, writable)
         return self.rng.choice(names) if names else None
 
-    def bind(self, name: str, kind: str) -> None:
-        self.scope[name] = Var(name, kind)
+    def bind(self, name: str, kind: str, display: bool = False) -> None:
+        self.scope[name] = Var(name, kind, display=display)
 
     def with_locals(self, names: dict[str, str], make: Callable[[], str]) -> str:
         saved = dict(self.scope)
@@ -438,7 +472,7 @@ class Generator:
         return " + ".join(parts)
 
 
-def generate(seed: int, features=FEATURES, *, float_only: bool | None = None) -> Program:
+def generate(seed: int, features=ALL, *, float_only: bool | None = None) -> Program:
     """The program of ``seed`` (the same seed and features give the same program)."""
     g = Generator(seed, features, float_only=float_only)
     p = g.program()
@@ -502,9 +536,20 @@ def fx_recursion(g, depth):
     return f"{name}({g.float_expr(depth - 1)}, {g.rng.randint(0, 3)})"
 
 
+def in_closure(g, names: dict[str, str], make):
+    """``make()`` in the scope of a lambda body with parameters ``names``."""
+    saved = dict(g.scope)
+    g.closure_scope()
+    try:
+        return g.with_locals(names, make)
+    finally:
+        g.scope.clear()
+        g.scope.update(saved)
+
+
 def fx_lambda_call(g, depth):
     u = g.fresh("u")
-    body = g.with_locals({u: "float"}, lambda: g.float_expr(depth - 1))
+    body = in_closure(g, {u: "float"}, lambda: g.float_expr(depth - 1))
     return f"(lambda {u}: {body})({g.float_expr(depth - 1)})"
 
 
@@ -532,7 +577,7 @@ def fx_reduce(g, depth):
     if not lists:
         return None
     a, b = g.fresh("a"), g.fresh("b")
-    body = g.with_locals({a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
+    body = in_closure(g, {a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
     return f"functools.reduce(lambda {a}, {b}: {body}, {g.rng.choice(lists)}, {g.float_expr(0)})"
 
 
@@ -607,6 +652,7 @@ def st_assign(g):
 
 
 def st_if(g):
+    saved, g.in_branch = g.in_branch, True
     g.emit(f"if {g.condition()}:")
     g.block(lambda: g.statements(g.rng.randint(1, 2)))
     if g.rng.random() < 0.3:
@@ -615,17 +661,20 @@ def st_if(g):
     if g.rng.random() < 0.6:
         g.emit("else:")
         g.block(lambda: g.statements(g.rng.randint(1, 2)))
+    g.in_branch = saved
 
 
 def st_match(g):
     ints = g.vars_of("int")
     subject = g.rng.choice(ints) if ints else "round(abs(" + g.float_expr(1) + "))"
     g.emit(f"match {subject}:")
+    saved, g.in_branch = g.in_branch, True
     g.indent += 1
     for case in ("0", "1 | 2", "_"):
         g.emit(f"case {case}:")
         g.block(lambda: g.statements(1))
     g.indent -= 1
+    g.in_branch = saved
 
 
 def loop_body(g, loop_var: str | None = None, kind: str = "int"):
@@ -649,20 +698,30 @@ def loop_body(g, loop_var: str | None = None, kind: str = "int"):
 def st_for_range(g):
     i = g.fresh("i")
     k = g.rng.randint(1, 4)
+    state = begin_loop(g)
     g.emit(f"for {i} in range({k}):")
     loop_body(g, i, "int")
-    loop_else(g)
-    if g.rng.random() < 0.3:
+    loop_else(g, *state)
+    if g.rng.random() < 0.3 and g.has("loop_variable_after_loop"):
         # the loop variable read after the loop (the loop ran at least once)
         v = g.fresh("v")
         g.emit(f"{v} = 0.5 * {i}")
         g.bind(v, "float")
 
 
-def loop_else(g):
-    if g.rng.random() < 0.25:
+def loop_else(g, has_else: bool, saved_flag: bool):
+    g.in_loop_with_else = saved_flag
+    if has_else:
         g.emit("else:")
         g.block(lambda: g.statements(1))
+
+
+def begin_loop(g) -> tuple[bool, bool]:
+    """Decide now whether the loop gets an ``else`` (returns in its body depend on it)."""
+    has_else = g.rng.random() < 0.25
+    saved = g.in_loop_with_else
+    g.in_loop_with_else = saved or has_else
+    return has_else, saved
 
 
 def st_for_list(g):
@@ -671,11 +730,13 @@ def st_for_list(g):
         return False
     xs = g.rng.choice(seqs)
     e = g.fresh("e")
+    g.iterated.add(xs)
+    state = begin_loop(g)
     g.emit(f"for {e} in {xs}:")
     saved, g.no_grow = g.no_grow, True
     loop_body(g, e, "float")
     g.no_grow = saved
-    loop_else(g)
+    loop_else(g, *state)
 
 
 def st_for_iter(g):
@@ -686,7 +747,13 @@ def st_for_iter(g):
     xs = r.choice(lists)
     ys = r.choice(lists + g.vars_of("ftuple"))
     form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map"))
+    if form == "items" and not g.vars_of("fdict"):
+        return False
+    g.iterated |= {xs, ys}
+    state = begin_loop(g)
     saved, g.no_grow = g.no_grow, True
+    saved_write = g.no_write
+    g.no_write = g.no_write or (form != "sorted" and not g.has("write_list_iterated_by_builtin"))
     if form == "zip":
         a, b = g.fresh("a"), g.fresh("b")
         g.emit(f"for {a}, {b} in zip({xs}, {ys}):")
@@ -697,9 +764,6 @@ def st_for_iter(g):
         loop_body_multi(g, {i: "int", a: "float"})
     elif form == "items":
         ds = g.vars_of("fdict")
-        if not ds:
-            g.no_grow = saved
-            return False
         k, v = g.fresh("k"), g.fresh("v")
         d = r.choice(ds)
         g.emit(f"for {k}, {v} in {d}.items():")
@@ -714,7 +778,8 @@ def st_for_iter(g):
         g.emit(f"for {a} in {form}({xs}):")
         loop_body(g, a, "float")
     g.no_grow = saved
-    loop_else(g)
+    g.no_write = saved_write
+    loop_else(g, *state)
 
 
 def loop_body_multi(g, names: dict[str, str]):
@@ -735,6 +800,7 @@ def loop_body_multi(g, names: dict[str, str]):
 
 def st_while(g):
     k = g.fresh("k")
+    state = begin_loop(g)
     g.emit(f"{k} = 0")
     g.emit(f"while {k} < {g.rng.randint(1, 4)}:")
 
@@ -749,21 +815,25 @@ def st_while(g):
                 g.statement()
         g.loop_depth -= 1
     g.block(body)
-    loop_else(g)
+    loop_else(g, *state)
 
 
 def st_early_return(g):
-    if g.indent <= 1:
+    if g.indent <= 1 or (g.in_loop_with_else and not g.has("return_in_loop_with_else")):
         return False
     g.emit(f"return {g.float_expr(2)}")
 
 
 def st_return_if(g):
+    if g.in_loop_with_else and not g.has("return_in_loop_with_else"):
+        return False
     g.emit(f"if {g.condition()}:")
     g.block(lambda: g.emit(f"return {g.any_float_read()} + {g.float_expr(1)}"))
 
 
 def st_closure(g):
+    if g.in_branch and not g.has("closure_in_branch"):
+        return False
     name = g.fresh("g")
     u = g.fresh("u")
     outer = g.vars_of("float", writable=True)
@@ -772,8 +842,9 @@ def st_closure(g):
 
     def body():
         saved = dict(g.scope)
-        for v in g.scope.values():
-            g.scope[v.name] = Var(v.name, v.kind, writable=False)
+        saved_flags = g.in_loop_with_else, g.in_branch, g.no_write
+        g.in_loop_with_else = g.in_branch = g.no_write = False
+        g.closure_scope()
         if nonlocal_var:
             g.emit(f"nonlocal {nonlocal_var}")
             g.scope[nonlocal_var] = Var(nonlocal_var, "float", writable=True)
@@ -785,6 +856,7 @@ def st_closure(g):
             g.emit(f"{nonlocal_var} = {g.float_expr(1)}")
         g.emit(f"return {g.float_expr(2)}")
         g.func_depth -= 1
+        g.in_loop_with_else, g.in_branch, g.no_write = saved_flags
         g.scope.clear()
         g.scope.update(saved)
     g.indent += 1
@@ -800,12 +872,13 @@ def st_closure(g):
 def st_lambda(g):
     name = g.fresh("g")
     u, w = g.fresh("u"), g.fresh("w")
-    default = g.float_expr(1) if g.rng.random() < 0.5 else g.rng.choice(CONSTANTS)
-    body = g.with_locals({u: "float", w: "float"}, lambda: g.float_expr(2))
+    from_variable = g.rng.random() < 0.5 and g.has("lambda_default_from_variable")
+    default = g.float_expr(1) if from_variable else g.rng.choice(CONSTANTS)
+    body = in_closure(g, {u: "float", w: "float"}, lambda: g.float_expr(2))
     g.emit(f"{name} = lambda {u}, {w}={default}: {body}")
     g.bind(name, "fn1")
     v = g.fresh("v")
-    if g.rng.random() < 0.5:
+    if g.rng.random() < 0.5 and g.has("keyword_calls"):
         g.emit(f"{v} = {name}({g.float_expr(1)}, {w}={g.float_expr(1)})")
     else:
         g.emit(f"{v} = {name}({g.float_expr(1)})")
@@ -821,11 +894,15 @@ def st_varargs(g):
     v = g.fresh("v")
     lists = g.vars_of("flist")
     dicts = g.vars_of("fdict")
-    forms = [lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)}, scale={g.float_expr(1)}, extra={g.float_expr(1)})",
-             lambda: f"{name}({g.float_expr(1)})"]
+    forms = [lambda: f"{name}({g.float_expr(1)})",
+             lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)})"]
+    if g.has("keyword_calls"):
+        forms.append(lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)}, scale={g.float_expr(1)}, extra={g.float_expr(1)})")
     if lists:
-        forms.append(lambda: f"{name}(*{r.choice(lists)}, scale={g.float_expr(1)})")
-    if dicts:
+        forms.append(lambda: f"{name}(*{r.choice(lists)})")
+        if g.has("keyword_calls"):
+            forms.append(lambda: f"{name}(*{r.choice(lists)}, scale={g.float_expr(1)})")
+    if dicts and g.has("keyword_calls"):
         forms.append(lambda: f"{name}({g.float_expr(1)}, **{r.choice(dicts)})")
     g.emit(f"{v} = {r.choice(forms)()}")
     g.bind(v, "float")
@@ -833,8 +910,9 @@ def st_varargs(g):
 
 def st_new_container(g, kind: str):
     name = g.fresh(KINDS[kind].prefix)
-    g.emit(f"{name} = {KINDS[kind].expression(g, 2)}")
-    g.bind(name, kind)
+    value = KINDS[kind].expression(g, 2)
+    g.emit(f"{name} = {value}")
+    g.bind(name, kind, display=value[:1] in "[({")
 
 
 def st_list_alias(g):
@@ -852,6 +930,8 @@ def st_list_mutate(g):
         st_new_container(g, "flist")
         return
     r = g.rng
+    if g.no_write:
+        return False
     grows_forbidden = g.no_grow or g.func_depth > 0
     rebinds = g.scope[xs].writable
     e = lambda: g.float_expr(1)  # noqa: E731
@@ -866,12 +946,14 @@ def st_list_mutate(g):
         lambda: f"{xs}.append({e()})",
         lambda: f"{xs}.extend([{e()}, {e()}])",
         lambda: f"{xs}.insert({r.randint(-1, 2)}, {e()})",
-        lambda: f"{xs}.extend({xs})",
         lambda: f"{xs}.extend({g.pick_var('flist')})",
         lambda: f"{xs}[1:1] = [{e()}, {e()}]",
     ]
     if rebinds:
         growing.append(lambda: f"{xs} += [{e()}]")
+    if g.has("extend_with_itself"):
+        growing.append(lambda: f"{xs}.extend({xs})")
+    may_shrink = xs not in g.iterated or g.has("shrink_after_iteration")
     shrinking = [
         lambda: f"{xs}.pop()",
         lambda: f"{xs}.pop(0)",
@@ -886,15 +968,15 @@ def st_list_mutate(g):
     kind = r.random()
     if kind < 0.4:
         g.emit(r.choice(growing)())
-    elif kind < 0.7:
+    elif kind < 0.7 and may_shrink:
         g.emit(f"if len({xs}) > 1:")
         g.block(lambda: g.emit(r.choice(shrinking)()))
-    elif kind < 0.8:
+    elif kind < 0.8 and may_shrink:
         g.emit(f"{xs}.clear()")
         g.emit(f"{xs}.append({e()})")
     else:
         g.emit(r.choice(safe)())
-    if r.random() < 0.2:
+    if r.random() < 0.2 and may_shrink:
         v = g.fresh("v")
         g.emit(f"{v} = {xs}.pop() if len({xs}) > 1 else {xs}[0]")
         g.bind(v, "float")
@@ -941,6 +1023,8 @@ def st_dict(g):
         return
     r = g.rng
     e = lambda: g.float_expr(1)  # noqa: E731
+    if g.no_write:
+        return False
     if g.no_grow or g.func_depth > 0:
         g.emit(f"{d}['a'] = {e()}")
         return
@@ -948,13 +1032,14 @@ def st_dict(g):
         lambda: f"{d}['a'] = {e()}",
         lambda: f"{d}['b'] += {e()}",
         lambda: f"{d}.update({{'b': {e()}}})",
-        lambda: f"{d}.update(c={e()})",
         lambda: f"{d}.setdefault('c', {e()})",
         lambda: f"{d}.pop('c', None)",
         lambda: f"{d}['c'] = {d}.get('c', 0.5) * {e()}",
     ]
-    if g.scope[d].writable:
+    if g.scope[d].writable and g.has("dict_merge"):
         forms.append(lambda: f"{d} |= {{'c': {e()}}}")
+    if g.has("keyword_calls"):
+        forms.append(lambda: f"{d}.update(c={e()})")
     g.emit(r.choice(forms)())
     if r.random() < 0.3:
         v = g.fresh("v")
@@ -976,7 +1061,7 @@ def st_object(g):
 
 def st_comprehension(g):
     kind = g.rng.choice(("flist", "fdict"))
-    if kind == "fdict" and not g.has("dicts"):
+    if kind == "fdict" and not (g.has("dicts") and g.has("dict_merge")):
         kind = "flist"
     lists = g.vars_of("flist") + g.vars_of("ftuple")
     if kind == "flist":
@@ -985,7 +1070,9 @@ def st_comprehension(g):
         e = g.fresh("e")
         body = g.with_locals({e: "float"}, lambda: g.float_expr(2))
         name = g.fresh("xs")
-        g.emit(f"{name} = [{body} for {e} in {g.rng.choice(lists)}]")
+        source = g.rng.choice(lists)
+        g.iterated.add(source)
+        g.emit(f"{name} = [{body} for {e} in {source}]")
         g.bind(name, "flist")
     else:
         if not lists:

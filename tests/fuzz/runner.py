@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from .checker import Checker, Outcome, args_text
-from .generator import FEATURES, Program, generate
+from .generator import ALL, Program, generate
 from .shrink import Shrinker
 
 
@@ -109,7 +109,7 @@ def float_only_for(seed: int, order: int) -> bool | None:
     return True if order >= 2 and seed % 2 == 0 else None
 
 
-def run(seeds, features=FEATURES, order: int = 1, *, out_dir: str | None = None, budget: float | None = None,
+def run(seeds, features=ALL, order: int = 1, *, out_dir: str | None = None, budget: float | None = None,
         shrink: bool = True, shrink_budget: float = 60.0, time_limit: float = 5.0, progress_every: int = 0,
         stop_on_failure: bool = False, shrunk_per_kind: int = 4, stream=sys.stdout) -> Summary:
     checker = Checker(order=order, time_limit=time_limit)
