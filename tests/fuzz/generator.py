@@ -61,6 +61,7 @@ CONSTRUCTS = {
     "shrink_after_iteration": "lists",            # for e in xs: ... / xs.pop()
     "extend_with_itself": "lists",                # xs.extend(xs)
     "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
+    "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -771,7 +772,8 @@ def st_for_iter(g):
     elif form == "map":
         a = g.fresh("a")
         u = g.fresh("u")
-        g.emit(f"for {a} in map(lambda {u}: {u} * {g.float_leaf()}, {xs}):")
+        factor = g.float_leaf() if g.has("lazy_iteration_observed") else g.rng.choice(CONSTANTS)
+        g.emit(f"for {a} in map(lambda {u}: {u} * {factor}, {xs}):")
         loop_body(g, a, "float")
     else:
         a = g.fresh("a")
