@@ -154,7 +154,13 @@ class ListKind(Kind):
 
     def read_float(self, g, name):
         r = g.rng
-        choices = [f"{name}[0]", f"{name}[-1]", f"sum({name})", f"{name}[len({name}) // 2]"]
+        choices = [f"{name}[0]", f"{name}[-1]", f"sum({name})", f"{name}[len({name}) // 2]",
+                   f"sum({name}[1:], 0.25)", f"{name}[::-1][0]"]
+        if g.has("iterators"):
+            u = g.fresh("u")
+            choices.append(f"sum(filter(lambda {u}: {u} > 0.0, {name}), 0.5)")
+        if g.has("math"):
+            choices += [f"math.fsum({name})", f"math.prod({name}[:2])"]
         if g.has("math"):
             choices += [f"max({name})", f"min({name})"]
         if g.has("comprehensions"):
@@ -178,7 +184,7 @@ class TupleKind(Kind):
         return r.choice(choices)()
 
     def read_float(self, g, name):
-        return g.rng.choice([f"{name}[0]", f"{name}[-1]", f"sum({name})"])
+        return g.rng.choice([f"{name}[0]", f"{name}[-1]", f"sum({name})", f"sum({name}[1:], 0.5)", f"{name}[-1:][0]"])
 
 
 class DictKind(Kind):
@@ -254,7 +260,7 @@ class Pt:
         return f"Pt({self.a!r}, {self.b!r})"
 '''
 
-CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25")
+CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25", "SCALE")
 
 
 class Generator:
@@ -457,7 +463,7 @@ class Generator:
         self.statements(self.rng.randint(2, self.max_statements))
         self.emit(f"return {self.final_expr()}")
         body = self.lines
-        head = ["import math", "import functools", "import contextlib", "import dplus", ""]
+        head = ["import math", "import functools", "import contextlib", "import dplus", "", "SCALE = 0.75", ""]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
@@ -519,7 +525,11 @@ def fx_math(g, depth):
     forms = [f"math.sin({a})", f"math.cos({a})", f"math.tanh({a})", f"math.exp(math.tanh({a}))",
              f"math.sqrt(1.0 + ({a}) ** 2)", f"math.log(1.0 + ({a}) * ({a}))", f"math.atan({a})",
              f"abs({a})", f"max({a}, {g.float_expr(depth - 1)})", f"min({a}, {g.float_expr(depth - 1)})",
-             f"math.hypot({a}, {g.float_expr(depth - 1)})", f"math.pow({a}, 2)", f"math.fabs({a})"]
+             f"math.hypot({a}, {g.float_expr(depth - 1)})", f"math.pow({a}, 2)", f"math.fabs({a})",
+             f"math.atan2({a}, 1.5 + math.cos({g.float_expr(depth - 1)}))", f"math.log1p(({a}) ** 2)",
+             f"math.expm1(math.sin({a}))", f"math.erf({a})", f"math.asinh({a})", f"math.degrees({a}) * 0.01",
+             f"math.copysign({a}, 1.0)", f"math.fsum([{a}, {g.float_expr(depth - 1)}])",
+             f"math.prod([{a}, {g.float_expr(depth - 1)}])"]
     return r.choice(forms)
 
 
@@ -611,7 +621,20 @@ def _helper(self: Generator, recursive: bool) -> tuple[str, int]:
                     float_only=True, max_statements=2)
     sub.helper_names = list(self.helper_names)  # may call earlier helpers, never later ones
     sub.counter = self.counter + 1000
-    if recursive:
+    if recursive and self.rng.random() < 0.3:
+        even, odd = self.fresh("rec_even"), self.fresh("rec_odd")
+        src = [
+            "@dplus.define_dplus",
+            f"def {even}(a, n):",
+            f"    return a if n <= 0 else {odd}(math.sin(a) * 1.5, n - 1) + a",
+            "",
+            "@dplus.define_dplus",
+            f"def {odd}(a, n):",
+            f"    return a * a if n <= 0 else {even}(a * 0.5, n - 1) * math.cos(a)",
+            "",
+        ]
+        name, arity = even, 1
+    elif recursive:
         name = self.fresh("rec")
         sub.bind("a", "float")
         sub.indent = 2
@@ -940,6 +963,7 @@ def st_list_mutate(g):
     safe = [
         lambda: f"{xs}[{r.choice(('0', '-1', f'len({xs}) // 2'))}] = {e()}",
         lambda: f"{xs}[0] += {e()}",
+        lambda: f"{xs}[-1] *= math.tanh({e()})",
         lambda: f"{xs}.reverse()",
         lambda: f"{xs}.sort()",
         lambda: f"{xs}[:1] = [{e()}]",
@@ -1033,6 +1057,7 @@ def st_dict(g):
     forms = [
         lambda: f"{d}['a'] = {e()}",
         lambda: f"{d}['b'] += {e()}",
+        lambda: f"{d}['a'] *= math.tanh({e()})",
         lambda: f"{d}.update({{'b': {e()}}})",
         lambda: f"{d}.setdefault('c', {e()})",
         lambda: f"{d}.pop('c', None)",
@@ -1100,6 +1125,12 @@ def st_try(g):
         g.block(body)
         g.emit("except ValueError:")
         g.block(lambda: g.statements(1))
+        if r.random() < 0.3:
+            g.emit("else:")
+            g.block(lambda: g.statements(1))
+        if r.random() < 0.3:
+            g.emit("finally:")
+            g.block(lambda: g.statements(1))
     elif form < 0.7:
         lists = g.vars_of("flist")
         v = g.fresh("v")
