@@ -159,3 +159,36 @@ def test_a_short_run_counts_outcomes(order, tmp_path):
     if order == 2:
         assert summary.second > 0
     assert "programs" in summary.table()
+
+
+def simple_program(source: str, args: tuple):
+    return dataclasses.replace(generate(0), source=source, args=args)
+
+
+def test_checker_detects_fast_paths_differing_from_the_general_path(monkeypatch):
+    from contextlib import contextmanager
+
+    from . import checker as checker_module
+
+    p = simple_program("import math\ndef f(x1, x2):\n    return math.sin(x1) * x2\n", (0.4, 1.3))
+    real_grad = dplus.grad
+
+    @contextmanager
+    def general_paths_with_a_bug():
+        monkeypatch.setattr(dplus, "grad", lambda f: lambda *a: tuple(2.0 * g for g in real_grad(f)(*a)))
+        try:
+            yield
+        finally:
+            monkeypatch.setattr(dplus, "grad", real_grad)
+    monkeypatch.setattr(checker_module, "general_paths_only", general_paths_with_a_bug)
+    out = Checker().check(p)
+    assert (out.status, out.kind) == ("wrong", "fast_vs_general"), out
+
+
+def test_checker_detects_a_wrong_hessian(monkeypatch):
+    p = simple_program("import math\ndef f(x1, x2):\n    return math.sin(x1) * x2\n", (0.4, 1.3))
+    real = dplus.hessian
+    monkeypatch.setattr(dplus, "hessian", lambda f: lambda *a: ((real(f)(*a)[0][0] + 0.01, 0.0), real(f)(*a)[1]))
+    out = Checker(order=2).check(p)
+    assert (out.status, out.kind) == ("wrong", "second_order"), out
+    assert Checker(order=1).check(p).status == "ok"
