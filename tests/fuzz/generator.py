@@ -62,6 +62,8 @@ CONSTRUCTS = {
     "extend_with_itself": "lists",                # xs.extend(xs)
     "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
     "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
+    "closure_after_early_return": "closures",     # if ...: return ... / g = lambda u: x
+    "del_variable": "misc",                       # t = xs[0]; del t
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -285,6 +287,7 @@ class Generator:
         self.no_write = False  # inside a loop over a builtin's view of a container (write_list_iterated_by_builtin off)
         self.in_loop_with_else = False
         self.in_branch = False
+        self.returned_before = False  # a return inside a block came earlier in this function
         self.iterated: set[str] = set()  # containers a loop or comprehension went over
 
     # ----- scope -----------------------------------------------------------------------
@@ -559,6 +562,8 @@ def in_closure(g, names: dict[str, str], make):
 
 
 def fx_lambda_call(g, depth):
+    if not closure_allowed(g):
+        return None
     u = g.fresh("u")
     body = in_closure(g, {u: "float"}, lambda: g.float_expr(depth - 1))
     return f"(lambda {u}: {body})({g.float_expr(depth - 1)})"
@@ -585,7 +590,7 @@ def fx_genexpr(g, depth):
 
 def fx_reduce(g, depth):
     lists = g.vars_of("flist") + g.vars_of("ftuple")
-    if not lists:
+    if not lists or not closure_allowed(g):
         return None
     a, b = g.fresh("a"), g.fresh("b")
     body = in_closure(g, {a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
@@ -795,7 +800,8 @@ def st_for_iter(g):
     elif form == "map":
         a = g.fresh("a")
         u = g.fresh("u")
-        factor = g.float_leaf() if g.has("lazy_iteration_observed") else g.rng.choice(CONSTANTS)
+        lazy = g.has("lazy_iteration_observed") and closure_allowed(g)
+        factor = g.float_leaf() if lazy else g.rng.choice(CONSTANTS)
         g.emit(f"for {a} in map(lambda {u}: {u} * {factor}, {xs}):")
         loop_body(g, a, "float")
     else:
@@ -846,18 +852,26 @@ def st_while(g):
 def st_early_return(g):
     if g.indent <= 1 or (g.in_loop_with_else and not g.has("return_in_loop_with_else")):
         return False
+    g.returned_before = True
     g.emit(f"return {g.float_expr(2)}")
 
 
 def st_return_if(g):
     if g.in_loop_with_else and not g.has("return_in_loop_with_else"):
         return False
+    g.returned_before = True
     g.emit(f"if {g.condition()}:")
     g.block(lambda: g.emit(f"return {g.any_float_read()} + {g.float_expr(1)}"))
 
 
+def closure_allowed(g) -> bool:
+    if g.returned_before and not g.has("closure_after_early_return"):
+        return False
+    return True
+
+
 def st_closure(g):
-    if g.in_branch and not g.has("closure_in_branch"):
+    if g.in_branch and not g.has("closure_in_branch") or not closure_allowed(g):
         return False
     name = g.fresh("g")
     u = g.fresh("u")
@@ -867,8 +881,8 @@ def st_closure(g):
 
     def body():
         saved = dict(g.scope)
-        saved_flags = g.in_loop_with_else, g.in_branch, g.no_write
-        g.in_loop_with_else = g.in_branch = g.no_write = False
+        saved_flags = g.in_loop_with_else, g.in_branch, g.no_write, g.returned_before
+        g.in_loop_with_else = g.in_branch = g.no_write = g.returned_before = False
         g.closure_scope()
         if nonlocal_var:
             g.emit(f"nonlocal {nonlocal_var}")
@@ -881,7 +895,7 @@ def st_closure(g):
             g.emit(f"{nonlocal_var} = {g.float_expr(1)}")
         g.emit(f"return {g.float_expr(2)}")
         g.func_depth -= 1
-        g.in_loop_with_else, g.in_branch, g.no_write = saved_flags
+        g.in_loop_with_else, g.in_branch, g.no_write, g.returned_before = saved_flags
         g.scope.clear()
         g.scope.update(saved)
     g.indent += 1
@@ -895,6 +909,8 @@ def st_closure(g):
 
 
 def st_lambda(g):
+    if not closure_allowed(g):
+        return False
     name = g.fresh("g")
     u, w = g.fresh("u"), g.fresh("w")
     from_variable = g.rng.random() < 0.5 and g.has("lambda_default_from_variable")
@@ -1166,7 +1182,7 @@ def st_misc(g):
     elif form == 1:
         g.emit("with contextlib.nullcontext():")
         g.block(lambda: g.statements(1))
-    elif form == 2:
+    elif form == 2 and g.has("del_variable"):
         v = g.fresh("tmp")
         g.emit(f"{v} = {g.float_expr(1)}")
         g.emit(f"del {v}")

@@ -35,6 +35,8 @@ OPEN_BUGS: dict[str, str] = {
     "shrink_after_iteration": "F6: a list shrunk after a loop iterated it loses the removed elements' sensitivities",
     "write_list_iterated_by_builtin": "F7: map/zip/enumerate/reversed are eager lists: writes in the loop are not seen",
     "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
+    "closure_after_early_return": "F11: a closure defined after an early return (in an if) gets no sensitivity",
+    "del_variable": "F12: del of a variable bound to a list element raises UnboundLocalError",
 }
 
 # family or construct -> the open bug, at second order only
