@@ -74,8 +74,9 @@ class Summary:
             lines.append(f"{status:<12} {n:>7}   {100.0 * n / max(1, self.programs):6.2f}%")
         lines.append("")
         lines.append("by kind (status, kind): count, percent of programs")
+        width = max((len(k[:150]) for _, k in self.by_kind), default=10)
         for (status, kind), n in sorted(self.by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"  {status:<8} {kind[:150]:<150} {n:>6}  {100.0 * n / max(1, self.programs):6.2f}%")
+            lines.append(f"  {status:<8} {kind[:150]:<{width}} {n:>6}  {100.0 * n / max(1, self.programs):6.2f}%")
         if self.failures:
             lines.append("")
             lines.append(f"distinct failures: {len(self.failures)}")
