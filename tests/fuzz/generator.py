@@ -64,6 +64,10 @@ CONSTRUCTS = {
     "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
     "closure_after_early_return": "closures",     # if ...: return ... / g = lambda u: x
     "del_variable": "misc",                       # t = xs[0]; del t
+    "cached_nested_def": "closures",              # @functools.lru_cache on a nested def
+    "generator_function": "misc",                 # def gen(): yield ... (SPEC 7: supported)
+    "class_statement": "misc",                    # class Local: ... inside f (SPEC 7: supported)
+    "global_write": "misc",                       # global COUNTER; COUNTER += 1 (SPEC 7: supported)
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -466,7 +470,7 @@ class Generator:
         self.statements(self.rng.randint(2, self.max_statements))
         self.emit(f"return {self.final_expr()}")
         body = self.lines
-        head = ["import math", "import functools", "import contextlib", "import dplus", "", "SCALE = 0.75", ""]
+        head = ["import math", "import functools", "import contextlib", "import dplus", "", "SCALE = 0.75", "COUNTER = 0", ""]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
@@ -877,6 +881,8 @@ def st_closure(g):
     u = g.fresh("u")
     outer = g.vars_of("float", writable=True)
     nonlocal_var = g.rng.choice(outer) if outer and g.rng.random() < 0.5 and g.indent >= 1 else None
+    if g.rng.random() < 0.15 and g.has("cached_nested_def"):
+        g.emit("@functools.lru_cache(maxsize=None)")
     g.emit(f"def {name}({u}):")
 
     def body():
@@ -1176,7 +1182,7 @@ def st_walrus(g):
 
 def st_misc(g):
     r = g.rng
-    form = r.randint(0, 4)
+    form = r.randint(0, 5)
     if form == 0:
         g.emit(f"assert {g.float_expr(1)} == {g.float_expr(0)} or True")
     elif form == 1:
@@ -1186,6 +1192,22 @@ def st_misc(g):
         v = g.fresh("tmp")
         g.emit(f"{v} = {g.float_expr(1)}")
         g.emit(f"del {v}")
+    elif form == 4 and r.random() < 0.5 and g.has("generator_function") and closure_allowed(g):
+        gen, u, v = g.fresh("gen"), g.fresh("u"), g.fresh("v")
+        g.emit(f"def {gen}({u}):")
+        g.emit(f"    yield {u}")
+        g.emit(f"    yield {u} * 0.5")
+        g.emit(f"{v} = sum({gen}({g.float_expr(1)}))")
+        g.bind(v, "float")
+    elif form == 4 and r.random() < 0.5 and g.has("class_statement"):
+        cls, v = g.fresh("Local"), g.fresh("v")
+        g.emit(f"class {cls}:")
+        g.emit(f"    k = {r.choice(CONSTANTS)}")
+        g.emit(f"{v} = {cls}.k * {g.float_expr(1)}")
+        g.bind(v, "float")
+    elif form == 4 and g.has("global_write") and g.func_depth == 0:
+        g.emit("global COUNTER")
+        g.emit("COUNTER += 1")
     elif form == 3:
         v = g.fresh("s")
         g.emit(f'{v} = f"{{{g.float_expr(1)}:.3f}}"')
