@@ -68,6 +68,8 @@ CONSTRUCTS = {
     "generator_function": "misc",                 # def gen(): yield ... (SPEC 7: supported)
     "class_statement": "misc",                    # class Local: ... inside f (SPEC 7: supported)
     "global_write": "misc",                       # global COUNTER; COUNTER += 1 (SPEC 7: supported)
+    "return_in_try_with_else": "exceptions",      # try: return ... / except ...: ... / else: ...
+    "with_statement": "misc",                     # with contextlib.nullcontext(): ...
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -290,6 +292,7 @@ class Generator:
         self.no_grow = False  # inside a loop over a container: no container may grow
         self.no_write = False  # inside a loop over a builtin's view of a container (write_list_iterated_by_builtin off)
         self.in_loop_with_else = False
+        self.in_try_with_else = False
         self.in_branch = False
         self.returned_before = False  # a return inside a block came earlier in this function
         self.iterated: set[str] = set()  # containers a loop or comprehension went over
@@ -853,15 +856,23 @@ def st_while(g):
     loop_else(g, *state)
 
 
+def return_allowed(g) -> bool:
+    if g.in_loop_with_else and not g.has("return_in_loop_with_else"):
+        return False
+    if g.in_try_with_else and not g.has("return_in_try_with_else"):
+        return False
+    return True
+
+
 def st_early_return(g):
-    if g.indent <= 1 or (g.in_loop_with_else and not g.has("return_in_loop_with_else")):
+    if g.indent <= 1 or not return_allowed(g):
         return False
     g.returned_before = True
     g.emit(f"return {g.float_expr(2)}")
 
 
 def st_return_if(g):
-    if g.in_loop_with_else and not g.has("return_in_loop_with_else"):
+    if not return_allowed(g):
         return False
     g.returned_before = True
     g.emit(f"if {g.condition()}:")
@@ -887,8 +898,8 @@ def st_closure(g):
 
     def body():
         saved = dict(g.scope)
-        saved_flags = g.in_loop_with_else, g.in_branch, g.no_write, g.returned_before
-        g.in_loop_with_else = g.in_branch = g.no_write = g.returned_before = False
+        saved_flags = g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before
+        g.in_loop_with_else = g.in_try_with_else = g.in_branch = g.no_write = g.returned_before = False
         g.closure_scope()
         if nonlocal_var:
             g.emit(f"nonlocal {nonlocal_var}")
@@ -901,7 +912,7 @@ def st_closure(g):
             g.emit(f"{nonlocal_var} = {g.float_expr(1)}")
         g.emit(f"return {g.float_expr(2)}")
         g.func_depth -= 1
-        g.in_loop_with_else, g.in_branch, g.no_write, g.returned_before = saved_flags
+        g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before = saved_flags
         g.scope.clear()
         g.scope.update(saved)
     g.indent += 1
@@ -1137,6 +1148,7 @@ def st_try(g):
     r = g.rng
     form = r.random()
     if form < 0.4:
+        has_else = r.random() < 0.3
         g.emit("try:")
 
         def body():
@@ -1144,10 +1156,13 @@ def st_try(g):
             g.emit(f"if {g.condition(1)}:")
             g.block(lambda: g.emit("raise ValueError('fuzz')"))
             g.statement()
+        saved = g.in_try_with_else
+        g.in_try_with_else = saved or has_else
         g.block(body)
+        g.in_try_with_else = saved
         g.emit("except ValueError:")
         g.block(lambda: g.statements(1))
-        if r.random() < 0.3:
+        if has_else:
             g.emit("else:")
             g.block(lambda: g.statements(1))
         if r.random() < 0.3:
@@ -1185,7 +1200,7 @@ def st_misc(g):
     form = r.randint(0, 5)
     if form == 0:
         g.emit(f"assert {g.float_expr(1)} == {g.float_expr(0)} or True")
-    elif form == 1:
+    elif form == 1 and g.has("with_statement"):
         g.emit("with contextlib.nullcontext():")
         g.block(lambda: g.statements(1))
     elif form == 2 and g.has("del_variable"):

@@ -38,12 +38,14 @@ OPEN_BUGS: dict[str, str] = {
     "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
     "closure_after_early_return": "F11: a closure defined after an early return (in an if) gets no sensitivity",
     "del_variable": "F12: del of a variable bound to a list element raises UnboundLocalError",
+    "return_in_try_with_else": "F13: a return inside try with an else clause runs the else too",
 }
 
 # family or construct -> the open bug, at second order only
 OPEN_SECOND_ORDER_BUGS: dict[str, str] = {
     "keyword_calls": "F8: second order of a function making a call with keyword arguments raises TypeError",
     "objects": "F9: second order of a function constructing an instance raises AttributeError",
+    "with_statement": "F9: second order of with contextlib.nullcontext() (an instance constructed) raises AttributeError",
 }
 
 
