@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from .generator import ALL, FEATURES
@@ -28,6 +29,7 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown feature families: {sorted(unknown)}")
     features -= set(a.exclude)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid>: stop and print the table
     summary = run(range(a.seed, a.seed + a.programs), features, a.order, out_dir=a.out, budget=a.budget,
                   shrink=not a.no_shrink, shrink_budget=a.shrink_seconds, time_limit=a.time_limit,
                   progress_every=a.progress)

@@ -116,20 +116,23 @@ def run(seeds, features=ALL, order: int = 1, *, out_dir: str | None = None, budg
     checker = Checker(order=order, time_limit=time_limit)
     summary = Summary()
     start = time.monotonic()
-    for seed in seeds:
-        if budget is not None and time.monotonic() - start > budget:
-            break
-        program = generate(seed, features, float_only=float_only_for(seed, order))
-        outcome = checker.check(program)
-        summary.add(outcome)
-        if outcome.failed:
-            record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind)
-            if stop_on_failure:
+    try:
+        for seed in seeds:
+            if budget is not None and time.monotonic() - start > budget:
                 break
-        if progress_every and summary.programs % progress_every == 0:
-            summary.seconds = time.monotonic() - start
-            counts = " ".join(f"{k}={v}" for k, v in sorted(summary.by_status.items()))
-            print(f"[{summary.programs} programs, seed {seed}, {summary.seconds:.0f} s] {counts}", file=stream, flush=True)
+            program = generate(seed, features, float_only=float_only_for(seed, order))
+            outcome = checker.check(program)
+            summary.add(outcome)
+            if outcome.failed:
+                record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind)
+                if stop_on_failure:
+                    break
+            if progress_every and summary.programs % progress_every == 0:
+                summary.seconds = time.monotonic() - start
+                counts = " ".join(f"{k}={v}" for k, v in sorted(summary.by_status.items()))
+                print(f"[{summary.programs} programs, seed {seed}, {summary.seconds:.0f} s] {counts}", file=stream, flush=True)
+    except KeyboardInterrupt:  # (a long run stopped by hand still reports what it did)
+        print("interrupted", file=stream, flush=True)
     summary.seconds = time.monotonic() - start
     return summary
 
