@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-from .generator import ALL, FEATURES
+from .generator import ALL
 from .runner import run
 
 

@@ -29,8 +29,8 @@ import sys
 import tempfile
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+
 
 import dplus
 from dplus.transformer import general_paths_only

@@ -22,7 +22,7 @@ kept bounded by ``tanh``/``sin`` and small constants.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 # One flag per construct family.  A run takes a subset.
@@ -84,16 +84,15 @@ class Var:
 
 @dataclass
 class Program:
-    """A generated module: its source, the name of the function, and its argument values."""
+    """A generated module: its source, the name of the function, and its arguments (an
+    object argument is described as ``("Pt", a, b)``: the checker builds it with the
+    module's own class)."""
 
     source: str
     args: tuple
     features: frozenset
     entry: str = "f"
     seed: int = 0
-
-    def call_text(self) -> str:
-        return f"{self.entry}(*{self.args!r})"
 
 
 class Kind:
@@ -491,16 +490,7 @@ class Generator:
 
 def generate(seed: int, features=ALL, *, float_only: bool | None = None) -> Program:
     """The program of ``seed`` (the same seed and features give the same program)."""
-    g = Generator(seed, features, float_only=float_only)
-    p = g.program()
-    p.args = materialize_args(p.args)
-    return p
-
-
-def materialize_args(args):
-    """Argument descriptions to values: ``("Pt", a, b)`` stays a description until the module
-    is imported (the checker builds the instance with the module's class)."""
-    return args
+    return Generator(seed, features, float_only=float_only).program()
 
 
 # ----- float expression productions --------------------------------------------------------
@@ -602,10 +592,6 @@ def fx_reduce(g, depth):
     a, b = g.fresh("a"), g.fresh("b")
     body = in_closure(g, {a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
     return f"functools.reduce(lambda {a}, {b}: {body}, {g.rng.choice(lists)}, {g.float_expr(0)})"
-
-
-def fx_walrus(g, depth):
-    return None  # statement-level only (see st_walrus): an expression cannot bind for later use here
 
 
 FLOAT_EXPRESSIONS: list[tuple[str, float, Callable]] = [

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import collections
-import re
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field

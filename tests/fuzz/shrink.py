@@ -28,18 +28,6 @@ from .generator import Program
 STATEMENT_FIELDS = ("body", "orelse", "finalbody")
 
 
-def statement_lists(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
-    for node in ast.walk(tree):
-        for name in STATEMENT_FIELDS:
-            body = getattr(node, name, None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-                yield node, name
-        if isinstance(node, ast.match_case):
-            yield node, "body"
-        if isinstance(node, ast.ExceptHandler):
-            pass  # its body is found by the "body" field above
-
-
 def _located(tree: ast.AST) -> list[tuple[int, str]]:
     """(index of the node in a walk, field) of every statement list, stable across copies."""
     nodes = list(ast.walk(tree))
