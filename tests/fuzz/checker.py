@@ -31,7 +31,6 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-
 import dplus
 from dplus.transformer import general_paths_only
 
