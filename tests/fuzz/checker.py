@@ -258,10 +258,21 @@ def normalised_message(e: BaseException) -> str:
 
 # ----- the checks ------------------------------------------------------------------------------
 class Checker:
-    def __init__(self, order: int = 1, time_limit: float = 5.0, check_general: bool = True):
+    def __init__(self, order: int = 1, time_limit: float = 5.0, check_general: bool = True, check_fd: bool = True):
         self.order = order
         self.seconds = time_limit
         self.check_general = check_general
+        self.check_fd = check_fd
+
+    def focused(self, target: Outcome) -> "Checker":
+        """A checker that skips the checks that run after the one ``target`` failed (the
+        shrinker's many runs need only that one)."""
+        stage = target.kind.split(":")[0]
+        late = target.kind in ("gradient", "fast_vs_general", "second_order") or stage in ("general", "second")
+        second = target.kind == "second_order" or stage == "second"
+        general = second or target.kind == "fast_vs_general" or stage == "general"
+        return Checker(order=self.order if second else 1, time_limit=self.seconds,
+                       check_general=self.check_general and general, check_fd=self.check_fd and late)
 
     def check(self, program: Program) -> Outcome:
         try:
@@ -350,7 +361,7 @@ class Checker:
 
         # 3. finite differences
         base_args = self.fresh(module, described)
-        for path in list(leaves(base_args)):
+        for path in list(leaves(base_args)) if self.check_fd else ():
             fd = self.central_difference(f, module, described, path, expected)
             if fd is None:
                 out.partials_skipped += 1

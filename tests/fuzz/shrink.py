@@ -161,7 +161,7 @@ class Shrinker:
 
     def same_failure(self, program: Program, target: Outcome) -> bool:
         self.tries += 1
-        outcome = self.checker.check(program)
+        outcome = self.checker.focused(target).check(program)
         return outcome.signature == target.signature
 
     def shrink(self, program: Program, target: Outcome) -> Program:
