@@ -58,7 +58,7 @@ CONSTRUCTS = {
     "loop_variable_after_loop": "loops",          # for i in range(k): ... / v = i
     "closure_in_branch": "closures",              # if ...: x = ...; def g(): ... x ...
     "closure_reads_display": "closures",          # xs = [a, b]; def g(): ... xs ...
-    "shrink_after_iteration": "lists",            # for e in xs: ... / xs.pop()
+    "list_shrinking": "lists",                    # xs.pop(), del xs[0], xs.remove, xs.clear(), xs[:] = xs[1:]
     "extend_with_itself": "lists",                # xs.extend(xs)
     "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
     "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
@@ -294,7 +294,6 @@ class Generator:
         self.in_try_with_else = False
         self.in_branch = False
         self.returned_before = False  # a return inside a block came earlier in this function
-        self.iterated: set[str] = set()  # containers a loop or comprehension went over
 
     # ----- scope -----------------------------------------------------------------------
     def has(self, feature: str) -> bool:
@@ -752,7 +751,6 @@ def st_for_list(g):
         return False
     xs = g.rng.choice(seqs)
     e = g.fresh("e")
-    g.iterated.add(xs)
     state = begin_loop(g)
     g.emit(f"for {e} in {xs}:")
     saved, g.no_grow = g.no_grow, True
@@ -771,7 +769,6 @@ def st_for_iter(g):
     form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map"))
     if form == "items" and not g.vars_of("fdict"):
         return False
-    g.iterated |= {xs, ys}
     state = begin_loop(g)
     saved, g.no_grow = g.no_grow, True
     saved_write = g.no_write
@@ -998,7 +995,9 @@ def st_list_mutate(g):
         growing.append(lambda: f"{xs} += [{e()}]")
     if g.has("extend_with_itself"):
         growing.append(lambda: f"{xs}.extend({xs})")
-    may_shrink = xs not in g.iterated or g.has("shrink_after_iteration")
+    # (F6 needs the list read whole before: by a loop, a comprehension, sum, a closure, ...;
+    # too many ways to track, so with the flag off no list shrinks)
+    may_shrink = g.has("list_shrinking")
     shrinking = [
         lambda: f"{xs}.pop()",
         lambda: f"{xs}.pop(0)",
@@ -1117,7 +1116,6 @@ def st_comprehension(g):
         body = g.with_locals({e: "float"}, lambda: g.float_expr(2))
         name = g.fresh("xs")
         source = g.rng.choice(lists)
-        g.iterated.add(source)
         g.emit(f"{name} = [{body} for {e} in {source}]")
         g.bind(name, "flist")
     else:

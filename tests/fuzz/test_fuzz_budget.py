@@ -33,7 +33,7 @@ OPEN_BUGS: dict[str, str] = {
     "lambda_default_from_variable": "F3: a lambda default computed from a differentiable variable gets no sensitivity",
     "dict_merge": "F4: dict merges (d |= {...}, d | {...}, {**d, ...}) lose the merged values' sensitivities",
     "closure_in_branch": "F5: a closure defined in an if, reading a variable assigned there, gets no sensitivity",
-    "shrink_after_iteration": "F6: a list shrunk after a loop iterated it loses the removed elements' sensitivities",
+    "list_shrinking": "F6: a list shrunk after it was iterated loses sensitivities or raises IndexError",
     "write_list_iterated_by_builtin": "F7: map/zip/enumerate/reversed are eager lists: writes in the loop are not seen",
     "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
     "closure_after_early_return": "F11: a closure defined after an early return (in an if) gets no sensitivity",
