@@ -33,7 +33,7 @@ FEATURES = (
     "loops",        # for over range/list, while, break/continue/else on loops
     "early_return", # return from inside branches and loops
     "closures",     # nested def reading outer variables, nonlocal
-    "lambdas",      # lambda, default values, keyword arguments
+    "lambdas",      # every lambda (map/filter/reduce's too), default values
     "varargs",      # *args / **kwargs, calls with * and **
     "lists",        # lists and every mutating method
     "tuples",       # tuples, unpacking, starred unpacking
@@ -163,7 +163,7 @@ class ListKind(Kind):
         r = g.rng
         choices = [f"{name}[0]", f"{name}[-1]", f"sum({name})", f"{name}[len({name}) // 2]",
                    f"sum({name}[1:], 0.25)", f"{name}[::-1][0]"]
-        if g.has("iterators"):
+        if g.has("iterators") and g.has("lambdas"):
             u = g.fresh("u")
             choices.append(f"sum(filter(lambda {u}: {u} > 0.0, {name}), 0.5)")
         if g.has("math"):
@@ -586,7 +586,7 @@ def fx_genexpr(g, depth):
 
 def fx_reduce(g, depth):
     lists = g.vars_of("flist") + g.vars_of("ftuple")
-    if not lists or not closure_allowed(g):
+    if not lists or not closure_allowed(g) or not g.has("lambdas"):
         return None
     a, b = g.fresh("a"), g.fresh("b")
     body = in_closure(g, {a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
@@ -766,7 +766,8 @@ def st_for_iter(g):
     r = g.rng
     xs = r.choice(lists)
     ys = r.choice(lists + g.vars_of("ftuple"))
-    form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map"))
+    form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map") if g.has("lambdas") else
+                    ("zip", "enumerate", "reversed", "sorted", "items"))
     if form == "items" and not g.vars_of("fdict"):
         return False
     state = begin_loop(g)
