@@ -1,0 +1,486 @@
+"""Differential checks of one generated program against dplus.
+
+``check(program)`` imports the program from a real file (dplus reads source through
+``inspect``/``linecache``) and compares, on deep copies of the arguments each time:
+
+1. the primal of ``dplus.dplus(f)`` with the plain call, and the arguments after each run
+   (under ``dplus.dplus`` and under ``dplus.grad``) with the arguments after the plain call;
+2. ``dplus.dplus(f)(*args).backprop(1.0)`` with ``dplus.grad(f)(*args)``;
+3. every partial derivative with central finite differences at two step sizes, which must
+   agree first (else the point is not smooth there and the partial is skipped);
+4. the gradient with fast paths with the gradient built by ``general_paths_only()``;
+5. for float-only arguments, ``dplus.hessian(f)`` with central differences of ``dplus.grad(f)``.
+
+The result is an ``Outcome``: ``ok``, ``wrong`` (a number differs), ``crash`` (an exception
+from inside dplus that is not a ``DplusError``), ``refused`` (a ``DplusError``), ``skipped``
+(the plain call raised or returned no finite number) or ``timeout``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import itertools
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import dplus
+from dplus.transformer import general_paths_only
+
+from .generator import Program
+
+# Tolerances: a gradient agrees with central differences when
+#   |g - fd| <= ABS_TOL + REL_TOL * max(|g|, |fd|) + ROUNDING * |f| / h
+REL_TOL = 1e-5
+ABS_TOL = 1e-6
+ROUNDING = 1e-14
+STEPS = (1e-5, 1e-4)       # relative step sizes; the two estimates must agree first
+AGREE_TOL = 1e-5           # relative agreement of the two estimates
+PRIMAL_TOL = 1e-12         # primal and mutated arguments: equal to rounding
+PATH_TOL = 1e-9            # fast path against general path, backprop against grad
+SECOND_REL_TOL = 1e-4
+SECOND_ABS_TOL = 1e-5
+
+
+class FuzzTimeout(BaseException):
+    """Raised by the alarm; a BaseException so that generated ``except`` clauses never catch it."""
+
+
+@dataclass
+class Outcome:
+    status: str            # ok / wrong / crash / refused / skipped / timeout
+    kind: str = ""         # e.g. "gradient", "first:TypeError", "plain-raised"
+    detail: str = ""       # expected vs got, or the traceback's last lines
+    partials: int = 0      # partial derivatives compared with finite differences
+    partials_skipped: int = 0
+    second: int = 0        # second-order entries compared
+    second_skipped: int = 0
+    message: str = ""      # a crash's normalised first line: tells crashes of one type apart
+
+    @property
+    def key(self) -> str:
+        return f"{self.status}:{self.kind}"
+
+    @property
+    def signature(self) -> str:
+        """What must stay the same while shrinking, and what tells distinct failures apart."""
+        return f"{self.status}:{self.kind}:{self.message}"
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("wrong", "crash")
+
+
+class Mismatch(Exception):
+    """A check found a wrong number: ``kind`` names the check."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+
+
+# ----- loading ---------------------------------------------------------------------------------
+_DIR: str | None = None
+_COUNTER = itertools.count()
+
+
+def module_dir() -> str:
+    global _DIR
+    if _DIR is None:
+        _DIR = tempfile.mkdtemp(prefix="dplus_fuzz_")
+        sys.path.insert(0, _DIR)
+    return _DIR
+
+
+def load(source: str):
+    """Import ``source`` as a fresh module written to a real file."""
+    name = f"dplus_fuzz_{os.getpid()}_{next(_COUNTER)}"
+    path = os.path.join(module_dir(), name + ".py")
+    with open(path, "w") as fh:
+        fh.write(source)
+    importlib.invalidate_caches()
+    return importlib.import_module(name)
+
+
+def unload(module) -> None:
+    sys.modules.pop(module.__name__, None)
+    try:
+        os.remove(module.__file__)
+    except OSError:
+        pass
+
+
+def build_args(module, described: tuple) -> tuple:
+    """Argument descriptions to values: ``("Pt", a, b)`` is an instance of the module's ``Pt``."""
+    def build(v):
+        if isinstance(v, tuple) and v and v[0] == "Pt":
+            return module.Pt(v[1], v[2])
+        return v
+    return tuple(build(v) for v in described)
+
+
+def args_text(described: tuple) -> str:
+    parts = []
+    for v in described:
+        if isinstance(v, tuple) and v and v[0] == "Pt":
+            parts.append(f"Pt({v[1]!r}, {v[2]!r})")
+        else:
+            parts.append(repr(v))
+    return ", ".join(parts)
+
+
+@contextmanager
+def time_limit(seconds: float):
+    if seconds <= 0 or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise FuzzTimeout()
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# ----- values ----------------------------------------------------------------------------------
+def leaves(value, path=()):
+    """Paths of the floats inside ``value`` (ints and bools are not differentiated)."""
+    if type(value) is float:
+        yield path
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from leaves(v, path + (i,))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, path + (k,))
+    elif hasattr(value, "__dict__") and not callable(value):
+        for k, v in vars(value).items():
+            yield from leaves(v, path + (("attr", k),))
+
+
+def get(value, path):
+    for p in path:
+        if isinstance(p, tuple) and p[0] == "attr":
+            value = getattr(value, p[1]) if not isinstance(value, dict) else value[p[1]]
+        else:
+            value = value[p]
+    return value
+
+
+def replaced(value, path, new):
+    """A deep copy of ``value`` with the leaf at ``path`` set to ``new``."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, tuple):
+        return tuple(replaced(v, rest, new) if i == head else copy.deepcopy(v) for i, v in enumerate(value))
+    out = copy.deepcopy(value)
+    if isinstance(head, tuple) and head[0] == "attr":
+        setattr(out, head[1], replaced(getattr(value, head[1]), rest, new))
+    else:
+        out[head] = replaced(value[head], rest, new)
+    return out
+
+
+def difference(a, b, tol: float, where: str = "") -> str | None:
+    """Where ``a`` and ``b`` differ (same nest of containers, numbers within ``tol``), or None."""
+    if isinstance(a, (list, tuple)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return f"{where}: {a!r} vs {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = difference(x, y, tol, f"{where}[{i}]")
+            if d:
+                return d
+        return None
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or set(a) != set(b):
+            return f"{where}: {a!r} vs {b!r}"
+        for k in a:
+            d = difference(a[k], b[k], tol, f"{where}[{k!r}]")
+            if d:
+                return d
+        return None
+    if hasattr(a, "__dict__") and not callable(a):
+        if type(a).__qualname__ != type(b).__qualname__:  # (the general path runs a second copy of the module)
+            return f"{where}: {a!r} vs {b!r}"
+        return difference(vars(a), vars(b), tol, where)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        if a == b or (math.isnan(a) and math.isnan(b)):
+            return None
+        if math.isclose(a, b, rel_tol=tol, abs_tol=tol):
+            return None
+        return f"{where}: {a!r} vs {b!r}"
+    if a is None and b is None:
+        return None
+    if a != b:
+        return f"{where}: {a!r} vs {b!r}"
+    return None
+
+
+def grad_leaf(g, path):
+    """The gradient entry at ``path`` (an object's gradient is a dict of its attributes)."""
+    for p in path:
+        if isinstance(p, tuple) and p[0] == "attr":
+            g = g[p[1]] if isinstance(g, dict) else getattr(g, p[1])
+        else:
+            g = g[p]
+    return g
+
+
+def path_text(path) -> str:
+    out = f"args[{path[0]}]"
+    for p in path[1:]:
+        out += f".{p[1]}" if isinstance(p, tuple) else f"[{p!r}]"
+    return out
+
+
+def normalised_message(e: BaseException) -> str:
+    """The first line of an exception message without numbers, paths and generated names."""
+    line = (str(e).splitlines() or [""])[0]
+    line = re.sub(r"(/[^\s:'\"]+)+", "<file>", line)
+    line = re.sub(r"dplus_fuzz_\w+", "<module>", line)
+    line = re.sub(r"\b([a-z]+)\d+\b", r"\1N", line)
+    line = re.sub(r"\d+", "N", line)
+    return line[:120]
+
+
+# ----- the checks ------------------------------------------------------------------------------
+class Checker:
+    def __init__(self, order: int = 1, time_limit: float = 5.0, check_general: bool = True, check_fd: bool = True):
+        self.order = order
+        self.seconds = time_limit
+        self.check_general = check_general
+        self.check_fd = check_fd
+
+    def focused(self, target: Outcome) -> "Checker":
+        """A checker that skips the checks that run after the one ``target`` failed (the
+        shrinker's many runs need only that one)."""
+        stage = target.kind.split(":")[0]
+        late = target.kind in ("gradient", "fast_vs_general", "second_order") or stage in ("general", "second")
+        second = target.kind == "second_order" or stage == "second"
+        general = second or target.kind == "fast_vs_general" or stage == "general"
+        return Checker(order=self.order if second else 1, time_limit=self.seconds,
+                       check_general=self.check_general and general, check_fd=self.check_fd and late)
+
+    def check(self, program: Program) -> Outcome:
+        try:
+            module = load(program.source)
+            # A second copy for the general path: its @define_dplus helpers are transformed
+            # there for the first time, so their general paths are compared too.
+            twin = load(program.source) if self.check_general else None
+        except Exception as e:  # noqa: BLE001 - a generator (or shrinker) bug, not a dplus bug
+            return Outcome("skipped", "invalid-program", f"{type(e).__name__}: {e}")
+        self.twin = twin
+        try:
+            if not callable(getattr(module, program.entry, None)):
+                return Outcome("skipped", "invalid-program", f"no function {program.entry}")
+            try:
+                build_args(module, program.args)
+            except Exception as e:  # noqa: BLE001 - the shrinker removed what an argument needs
+                return Outcome("skipped", "invalid-program", f"arguments: {type(e).__name__}: {e}")
+            return self.check_module(module, program)
+        finally:
+            unload(module)
+            if twin is not None:
+                unload(twin)
+
+    def check_module(self, module, program: Program) -> Outcome:
+        f = getattr(module, program.entry)
+        described = program.args
+        out = Outcome("ok")
+        try:
+            with time_limit(self.seconds):
+                self.run_checks(f, module, described, out)
+        except FuzzTimeout:
+            return Outcome("timeout", "timeout", f"over {self.seconds} s", out.partials, out.partials_skipped)
+        except Mismatch as m:
+            out.status, out.kind, out.detail = "wrong", m.kind, m.detail
+        except _Stop as s:
+            out.status, out.kind, out.detail, out.message = s.status, s.kind, s.detail, s.message
+        return out
+
+    def fresh(self, module, described):
+        return build_args(module, copy.deepcopy(described))
+
+    def dplus_call(self, stage: str, fn, *args):
+        """Call into dplus; exceptions become ``refused`` or ``crash`` outcomes."""
+        try:
+            return fn(*args)
+        except (FuzzTimeout, Mismatch, _Stop):
+            raise
+        except dplus.DplusError as e:
+            raise _Stop("refused", f"{stage}:{type(e).__name__}: {normalised_message(e)}", format_exception(e))
+        except Exception as e:  # noqa: BLE001 - any other exception from dplus is a crash
+            raise _Stop("crash", f"{stage}:{type(e).__name__}", format_exception(e), normalised_message(e))
+
+    def run_checks(self, f, module, described, out: Outcome) -> None:
+        # the plain call
+        plain_args = self.fresh(module, described)
+        try:
+            expected = f(*plain_args)
+        except FuzzTimeout:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise _Stop("skipped", "plain-raised", f"{type(e).__name__}: {e}")
+        if type(expected) not in (float, int) or not math.isfinite(expected) or abs(expected) > 1e8:
+            raise _Stop("skipped", "not-a-finite-float", repr(expected))
+
+        # 1. primal and mutation under dplus.dplus
+        args1 = self.fresh(module, described)
+        result = self.dplus_call("first", lambda: dplus.dplus(f)(*args1))
+        d = difference(expected, result.primal, PRIMAL_TOL, "primal")
+        if d:
+            raise Mismatch("primal", f"plain call returned {expected!r}, dplus.dplus(f) primal {result.primal!r}")
+        d = difference(plain_args, args1, PRIMAL_TOL, "args")
+        if d:
+            raise Mismatch("mutation", f"arguments after the plain call vs after dplus.dplus(f): {d}")
+        backprop = self.dplus_call("first", lambda: result.backprop(1.0))
+
+        # 2. grad, its mutation, and backprop against grad
+        args2 = self.fresh(module, described)
+        gradient = self.dplus_call("first", lambda: dplus.grad(f)(*args2))
+        d = difference(plain_args, args2, PRIMAL_TOL, "args")
+        if d:
+            raise Mismatch("mutation", f"arguments after the plain call vs after dplus.grad(f): {d}")
+        d = difference(backprop, gradient, PATH_TOL, "gradient")
+        if d:
+            raise Mismatch("backprop_vs_grad", f"dplus.dplus(f)(*args).backprop(1.0) vs dplus.grad(f)(*args): {d}\n"
+                                               f"backprop: {backprop!r}\ngrad:     {gradient!r}")
+
+        # 3. finite differences
+        base_args = self.fresh(module, described)
+        for path in list(leaves(base_args)) if self.check_fd else ():
+            fd = self.central_difference(f, module, described, path, expected)
+            if fd is None:
+                out.partials_skipped += 1
+                continue
+            try:
+                g = grad_leaf(gradient, path)
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise Mismatch("gradient", f"no gradient entry at {path_text(path)} in {gradient!r}")
+            if not isinstance(g, (int, float)) or not close_to_fd(g, fd, expected, get(base_args, path)):
+                raise Mismatch("gradient", f"d f / d {path_text(path)}: finite differences {fd!r}, dplus.grad {g!r}\n"
+                                           f"full gradient: {gradient!r}")
+            out.partials += 1
+
+        # 4. fast paths against the general path
+        if self.check_general:
+            twin = self.twin
+            f_general = getattr(twin, f.__name__)
+            args3 = self.fresh(twin, described)
+            with general_paths_only():
+                general = self.dplus_call("general", lambda: dplus.grad(f_general)(*args3))
+                args4 = self.fresh(twin, described)
+                general_primal = self.dplus_call("general", lambda: dplus.dplus(f_general)(*args4).primal)
+            d = difference(gradient, general, PATH_TOL, "gradient")
+            if d:
+                raise Mismatch("fast_vs_general", f"fast paths vs general_paths_only(): {d}\n"
+                                                  f"fast:    {gradient!r}\ngeneral: {general!r}")
+            d = difference(expected, general_primal, PRIMAL_TOL, "primal") or difference(plain_args, args4, PRIMAL_TOL, "args")
+            if d:
+                raise Mismatch("fast_vs_general", f"general_paths_only() primal or arguments differ: {d}")
+
+        # 5. second order
+        if self.order >= 2 and all(type(a) is float for a in described):
+            self.check_second_order(f, described, gradient, out)
+
+    def central_difference(self, f, module, described, path, value):
+        """The partial derivative by central differences at two step sizes, or None when they
+        disagree (not smooth here) or the function raises nearby."""
+        estimates = []
+        base = self.fresh(module, described)
+        x = get(base, path)
+        for step in STEPS:
+            h = step * max(1.0, abs(x))
+            try:
+                up = f(*replaced(base, path, x + h))
+                down = f(*replaced(base, path, x - h))
+            except FuzzTimeout:
+                raise
+            except Exception:  # noqa: BLE001
+                return None
+            if not (isinstance(up, (int, float)) and isinstance(down, (int, float))):
+                return None
+            estimates.append((up - down) / (2 * h))
+        a, b = estimates
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return None
+        if abs(a - b) > AGREE_TOL * max(1.0, abs(a), abs(b)) + ROUNDING * abs(value) / (STEPS[0] * max(1.0, abs(x))):
+            return None
+        return a
+
+    def check_second_order(self, f, described, gradient, out: Outcome) -> None:
+        args = tuple(described)
+        hessian = self.dplus_call("second", lambda: dplus.hessian(f)(*args))
+        n = len(args)
+        grad = dplus.grad(f)
+        for j in range(n):
+            column = self.gradient_difference(grad, args, j)
+            for i in range(n):
+                try:
+                    h_ij = hessian[i][j]
+                except (IndexError, TypeError, KeyError):
+                    raise Mismatch("second_order", f"hessian has no entry [{i}][{j}]: {hessian!r}")
+                if column is None:
+                    out.second_skipped += 1
+                    continue
+                fd = column[i]
+                if not isinstance(h_ij, (int, float)) or not (
+                        abs(h_ij - fd) <= SECOND_ABS_TOL + SECOND_REL_TOL * max(abs(h_ij), abs(fd))):
+                    raise Mismatch("second_order", f"d2 f / d args[{i}] d args[{j}]: central differences of "
+                                                   f"dplus.grad {fd!r}, dplus.hessian {h_ij!r}\n"
+                                                   f"hessian: {hessian!r}")
+                out.second += 1
+
+    def gradient_difference(self, grad, args, j):
+        """Column ``j`` of the Hessian by central differences of the (checked) gradient."""
+        estimates = []
+        for step in STEPS:
+            h = step * max(1.0, abs(args[j]))
+            up = list(args)
+            down = list(args)
+            up[j] += h
+            down[j] -= h
+            try:
+                gu = grad(*up)
+                gd = grad(*down)
+            except FuzzTimeout:
+                raise
+            except Exception:  # noqa: BLE001 - the first order was fine at the point itself
+                return None
+            estimates.append([(a - b) / (2 * h) for a, b in zip(gu, gd)])
+        a, b = estimates
+        for x, y in zip(a, b):
+            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > AGREE_TOL * 10 * max(1.0, abs(x), abs(y)):
+                return None
+        return a
+
+
+def close_to_fd(g: float, fd: float, value: float, x: float) -> bool:
+    if not math.isfinite(g):
+        return False
+    h = STEPS[0] * max(1.0, abs(x))
+    return abs(g - fd) <= ABS_TOL + REL_TOL * max(abs(g), abs(fd)) + ROUNDING * abs(value) / h
+
+
+class _Stop(Exception):
+    def __init__(self, status: str, kind: str, detail: str, message: str = ""):
+        super().__init__(detail)
+        self.status, self.kind, self.detail, self.message = status, kind, detail, message
+
+
+def format_exception(e: BaseException) -> str:
+    lines = traceback.format_exception(type(e), e, e.__traceback__)
+    return "".join(lines[-6:])

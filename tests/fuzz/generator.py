@@ -1,0 +1,1242 @@
+"""Random, valid, terminating Python programs over dplus's supported language (SPEC section 7).
+
+A program is a module: module-level helpers (``@dplus.define_dplus`` functions, recursive ones
+among them, and a small class) and one function ``f`` whose arguments are described by
+``Program.args``. ``f`` returns a float.
+
+The generator is built around two pluggable tables:
+
+- ``KINDS``: the value model. A ``Kind`` knows how to make an argument value of its type, an
+  expression of its type, and a float expression that reads a variable of its type. A NumPy
+  grammar adds a kind (``"array"``) here.
+- ``STATEMENTS`` and ``FLOAT_EXPRESSIONS``: productions, each tagged with the feature family it
+  belongs to (``FEATURES``); a run can include or exclude families.
+
+Invariants that keep programs valid: a list variable always has at least one element (every
+shrinking operation is guarded by ``len(xs) > 1``); a dict variable always has the keys ``'a'``
+and ``'b'``; loops are bounded (``range`` of a small constant, a ``while`` with a counter
+incremented first, iteration over a container not grown inside the loop body); values are
+kept bounded by ``tanh``/``sin`` and small constants.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+# One flag per construct family.  A run takes a subset.
+FEATURES = (
+    "arith",        # + - * / ** and constants
+    "math",         # math.sin, tanh, exp, log, sqrt, hypot, abs, min, max
+    "branches",     # if/elif/else, conditional expressions, and/or/not, chained comparisons, match
+    "loops",        # for over range/list, while, break/continue/else on loops
+    "early_return", # return from inside branches and loops
+    "closures",     # nested def reading outer variables, nonlocal
+    "lambdas",      # every lambda (map/filter/reduce's too), default values
+    "varargs",      # *args / **kwargs, calls with * and **
+    "lists",        # lists and every mutating method
+    "tuples",       # tuples, unpacking, starred unpacking
+    "dicts",        # dicts and their methods, merges
+    "objects",      # instances of a module-level class, attributes, define_dplus methods
+    "comprehensions",  # list/dict comprehensions, generator expressions
+    "iterators",    # zip, enumerate, sorted, reversed, functools.reduce, map
+    "exceptions",   # raise / try / except / finally
+    "recursion",    # recursive @define_dplus module-level helpers
+    "helpers",      # non-recursive @define_dplus module-level helpers
+    "misc",         # walrus, assert, with, del, pass, f-strings
+)
+
+# Single constructs inside the families, each with a flag of its own, so that a run can leave
+# out just the construct of an open bug (tests/fuzz/test_fuzz_budget.py, OPEN_BUGS).
+# A construct is generated when its flag and its family are both on.
+CONSTRUCTS = {
+    "keyword_calls": "arith",                     # f(x, w=y), dict(a=x), d.update(c=x)
+    "lambda_default_from_variable": "lambdas",    # lambda u, w=x: ...
+    "dict_merge": "dicts",                        # d | {...}, d |= {...}, {**d, ...}
+    "return_in_loop_with_else": "early_return",   # for ...: return ... / else: ...
+    "loop_variable_after_loop": "loops",          # for i in range(k): ... / v = i
+    "closure_in_branch": "closures",              # if ...: x = ...; def g(): ... x ...
+    "closure_reads_display": "closures",          # xs = [a, b]; def g(): ... xs ...
+    "list_shrinking": "lists",                    # xs.pop(), del xs[0], xs.remove, xs.clear(), xs[:] = xs[1:]
+    "extend_with_itself": "lists",                # xs.extend(xs)
+    "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
+    "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
+    "closure_after_early_return": "closures",     # if ...: return ... / g = lambda u: x
+    "del_variable": "misc",                       # t = xs[0]; del t
+    "cached_nested_def": "closures",              # @functools.lru_cache on a nested def
+    "generator_function": "misc",                 # def gen(): yield ... (SPEC 7: supported)
+    "class_statement": "misc",                    # class Local: ... inside f (SPEC 7: supported)
+    "global_write": "misc",                       # global COUNTER; COUNTER += 1 (SPEC 7: supported)
+    "return_in_try_with_else": "exceptions",      # try: return ... / except ...: ... / else: ...
+    "with_statement": "misc",                     # with contextlib.nullcontext(): ...
+}
+ALL = FEATURES + tuple(CONSTRUCTS)
+
+
+@dataclass
+class Var:
+    name: str
+    kind: str
+    writable: bool = True
+    display: bool = False   # bound to a list/tuple/dict display
+
+
+@dataclass
+class Program:
+    """A generated module: its source, the name of the function, and its arguments (an
+    object argument is described as ``("Pt", a, b)``: the checker builds it with the
+    module's own class)."""
+
+    source: str
+    args: tuple
+    features: frozenset
+    entry: str = "f"
+    seed: int = 0
+
+
+class Kind:
+    """The value model of one type. Subclasses are registered in ``KINDS``."""
+
+    name = ""
+    feature = ""
+    prefix = "v"
+
+    def argument(self, rng: random.Random):
+        raise NotImplementedError
+
+    def expression(self, g: "Generator", depth: int) -> str:
+        """A fresh value of this kind (never an alias of a variable)."""
+        raise NotImplementedError
+
+    def read_float(self, g: "Generator", name: str) -> str:
+        """A float expression that depends on the variable ``name`` of this kind."""
+        raise NotImplementedError
+
+
+def small_float(rng: random.Random) -> float:
+    return round(rng.uniform(-1.6, 1.6), 6)
+
+
+class FloatKind(Kind):
+    name, feature, prefix = "float", "arith", "x"
+
+    def argument(self, rng):
+        return small_float(rng)
+
+    def expression(self, g, depth):
+        return g.float_expr(depth)
+
+    def read_float(self, g, name):
+        return name
+
+
+class ListKind(Kind):
+    name, feature, prefix = "flist", "lists", "xs"
+
+    def argument(self, rng):
+        return [small_float(rng) for _ in range(rng.randint(1, 4))]
+
+    def expression(self, g, depth):
+        r = g.rng
+        other = g.pick_var("flist")
+        choices = [lambda: "[" + ", ".join(g.float_expr(depth - 1) for _ in range(r.randint(1, 3))) + "]"]
+        if other:
+            choices += [
+                lambda: f"list({other})",
+                lambda: f"{other}[:]",
+                lambda: f"{other}.copy()",
+                lambda: f"{other} + [{g.float_expr(depth - 1)}]",
+            ]
+            if g.has("comprehensions"):
+                v = g.fresh("e")
+                choices.append(lambda: f"[{g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {v} in {other}]")
+            if g.has("iterators"):
+                choices += [lambda: f"sorted({other})", lambda: f"list(reversed({other}))"]
+                other2 = g.pick_var("flist")
+                if other2 and g.has("comprehensions"):
+                    a, b = g.fresh("a"), g.fresh("b")
+                    choices.append(lambda: f"[{a} * {b} for {a}, {b} in zip({other}, {other2})]")
+        return r.choice(choices)()
+
+    def read_float(self, g, name):
+        r = g.rng
+        choices = [f"{name}[0]", f"{name}[-1]", f"sum({name})", f"{name}[len({name}) // 2]",
+                   f"sum({name}[1:], 0.25)", f"{name}[::-1][0]"]
+        if g.has("iterators") and g.has("lambdas"):
+            u = g.fresh("u")
+            choices.append(f"sum(filter(lambda {u}: {u} > 0.0, {name}), 0.5)")
+        if g.has("math"):
+            choices += [f"math.fsum({name})", f"math.prod({name}[:2])"]
+        if g.has("math"):
+            choices += [f"max({name})", f"min({name})"]
+        if g.has("comprehensions"):
+            v = g.fresh("e")
+            choices.append(f"sum({v} * {v} for {v} in {name})")
+        return r.choice(choices)
+
+
+class TupleKind(Kind):
+    name, feature, prefix = "ftuple", "tuples", "t"
+
+    def argument(self, rng):
+        return tuple(small_float(rng) for _ in range(rng.randint(1, 3)))
+
+    def expression(self, g, depth):
+        r = g.rng
+        other = g.pick_var("flist")
+        choices = [lambda: "(" + "".join(g.float_expr(depth - 1) + ", " for _ in range(r.randint(1, 3))) + ")"]
+        if other:
+            choices.append(lambda: f"tuple({other})")
+        return r.choice(choices)()
+
+    def read_float(self, g, name):
+        return g.rng.choice([f"{name}[0]", f"{name}[-1]", f"sum({name})", f"sum({name}[1:], 0.5)", f"{name}[-1:][0]"])
+
+
+class DictKind(Kind):
+    name, feature, prefix = "fdict", "dicts", "d"
+
+    def argument(self, rng):
+        d = {"a": small_float(rng), "b": small_float(rng)}
+        if rng.random() < 0.3:
+            d["c"] = small_float(rng)
+        return d
+
+    def expression(self, g, depth):
+        r = g.rng
+        other = g.pick_var("fdict")
+        choices = [lambda: f"{{'a': {g.float_expr(depth - 1)}, 'b': {g.float_expr(depth - 1)}}}"]
+        if g.has("keyword_calls"):
+            choices.append(lambda: f"dict(a={g.float_expr(depth - 1)}, b={g.float_expr(depth - 1)})")
+        if other:
+            choices += [lambda: f"dict({other})", lambda: f"{other}.copy()"]
+            if g.has("dict_merge"):
+                choices += [lambda: f"{{**{other}, 'a': {g.float_expr(depth - 1)}}}",
+                            lambda: f"{other} | {{'b': {g.float_expr(depth - 1)}}}"]
+            if g.has("comprehensions"):
+                k, v = g.fresh("k"), g.fresh("v")
+                choices.append(lambda: f"{{{k}: {g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {k}, {v} in {other}.items()}}")
+        return r.choice(choices)()
+
+    def read_float(self, g, name):
+        return g.rng.choice([f"{name}['a']", f"{name}['b']", f"sum({name}.values())",
+                             f"{name}.get('c', {name}['a'])"])
+
+
+class ObjectKind(Kind):
+    name, feature, prefix = "obj", "objects", "p"
+
+    def argument(self, rng):
+        raise NotImplementedError("objects are built by the module, see Generator.argument_text")
+
+    def expression(self, g, depth):
+        return f"Pt({g.float_expr(depth - 1)}, {g.float_expr(depth - 1)})"
+
+    def read_float(self, g, name):
+        return g.rng.choice([f"{name}.a", f"{name}.b", f"{name}.norm2()", f"{name}.a * {name}.b"])
+
+
+class IntKind(Kind):
+    name, feature, prefix = "int", "arith", "n"
+
+    def argument(self, rng):
+        return rng.randint(0, 3)
+
+    def expression(self, g, depth):
+        return str(g.rng.randint(0, 3))
+
+    def read_float(self, g, name):
+        return f"0.25 * {name}"
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (FloatKind(), ListKind(), TupleKind(), DictKind(), ObjectKind(), IntKind())}
+
+# Values a Pt argument is built from: the checker rebuilds arguments from this description.
+PT_CLASS = '''
+class Pt:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    @dplus.define_dplus
+    def norm2(self):
+        return self.a * self.a + self.b * self.b
+
+    def __repr__(self):
+        return f"Pt({self.a!r}, {self.b!r})"
+'''
+
+CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25", "SCALE")
+
+
+class Generator:
+    """One program per call of ``program``; all randomness from ``rng``."""
+
+    def __init__(self, seed: int, features=ALL, *, float_only: bool | None = None, max_statements: int = 7):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.features = frozenset(features)
+        self.float_only = float_only
+        self.max_statements = max_statements
+        self.counter = 0
+        self.helpers: list[str] = []       # module-level helper sources
+        self.helper_names: list[tuple[str, int]] = []  # (name, number of float parameters)
+        self.scopes: list[dict[str, Var]] = [{}]
+        self.lines: list[str] = []
+        self.indent = 1
+        self.loop_depth = 0
+        self.func_depth = 0  # nested def depth inside f
+        self.uses_pt = False
+        self.no_grow = False  # inside a loop over a container: no container may grow
+        self.no_write = False  # inside a loop over a builtin's view of a container (write_list_iterated_by_builtin off)
+        self.in_loop_with_else = False
+        self.in_try_with_else = False
+        self.in_branch = False
+        self.returned_before = False  # a return inside a block came earlier in this function
+
+    # ----- scope -----------------------------------------------------------------------
+    def has(self, feature: str) -> bool:
+        family = CONSTRUCTS.get(feature)
+        return feature in self.features and (family is None or family in self.features)
+
+    def closure_scope(self) -> None:
+        """The scope a nested function or lambda body sees: outer names read-only, and without
+        displays when closure_reads_display is off."""
+        for v in list(self.scope.values()):
+            if v.display and not self.has("closure_reads_display"):
+                del self.scope[v.name]
+            else:
+                self.scope[v.name] = Var(v.name, v.kind, writable=False, display=v.display)
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    @property
+    def scope(self) -> dict[str, Var]:
+        return self.scopes[-1]
+
+    def vars_of(self, kind: str, writable: bool = False) -> list[str]:
+        return [v.name for v in self.scope.values() if v.kind == kind and (v.writable or not writable)]
+
+    def pick_var(self, kind: str, writable: bool = False) -> str | None:
+        names = self.vars_of(kind, writable)
+        return self.rng.choice(names) if names else None
+
+    def bind(self, name: str, kind: str, display: bool = False) -> None:
+        self.scope[name] = Var(name, kind, display=display)
+
+    def with_locals(self, names: dict[str, str], make: Callable[[], str]) -> str:
+        saved = dict(self.scope)
+        for n, k in names.items():
+            self.scope[n] = Var(n, k, writable=False)
+        try:
+            return make()
+        finally:
+            self.scope.clear()
+            self.scope.update(saved)
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def block(self, body: Callable[[], None], keep_bindings: bool = False) -> None:
+        """An indented block; names first bound inside are forgotten after it."""
+        saved = dict(self.scope)
+        self.indent += 1
+        start = len(self.lines)
+        body()
+        if len(self.lines) == start:
+            self.emit("pass")
+        self.indent -= 1
+        if not keep_bindings:
+            self.scope.clear()
+            self.scope.update(saved)
+
+    # ----- expressions -------------------------------------------------------------------
+    def float_expr(self, depth: int = 2) -> str:
+        productions = [(w, fn) for feat, w, fn in FLOAT_EXPRESSIONS if feat in self.features]
+        if depth <= 0:
+            productions = [(w, fn) for w, fn in productions if getattr(fn, "leaf", False)]
+        total = sum(w for w, _ in productions)
+        x = self.rng.uniform(0, total)
+        for w, fn in productions:
+            x -= w
+            if x <= 0:
+                out = fn(self, depth)
+                if out is not None:
+                    return out
+                break
+        return self.float_leaf()
+
+    def float_leaf(self) -> str:
+        floats = self.vars_of("float")
+        if floats and self.rng.random() < 0.8:
+            return self.rng.choice(floats)
+        return self.rng.choice(CONSTANTS)
+
+    def any_float_read(self) -> str:
+        """A float expression reading some variable of any kind in scope."""
+        candidates = [v for v in self.scope.values() if v.kind in KINDS]
+        if not candidates:
+            return self.float_leaf()
+        v = self.rng.choice(candidates)
+        return KINDS[v.kind].read_float(self, v.name)
+
+    def condition(self, depth: int = 1) -> str:
+        r = self.rng
+        a = self.float_expr(depth)
+        c = r.choice(("0.0", "0.5", "-0.5", "1.0"))
+        forms = [f"{a} > {c}", f"{a} < {c}", f"{a} >= {self.float_leaf()}"]
+        if self.has("branches"):
+            forms += [f"{c} < {a} < 2.0", f"not {a} > {c}",
+                      f"{a} > {c} and {self.float_expr(0)} < 1.0",
+                      f"{a} < {c} or {self.float_expr(0)} > 0.8"]
+        ints = self.vars_of("int")
+        if ints:
+            forms.append(f"{r.choice(ints)} % 2 == 0")
+        lists = self.vars_of("flist")
+        if lists:
+            forms.append(f"len({r.choice(lists)}) > 2")
+        dicts = self.vars_of("fdict")
+        if dicts:
+            forms.append(f"'c' in {r.choice(dicts)}")
+        return r.choice(forms)
+
+    # ----- statements --------------------------------------------------------------------
+    def statements(self, n: int) -> None:
+        for _ in range(n):
+            self.statement()
+
+    def statement(self) -> None:
+        depth_penalty = self.indent - 1
+        productions = [(w / (1 + 2 * depth_penalty) if compound else w, fn)
+                       for feat, w, compound, fn in STATEMENTS if feat in self.features]
+        total = sum(w for w, _ in productions)
+        x = self.rng.uniform(0, total)
+        for w, fn in productions:
+            x -= w
+            if x <= 0:
+                if fn(self) is not False:
+                    return
+                break
+        self.assign_float()
+
+    def assign_float(self) -> None:
+        targets = self.vars_of("float", writable=True)
+        r = self.rng
+        if targets and r.random() < 0.4:
+            t = r.choice(targets)
+            op = r.choice(("=", "+=", "-=", "*="))
+            e = self.float_expr(2)
+            if op == "*=" or (self.loop_depth and r.random() < 0.6):
+                e = f"math.tanh({e})"
+            self.emit(f"{t} {op} {e}")
+            return
+        name = self.fresh("v")
+        self.emit(f"{name} = {self.float_expr(2)}")
+        self.bind(name, "float")
+
+    # ----- module ------------------------------------------------------------------------
+    def argument_kinds(self) -> list[str]:
+        r = self.rng
+        n_float = r.randint(1, 3)
+        kinds = ["float"] * n_float
+        if self.float_only:
+            return kinds
+        extra = [k.name for k in KINDS.values() if k.name not in ("float", "int") and k.feature in self.features]
+        for k in extra:
+            if r.random() < 0.45:
+                kinds.append(k)
+        if r.random() < 0.2:
+            kinds.append("int")
+        r.shuffle(kinds)
+        return kinds
+
+    def argument_value(self, kind: str):
+        if kind == "obj":
+            return ("Pt", small_float(self.rng), small_float(self.rng))
+        return KINDS[kind].argument(self.rng)
+
+    def program(self) -> Program:
+        kinds = self.argument_kinds()
+        params = []
+        for k in kinds:
+            name = self.fresh(KINDS[k].prefix)
+            params.append(name)
+            self.bind(name, k)
+            if k == "obj":
+                self.uses_pt = True
+        values = tuple(self.argument_value(k) for k in kinds)
+        self.statements(self.rng.randint(2, self.max_statements))
+        self.emit(f"return {self.final_expr()}")
+        body = self.lines
+        head = ["import math", "import functools", "import contextlib", "import dplus", "", "SCALE = 0.75", "COUNTER = 0", ""]
+        if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
+            head.append(PT_CLASS)
+        src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
+        return Program(source=src, args=values, features=self.features, seed=self.seed)
+
+    def final_expr(self) -> str:
+        parts = []
+        for v in list(self.scope.values()):
+            if v.kind in KINDS and self.rng.random() < 0.7:
+                parts.append(KINDS[v.kind].read_float(self, v.name))
+        if not parts:
+            parts.append(self.float_expr(1))
+        return " + ".join(parts)
+
+
+def generate(seed: int, features=ALL, *, float_only: bool | None = None) -> Program:
+    """The program of ``seed`` (the same seed and features give the same program)."""
+    return Generator(seed, features, float_only=float_only).program()
+
+
+# ----- float expression productions --------------------------------------------------------
+def leaf(fn):
+    fn.leaf = True
+    return fn
+
+
+@leaf
+def fx_leaf(g, depth):
+    return g.float_leaf()
+
+
+@leaf
+def fx_read(g, depth):
+    return g.any_float_read()
+
+
+def fx_binop(g, depth):
+    a, b = g.float_expr(depth - 1), g.float_expr(depth - 1)
+    op = g.rng.choice(("+", "-", "*", "*", "/", "**"))
+    if op == "/":
+        return f"({a}) / (1.0 + ({b}) ** 2)"
+    if op == "**":
+        return f"({a}) ** {g.rng.choice(('2', '3', '2.0'))}"
+    return f"({a} {op} {b})"
+
+
+def fx_math(g, depth):
+    a = g.float_expr(depth - 1)
+    r = g.rng
+    forms = [f"math.sin({a})", f"math.cos({a})", f"math.tanh({a})", f"math.exp(math.tanh({a}))",
+             f"math.sqrt(1.0 + ({a}) ** 2)", f"math.log(1.0 + ({a}) * ({a}))", f"math.atan({a})",
+             f"abs({a})", f"max({a}, {g.float_expr(depth - 1)})", f"min({a}, {g.float_expr(depth - 1)})",
+             f"math.hypot({a}, {g.float_expr(depth - 1)})", f"math.pow({a}, 2)", f"math.fabs({a})",
+             f"math.atan2({a}, 1.5 + math.cos({g.float_expr(depth - 1)}))", f"math.log1p(({a}) ** 2)",
+             f"math.expm1(math.sin({a}))", f"math.erf({a})", f"math.asinh({a})", f"math.degrees({a}) * 0.01",
+             f"math.copysign({a}, 1.0)", f"math.fsum([{a}, {g.float_expr(depth - 1)}])",
+             f"math.prod([{a}, {g.float_expr(depth - 1)}])"]
+    return r.choice(forms)
+
+
+def fx_ifexp(g, depth):
+    return f"({g.float_expr(depth - 1)} if {g.condition(0)} else {g.float_expr(depth - 1)})"
+
+
+def fx_helper(g, depth):
+    name, arity = g.helper(recursive=False)
+    return f"{name}({', '.join(g.float_expr(depth - 1) for _ in range(arity))})"
+
+
+def fx_recursion(g, depth):
+    name, arity = g.helper(recursive=True)
+    return f"{name}({g.float_expr(depth - 1)}, {g.rng.randint(0, 3)})"
+
+
+def in_closure(g, names: dict[str, str], make):
+    """``make()`` in the scope of a lambda body with parameters ``names``."""
+    saved = dict(g.scope)
+    g.closure_scope()
+    try:
+        return g.with_locals(names, make)
+    finally:
+        g.scope.clear()
+        g.scope.update(saved)
+
+
+def fx_lambda_call(g, depth):
+    if not closure_allowed(g):
+        return None
+    u = g.fresh("u")
+    body = in_closure(g, {u: "float"}, lambda: g.float_expr(depth - 1))
+    return f"(lambda {u}: {body})({g.float_expr(depth - 1)})"
+
+
+def fx_callable(g, depth):
+    fns = g.vars_of("fn1")
+    if not fns:
+        return None
+    return f"{g.rng.choice(fns)}({g.float_expr(depth - 1)})"
+
+
+def fx_genexpr(g, depth):
+    lists = g.vars_of("flist") + g.vars_of("ftuple")
+    if not lists:
+        return None
+    e = g.fresh("e")
+    body = g.with_locals({e: "float"}, lambda: g.float_expr(depth - 1))
+    xs = g.rng.choice(lists)
+    if g.rng.random() < 0.4:
+        return f"sum({body} for {e} in {xs} if {e} > {g.rng.choice(('0.0', '-0.5'))})"
+    return f"sum([{body} for {e} in {xs}])"
+
+
+def fx_reduce(g, depth):
+    lists = g.vars_of("flist") + g.vars_of("ftuple")
+    if not lists or not closure_allowed(g) or not g.has("lambdas"):
+        return None
+    a, b = g.fresh("a"), g.fresh("b")
+    body = in_closure(g, {a: "float", b: "float"}, lambda: g.float_expr(depth - 1))
+    return f"functools.reduce(lambda {a}, {b}: {body}, {g.rng.choice(lists)}, {g.float_expr(0)})"
+
+
+FLOAT_EXPRESSIONS: list[tuple[str, float, Callable]] = [
+    ("arith", 4.0, fx_leaf),
+    ("arith", 3.0, fx_read),
+    ("arith", 4.0, fx_binop),
+    ("math", 2.5, fx_math),
+    ("branches", 0.6, fx_ifexp),
+    ("helpers", 0.5, fx_helper),
+    ("recursion", 0.3, fx_recursion),
+    ("lambdas", 0.4, fx_lambda_call),
+    ("closures", 0.8, fx_callable),
+    ("lambdas", 0.8, fx_callable),
+    ("comprehensions", 0.6, fx_genexpr),
+    ("iterators", 0.4, fx_reduce),
+]
+
+
+# ----- helpers at module level -------------------------------------------------------------
+def _helper(self: Generator, recursive: bool) -> tuple[str, int]:
+    existing = [h for h in self.helper_names if h[0].startswith("rec" if recursive else "h")]
+    if existing and self.rng.random() < 0.5:
+        return self.rng.choice(existing)
+    sub = Generator(self.rng.randint(0, 2**31), self.features - {"closures", "lambdas", "varargs", "early_return"} if not recursive else {"arith", "math"},
+                    float_only=True, max_statements=2)
+    sub.helper_names = list(self.helper_names)  # may call earlier helpers, never later ones
+    sub.counter = self.counter + 1000
+    if recursive and self.rng.random() < 0.3:
+        even, odd = self.fresh("rec_even"), self.fresh("rec_odd")
+        src = [
+            "@dplus.define_dplus",
+            f"def {even}(a, n):",
+            f"    return a if n <= 0 else {odd}(math.sin(a) * 1.5, n - 1) + a",
+            "",
+            "@dplus.define_dplus",
+            f"def {odd}(a, n):",
+            f"    return a * a if n <= 0 else {even}(a * 0.5, n - 1) * math.cos(a)",
+            "",
+        ]
+        name, arity = even, 1
+    elif recursive:
+        name = self.fresh("rec")
+        sub.bind("a", "float")
+        sub.indent = 2
+        step = sub.float_expr(2)
+        sub.lines = []
+        src = [
+            "@dplus.define_dplus",
+            f"def {name}(a, n):",
+            "    if n <= 0:",
+            f"        return {self.rng.choice(('a', 'math.sin(a)', 'a * a'))}",
+            f"    return {name}(math.tanh({step}), n - 1) {self.rng.choice(('+', '*'))} {self.rng.choice(('a', '0.5', 'math.cos(a)'))}",
+            "",
+        ]
+        arity = 1
+    else:
+        name = self.fresh("h")
+        arity = self.rng.randint(1, 2)
+        params = ["a", "b"][:arity]
+        for p in params:
+            sub.bind(p, "float")
+        sub.statements(self.rng.randint(0, 2))
+        ret = sub.float_expr(2)
+        src = ["@dplus.define_dplus", f"def {name}({', '.join(params)}):"] + sub.lines + [f"    return {ret}", ""]
+        self.helpers.extend(h for h in sub.helpers if h not in self.helpers)
+        self.helper_names.extend(h for h in sub.helper_names if h not in self.helper_names)
+    self.counter = sub.counter + 1
+    self.uses_pt = self.uses_pt or sub.uses_pt
+    self.helpers.append("\n".join(src))
+    self.helper_names.append((name, arity))
+    return name, arity
+
+
+Generator.helper = _helper
+
+
+# ----- statement productions ---------------------------------------------------------------
+def st_assign(g):
+    g.assign_float()
+
+
+def st_if(g):
+    saved, g.in_branch = g.in_branch, True
+    g.emit(f"if {g.condition()}:")
+    g.block(lambda: g.statements(g.rng.randint(1, 2)))
+    if g.rng.random() < 0.3:
+        g.emit(f"elif {g.condition()}:")
+        g.block(lambda: g.statements(1))
+    if g.rng.random() < 0.6:
+        g.emit("else:")
+        g.block(lambda: g.statements(g.rng.randint(1, 2)))
+    g.in_branch = saved
+
+
+def st_match(g):
+    ints = g.vars_of("int")
+    subject = g.rng.choice(ints) if ints else "round(abs(" + g.float_expr(1) + "))"
+    g.emit(f"match {subject}:")
+    saved, g.in_branch = g.in_branch, True
+    g.indent += 1
+    for case in ("0", "1 | 2", "_"):
+        g.emit(f"case {case}:")
+        g.block(lambda: g.statements(1))
+    g.indent -= 1
+    g.in_branch = saved
+
+
+def loop_body(g, loop_var: str | None = None, kind: str = "int"):
+    def body():
+        if loop_var:
+            g.bind(loop_var, kind)
+            g.scope[loop_var].writable = False
+        g.loop_depth += 1
+        n = g.rng.randint(1, 3)
+        for i in range(n):
+            r = g.rng.random()
+            if r < 0.15:
+                g.emit(f"if {g.condition(0)}:")
+                g.block(lambda: g.emit(g.rng.choice(("break", "continue"))))
+            else:
+                g.statement()
+        g.loop_depth -= 1
+    g.block(body)
+
+
+def st_for_range(g):
+    i = g.fresh("i")
+    k = g.rng.randint(1, 4)
+    state = begin_loop(g)
+    g.emit(f"for {i} in range({k}):")
+    loop_body(g, i, "int")
+    loop_else(g, *state)
+    if g.rng.random() < 0.3 and g.has("loop_variable_after_loop"):
+        # the loop variable read after the loop (the loop ran at least once)
+        v = g.fresh("v")
+        g.emit(f"{v} = 0.5 * {i}")
+        g.bind(v, "float")
+
+
+def loop_else(g, has_else: bool, saved_flag: bool):
+    g.in_loop_with_else = saved_flag
+    if has_else:
+        g.emit("else:")
+        g.block(lambda: g.statements(1))
+
+
+def begin_loop(g) -> tuple[bool, bool]:
+    """Decide now whether the loop gets an ``else`` (returns in its body depend on it)."""
+    has_else = g.rng.random() < 0.25
+    saved = g.in_loop_with_else
+    g.in_loop_with_else = saved or has_else
+    return has_else, saved
+
+
+def st_for_list(g):
+    seqs = g.vars_of("flist") + g.vars_of("ftuple")
+    if not seqs:
+        return False
+    xs = g.rng.choice(seqs)
+    e = g.fresh("e")
+    state = begin_loop(g)
+    g.emit(f"for {e} in {xs}:")
+    saved, g.no_grow = g.no_grow, True
+    loop_body(g, e, "float")
+    g.no_grow = saved
+    loop_else(g, *state)
+
+
+def st_for_iter(g):
+    lists = g.vars_of("flist")
+    if not lists:
+        return False
+    r = g.rng
+    xs = r.choice(lists)
+    ys = r.choice(lists + g.vars_of("ftuple"))
+    form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map") if g.has("lambdas") else
+                    ("zip", "enumerate", "reversed", "sorted", "items"))
+    if form == "items" and not g.vars_of("fdict"):
+        return False
+    state = begin_loop(g)
+    saved, g.no_grow = g.no_grow, True
+    saved_write = g.no_write
+    g.no_write = g.no_write or (form != "sorted" and not g.has("write_list_iterated_by_builtin"))
+    if form == "zip":
+        a, b = g.fresh("a"), g.fresh("b")
+        g.emit(f"for {a}, {b} in zip({xs}, {ys}):")
+        loop_body_multi(g, {a: "float", b: "float"})
+    elif form == "enumerate":
+        i, a = g.fresh("i"), g.fresh("a")
+        g.emit(f"for {i}, {a} in enumerate({xs}):")
+        loop_body_multi(g, {i: "int", a: "float"})
+    elif form == "items":
+        ds = g.vars_of("fdict")
+        k, v = g.fresh("k"), g.fresh("v")
+        d = r.choice(ds)
+        g.emit(f"for {k}, {v} in {d}.items():")
+        loop_body_multi(g, {v: "float"})
+    elif form == "map":
+        a = g.fresh("a")
+        u = g.fresh("u")
+        lazy = g.has("lazy_iteration_observed") and closure_allowed(g)
+        factor = g.float_leaf() if lazy else g.rng.choice(CONSTANTS)
+        g.emit(f"for {a} in map(lambda {u}: {u} * {factor}, {xs}):")
+        loop_body(g, a, "float")
+    else:
+        a = g.fresh("a")
+        g.emit(f"for {a} in {form}({xs}):")
+        loop_body(g, a, "float")
+    g.no_grow = saved
+    g.no_write = saved_write
+    loop_else(g, *state)
+
+
+def loop_body_multi(g, names: dict[str, str]):
+    def body():
+        for n, k in names.items():
+            g.bind(n, k)
+            g.scope[n].writable = False
+        g.loop_depth += 1
+        for _ in range(g.rng.randint(1, 3)):
+            if g.rng.random() < 0.15:
+                g.emit(f"if {g.condition(0)}:")
+                g.block(lambda: g.emit(g.rng.choice(("break", "continue"))))
+            else:
+                g.statement()
+        g.loop_depth -= 1
+    g.block(body)
+
+
+def st_while(g):
+    k = g.fresh("k")
+    state = begin_loop(g)
+    g.emit(f"{k} = 0")
+    g.emit(f"while {k} < {g.rng.randint(1, 4)}:")
+
+    def body():
+        g.emit(f"{k} += 1")
+        g.loop_depth += 1
+        for _ in range(g.rng.randint(1, 2)):
+            if g.rng.random() < 0.2:
+                g.emit(f"if {g.condition(0)}:")
+                g.block(lambda: g.emit(g.rng.choice(("break", "continue"))))
+            else:
+                g.statement()
+        g.loop_depth -= 1
+    g.block(body)
+    loop_else(g, *state)
+
+
+def return_allowed(g) -> bool:
+    if g.in_loop_with_else and not g.has("return_in_loop_with_else"):
+        return False
+    if g.in_try_with_else and not g.has("return_in_try_with_else"):
+        return False
+    return True
+
+
+def st_early_return(g):
+    if g.indent <= 1 or not return_allowed(g):
+        return False
+    g.returned_before = True
+    g.emit(f"return {g.float_expr(2)}")
+
+
+def st_return_if(g):
+    if not return_allowed(g):
+        return False
+    g.returned_before = True
+    g.emit(f"if {g.condition()}:")
+    g.block(lambda: g.emit(f"return {g.any_float_read()} + {g.float_expr(1)}"))
+
+
+def closure_allowed(g) -> bool:
+    if g.returned_before and not g.has("closure_after_early_return"):
+        return False
+    return True
+
+
+def st_closure(g):
+    if g.in_branch and not g.has("closure_in_branch") or not closure_allowed(g):
+        return False
+    name = g.fresh("g")
+    u = g.fresh("u")
+    outer = g.vars_of("float", writable=True)
+    nonlocal_var = g.rng.choice(outer) if outer and g.rng.random() < 0.5 and g.indent >= 1 else None
+    if g.rng.random() < 0.15 and g.has("cached_nested_def"):
+        g.emit("@functools.lru_cache(maxsize=None)")
+    g.emit(f"def {name}({u}):")
+
+    def body():
+        saved = dict(g.scope)
+        saved_flags = g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before
+        g.in_loop_with_else = g.in_try_with_else = g.in_branch = g.no_write = g.returned_before = False
+        g.closure_scope()
+        if nonlocal_var:
+            g.emit(f"nonlocal {nonlocal_var}")
+            g.scope[nonlocal_var] = Var(nonlocal_var, "float", writable=True)
+        g.bind(u, "float")
+        g.func_depth += 1
+        for _ in range(g.rng.randint(0, 2)):
+            g.statement()
+        if nonlocal_var:
+            g.emit(f"{nonlocal_var} = {g.float_expr(1)}")
+        g.emit(f"return {g.float_expr(2)}")
+        g.func_depth -= 1
+        g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before = saved_flags
+        g.scope.clear()
+        g.scope.update(saved)
+    g.indent += 1
+    body()
+    g.indent -= 1
+    g.bind(name, "fn1")
+    if g.rng.random() < 0.7:
+        v = g.fresh("v")
+        g.emit(f"{v} = {name}({g.float_expr(1)})")
+        g.bind(v, "float")
+
+
+def st_lambda(g):
+    if not closure_allowed(g):
+        return False
+    name = g.fresh("g")
+    u, w = g.fresh("u"), g.fresh("w")
+    from_variable = g.rng.random() < 0.5 and g.has("lambda_default_from_variable")
+    default = g.float_expr(1) if from_variable else g.rng.choice(CONSTANTS)
+    body = in_closure(g, {u: "float", w: "float"}, lambda: g.float_expr(2))
+    g.emit(f"{name} = lambda {u}, {w}={default}: {body}")
+    g.bind(name, "fn1")
+    v = g.fresh("v")
+    if g.rng.random() < 0.5 and g.has("keyword_calls"):
+        g.emit(f"{v} = {name}({g.float_expr(1)}, {w}={g.float_expr(1)})")
+    else:
+        g.emit(f"{v} = {name}({g.float_expr(1)})")
+    g.bind(v, "float")
+
+
+def st_varargs(g):
+    name = g.fresh("va")
+    r = g.rng
+    extra = r.choice(("sum(kw.values())", "0.5 * len(kw)", "kw.get('a', 0.25)"))
+    g.emit(f"def {name}(first, *rest, scale=1.0, **kw):")
+    g.emit(f"    return first * scale + sum(rest) + {extra}")
+    v = g.fresh("v")
+    lists = g.vars_of("flist")
+    dicts = g.vars_of("fdict")
+    forms = [lambda: f"{name}({g.float_expr(1)})",
+             lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)})"]
+    if g.has("keyword_calls"):
+        forms.append(lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)}, scale={g.float_expr(1)}, extra={g.float_expr(1)})")
+    if lists:
+        forms.append(lambda: f"{name}(*{r.choice(lists)})")
+        if g.has("keyword_calls"):
+            forms.append(lambda: f"{name}(*{r.choice(lists)}, scale={g.float_expr(1)})")
+    if dicts and g.has("keyword_calls"):
+        forms.append(lambda: f"{name}({g.float_expr(1)}, **{r.choice(dicts)})")
+    g.emit(f"{v} = {r.choice(forms)()}")
+    g.bind(v, "float")
+
+
+def st_new_container(g, kind: str):
+    name = g.fresh(KINDS[kind].prefix)
+    value = KINDS[kind].expression(g, 2)
+    g.emit(f"{name} = {value}")
+    g.bind(name, kind, display=value[:1] in "[({")
+
+
+def st_list_alias(g):
+    xs = g.pick_var("flist")
+    if not xs:
+        return False
+    name = g.fresh("xs")
+    g.emit(f"{name} = {xs}")
+    g.bind(name, "flist")
+
+
+def st_list_mutate(g):
+    xs = g.pick_var("flist")
+    if not xs:
+        st_new_container(g, "flist")
+        return
+    r = g.rng
+    if g.no_write:
+        return False
+    grows_forbidden = g.no_grow or g.func_depth > 0
+    rebinds = g.scope[xs].writable
+    e = lambda: g.float_expr(1)  # noqa: E731
+    safe = [
+        lambda: f"{xs}[{r.choice(('0', '-1', f'len({xs}) // 2'))}] = {e()}",
+        lambda: f"{xs}[0] += {e()}",
+        lambda: f"{xs}[-1] *= math.tanh({e()})",
+        lambda: f"{xs}.reverse()",
+        lambda: f"{xs}.sort()",
+        lambda: f"{xs}[:1] = [{e()}]",
+    ]
+    growing = [
+        lambda: f"{xs}.append({e()})",
+        lambda: f"{xs}.extend([{e()}, {e()}])",
+        lambda: f"{xs}.insert({r.randint(-1, 2)}, {e()})",
+        lambda: f"{xs}.extend({g.pick_var('flist')})",
+        lambda: f"{xs}[1:1] = [{e()}, {e()}]",
+    ]
+    if rebinds:
+        growing.append(lambda: f"{xs} += [{e()}]")
+    if g.has("extend_with_itself"):
+        growing.append(lambda: f"{xs}.extend({xs})")
+    # (F6 needs the list read whole before: by a loop, a comprehension, sum, a closure, ...;
+    # too many ways to track, so with the flag off no list shrinks)
+    may_shrink = g.has("list_shrinking")
+    shrinking = [
+        lambda: f"{xs}.pop()",
+        lambda: f"{xs}.pop(0)",
+        lambda: f"del {xs}[0]",
+        lambda: f"{xs}.remove({xs}[-1])",
+        lambda: f"{xs}[:] = {xs}[1:]",
+    ]
+    if grows_forbidden:
+        choice = r.choice(safe)
+        g.emit(choice())
+        return
+    kind = r.random()
+    if kind < 0.4:
+        g.emit(r.choice(growing)())
+    elif kind < 0.7 and may_shrink:
+        g.emit(f"if len({xs}) > 1:")
+        g.block(lambda: g.emit(r.choice(shrinking)()))
+    elif kind < 0.8 and may_shrink:
+        g.emit(f"{xs}.clear()")
+        g.emit(f"{xs}.append({e()})")
+    else:
+        g.emit(r.choice(safe)())
+    if r.random() < 0.2 and may_shrink:
+        v = g.fresh("v")
+        g.emit(f"{v} = {xs}.pop() if len({xs}) > 1 else {xs}[0]")
+        g.bind(v, "float")
+
+
+def st_list_index(g):
+    xs = g.pick_var("flist")
+    if not xs:
+        return False
+    v = g.fresh("v")
+    ints = g.vars_of("int")
+    idx = f"{g.rng.choice(ints)} % len({xs})" if ints else f"{g.rng.randint(0, 3)} % len({xs})"
+    g.emit(f"{v} = {xs}[{idx}] * {g.float_expr(1)}")
+    g.bind(v, "float")
+
+
+def st_tuple(g):
+    r = g.rng
+    if r.random() < 0.5:
+        a, b = g.fresh("v"), g.fresh("v")
+        g.emit(f"{a}, {b} = {g.float_expr(1)}, {g.float_expr(1)}")
+        g.bind(a, "float")
+        g.bind(b, "float")
+        return
+    seqs = g.vars_of("flist") + g.vars_of("ftuple")
+    if not seqs:
+        st_new_container(g, "ftuple")
+        return
+    xs = r.choice(seqs)
+    h, tl, v = g.fresh("v"), g.fresh("rest"), g.fresh("v")
+    if r.random() < 0.5:
+        g.emit(f"{h}, *{tl} = {xs}")
+    else:
+        g.emit(f"*{tl}, {h} = {xs}")
+    g.emit(f"{v} = {h} + sum({tl})")
+    g.bind(h, "float")
+    g.bind(v, "float")
+
+
+def st_dict(g):
+    d = g.pick_var("fdict")
+    if not d:
+        st_new_container(g, "fdict")
+        return
+    r = g.rng
+    e = lambda: g.float_expr(1)  # noqa: E731
+    if g.no_write:
+        return False
+    if g.no_grow or g.func_depth > 0:
+        g.emit(f"{d}['a'] = {e()}")
+        return
+    forms = [
+        lambda: f"{d}['a'] = {e()}",
+        lambda: f"{d}['b'] += {e()}",
+        lambda: f"{d}['a'] *= math.tanh({e()})",
+        lambda: f"{d}.update({{'b': {e()}}})",
+        lambda: f"{d}.setdefault('c', {e()})",
+        lambda: f"{d}.pop('c', None)",
+        lambda: f"{d}['c'] = {d}.get('c', 0.5) * {e()}",
+    ]
+    if g.scope[d].writable and g.has("dict_merge"):
+        forms.append(lambda: f"{d} |= {{'c': {e()}}}")
+    if g.has("keyword_calls"):
+        forms.append(lambda: f"{d}.update(c={e()})")
+    g.emit(r.choice(forms)())
+    if r.random() < 0.3:
+        v = g.fresh("v")
+        g.emit(f"{v} = {d}.pop('c', {e()})")
+        g.bind(v, "float")
+
+
+def st_object(g):
+    p = g.pick_var("obj")
+    r = g.rng
+    if not p or r.random() < 0.3:
+        g.uses_pt = True
+        st_new_container(g, "obj")
+        return
+    forms = [lambda: f"{p}.a = {g.float_expr(1)}", lambda: f"{p}.b = {p}.a * {g.float_expr(1)}",
+             lambda: f"{p}.a += {g.float_expr(1)}", lambda: f"setattr({p}, 'b', {g.float_expr(1)})"]
+    g.emit(r.choice(forms)())
+
+
+def st_comprehension(g):
+    kind = g.rng.choice(("flist", "fdict"))
+    if kind == "fdict" and not (g.has("dicts") and g.has("dict_merge")):
+        kind = "flist"
+    lists = g.vars_of("flist") + g.vars_of("ftuple")
+    if kind == "flist":
+        if not lists:
+            return False
+        e = g.fresh("e")
+        body = g.with_locals({e: "float"}, lambda: g.float_expr(2))
+        name = g.fresh("xs")
+        source = g.rng.choice(lists)
+        g.emit(f"{name} = [{body} for {e} in {source}]")
+        g.bind(name, "flist")
+    else:
+        if not lists:
+            return False
+        i, e = g.fresh("i"), g.fresh("e")
+        body = g.with_locals({e: "float"}, lambda: g.float_expr(1))
+        name = g.fresh("d")
+        g.emit(f"{name} = {{'a': 0.5, 'b': 0.25, **{{str({i}): {body} for {i}, {e} in enumerate({g.rng.choice(lists)})}}}}")
+        g.bind(name, "fdict")
+
+
+def st_try(g):
+    r = g.rng
+    form = r.random()
+    if form < 0.4:
+        has_else = r.random() < 0.3
+        g.emit("try:")
+
+        def body():
+            g.statement()
+            g.emit(f"if {g.condition(1)}:")
+            g.block(lambda: g.emit("raise ValueError('fuzz')"))
+            g.statement()
+        saved = g.in_try_with_else
+        g.in_try_with_else = saved or has_else
+        g.block(body)
+        g.in_try_with_else = saved
+        g.emit("except ValueError:")
+        g.block(lambda: g.statements(1))
+        if has_else:
+            g.emit("else:")
+            g.block(lambda: g.statements(1))
+        if r.random() < 0.3:
+            g.emit("finally:")
+            g.block(lambda: g.statements(1))
+    elif form < 0.7:
+        lists = g.vars_of("flist")
+        v = g.fresh("v")
+        g.emit(f"{v} = {g.float_leaf()}")
+        g.bind(v, "float")
+        g.emit("try:")
+        if lists:
+            g.block(lambda: g.emit(f"{v} = {r.choice(lists)}[{r.randint(0, 4)}] * {g.float_expr(1)}"))
+            g.emit("except IndexError:")
+        else:
+            g.block(lambda: g.emit(f"{v} = {g.float_expr(1)} / ({g.rng.choice(('0.0', '1.0'))} * {g.float_expr(0)})"))
+            g.emit("except ZeroDivisionError:")
+        g.block(lambda: g.emit(f"{v} = {g.float_expr(1)}"))
+    else:
+        g.emit("try:")
+        g.block(lambda: g.statements(r.randint(1, 2)))
+        g.emit("finally:")
+        g.block(lambda: g.statements(1))
+
+
+def st_walrus(g):
+    v = g.fresh("w")
+    g.emit(f"if ({v} := {g.float_expr(1)}) > {g.rng.choice(('0.0', '0.5'))}:")
+    g.block(lambda: g.statements(1))
+    g.bind(v, "float")
+
+
+def st_misc(g):
+    r = g.rng
+    form = r.randint(0, 5)
+    if form == 0:
+        g.emit(f"assert {g.float_expr(1)} == {g.float_expr(0)} or True")
+    elif form == 1 and g.has("with_statement"):
+        g.emit("with contextlib.nullcontext():")
+        g.block(lambda: g.statements(1))
+    elif form == 2 and g.has("del_variable"):
+        v = g.fresh("tmp")
+        g.emit(f"{v} = {g.float_expr(1)}")
+        g.emit(f"del {v}")
+    elif form == 4 and r.random() < 0.5 and g.has("generator_function") and closure_allowed(g):
+        gen, u, v = g.fresh("gen"), g.fresh("u"), g.fresh("v")
+        g.emit(f"def {gen}({u}):")
+        g.emit(f"    yield {u}")
+        g.emit(f"    yield {u} * 0.5")
+        g.emit(f"{v} = sum({gen}({g.float_expr(1)}))")
+        g.bind(v, "float")
+    elif form == 4 and r.random() < 0.5 and g.has("class_statement"):
+        cls, v = g.fresh("Local"), g.fresh("v")
+        g.emit(f"class {cls}:")
+        g.emit(f"    k = {r.choice(CONSTANTS)}")
+        g.emit(f"{v} = {cls}.k * {g.float_expr(1)}")
+        g.bind(v, "float")
+    elif form == 4 and g.has("global_write") and g.func_depth == 0:
+        g.emit("global COUNTER")
+        g.emit("COUNTER += 1")
+    elif form == 3:
+        v = g.fresh("s")
+        g.emit(f'{v} = f"{{{g.float_expr(1)}:.3f}}"')
+    else:
+        st_walrus(g)
+
+
+# (feature, weight, compound, production).  Compound productions get rarer with nesting depth.
+STATEMENTS: list[tuple[str, float, bool, Callable]] = [
+    ("arith", 4.0, False, st_assign),
+    ("branches", 1.5, True, st_if),
+    ("branches", 0.3, True, st_match),
+    ("loops", 1.2, True, st_for_range),
+    ("loops", 0.8, True, st_for_list),
+    ("loops", 0.5, True, st_while),
+    ("iterators", 0.8, True, st_for_iter),
+    ("early_return", 0.5, False, st_early_return),
+    ("early_return", 0.5, True, st_return_if),
+    ("closures", 0.8, True, st_closure),
+    ("lambdas", 0.6, False, st_lambda),
+    ("varargs", 0.4, False, st_varargs),
+    ("lists", 1.5, False, st_list_mutate),
+    ("lists", 0.6, False, lambda g: st_new_container(g, "flist")),
+    ("lists", 0.3, False, st_list_alias),
+    ("lists", 0.5, False, st_list_index),
+    ("tuples", 0.6, False, st_tuple),
+    ("dicts", 0.9, False, st_dict),
+    ("objects", 0.6, False, st_object),
+    ("comprehensions", 0.6, False, st_comprehension),
+    ("exceptions", 0.6, True, st_try),
+    ("misc", 0.5, False, st_misc),
+]
