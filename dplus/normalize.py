@@ -377,6 +377,9 @@ class Normalizer:
                 self.emit(_assign(self.loop.esc, _const(True), s))
             if self.loop.brk:
                 self.emit(_assign(self.loop.brk, _const(True), s))
+            if self.loop.broke:
+                # a return leaves the loop as a break does: its ``else`` clause does not run
+                self.emit(_assign(self.loop.broke, _const(True), s))
 
     def s_Break(self, s: ast.Break) -> None:
         assert self.loop is not None
