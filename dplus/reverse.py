@@ -2100,6 +2100,14 @@ class FunctionBuilder:
                        ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
                                                          ctx=ast.Store())], value=N(backwards))]
         rev += self.unless_zero(body, prefix, [])
+        if not gives_items:
+            # the target read after the loop: its sensitivity is the last iteration's element's
+            # (a general iteration's routing took it already; after no iteration it stays)
+            rev.append(ast.If(test=ast.BoolOp(op=ast.And(), values=[
+                N(nf), ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)])]), body=[
+                ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)),
+                                                  ctx=ast.Store())], value=N(A_t)),
+                assign(A_t, N(self.Z))], orelse=[]))
         rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
         return fwd, rev
 

@@ -149,3 +149,82 @@ def test_return_or_break_for_else(x, n):
 @pytest.mark.parametrize("x", [0.1, -0.2, 0.9, -3.0])
 def test_return_in_inner_loop_else(x):
     check_program(return_in_inner_loop_else, x)
+
+
+# ---------------------------------------------------------------------------
+# 1. the loop variable read after the loop carries the last element's sensitivity
+
+
+def last_element_unused_in_body(xs, x):
+    for e in xs:
+        x = x + 1.0
+    return e
+
+
+def last_element_used_in_body(xs, x):
+    for e in xs:
+        x = x * e
+    return e * x
+
+
+def last_pair_of_zip(xs, ys, x):
+    for a, b in zip(xs, ys):
+        x = x * b
+    return a * x
+
+
+def last_of_enumerate(xs, x):
+    for i, e in enumerate(xs):
+        x = x * 2.0
+    return e * x + i
+
+
+def last_element_after_break(xs, x):
+    for e in xs:
+        x = x + 1.0
+        if x > 2.0:
+            break
+    return e * x
+
+
+def target_bound_before_an_empty_loop(xs, x):
+    e = x * 3.0
+    for e in xs:
+        x = x + 1.0
+    return e * x
+
+
+def two_loops_same_target(xs, x):
+    for e in xs:
+        x = x + 1.0
+    for e in xs[:1]:
+        x = x * 1.5
+    return e * x
+
+
+@pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [-0.5], [2.5, -1.25]])
+def test_last_element_unused_in_body(xs):
+    g = check_program(last_element_unused_in_body, xs, 1.0, second=False)
+    assert g == ([0.0] * (len(xs) - 1) + [1.0], 0.0)
+    check_program(last_element_unused_in_body, tuple(xs), 1.0)  # (second order: over a tuple)
+
+
+@pytest.mark.parametrize("f", [last_element_used_in_body, last_of_enumerate, last_element_after_break,
+                               two_loops_same_target])
+@pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [-0.5], [2.5, -1.25, 0.75, 1.5]])
+def test_last_element_read_after_the_loop(f, xs):
+    check_program(f, xs, 1.5, second=False)
+    # (second order: over a tuple; enumerate and zip make lists, not differentiable twice yet)
+    check_program(f, tuple(xs), 1.5, second=f is not last_of_enumerate)
+
+
+@pytest.mark.parametrize("xs, ys", [([1.0, 2.0, 3.0], [0.5, 0.25, 2.0]), ([-1.5], [2.0, 3.0]), ([0.5, 4.0], [1.5, -1.0])])
+def test_last_pair_of_zip(xs, ys):
+    check_program(last_pair_of_zip, xs, ys, 1.5, second=False)
+    check_program(last_pair_of_zip, tuple(xs), tuple(ys), 1.5, second=False)
+
+
+@pytest.mark.parametrize("xs", [[], [2.0], [1.0, -3.0]])
+def test_target_bound_before_the_loop(xs):
+    check_program(target_bound_before_an_empty_loop, xs, 1.5, second=False)
+    check_program(target_bound_before_an_empty_loop, tuple(xs), 1.5)
