@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
-from .errors import SensitivityError
+from .errors import NonDifferentiableError, SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -167,8 +167,15 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
         return
     t = type(v)
     if t is list or isinstance(v, list):
-        items = _as_items(s, len(v), v)
+        found = Abox._entries.get(id(v))
+        entry = None if found is None or found[1] is gen_zero else found[1]
+        # the list's length where this reverse runs: its entry's, when it has one; otherwise the
+        # sensitivity's (a rule's, for the list as it read it: the list may be resized since)
+        items = _as_items(s, len(entry) if type(entry) is list else None, v)
         if items is None:
+            return
+        if len(items) != len(v):
+            _hand_over_resized(Abox, v, items)
             return
         if v and v.__class__ is list:
             # the common case, float sensitivities: they conform only to numbers, so no element
@@ -238,19 +245,36 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any) -> None:
             entry[k] = add(entry[k], sk) if k in entry else sk
 
 
-def _as_items(s: Any, n: int, v: Any) -> list | None:
+def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
+    """``handover`` for a list whose length differs from the sensitivity's: resized after the
+    operation whose reverse runs now read it. Its entry (the sensitivities of the elements it
+    held then) gets the items; an element that is itself a container cannot be found again."""
+    entry = Abox.list_entry(v, len(items))
+    for i, si in enumerate(items):
+        if si is gen_zero or si is None:
+            continue
+        if not is_number(si):
+            raise NonDifferentiableError(
+                f"a list of {len(items)} containers (lists, dicts, objects) was read whole, then resized to "
+                f"{len(v)} elements before its elements' sensitivities could reach them. Fix: read a copy "
+                "(list(xs)) or resize a copy of the list instead")
+        entry[i] = add(entry[i], si)
+
+
+def _as_items(s: Any, n: int | None, v: Any) -> list | None:
+    """The element sensitivities in ``s``, for a list of ``n`` elements (``None``: as many as ``s`` has)."""
     ts = type(s)
     if ts is list or ts is tuple:
-        if len(s) != n:
+        if n is not None and len(s) != n:
             raise SensitivityError(f"a sensitivity of length {len(s)} was given for a list of length {n}")
         return s
     if ts is OneHot:
         return s.to_list()
     if ts is TupleAccumulator:
         return s.items
-    if is_ndarray(s) and len(s) == n:
+    if is_ndarray(s) and (n is None or len(s) == n):
         return list(s)
-    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {n}")
+    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {len(v) if n is None else n}")
 
 
 def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:

@@ -235,9 +235,9 @@ class _RaisingRouter:
 class _ListRouter:
     __slots__ = ("lst", "n", "entry")
 
-    def __init__(self, lst: list) -> None:
+    def __init__(self, lst: list, n: int) -> None:
         self.lst = lst
-        self.n = len(lst)
+        self.n = n  # its length where the loop ended (it may be resized since)
         self.entry: list | None = None
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
@@ -420,16 +420,23 @@ def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivit
         entry[:nf] = sums
 
 
-def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
+def list_length(itv: Any) -> int:
+    """The length of the list a loop iterates, recorded where the loop ends (the list may be
+    resized before the loop's reverse runs); ``-1`` for any other iterable."""
+    return len(itv) if type(itv) is list or isinstance(itv, list) else -1
+
+
+def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) -> Any:
     """After the reverse of a loop over ``itv``: ``sens[i]`` is the sensitivity of the element
     iteration ``i`` took. List elements' go into ``Abox``; returns the iterable's own sensitivity.
+    ``length`` is a list's length where the loop ended (:func:`list_length`; ``-1``: now).
 
     (The per-iteration routers do the same one element at a time; this is for loops whose body
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
     t = type(itv)
     if t is list or isinstance(itv, list):
-        n = len(itv)
+        n = len(itv) if length < 0 else length
         if len(sens) < n:  # the loop broke early
             sens.extend([Z] * (n - len(sens)))
         elif len(sens) > n:  # the body appended while iterating
@@ -459,16 +466,16 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
     return route.result()
 
 
-def iteration_router(itv: Any, n: int) -> Any:
+def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
+    """Where each iteration's element sensitivity goes, for a loop over ``itv`` that ran ``n``
+    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now)."""
     t = type(itv)
     if t is range:
         return _NULL
-    if t is list:
-        return _ListRouter(itv)
+    if t is list or isinstance(itv, list):
+        return _ListRouter(itv, len(itv) if length < 0 else length)
     if t is tuple:
         return _TupleRouter(len(itv))
-    if isinstance(itv, list):
-        return _ListRouter(itv)
     if isinstance(itv, tuple):
         return _TupleRouter(len(itv))
     if isinstance(itv, (str, bytes, dict, type({}.keys()))):

@@ -10,7 +10,7 @@ import pytest
 
 import dplus
 from dplus.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, close
+from path_helpers import check_fd, close
 
 
 def _leaves(v):
@@ -50,7 +50,9 @@ def check_program(f, *args, second=True):
         else:
             dplus.grad(f)(*a)
         assert a == plain_args, (general, a, plain_args)
-    fast, slow = both_ways(f, *copy.deepcopy(args))
+    fast = dplus.grad(f)(*copy.deepcopy(args))
+    with general_paths_only():
+        slow = dplus.grad(f)(*copy.deepcopy(args))
     close(fast, slow)
     check_fd(f, *copy.deepcopy(args))
     with general_paths_only():
@@ -228,3 +230,112 @@ def test_last_pair_of_zip(xs, ys):
 def test_target_bound_before_the_loop(xs):
     check_program(target_bound_before_an_empty_loop, xs, 1.5, second=False)
     check_program(target_bound_before_an_empty_loop, tuple(xs), 1.5)
+
+
+# ---------------------------------------------------------------------------
+# 2. a list read whole (a loop, a comprehension, a rule) and resized afterwards
+
+import functools  # noqa: E402
+import itertools  # noqa: E402
+import math  # noqa: E402
+import operator  # noqa: E402
+import statistics  # noqa: E402
+
+WHOLE_READS = {
+    "for": "s = 0.0\n    for v in xs:\n        s = s + v * v",
+    "for_break": "s = 0.0\n    for v in xs:\n        s = s + v * v\n        if s > 10.0:\n            break",
+    "generator": "s = sum(v * v for v in xs)",
+    "comprehension": "s = [v * v for v in xs][1]",
+    "enumerate": "s = 0.0\n    for i, v in enumerate(xs):\n        s = s + i * v * v",
+    "reversed": "s = 0.0\n    for v in reversed(xs):\n        s = s * 0.5 + v",
+    "zip_loop": "s = 0.0\n    for a, b in zip(xs, xs[1:]):\n        s = s + a * b",
+    "zip_call": "s = sum(a * b for a, b in zip(xs, ys))",
+    "map": "s = sum(map(operator.mul, xs, ys))",
+    "sum": "s = sum(xs)",
+    "list": "s = list(xs)[2] * 2.0",
+    "tuple": "s = tuple(xs)[0] * tuple(xs)[2]",
+    "sorted": "s = sorted(xs)[0] * 3.0",
+    "max_min": "s = max(xs) + min(xs)",
+    "unpack": "a, b, c = xs\n    s = a * b * c",
+    "starred": "a, *rest = xs\n    s = a * rest[1]",
+    "copy": "s = xs.copy()[1] * 2.0",
+    "slices": "s = xs[:][0] * xs[1:][0]",
+    "concatenation": "s = (xs + ys)[2] * 2.0",
+    "fsum": "s = math.fsum(xs)",
+    "fmean": "s = statistics.fmean(xs)",
+    "reduce": "s = functools.reduce(operator.mul, xs)",
+    "display": "s = [*xs, 1.0][1] * 2.0",
+    "pairwise": "s = sum(a * b for a, b in itertools.pairwise(xs))",
+}
+RESIZES = {
+    "pop": "xs.pop()", "pop_first": "xs.pop(0)", "del_first": "del xs[0]", "del_slice": "del xs[1:]",
+    "append": "xs.append(s)", "insert": "xs.insert(0, 2.0)", "extend": "xs.extend([1.0, s])", "clear": "xs.clear()",
+    "remove": "xs.remove(xs[1])", "iadd": "xs += [s]", "slice_grows": "xs[1:2] = [s, s, 1.0]",
+}
+SOME_RESIZES = ("pop", "del_first", "append", "slice_grows")
+
+
+def _program(read: str, resize: str):
+    import linecache
+
+    src = (f"def f(xs, ys):\n    {WHOLE_READS[read]}\n    {RESIZES[resize]}\n"
+           "    return s * (xs[0] if xs else 1.0) + len(xs)\n")
+    filename = f"<test_trust_loops {read} {resize}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns = {"math": math, "statistics": statistics, "itertools": itertools, "functools": functools, "operator": operator}
+    exec(compile(src, filename, "exec"), ns)
+    return ns["f"]
+
+
+@pytest.mark.parametrize("resize", SOME_RESIZES)
+@pytest.mark.parametrize("read", sorted(WHOLE_READS))
+def test_a_list_read_whole_then_resized(read, resize):
+    # (one input each, alternating: the program set is large; lists are not differentiable twice yet)
+    inputs = [([2.0, 4.0, 6.0], [1.5, -0.5, 2.5]), ([-1.25, 0.5, 3.0], [0.25, 2.0, -1.0])]
+    xs, ys = inputs[(sorted(WHOLE_READS).index(read) + SOME_RESIZES.index(resize)) % 2]
+    check_program(_program(read, resize), xs, ys, second=False)
+
+
+@pytest.mark.parametrize("resize", sorted(set(RESIZES) - set(SOME_RESIZES)))
+@pytest.mark.parametrize("read", ["for", "generator", "comprehension", "sum", "zip_call", "unpack"])
+def test_every_resize_after_a_whole_read(read, resize):
+    check_program(_program(read, resize), [2.0, 4.0, 6.0], [1.5, -0.5, 2.5], second=False)
+
+
+def issue_pop_after_loop(xs):
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+    xs.pop()
+    return s
+
+
+def issue_del_after_comprehension(xs):
+    squares = [v * v for v in xs]
+    del xs[0]
+    return squares[0] + squares[2]
+
+
+def rows_read_then_resized(rows):
+    s = 0.0
+    for r in rows:
+        s = s + r[0] * r[1]
+    t = list(rows)
+    a, b = rows
+    rows.pop()
+    rows.append([s, 1.0])
+    return s * t[1][0] + a[1] * b[0] * rows[1][0]
+
+
+def test_the_issue_examples():
+    assert check_program(issue_pop_after_loop, [2.0, 4.0, 6.0], second=False) == ([4.0, 8.0, 12.0],)
+    check_program(issue_del_after_comprehension, [2.0, 4.0, 6.0], second=False)
+    check_program(rows_read_then_resized, [[1.0, 2.0], [3.0, -4.0]], second=False)
+
+
+def test_a_resized_list_of_containers_whose_elements_cannot_be_found_again_is_refused():
+    from dplus.boxes import BoxSensitivities
+    from dplus.runtime import handover
+
+    with pytest.raises(dplus.NonDifferentiableError, match="resized"):
+        handover(BoxSensitivities(), [[1.0]], [[1.0], [2.0]])
