@@ -1412,7 +1412,9 @@ class FunctionBuilder:
                            "callmethod": "callmethod"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
-            return self.call_like(name, self.rt("call"), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
+            # the iterable of a loop that may write into the lists it reads: Python's live iterator
+            plus = "live_iteration" if getattr(v, "dp_live", False) and not self.nestable else "call"
+            return self.call_like(name, self.rt(plus), [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
         if isinstance(v, ast.Subscript):

@@ -296,6 +296,102 @@ class _ArrayRouter:
 _NULL = _NullRouter()
 
 
+# ---------------------------------------------------------------------------
+# ``for ... in zip(xs, ...)`` / ``enumerate(xs)`` / ``reversed(xs)`` whose body may write into
+# the lists: Python's own lazy iterator over the live lists, as in a plain call
+
+
+_LIVE_BUILTINS = (zip, enumerate, reversed)
+_LIVE_ARGS = (list, tuple, range, str)
+
+
+class LiveIteration:
+    """The iterator ``fn(*args)`` of the builtin ``zip``, ``enumerate`` or ``reversed`` over
+    lists (and tuples, ranges, strings), made when the loop starts, as Python makes it: each
+    item reads the lists as they are when it is taken. ``first`` is the position the first
+    item of ``reversed`` reads."""
+
+    __slots__ = ("fn", "args", "it", "first")
+
+    def __init__(self, fn: Any, args: tuple, start: Any) -> None:
+        self.fn = fn
+        self.args = args
+        self.first = len(args[0]) - 1 if fn is reversed else 0
+        self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
+
+    def __iter__(self) -> Any:
+        return self.it
+
+
+def live_iteration(fn: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """``call(fn, *args, **kwargs)`` for the iterable of a ``for`` loop whose body may write into
+    a list: for ``zip``, ``enumerate`` and ``reversed`` of lists, a :class:`LiveIteration` (the
+    loop's router sends each item's sensitivity to the positions it read); otherwise the rule."""
+    given = len(args)
+    iterables, start = args, 0
+    if fn is enumerate:  # (its start: the second positional argument or the keyword)
+        iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
+    if (fn in _LIVE_BUILTINS and iterables and all(type(a) in _LIVE_ARGS for a in iterables)
+            and any(type(a) is list for a in iterables) and set(kwargs) <= ({"start"} if fn is enumerate else set())
+            and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))):
+        args = iterables
+        live = LiveIteration(fn, args, start)
+
+        def live_iteration_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            parts = Abox.stash_record(live)[1] or {}
+            out = tuple(gen_zero if j not in parts else tuple(parts[j]) for j in range(len(args)))
+            return ((),) + out + (None,) * (given - len(args)) + (({"start": None},) if kwargs else ())
+
+        return ProcResult(live, live_iteration_backprop)
+    return call(fn, *args, **kwargs)
+
+
+class _LiveRouter:
+    """Routes iteration ``i``'s item sensitivity of a :class:`LiveIteration` to the element each
+    argument gave it: a list's entry (created with the list's length where the loop ended), a
+    tuple's sensitivity (kept for the iterable's backprop in the pass's stash)."""
+
+    __slots__ = ("live", "lengths")
+
+    def __init__(self, live: LiveIteration, lengths: tuple) -> None:
+        self.live = live
+        self.lengths = lengths
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        live = self.live
+        if live.fn is zip:
+            parts = tuple_items(A, len(live.args))
+            pos = i
+        elif live.fn is enumerate:
+            parts = (tuple_items(A, 2)[1],)
+            pos = i
+        else:
+            parts = (A,)
+            pos = live.first - i
+        for j, (arg, s) in enumerate(zip(live.args, parts)):
+            if s is Z or s is None:
+                continue
+            t = type(arg)
+            if t is list:
+                n = self.lengths[j] if self.lengths[j] >= 0 else len(arg)
+                if not is_number(s) and pos < len(arg) and is_tracked_mutable(arg[pos]):
+                    handover(Abox, arg[pos], s)
+                    continue
+                entry = Abox.list_entry(arg, n)
+                entry[pos] = add(entry[pos], s)
+            elif t is tuple:
+                rec = Abox.stash_record(live)
+                if rec[1] is None:
+                    rec[1] = {}
+                items = rec[1].setdefault(j, [Z] * len(arg))
+                items[pos] = add(items[pos], s)
+
+    def result(self) -> Any:
+        return Z
+
+
 def route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> None:
     """``route.back(i, A, Abox)``, as a function with a rule (for derivatives of derivatives)."""
     route.back(i, A, Abox)
@@ -420,9 +516,12 @@ def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivit
         entry[:nf] = sums
 
 
-def list_length(itv: Any) -> int:
+def list_length(itv: Any) -> Any:
     """The length of the list a loop iterates, recorded where the loop ends (the list may be
-    resized before the loop's reverse runs); ``-1`` for any other iterable."""
+    resized before the loop's reverse runs); ``-1`` for any other iterable; for a
+    :class:`LiveIteration`, one for each argument."""
+    if type(itv) is LiveIteration:
+        return tuple(len(a) if type(a) is list else -1 for a in itv.args)
     return len(itv) if type(itv) is list or isinstance(itv, list) else -1
 
 
@@ -459,7 +558,7 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
         return Z
     if t is range:
         return Z
-    route = iteration_router(itv, len(sens))
+    route = iteration_router(itv, len(sens), length)
     for i, si in enumerate(sens):
         if si is not Z and si is not None:
             route.back(i, si, Abox)
@@ -476,6 +575,8 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
         return _ListRouter(itv, len(itv) if length < 0 else length)
     if t is tuple:
         return _TupleRouter(len(itv))
+    if t is LiveIteration:
+        return _LiveRouter(itv, length if type(length) is tuple else list_length(itv))
     if isinstance(itv, tuple):
         return _TupleRouter(len(itv))
     if isinstance(itv, (str, bytes, dict, type({}.keys()))):

@@ -339,3 +339,99 @@ def test_a_resized_list_of_containers_whose_elements_cannot_be_found_again_is_re
 
     with pytest.raises(dplus.NonDifferentiableError, match="resized"):
         handover(BoxSensitivities(), [[1.0]], [[1.0], [2.0]])
+
+
+# ---------------------------------------------------------------------------
+# 4. zip / enumerate / reversed over lists the loop body writes into: iterated live, as in Python
+
+
+def prefix_sum_in_place(xs):
+    for i, v in enumerate(xs):
+        if i > 0:
+            xs[i] = xs[i - 1] + v
+    return xs[0] * xs[1] + xs[2] * xs[2] + xs[-1]
+
+
+def enumerate_from_one(xs):
+    for i, v in enumerate(xs, 1):
+        if i < len(xs):
+            xs[i] = xs[i] * v
+    return xs[-1] * xs[0]
+
+
+def enumerate_start_keyword(xs, c):
+    for k, v in enumerate(xs, start=2):
+        xs[k % len(xs)] = v * c + xs[k % len(xs)]
+    return sum(xs) * xs[1]
+
+
+def reversed_accumulates_into_first(xs):
+    for v in reversed(xs):
+        xs[0] = xs[0] + v * v
+    return xs[0] * xs[-1]
+
+
+def reversed_then_shrinks(xs):
+    s = 0.0
+    for v in reversed(xs):
+        s = s + v * v
+        if len(xs) > 2:
+            xs.pop()
+    return s + xs[0]
+
+
+def zip_writes_into_both(xs, ys):
+    for a, b in zip(xs, ys):
+        xs[1] = xs[1] * b
+        ys[2] = a
+    return xs[1] * ys[2]
+
+
+def zip_list_and_tuple(xs, ts):
+    for a, b in zip(xs, ts):
+        xs[-1] = xs[-1] + a * b
+    return xs[-1] * ts[0]
+
+
+def zip_of_rows(rows, ws):
+    for r, w in zip(rows, ws):
+        rows[-1] = [r[0] * w, r[1] + w]
+    return rows[-1][0] * rows[-1][1] + rows[0][0]
+
+
+def zip_appends_while_iterating(xs, ys):
+    for a, b in zip(xs, ys):
+        if len(xs) < 5:
+            xs.append(a * b)
+    return xs[-1] * xs[3]
+
+
+def enumerate_with_break(xs):
+    for i, v in enumerate(xs):
+        xs[-1 - i] = xs[-1 - i] * v
+        if v > 5.0:
+            break
+    return xs[0] + xs[-1] * xs[1]
+
+
+FOUR = [(prefix_sum_in_place, ([0.5, 1.0, 2.0],)), (prefix_sum_in_place, ([1.5, -2.0, 0.25, 3.0],)),
+        (enumerate_from_one, ([0.5, 1.5, 2.0],)), (enumerate_from_one, ([-1.0, 2.0, 3.0, 0.5],)),
+        (enumerate_start_keyword, ([0.5, 1.5, 2.0], 0.75)), (enumerate_start_keyword, ([-1.0, 2.0], 1.5)),
+        (reversed_accumulates_into_first, ([0.5, 1.0, 2.0],)), (reversed_accumulates_into_first, ([1.5, -1.0],)),
+        (reversed_then_shrinks, ([0.5, 1.0, 2.0, 3.0],)), (reversed_then_shrinks, ([2.5, -1.0, 1.5],)),
+        (zip_writes_into_both, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0])), (zip_writes_into_both, ([1.5, -1.0, 0.5], [0.5, 2.0, -3.0])),
+        (zip_list_and_tuple, ([0.5, 1.0, 2.0], (1.5, 2.0, 3.0))), (zip_list_and_tuple, ([2.0, -1.0], (0.5, 2.0, 4.0))),
+        (zip_of_rows, ([[0.5, 1.0], [2.0, 3.0]], [1.5, -0.5])),
+        (zip_appends_while_iterating, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0, 4.0, 5.0])),
+        (enumerate_with_break, ([0.5, 1.0, 2.0],)), (enumerate_with_break, ([0.5, 6.0, 2.0, 1.5],))]
+
+
+@pytest.mark.parametrize("f, args", FOUR, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FOUR)])
+def test_live_iteration_over_lists_written_in_the_loop(f, args):
+    check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
+
+
+def test_the_issue_prefix_sum():
+    xs = [0.5, 1.0, 2.0]
+    r = dplus.dplus(prefix_sum_in_place)(xs)
+    assert xs == [0.5, 1.5, 3.5] and r.primal == prefix_sum_in_place([0.5, 1.0, 2.0])
