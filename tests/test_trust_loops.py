@@ -435,3 +435,49 @@ def test_the_issue_prefix_sum():
     xs = [0.5, 1.0, 2.0]
     r = dplus.dplus(prefix_sum_in_place)(xs)
     assert xs == [0.5, 1.5, 3.5] and r.primal == prefix_sum_in_place([0.5, 1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# 5. reverse() and slice assignments in a loop: the argument ends as in a plain call
+
+
+def reverse_and_slice_over_enumerate(xs):
+    for i, v in enumerate(xs):
+        xs.reverse()
+        xs[1:3] = [v * 2.0, xs[1] + 1.0]
+    return xs[0] + xs[1] * xs[2]
+
+
+def reverse_and_slice_over_zip(xs, ys):
+    for a, b in zip(xs, ys):
+        xs.reverse()
+        xs[1:3] = [a * b, xs[0]]
+    return xs[0] + xs[1] * xs[2]
+
+
+def reverse_and_slice_over_reversed(xs):
+    for v in reversed(xs):
+        xs.reverse()
+        xs[0:2] = [v * 2.0, xs[1] + v]
+    return xs[0] + xs[1] * xs[2]
+
+
+def reverse_and_growing_slice_in_range(xs):
+    for i in range(3):
+        xs.reverse()
+        xs[1:2] = [xs[0] * 1.5, xs[1] - 0.5]
+    return xs[0] * xs[-1] + xs[2]
+
+
+FIVE = [(reverse_and_slice_over_enumerate, ([0.5, 1.5, 2.0, 3.0],)),
+        (reverse_and_slice_over_enumerate, ([-1.25, 0.75, 2.5, 1.0, 4.0],)),
+        (reverse_and_slice_over_zip, ([0.5, 1.5, 2.0, 3.0], [1.0, 2.0, 3.0])),
+        (reverse_and_slice_over_zip, ([2.5, -1.5, 0.25], [0.5, 1.5, -2.0, 1.0])),
+        (reverse_and_slice_over_reversed, ([0.5, 1.5, 2.0, 3.0],)),
+        (reverse_and_slice_over_reversed, ([1.75, -0.5, 2.25],)),
+        (reverse_and_growing_slice_in_range, ([0.5, 1.5, 2.0, 3.0],))]
+
+
+@pytest.mark.parametrize("f, args", FIVE, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FIVE)])
+def test_reverse_and_slice_assignment_in_a_loop(f, args):
+    check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
