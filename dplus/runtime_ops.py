@@ -516,12 +516,76 @@ def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivit
         entry[:nf] = sums
 
 
+class ListIterator:
+    """``iter(xs)`` of a list inside differentiated code: Python's list iterator (it reads the
+    live list, and once exhausted stays exhausted), whose list and position stay known, so
+    that the elements ``next`` and ``for`` take get their sensitivities."""
+
+    __slots__ = ("source", "index", "done", "by_next")
+
+    def __init__(self, source: list) -> None:
+        self.source = source
+        self.index = 0
+        self.done = False
+        self.by_next: set | None = None  # the positions ``next()`` took (not a loop over it)
+
+    def __iter__(self) -> "ListIterator":
+        return self
+
+    def __next__(self) -> Any:
+        i = self.index
+        if not self.done and i < len(self.source):
+            self.index = i + 1
+            return self.source[i]
+        self.done = True
+        raise StopIteration
+
+    def __length_hint__(self) -> int:
+        return 0 if self.done else max(0, len(self.source) - self.index)
+
+
+class _ListIteratorRouter:
+    """Iteration ``i`` of a loop over a :class:`ListIterator` took the element at ``start + i``."""
+
+    __slots__ = ("lst", "positions", "n")
+
+    def __init__(self, it: ListIterator, end: tuple, iterations: int) -> None:
+        self.lst = it.source
+        self.n = end[1]
+        # each iteration took one element, the last where the loop ended; stopping takes none,
+        # and the elements next() took in the body are not the loop's
+        skipped = it.by_next or ()
+        positions: list[int] = []
+        pos = end[0] - 1
+        while len(positions) < iterations:
+            if pos not in skipped:
+                positions.append(pos)
+            pos -= 1
+        positions.reverse()
+        self.positions = positions
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        pos = self.positions[i]
+        if not is_number(A) and pos < len(self.lst) and is_tracked_mutable(self.lst[pos]):
+            handover(Abox, self.lst[pos], A)
+            return
+        entry = Abox.list_entry(self.lst, self.n)
+        entry[pos] = add(entry[pos], A)
+
+    def result(self) -> Any:
+        return Z
+
+
 def list_length(itv: Any) -> Any:
     """The length of the list a loop iterates, recorded where the loop ends (the list may be
     resized before the loop's reverse runs); ``-1`` for any other iterable; for a
     :class:`LiveIteration`, one for each argument."""
     if type(itv) is LiveIteration:
         return tuple(len(a) if type(a) is list else -1 for a in itv.args)
+    if type(itv) is ListIterator:
+        return itv.index, len(itv.source)
     return len(itv) if type(itv) is list or isinstance(itv, list) else -1
 
 
@@ -577,6 +641,8 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
         return _TupleRouter(len(itv))
     if t is LiveIteration:
         return _LiveRouter(itv, length if type(length) is tuple else list_length(itv))
+    if t is ListIterator:
+        return _ListIteratorRouter(itv, length if type(length) is tuple else list_length(itv), n)
     if isinstance(itv, tuple):
         return _TupleRouter(len(itv))
     if isinstance(itv, (str, bytes, dict, type({}.keys()))):

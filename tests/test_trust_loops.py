@@ -481,3 +481,57 @@ FIVE = [(reverse_and_slice_over_enumerate, ([0.5, 1.5, 2.0, 3.0],)),
 @pytest.mark.parametrize("f, args", FIVE, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FIVE)])
 def test_reverse_and_slice_assignment_in_a_loop(f, args):
     check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
+
+
+# ---------------------------------------------------------------------------
+# 6. iterating an iterator of a list: the elements next() and for take get their sensitivities
+
+
+def first_then_rest(xs):
+    it = iter(xs)
+    a = next(it)
+    s = a
+    for v in it:
+        s = s + v * a
+    return s
+
+
+def pairs_by_next(xs):
+    it = iter(xs)
+    s = 0.0
+    for v in it:
+        w = next(it, 1.0)
+        s = s + v * w
+    return s
+
+
+def two_loops_one_iterator(xs, c):
+    it = iter(xs)
+    s = 0.0
+    for v in it:
+        s = s + v * c
+        if s > 2.0:
+            break
+    for v in it:
+        s = s * v
+    return s + next(it, c)
+
+
+SIX = [(first_then_rest, ([1.0, 2.0, 3.0],)), (first_then_rest, ([-0.5, 1.5],)),
+       (pairs_by_next, ([1.0, 2.0, 3.0],)), (pairs_by_next, ([0.5, -2.0, 1.5, 2.5],)),
+       (two_loops_one_iterator, ([1.0, 2.0, 3.0, 0.5], 1.5)), (two_loops_one_iterator, ([0.25, 0.5], 0.75)),
+       (two_loops_one_iterator, ([3.0, 2.0, 0.5], 1.25))]
+
+
+@pytest.mark.parametrize("f, args", SIX, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(SIX)])
+def test_iterating_an_iterator_of_a_list(f, args):
+    check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
+
+
+def test_next_of_another_iterator_with_sensitivity_is_refused():
+    def f(x):
+        it = iter((x, 2.0 * x))
+        return next(it) * 3.0
+
+    with pytest.raises(dplus.NonDifferentiableError, match="next"):
+        dplus.grad(f)(1.5)
