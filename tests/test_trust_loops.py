@@ -535,3 +535,51 @@ def test_next_of_another_iterator_with_sensitivity_is_refused():
 
     with pytest.raises(dplus.NonDifferentiableError, match="next"):
         dplus.grad(f)(1.5)
+
+
+# (2, again) a list resized by the body of the loop that iterates it
+
+
+def appends_while_iterating(xs):
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+        if len(xs) < 5:
+            xs.append(v * 2.0)
+    return s
+
+
+def pops_while_iterating(xs):
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+        if len(xs) > 2:
+            xs.pop()
+    return s
+
+
+def deletes_the_first_while_iterating(xs):
+    s = 0.0
+    for v in xs:
+        s = s * 0.5 + v
+        if len(xs) > 3:
+            del xs[0]
+    return s * xs[0]
+
+
+def inserts_at_the_front_while_iterating(xs):
+    s = 0.0
+    for v in xs:
+        s = s + v
+        if len(xs) < 5:
+            xs.insert(0, v * 3.0)
+        if s > 100.0:
+            break
+    return s + xs[-1]
+
+
+@pytest.mark.parametrize("f", [appends_while_iterating, pops_while_iterating, deletes_the_first_while_iterating,
+                               inserts_at_the_front_while_iterating])
+@pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [0.5, -1.5, 2.5, 1.25]])
+def test_a_list_resized_while_a_loop_iterates_it(f, xs):
+    check_program(f, xs, second=False)
