@@ -578,6 +578,26 @@ class _ListIteratorRouter:
         return Z
 
 
+class _SetRouter:
+    """A loop over a set: its element's sensitivity, by element, in a dict (the set's
+    sensitivity; ``order`` is the set's iteration order, recorded where the loop ended)."""
+
+    __slots__ = ("order", "sens")
+
+    def __init__(self, order: tuple) -> None:
+        self.order = order
+        self.sens: dict = {}
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        e = self.order[i]
+        self.sens[e] = add(self.sens[e], A) if e in self.sens else A
+
+    def result(self) -> Any:
+        return self.sens or Z
+
+
 def list_length(itv: Any) -> Any:
     """The length of the list a loop iterates, recorded where the loop ends (the list may be
     resized before the loop's reverse runs); ``-1`` for any other iterable; for a
@@ -586,6 +606,8 @@ def list_length(itv: Any) -> Any:
         return tuple(len(a) if type(a) is list else -1 for a in itv.args)
     if type(itv) is ListIterator:
         return itv.index, len(itv.source)
+    if type(itv) is set or type(itv) is frozenset:
+        return tuple(itv)  # (its order: the set may change before the loop's reverse)
     return len(itv) if type(itv) is list or isinstance(itv, list) else -1
 
 
@@ -649,6 +671,8 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
         return _NULL
     if is_ndarray(itv):
         return _ArrayRouter(itv)
+    if t is set or t is frozenset:
+        return _SetRouter(length if type(length) is tuple else tuple(itv))
     if isinstance(itv, (set, frozenset)):
         return _RaisingRouter("set")
     return _RaisingRouter(t.__name__)

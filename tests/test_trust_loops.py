@@ -583,3 +583,54 @@ def inserts_at_the_front_while_iterating(xs):
 @pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [0.5, -1.5, 2.5, 1.25]])
 def test_a_list_resized_while_a_loop_iterates_it(f, xs):
     check_program(f, xs, second=False)
+
+
+# ---------------------------------------------------------------------------
+# 6. loops over sets: each element's sensitivity goes back to the value it was made from
+
+
+def loop_over_set_display(a, b):
+    s = 0.0
+    for v in {a, b}:
+        s = s + v * v
+    return s
+
+
+def loop_over_set_of_list(xs):
+    s = 0.0
+    for v in set(xs):
+        s = s + v * v * xs[0]
+    return s
+
+
+def loop_over_set_then_grow(xs, c):
+    s = 1.0
+    for v in set(xs):
+        s = s * (v + c)
+    xs.append(c)
+    return s
+
+
+def loop_over_set_of_tuple(ts):
+    s = 0.0
+    for v in set(ts):
+        s = s + v * v
+    return s
+
+
+SETS = [(loop_over_set_display, (1.0, 2.0)), (loop_over_set_display, (1.5, -0.5)),
+        (loop_over_set_of_list, ([1.0, 2.0, 1.5],)), (loop_over_set_then_grow, ([0.5, 2.0, 0.75, 3.0], 1.5)),
+        (loop_over_set_of_tuple, ((1.0, 2.5, -2.25),))]
+
+
+@pytest.mark.parametrize("f, args", SETS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(SETS)])
+def test_loop_over_a_set(f, args):
+    check_program(f, *args, second=False)
+
+
+def test_equal_values_in_a_set_the_first_gets_the_sensitivity():
+    # (at equal values the function is discontinuous: the element is the first value, as in Python)
+    assert dplus.grad(loop_over_set_display)(1.5, 1.5) == (3.0, 0.0)
+    assert dplus.grad(loop_over_set_of_list)([1.0, 3.0, 1.0]) == ([2.0 + 10.0, 6.0, 0.0],)
+    with general_paths_only():
+        assert dplus.grad(loop_over_set_of_list)([1.0, 3.0, 1.0]) == ([2.0 + 10.0, 6.0, 0.0],)
