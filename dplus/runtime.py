@@ -22,6 +22,7 @@ from .linear import (
     is_atom,
     is_ndarray,
     is_number,
+    is_zero_sensitivity,
     object_attributes,
     zero,
 )
@@ -551,6 +552,15 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
+    if (t is set or t is frozenset) and isinstance(s, dict):
+        # (a loop over the set gave its elements sensitivities; a set made outside has no values
+        # they could go back to, and a gradient shaped like a set does not exist)
+        if any(not is_zero_sensitivity(x) for x in s.values()):
+            raise NonDifferentiableError(
+                "sensitivity reached the elements of a set iterated by a for loop, and the set comes from outside "
+                "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
+                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)")
+        s = gen_zero
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if Abox is not None and v in Abox:
