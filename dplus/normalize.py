@@ -36,6 +36,12 @@ _ZIP = {"zip": builtins.zip}
 # builtins that see the caller's namespace (normalize gives them the user's)
 _INTROSPECTION_BUILTINS = {name: getattr(builtins, name) for name in ("locals", "vars", "dir", "globals", "eval", "exec")}
 UNBOUND = "<dplus: a variable not bound yet>"  # (a constant in generated code: a str)
+# lazy in Python: a loop over them sees the writes its body makes into the lists they read
+_LIVE_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "reversed")}
+# calls that cannot write into a list: builtins and functions of these modules, by their names
+_PURE_BUILTINS = {"abs", "min", "max", "sum", "len", "range", "float", "int", "round", "pow", "divmod", "isinstance",
+                  "bool", "str", "repr", "type", "print", "complex", "any", "all", "hash", "id"}
+_PURE_MODULES = {"math", "cmath"}
 
 
 class Namer:
@@ -414,6 +420,9 @@ class Normalizer:
                 self.emit(_assign(self.loop.esc, _const(True), s))
             if self.loop.brk:
                 self.emit(_assign(self.loop.brk, _const(True), s))
+            if self.loop.broke:
+                # a return leaves the loop as a break does: its ``else`` clause does not run
+                self.emit(_assign(self.loop.broke, _const(True), s))
 
     def s_Break(self, s: ast.Break) -> None:
         assert self.loop is not None
@@ -450,12 +459,17 @@ class Normalizer:
             self.loop = saved
 
     def s_For(self, s: ast.For) -> None:
-        fresh = self.makes_fresh_list(s.iter)
-        tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS)
+        # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
+        # iterated as Python does, lazily over the live lists, not over a list of their items
+        live = self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body)
+        fresh = self.makes_fresh_list(s.iter) and not live
+        tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS) and not live
         # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
         zips = (self.calls_builtin(s.iter, _ZIP) and bool(s.iter.args) and not s.iter.keywords
-                and not any(isinstance(a, ast.Starred) for a in s.iter.args))
+                and not any(isinstance(a, ast.Starred) for a in s.iter.args)) and not live
         it = self.expr(s.iter)
+        if live:
+            self.out[-1].value.dp_live = True
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
             self.emit(_assign(ctx.brk, _const(False), s))
@@ -477,6 +491,26 @@ class Normalizer:
         node.dp_zip_of = it.id if zips and isinstance(it, ast.Name) else None
         self.emit(node)
         self.after_loop(ctx, s)
+
+    def may_write_lists(self, body: list[ast.stmt]) -> bool:
+        """Whether running ``body`` may write into a list: a store or delete into a subscript or
+        attribute, or a call other than of a builtin or a ``math``/``cmath`` function."""
+        for node in _walk_no_scopes_body(body):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                return True
+            if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
+                return True
+        return False
+
+    def is_pure_call(self, func: ast.expr) -> bool:
+        unshadowed = lambda name: name not in self.local_names and name not in self.scope.free  # noqa: E731
+        if isinstance(func, ast.Name):
+            return (func.id in _PURE_BUILTINS and unshadowed(func.id)
+                    and self.globals.get(func.id, getattr(builtins, func.id)) is getattr(builtins, func.id))
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and unshadowed(func.value.id):
+            module = self.globals.get(func.value.id)
+            return getattr(module, "__name__", None) in _PURE_MODULES and type(module).__name__ == "module"
+        return False
 
     def makes_fresh_list(self, e: ast.expr) -> bool:
         """Whether ``e`` calls a builtin whose rule returns a new list no user code can reach

@@ -1458,7 +1458,11 @@ class FunctionBuilder:
                            "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
-            plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
+            if getattr(v, "dp_live", False) and not self.nestable:
+                # the iterable of a loop that may write into the lists it reads: Python's live iterator
+                plus = self.rt("live_iteration")
+            else:
+                plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
             return self.call_like(name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
         if isinstance(v, ast.Attribute):
             return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
@@ -1866,7 +1870,8 @@ class FunctionBuilder:
                 and all(isinstance(st, ast.Assign) for st in s.body)):
             return self.loop_with_fast_prefix(s, parts[0], bf, br, n, itv, rec_it)
         fwd = [assign(n, C(0)), ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None)]
-        fwd.append(self.push((tuple_([clone(it), N(n)]))))
+        length = self.namer.fresh("len")
+        fwd.append(self.push((tuple_([clone(it), N(n), self.list_length(s)]))))
         route = self.namer.fresh("route")
         i = self.namer.fresh("i")
         rev_body = list(br)
@@ -1881,14 +1886,14 @@ class FunctionBuilder:
                             else call(attr(route, "back"), N(i), N(A_t), N(ABOX)))
         rev_body.append(self.routed(A_t, back))
         start = (ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=N(n)) if batched
-                 else call(self.rt("iteration_router"), N(itv), N(n)))
-        rev = self.pop_into([itv, n]) + [
+                 else call(self.rt("iteration_router"), N(itv), N(n), N(length)))
+        rev = self.pop_into([itv, n, length]) + [
             assign(route, start),
             ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=N(n), op=ast.Sub(), right=C(1)), C(-1), C(-1)),
                     body=rev_body, orelse=[], type_comment=None),
         ]
         if batched:
-            result = call(self.rt("route_all"), N(itv), N(route), N(ABOX))
+            result = call(self.rt("route_all"), N(itv), N(route), N(ABOX), N(length))
         elif self.nestable:
             result = call(self.rt("route_result"), N(route))
         else:
@@ -1896,6 +1901,14 @@ class FunctionBuilder:
         if rec_it is not None or batched:
             rev.append(self.hand_back(rec_it, itv, result))
         return fwd, rev
+
+    def list_length(self, s: ast.For) -> ast.expr:
+        """What a loop records of its iterable's length where it ends (``runtime_ops.list_length``):
+        a list iterated may be resized before the loop's reverse routes its elements' sensitivities.
+        A fresh list (``zip``, ``enumerate``, ...) is not: ``-1``, with no call."""
+        if getattr(s, "dp_fresh_iter", False):
+            return C(-1)
+        return call(self.rt("list_length"), clone(s.iter))
 
     def routed(self, A_t: str, back: ast.stmt) -> ast.If:
         """``if A_t is not Z: <back>; A_t = Z``: an iteration's element sensitivity, routed."""
@@ -2122,7 +2135,7 @@ class FunctionBuilder:
                 ast.For(target=S(target), iter=call(self.helper(_chain, "chain"), N(pend), N(iterv)), body=bf,
                         orelse=[], type_comment=None)], orelse=[]),
             # (after no fast iteration an invariant may be unbound, as in the primal)
-            self.push(tuple_([clone(s.iter), N(nf), N(n)] + ([N(col)] if col else []) + (
+            self.push(tuple_([clone(s.iter), N(nf), N(n), self.list_length(s)] + ([N(col)] if col else []) + (
                 [ast.IfExp(test=N(nf), body=tuple_([N(x) for x in invariant]), orelse=C(None))] if inv else []))),
         ]
         # reverse: the general iterations (the last ones), then the prefix
@@ -2131,7 +2144,8 @@ class FunctionBuilder:
         rev_body = list(br) + [self.routed(A_t, ast.Assign(
             targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)))]
         make_route = assign(route, ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total))
-        rev: list[ast.stmt] = self.pop_into([itv, nf, n] + ([col] if col else []) + ([inv] if inv else [])) + [
+        length = self.namer.fresh("len")
+        rev: list[ast.stmt] = self.pop_into([itv, nf, n, length] + ([col] if col else []) + ([inv] if inv else [])) + [
             make_route,
             ast.If(test=N(n), body=[  # (usually none: every iteration took the fast way)
                 ast.For(target=S(i), iter=call(self.helper(range, "range"), ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
@@ -2185,7 +2199,15 @@ class FunctionBuilder:
                        ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.Slice(lower=None, upper=N(nf), step=None),
                                                          ctx=ast.Store())], value=N(backwards))]
         rev += self.unless_zero(body, prefix, [])
-        rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX))))
+        if not gives_items:
+            # the target read after the loop: its sensitivity is the last iteration's element's
+            # (a general iteration's routing took it already; after no iteration it stays)
+            rev.append(ast.If(test=ast.BoolOp(op=ast.And(), values=[
+                N(nf), ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)])]), body=[
+                ast.Assign(targets=[ast.Subscript(value=N(route), slice=ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)),
+                                                  ctx=ast.Store())], value=N(A_t)),
+                assign(A_t, N(self.Z))], orelse=[]))
+        rev.append(self.hand_back(rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(ABOX), N(length))))
         return fwd, rev
 
     def prefix_records(self, s: ast.For, fast: FastParts) -> tuple[set[str], list[str], list[str]]:

@@ -22,6 +22,7 @@ from .linear import (
     is_atom,
     is_ndarray,
     is_number,
+    is_zero_sensitivity,
     object_attributes,
     zero,
 )
@@ -196,14 +197,22 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         return
     t = type(v)
     if t is list or isinstance(v, list):
-        if elements is None and _length_of(s) != len(v):
-            _handover_to_resized_list(Abox, v, s)
-            return
         if elements is None:
+            found = Abox._entries.get(id(v))
+            entry = None if found is None or found[1] is gen_zero else found[1]
+            # the list's length where this reverse runs: its entry's, when it has one; otherwise
+            # the sensitivity's (a rule's, for the list as it read it: it may be resized since)
+            items = _as_items(s, len(entry) if type(entry) is list else None, v)
+            if items is None:
+                return
+            if len(items) != len(v):
+                _hand_over_resized(Abox, v, items)
+                return
             elements = v
-        items = _as_items(s, len(elements), v)
-        if items is None:
-            return
+        else:
+            items = _as_items(s, len(elements), v)
+            if items is None:
+                return
         if elements is v and v and v.__class__ is list:
             # the common case, float sensitivities: they conform only to numbers, so no element
             # hands anything further (one pass over the items, none over the list)
@@ -272,55 +281,36 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             entry[k] = add(entry[k], sk) if k in entry else sk
 
 
-def _length_of(s: Any) -> int | None:
-    """The length of a list's sensitivity (None when it has none)."""
-    ts = type(s)
-    if ts is list or ts is tuple:
-        return len(s)
-    if ts is OneHot:
-        return s.length
-    if ts is TupleAccumulator:
-        return len(s.items)
-    return len(s) if is_ndarray(s) and s.ndim else None
-
-
-def _handover_to_resized_list(Abox: BoxSensitivities, v: list, s: Any) -> None:
-    """``s`` is the sensitivity of ``v`` at a point of the reverse pass where ``v`` had another
-    length than now (an ``append``, ``extend``, ``insert`` or ``pop`` came later): its entry
-    has that point's layout, so numbers go into it by position. What the list's elements were
-    then is not known, so a sensitivity for an element that is itself a container is refused
-    rather than handed to whatever sits at that position now."""
-    n = _length_of(s)
-    if n is None:
-        raise SensitivityError(f"a {type(s).__name__} was given as the sensitivity of a list of length {len(v)}")
-    items = _as_items(s, n, v)
-    entry = Abox.list_entry(v, n)
-    if len(entry) != n:
-        raise SensitivityError(f"a sensitivity of length {n} was given for a list of length {len(entry)}")
+def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
+    """``handover`` for a list whose length differs from the sensitivity's: resized after the
+    operation whose reverse runs now read it. Its entry (the sensitivities of the elements it
+    held then) gets the items; an element that is itself a container cannot be found again."""
+    entry = Abox.list_entry(v, len(items))
     for i, si in enumerate(items):
         if si is gen_zero or si is None:
             continue
-        if not (is_number(si) or is_ndarray(si)):
+        if not is_number(si):
             raise NonDifferentiableError(
-                "a list of containers was passed to an operation and resized afterwards (append, "
-                "extend, insert or pop); dplus cannot tell which element received which sensitivity: "
-                "pass a copy (list(xs)) to the operation, or resize a copy")
+                f"a list of {len(items)} containers (lists, dicts, objects) was read whole, then resized to "
+                f"{len(v)} elements before its elements' sensitivities could reach them. Fix: read a copy "
+                "(list(xs)) or resize a copy of the list instead")
         entry[i] = add(entry[i], si)
 
 
-def _as_items(s: Any, n: int, v: Any) -> list | None:
+def _as_items(s: Any, n: int | None, v: Any) -> list | None:
+    """The element sensitivities in ``s``, for a list of ``n`` elements (``None``: as many as ``s`` has)."""
     ts = type(s)
     if ts is list or ts is tuple:
-        if len(s) != n:
+        if n is not None and len(s) != n:
             raise SensitivityError(f"a sensitivity of length {len(s)} was given for a list of length {n}")
         return s
     if ts is OneHot:
         return s.to_list()
     if ts is TupleAccumulator:
         return s.items
-    if is_ndarray(s) and len(s) == n:
+    if is_ndarray(s) and (n is None or len(s) == n):
         return list(s)
-    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {n}")
+    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {len(v) if n is None else n}")
 
 
 def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:
@@ -622,6 +612,15 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
+    if (t is set or t is frozenset) and isinstance(s, dict):
+        # (a loop over the set gave its elements sensitivities; a set made outside has no values
+        # they could go back to, and a gradient shaped like a set does not exist)
+        if any(not is_zero_sensitivity(x) for x in s.values()):
+            raise NonDifferentiableError(
+                "sensitivity reached the elements of a set iterated by a for loop, and the set comes from outside "
+                "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
+                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)")
+        s = gen_zero
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if Abox is not None and v in Abox:

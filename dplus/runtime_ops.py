@@ -330,9 +330,9 @@ class _RaisingRouter:
 class _ListRouter:
     __slots__ = ("lst", "n", "entry")
 
-    def __init__(self, lst: list) -> None:
+    def __init__(self, lst: list, n: int) -> None:
         self.lst = lst
-        self.n = len(lst)
+        self.n = n  # its length where the loop ended (it may be resized since)
         self.entry: list | None = None
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
@@ -389,6 +389,102 @@ class _ArrayRouter:
 
 
 _NULL = _NullRouter()
+
+
+# ---------------------------------------------------------------------------
+# ``for ... in zip(xs, ...)`` / ``enumerate(xs)`` / ``reversed(xs)`` whose body may write into
+# the lists: Python's own lazy iterator over the live lists, as in a plain call
+
+
+_LIVE_BUILTINS = (zip, enumerate, reversed)
+_LIVE_ARGS = (list, tuple, range, str)
+
+
+class LiveIteration:
+    """The iterator ``fn(*args)`` of the builtin ``zip``, ``enumerate`` or ``reversed`` over
+    lists (and tuples, ranges, strings), made when the loop starts, as Python makes it: each
+    item reads the lists as they are when it is taken. ``first`` is the position the first
+    item of ``reversed`` reads."""
+
+    __slots__ = ("fn", "args", "it", "first")
+
+    def __init__(self, fn: Any, args: tuple, start: Any) -> None:
+        self.fn = fn
+        self.args = args
+        self.first = len(args[0]) - 1 if fn is reversed else 0
+        self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
+
+    def __iter__(self) -> Any:
+        return self.it
+
+
+def live_iteration(fn: Any, *args: Any, **kwargs: Any) -> ProcResult:
+    """``call(fn, *args, **kwargs)`` for the iterable of a ``for`` loop whose body may write into
+    a list: for ``zip``, ``enumerate`` and ``reversed`` of lists, a :class:`LiveIteration` (the
+    loop's router sends each item's sensitivity to the positions it read); otherwise the rule."""
+    given = len(args)
+    iterables, start = args, 0
+    if fn is enumerate:  # (its start: the second positional argument or the keyword)
+        iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
+    if (fn in _LIVE_BUILTINS and iterables and all(type(a) in _LIVE_ARGS for a in iterables)
+            and any(type(a) is list for a in iterables) and set(kwargs) <= ({"start"} if fn is enumerate else set())
+            and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))):
+        args = iterables
+        live = LiveIteration(fn, args, start)
+
+        def live_iteration_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            parts = Abox.stash_record(live)[1] or {}
+            out = tuple(gen_zero if j not in parts else tuple(parts[j]) for j in range(len(args)))
+            return ((),) + out + (None,) * (given - len(args)) + (({"start": None},) if kwargs else ())
+
+        return ProcResult(live, live_iteration_backprop)
+    return call(fn, *args, **kwargs)
+
+
+class _LiveRouter:
+    """Routes iteration ``i``'s item sensitivity of a :class:`LiveIteration` to the element each
+    argument gave it: a list's entry (created with the list's length where the loop ended), a
+    tuple's sensitivity (kept for the iterable's backprop in the pass's stash)."""
+
+    __slots__ = ("live", "lengths")
+
+    def __init__(self, live: LiveIteration, lengths: tuple) -> None:
+        self.live = live
+        self.lengths = lengths
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        live = self.live
+        if live.fn is zip:
+            parts = tuple_items(A, len(live.args))
+            pos = i
+        elif live.fn is enumerate:
+            parts = (tuple_items(A, 2)[1],)
+            pos = i
+        else:
+            parts = (A,)
+            pos = live.first - i
+        for j, (arg, s) in enumerate(zip(live.args, parts)):
+            if s is Z or s is None:
+                continue
+            t = type(arg)
+            if t is list:
+                n = self.lengths[j] if self.lengths[j] >= 0 else len(arg)
+                if not is_number(s) and pos < len(arg) and is_tracked_mutable(arg[pos]):
+                    handover(Abox, arg[pos], s)
+                    continue
+                entry = Abox.list_entry(arg, n)
+                entry[pos] = add(entry[pos], s)
+            elif t is tuple:
+                rec = Abox.stash_record(live)
+                if rec[1] is None:
+                    rec[1] = {}
+                items = rec[1].setdefault(j, [Z] * len(arg))
+                items[pos] = add(items[pos], s)
+
+    def result(self) -> Any:
+        return Z
 
 
 def route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> None:
@@ -515,16 +611,112 @@ def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivit
         entry[:nf] = sums
 
 
-def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
+class ListIterator:
+    """``iter(xs)`` of a list inside differentiated code: Python's list iterator (it reads the
+    live list, and once exhausted stays exhausted), whose list and position stay known, so
+    that the elements ``next`` and ``for`` take get their sensitivities."""
+
+    __slots__ = ("source", "index", "done", "by_next")
+
+    def __init__(self, source: list) -> None:
+        self.source = source
+        self.index = 0
+        self.done = False
+        self.by_next: set | None = None  # the positions ``next()`` took (not a loop over it)
+
+    def __iter__(self) -> "ListIterator":
+        return self
+
+    def __next__(self) -> Any:
+        i = self.index
+        if not self.done and i < len(self.source):
+            self.index = i + 1
+            return self.source[i]
+        self.done = True
+        raise StopIteration
+
+    def __length_hint__(self) -> int:
+        return 0 if self.done else max(0, len(self.source) - self.index)
+
+
+class _ListIteratorRouter:
+    """Iteration ``i`` of a loop over a :class:`ListIterator` took the element at ``start + i``."""
+
+    __slots__ = ("lst", "positions", "n")
+
+    def __init__(self, it: ListIterator, end: tuple, iterations: int) -> None:
+        self.lst = it.source
+        self.n = end[1]
+        # each iteration took one element, the last where the loop ended; stopping takes none,
+        # and the elements next() took in the body are not the loop's
+        skipped = it.by_next or ()
+        positions: list[int] = []
+        pos = end[0] - 1
+        while len(positions) < iterations:
+            if pos not in skipped:
+                positions.append(pos)
+            pos -= 1
+        positions.reverse()
+        self.positions = positions
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        pos = self.positions[i]
+        if not is_number(A) and pos < len(self.lst) and is_tracked_mutable(self.lst[pos]):
+            handover(Abox, self.lst[pos], A)
+            return
+        entry = Abox.list_entry(self.lst, self.n)
+        entry[pos] = add(entry[pos], A)
+
+    def result(self) -> Any:
+        return Z
+
+
+class _SetRouter:
+    """A loop over a set: its element's sensitivity, by element, in a dict (the set's
+    sensitivity; ``order`` is the set's iteration order, recorded where the loop ended)."""
+
+    __slots__ = ("order", "sens")
+
+    def __init__(self, order: tuple) -> None:
+        self.order = order
+        self.sens: dict = {}
+
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is Z or A is None:
+            return
+        e = self.order[i]
+        self.sens[e] = add(self.sens[e], A) if e in self.sens else A
+
+    def result(self) -> Any:
+        return self.sens or Z
+
+
+def list_length(itv: Any) -> Any:
+    """The length of the list a loop iterates, recorded where the loop ends (the list may be
+    resized before the loop's reverse runs); ``-1`` for any other iterable; for a
+    :class:`LiveIteration`, one for each argument."""
+    if type(itv) is LiveIteration:
+        return tuple(len(a) if type(a) is list else -1 for a in itv.args)
+    if type(itv) is ListIterator:
+        return itv.index, len(itv.source)
+    if type(itv) is set or type(itv) is frozenset:
+        return tuple(itv)  # (its order: the set may change before the loop's reverse)
+    return len(itv) if type(itv) is list or isinstance(itv, list) else -1
+
+
+def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) -> Any:
     """After the reverse of a loop over ``itv``: ``sens[i]`` is the sensitivity of the element
     iteration ``i`` took. List elements' go into ``Abox``; returns the iterable's own sensitivity.
+    ``length`` is a list's length where the loop ended (:func:`list_length`; ``-1``: now).
 
     (The per-iteration routers do the same one element at a time; this is for loops whose body
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
     t = type(itv)
     if t is list or isinstance(itv, list):
-        n = len(itv)
+        n = len(itv) if length < 0 else length
         if len(sens) < n:  # the loop broke early
             sens.extend([Z] * (n - len(sens)))
         elif len(sens) > n:  # the body appended while iterating
@@ -547,29 +739,35 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities) -> Any:
         return Z
     if t is range:
         return Z
-    route = iteration_router(itv, len(sens))
+    route = iteration_router(itv, len(sens), length)
     for i, si in enumerate(sens):
         if si is not Z and si is not None:
             route.back(i, si, Abox)
     return route.result()
 
 
-def iteration_router(itv: Any, n: int) -> Any:
+def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
+    """Where each iteration's element sensitivity goes, for a loop over ``itv`` that ran ``n``
+    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now)."""
     t = type(itv)
     if t is range:
         return _NULL
-    if t is list:
-        return _ListRouter(itv)
+    if t is list or isinstance(itv, list):
+        return _ListRouter(itv, len(itv) if length < 0 else length)
     if t is tuple:
         return _TupleRouter(len(itv))
-    if isinstance(itv, list):
-        return _ListRouter(itv)
+    if t is LiveIteration:
+        return _LiveRouter(itv, length if type(length) is tuple else list_length(itv))
+    if t is ListIterator:
+        return _ListIteratorRouter(itv, length if type(length) is tuple else list_length(itv), n)
     if isinstance(itv, tuple):
         return _TupleRouter(len(itv))
     if isinstance(itv, (str, bytes, dict, type({}.keys()))):
         return _NULL
     if is_ndarray(itv):
         return _ArrayRouter(itv)
+    if t is set or t is frozenset:
+        return _SetRouter(length if type(length) is tuple else tuple(itv))
     if isinstance(itv, (set, frozenset)):
         return _RaisingRouter("set")
     return _RaisingRouter(t.__name__)

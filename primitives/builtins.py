@@ -17,6 +17,9 @@ Conventions (see also ``_iterables``):
   :class:`dplus.NonDifferentiableError` naming the function and argument (fix: pass
   a list or tuple). An infinite ``itertools.repeat(x)`` is the exception: its
   sensitivity is the (summed) sensitivity of ``x``.
+* ``iter(xs)`` of a list returns a :class:`dplus.runtime_ops.ListIterator` (Python's list
+  iterator, whose list and position stay known): the elements ``next`` and ``for`` loops
+  take from it send their sensitivities to the list.
 * **Function arguments** (``map``) are called through ``dplus.runtime.lift``, so a
   plus-function, a registered primitive, or an unknown callable (under the current
   unknown-transform policy) may be passed; the function argument's sensitivity is
@@ -631,6 +634,62 @@ register_primitive(
     note="filter(pred, iterable): a list inside differentiated code; pred is used for the primal "
     "only, the kept elements receive their sensitivities.",
 )
+
+
+# ---------------------------------------------------------------------------
+# iter and next: the elements a list iterator gives get their sensitivities
+
+
+def iter_plus(*args: Any) -> ProcResult:
+    from dplus.runtime_ops import ListIterator
+
+    if len(args) == 1 and type(args[0]) is list:
+        return ProcResult(ListIterator(args[0]), lambda A, Abox: ((), gen_zero))
+    return ProcResult(_b.iter(*args), lambda A, Abox: ((),) + (gen_zero,) * len(args))
+
+
+def next_plus(it: Any, *default: Any) -> ProcResult:
+    from dplus.runtime import handover, is_tracked_mutable
+    from dplus.runtime_ops import ListIterator
+    from dplus.linear import add
+
+    listed = type(it) is ListIterator
+    pos = it.index if listed else -1
+    n = len(it.source) if listed else -1
+    v = _b.next(it, *default)
+    took = listed and it.index != pos  # (else: the default)
+    if took:
+        if it.by_next is None:
+            it.by_next = set()
+        it.by_next.add(pos)
+    fallback = bool(default) and (not took if listed else v is default[0])
+
+    def next_backprop(A: Any, Abox: Any) -> tuple:
+        tail = (A,) if fallback else (gen_zero,) * len(default)
+        if fallback or A is gen_zero or A is None:
+            return ((), gen_zero) + tail
+        if took:
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+            else:
+                entry = Abox.list_entry(it.source, n)
+                entry[pos] = add(entry[pos], A)
+            return ((), gen_zero) + tail
+        if is_zero_sensitivity(A):
+            return ((), gen_zero) + tail
+        raise NonDifferentiableError(
+            f"next(): sensitivity reached an element taken from a {type(it).__name__}, which has nowhere to "
+            "send it. Fix: take the elements from iter() of a list, or index the list")
+
+    return ProcResult(v, next_backprop)
+
+
+register_primitive(iter, _named(iter_plus, iter),
+                   note="iter(xs): for a list, an iterator whose elements (taken by next or a for loop) "
+                        "send their sensitivities back to the list")
+register_primitive(next, _named(next_plus, next),
+                   note="next(it, default): the element taken gets the sensitivity (from iter() of a list), "
+                        "or the default when it is returned")
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,8 @@ length-n tuple costs O(n) in all, not O(n^2).
 
 Decisions (documented in docs/containers.md):
 - the sensitivity of a user object is a dict of attribute sensitivities;
-- sets carry no sensitivity: sensitivity reaching a set element raises;
+- a set's sensitivity is a dict from element to sensitivity (a loop over the set gives it);
+  sensitivity reaching a set element any other way raises;
 - NumPy arrays are values; assigning into an array inside differentiated code raises.
 """
 
@@ -471,16 +472,67 @@ def build_list(*items: Any) -> ProcResult:
     return ProcResult(lst, list_display_backprop)
 
 
+def set_items_sensitivities(items: Any, A: Any) -> list:
+    """The sensitivities of the ``items`` a set was made from, given the set's: a dict from
+    element to sensitivity (a loop over the set gives one). Of equal items only the first is
+    in the set: it gets the element's sensitivity, the others none."""
+    if A is Z or A is None:
+        return [Z] * len(items)
+    if not isinstance(A, dict):
+        if is_zero_sensitivity(A):
+            return [Z] * len(items)
+        raise NonDifferentiableError(
+            f"a {type(A).__name__} was given as the sensitivity of a set; only a loop over a set gives its "
+            "elements sensitivities. Fix: use a list or a tuple")
+    seen: set = set()
+    out = []
+    for x in items:
+        if x in seen:
+            out.append(Z)
+            continue
+        seen.add(x)
+        out.append(A.get(x, Z))
+    return out
+
+
 def build_set(*items: Any) -> ProcResult:
     s = set(items)
-    n = len(items)
 
     def set_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if not is_zero_sensitivity(A):
-            raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
-        return ((),) + (Z,) * n
+        return ((),) + tuple(set_items_sensitivities(items, A))
 
     return ProcResult(s, set_display_backprop)
+
+
+def set_plus(*args: Any) -> ProcResult:
+    """``set(iterable)``: a list's or a tuple's elements get the sensitivities a loop over the set
+    gives its elements (see :func:`set_items_sensitivities`)."""
+    s = set(*args)
+    if not args:
+        return ProcResult(s, lambda A, Abox: ((),))
+    x = args[0]
+    if type(x) is list or type(x) is tuple:
+        items = tuple(x)
+
+        def set_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            parts = set_items_sensitivities(items, A)
+            if all(p is Z for p in parts):
+                return (), Z
+            if type(x) is tuple:
+                return (), tuple(parts)
+            handover(Abox, x, parts)  # (by position, as the list was when read)
+            return (), Z
+
+        return ProcResult(s, set_constructor_backprop)
+
+    def set_other_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A) and not (isinstance(A, dict) and all(is_zero_sensitivity(v) for v in A.values())):
+            raise NonDifferentiableError(
+                f"set(): sensitivity reached the elements of a {type(x).__name__}, which has nowhere to send "
+                "it. Fix: make the set from a list or a tuple")
+        return (), Z
+
+    return ProcResult(s, set_other_backprop)
 
 
 def build_dict(spec: tuple, *parts: Any) -> ProcResult:
@@ -1167,6 +1219,8 @@ def partial_plus(func: Any, *args: Any, **kwargs: Any) -> ProcResult:
 register_primitive(functools.partial, partial_plus, note="a partial application; its sensitivity is (func, args, keywords)")
 register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) if not default or hasattr(obj, name) else ProcResult(default[0], lambda A, Abox: ((), Z, None, A)))
 register_primitive(setattr, setattr_plus)
+register_primitive(set, set_plus, note="set(iterable): the elements of a list or tuple get the sensitivities a "
+                   "for loop over the set gives them (the first of equal elements)")
 register_primitive(delattr, delattr_plus)
 
 

@@ -453,7 +453,6 @@ def f_for_iter(xs):
     return s
 
 
-@pytest.mark.xfail(strict=True, reason="for over iter(list) raises NonDifferentiableError (spec: any iterable)")
 def test_for_over_iterator():
     assert grad(f_for_iter)([1.0, 2.0]) == ([3.0, 5.0],)
 

@@ -174,10 +174,10 @@ def test_called_from_differentiated_code():
 
 
 def test_the_general_path_of_a_list_grown_after_zip():
-    # the zip rule's sensitivity has the list's length at the call: runtime.handover puts it
-    # into the entry, which has that layout at that point of the reverse pass
+    # (the zip rule's sensitivity is for the list as zip read it: handed over at that length)
     with general_paths_only():
         assert dplus.grad(mutated_after)([2.0, 3.0], [5.0, 7.0]) == ([500.0, 700.0], [200.0, 300.0])
+        check_fd(mutated_after, [2.0, 3.0], [5.0, 7.0])
 
 
 def test_a_list_stored_into_a_slot_that_already_has_a_sensitivity():
