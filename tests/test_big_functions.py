@@ -208,3 +208,18 @@ def test_transformation_walks_a_number_of_nodes_proportional_to_the_size(tmp_pat
     assert small > 1000
     # linear: 4x the lines, about 4x the nodes (a walk of the function per statement was 16x)
     assert large < 4.6 * small, (small, large)
+
+
+def elif_chain_source(n: int, name: str) -> str:
+    lines = ["import math", f"def {name}(x, y):"]
+    for i in range(n):
+        lines.append(f"    {'if' if i == 0 else 'elif'} x < {-2 + 4 * i / n:.4f}:")
+        lines.append(f"        r = math.sin(x * {i % 7 + 1}) * y + {i}")
+    lines += ["    else:", "        r = x * y", "    return r"]
+    return "\n".join(lines) + "\n"
+
+
+def test_elif_chain_of_800_branches(tmp_path):
+    # an elif is an if nested in the else of the one before: 800 levels deep
+    f = load(tmp_path, "elif800", elif_chain_source(800, "elif800"))
+    assert_gradients(f, [(0.3013, 0.7), (-1.3013, 0.2), (2.5, -0.4)])
