@@ -17,10 +17,12 @@ from typing import Any, Callable
 from . import funcs
 from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
+from .bigfn import run_bigfn
 from .tools import TOOLS, Tool, tool_versions
 from .workloads import ALL, BY_NAME, dplus_setup_error
 
-SECTIONS = ("table", "scaling", "memory", "nested", "transform")
+SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn")
+OPT_IN = ("bigfn",)  # long: run only when named in --only
 
 
 @dataclass
@@ -505,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     if only and not any(s in BY_NAME for s in only):
         workloads = []
     sections = [s for s in SECTIONS if s in only] if any(s in SECTIONS for s in only) else (
-        ["table"] if only else list(SECTIONS))
+        ["table"] if only else [s for s in SECTIONS if s not in OPT_IN])
     if workloads and "table" not in sections:
         sections.insert(0, "table")
 
@@ -526,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     # The dplus-only sections run first, before jax and torch are imported: a process
     # holding their million objects makes every full garbage collection slower, which
     # distorts dplus's scaling ratios (the table runs all tools in one process alike).
-    runners = {"scaling": run_scaling, "memory": run_memory, "nested": run_nested, "transform": run_transform}
+    runners = {"scaling": run_scaling, "memory": run_memory, "nested": run_nested, "transform": run_transform,
+               "bigfn": run_bigfn}
     parts: dict[str, Report] = {}
     for name in sections:
         if name in runners:

@@ -21,6 +21,8 @@ assign as assigned there, so nothing moves across them.
 from __future__ import annotations
 
 import ast
+import bisect
+
 from .trees import walk
 
 __all__ = ["simplify_reverse"]
@@ -100,58 +102,85 @@ def _is_name(e: ast.AST, name: str) -> bool:
 
 def _propagate_copies(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
     # each statement's reads and stores, computed once and kept up to date (renaming a
-    # load changes its reads; nothing here changes a store)
+    # load changes its reads; nothing here changes a store); a dropped statement is only
+    # marked dead, so the indexes of who reads and who stores each name stay valid, and
+    # each copy costs a few lookups instead of a scan to the end of the list
     reads = [_reads(s) for s in stmts]
     stores = [_stores(s) for s in stmts]
+    live = [True] * len(stmts)
     count: dict[str, int] = {}
-    for st in stores:
+    readers: dict[str, list[int]] = {}  # name -> the statements reading it, in order
+    storers: dict[str, list[int]] = {}
+    for k, (r, st) in enumerate(zip(reads, stores)):
         for t in st:
             count[t] = count.get(t, 0) + 1
-    i = 0
-    while i < len(stmts):
-        s = stmts[i]
-        if _simple(s) and isinstance(s.value, ast.Name):  # type: ignore[attr-defined]
-            t, u = s.targets[0].id, s.value.id  # type: ignore[attr-defined]
-            last_read = max((k for k in range(i + 1, len(stmts)) if t in reads[k]), default=i) - i - 1
-            # u must keep its value up to the last read of t (a store in that very
-            # statement happens after its right-hand side is read), or be given t back
-            if t in temps and count[t] == 1 and t != u and all(
-                    u not in stores[k] or (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
-                    for k in range(i + 1, i + 1 + last_read)) and (
-                    last_read < 0 or _simple(stmts[i + 1 + last_read]) or u not in stores[i + 1 + last_read]):
-                renamed = []
-                for k in range(i + 1, i + 2 + last_read):
-                    x = stmts[k]
-                    if t in reads[k]:
-                        _rename_loads(x.value if _simple(x) else x, t, u)  # type: ignore[attr-defined]
-                        reads[k] = (reads[k] - {t}) | {u}
-                        renamed.append(k - 1)
-                del stmts[i], reads[i], stores[i]
-                count[t] = 0
-                # a statement that gave t back is now u = u: gone too
-                for k in reversed(renamed):
-                    x = stmts[k]
-                    if _simple(x) and _is_name(x.value, x.targets[0].id):  # type: ignore[attr-defined]
-                        del stmts[k], reads[k], stores[k]
-                continue
-        i += 1
-    return stmts
+            storers.setdefault(t, []).append(k)
+        for t in r:
+            readers.setdefault(t, []).append(k)
+    for i, s in enumerate(stmts):
+        if not (live[i] and _simple(s) and isinstance(s.value, ast.Name)):  # type: ignore[attr-defined]
+            continue
+        t, u = s.targets[0].id, s.value.id  # type: ignore[attr-defined]
+        if t not in temps or count[t] != 1 or t == u:
+            continue
+        last = _last_reader(readers.get(t), t, i, reads, live)
+        # u must keep its value up to the last read of t (a store in that very
+        # statement happens after its right-hand side is read), or be given t back
+        if any(live[k] and not (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
+               for k in _between(storers.get(u, []), i, i if last is None else last)):
+            continue
+        if last is not None and not _simple(stmts[last]) and u in stores[last]:
+            continue
+        renamed = []
+        for k in ([] if last is None else _between(readers[t], i, last + 1)):
+            if live[k] and t in reads[k]:
+                x = stmts[k]
+                _rename_loads(x.value if _simple(x) else x, t, u)  # type: ignore[attr-defined]
+                reads[k] = (reads[k] - {t}) | {u}
+                bisect.insort(readers.setdefault(u, []), k)
+                renamed.append(k)
+        live[i] = False
+        count[t] = 0
+        # a statement that gave t back is now u = u: gone too
+        for k in renamed:
+            x = stmts[k]
+            if _simple(x) and _is_name(x.value, x.targets[0].id):  # type: ignore[attr-defined]
+                live[k] = False
+    return [s for s, keep in zip(stmts, live) if keep]
+
+
+def _last_reader(readers: list[int] | None, t: str, i: int, reads: list[set[str]], live: list[bool]) -> int | None:
+    """The last live statement after ``i`` that reads ``t`` (None: none does). Entries that
+    no longer read ``t`` are dropped from ``readers`` on the way."""
+    while readers:
+        k = readers[-1]
+        if live[k] and t in reads[k]:
+            return k if k > i else None
+        readers.pop()
+    return None
+
+
+def _between(indexes: list[int], lo: int, hi: int) -> list[int]:
+    """The entries of the sorted ``indexes`` strictly between ``lo`` and ``hi``."""
+    return indexes[bisect.bisect_right(indexes, lo):bisect.bisect_left(indexes, hi)]
 
 
 def _drop_dead_stores(stmts: list[ast.stmt]) -> list[ast.stmt]:
     reads = [_reads(s) for s in stmts]
     stores = [_stores(s) for s in stmts]
     keep = [True] * len(stmts)
-    for i, s in enumerate(stmts):
-        if not (_simple(s) and isinstance(s.value, (ast.Name, ast.Constant))):  # type: ignore[attr-defined]
-            continue
-        t = s.targets[0].id  # type: ignore[attr-defined]
-        for k in range(i + 1, len(stmts)):
-            if t in reads[k] or (not _simple(stmts[k]) and t in stores[k]):
-                break
-            if t in stores[k]:
+    next_mention: dict[str, int] = {}  # name -> the first statement after this one that mentions it
+    for i in range(len(stmts) - 1, -1, -1):
+        s = stmts[i]
+        if _simple(s) and isinstance(s.value, (ast.Name, ast.Constant)):  # type: ignore[attr-defined]
+            t = s.targets[0].id  # type: ignore[attr-defined]
+            k = next_mention.get(t)
+            if k is not None and t not in reads[k] and _simple(stmts[k]) and t in stores[k]:
                 keep[i] = False  # overwritten before anything read it
-                break
+        for name in reads[i]:
+            next_mention[name] = i
+        for name in stores[i]:
+            next_mention[name] = i
     return [s for s, k in zip(stmts, keep) if k]
 
 

@@ -807,7 +807,7 @@ class FunctionBuilder:
         if not isinstance(node, ast.Name):
             return False
         scope = self.ir.scope
-        return not (node.id in scope.locals or node.id in scope.params or node.id in scope.free
+        return not (scope.is_local(node.id) or node.id in scope.params or node.id in scope.free
                     or node.id in self.namer.generated or node.id.startswith(PFX))
 
     def on_constants_only(self, v: ast.Call) -> bool:
@@ -1186,13 +1186,15 @@ class FunctionBuilder:
         acc = _AdjointAccumulator(self, ssa, rev, fast=False)
         acc.compact = compact
         acc.stored_displays = self.stored_displays(ssa)
+        recorded: set[str] = set()
         plans = []
         for s in ssa.stmts:
             f, r_names, rev_fn = self.general_stmt(s, ssa)
             _locate_all(f, s)  # tracebacks point at the statement's own line
             fwd.extend(f)
             for n in r_names:
-                if n not in rec:
+                if n not in recorded:
+                    recorded.add(n)
                     rec.append(n)
             plans.append(rev_fn)
         for rev_fn in reversed(plans):
@@ -1222,10 +1224,14 @@ class FunctionBuilder:
                 k = slots[name] = len(slots)
             return k
 
+        user_positions: dict[str, int] = {}
+
         def user_index(name: str) -> int:
-            if name not in users:
+            k = user_positions.get(name)
+            if k is None:
+                k = user_positions[name] = len(users)
                 users.append(name)
-            return users.index(name)
+            return k
 
         def contributes(name: str) -> int | None:
             """The slot of a name an operation hands sensitivity to (None: not tracked)."""
@@ -1241,6 +1247,7 @@ class FunctionBuilder:
 
         fwd: list[ast.stmt] = []
         rec: list[str] = []
+        rec_positions: dict[str, int] = {}  # name -> its 1-based place in the record
         try:
             for s in ssa.stmts:
                 kind = getattr(s, "dp_kind", "")
@@ -1263,8 +1270,9 @@ class FunctionBuilder:
                 _locate_all(f, s)
                 fwd.extend(f)
                 for n in r_names:
-                    if n not in rec:
+                    if n not in rec_positions:
                         rec.append(n)
+                        rec_positions[n] = len(rec)
                 steps.append((s, r_names))
             for name in ssa.defined:
                 if ssa.is_final(name):
@@ -1284,10 +1292,10 @@ class FunctionBuilder:
                         if isinstance(a, ast.Name):
                             k = contributes(a.id)
                             if k is not None:
-                                if a.id not in rec:
+                                if a.id not in rec_positions:
                                     raise _NotReplayable
-                                args.append((pos, rec.index(a.id) + 1, k))
-                    program.append((rec.index(r_names[0]) + 1, dst, tuple(args)))
+                                args.append((pos, rec_positions[a.id], k))
+                    program.append((rec_positions[r_names[0]], dst, tuple(args)))
         except _NotReplayable:
             return None
         taken = {ssa.user_name(n) for n in ssa.defined if ssa.is_final(n)}
@@ -1393,7 +1401,7 @@ class FunctionBuilder:
         """Whether the reverse of unpacking ``v`` needs neither ``v`` nor a type test."""
         return self.fast and v in self.tuple_items and self.adj(v) in fresh_zero
 
-    def ssa_defined_names(self, acc: "_AdjointAccumulator") -> list[str]:
+    def ssa_defined_names(self, acc: "_AdjointAccumulator") -> dict[str, None]:
         return acc.ssa.defined
 
     def general_stmt(self, s: ast.stmt, ssa: "_SSA") -> tuple[list[ast.stmt], list[str], Callable[["_AdjointAccumulator"], None]]:
@@ -2418,7 +2426,7 @@ class _SSA:
         self.version: dict[str, str] = {}
         self.origin: dict[str, str] = {}  # ssa name -> user/temp name
         self.inputs: set[str] = set()
-        self.defined: list[str] = []
+        self.defined: dict[str, None] = {}  # in order of definition; a dict for O(1) membership
         self.all_names: set[str] = set()
         self.stmts: list[ast.stmt] = []
         self.local_temps: set[str] = set()
@@ -2443,7 +2451,7 @@ class _SSA:
                     self.version[name] = new
                     self.origin[new] = name
                     elt.id = new
-                    self.defined.append(new)
+                    self.defined[new] = None
                     self.all_names.add(new)
                 self.stmts.append(s2)
                 continue
@@ -2459,7 +2467,7 @@ class _SSA:
                 self.version[name] = new
                 self.origin[new] = name
                 s2.targets[0].id = new
-                self.defined.append(new)
+                self.defined[new] = None
                 self.all_names.add(new)
             elif isinstance(s2, ast.FunctionDef):
                 self.version.pop(s2.name, None)
@@ -2467,7 +2475,7 @@ class _SSA:
         # values read only inside this segment (temps, and user variables read nowhere else,
         # not even by a closure) keep their adjoints in local variables
         for user, new in self.version.items():
-            if user.startswith("_ret") or not (new in numeric or (user in builder.namer.generated and user not in builder.ir.scope.locals)
+            if user.startswith("_ret") or not (new in numeric or (user in builder.namer.generated and not builder.ir.scope.is_local(user))
                                                or (new in copies and builder.store_count.get(user) == 1)):
                 continue
             if builder.read_count.get(user, 0) == reads.get(new, 0) and user == new:

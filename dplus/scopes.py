@@ -37,6 +37,10 @@ class Scope:
     def locals(self) -> set[str]:
         return self.assigned - self.nonlocals - self.globals_
 
+    def is_local(self, name: str) -> bool:
+        """``name in self.locals`` without building the set (asked once per statement)."""
+        return name in self.assigned and name not in self.nonlocals and name not in self.globals_
+
 
 def names_bound_by(n: ast.AST) -> list[str]:
     """The names the node ``n`` itself binds (not its children): an assignment target, a

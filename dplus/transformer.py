@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import gc
 import inspect
+import sys
 import threading
 import types
 from typing import Any, Callable, Iterator
@@ -32,7 +33,7 @@ from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, c
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source
-from .trees import child_blocks, unparse, walk
+from .trees import child_blocks, nesting_depth, unparse, walk
 
 __all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
 
@@ -196,6 +197,63 @@ def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
     return paused
 
 
+# The passes walk expressions recursively, a few frames per level: a function nested deeper
+# than this is transformed in a thread with a stack (and recursion limit) to match, so a long
+# sum or a deeply nested expression that CPython runs is transformed too
+_SHALLOW_ENOUGH = 60
+_FRAMES_PER_LEVEL = 12
+_STACK_BYTES_PER_FRAME = 2048
+_LIMIT_LOCK = threading.Lock()
+
+
+def _deep_stack_when_needed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn(f, ...)`` run with room for recursion as deep as ``f``'s syntax tree needs."""
+
+    @functools.wraps(fn)
+    def run(f: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+        depth = nesting_depth(function_source(f).node)
+        if depth <= _SHALLOW_ENOUGH:
+            return fn(f, *args, **kwargs)
+        return _on_deep_stack(lambda: fn(f, *args, **kwargs), depth * _FRAMES_PER_LEVEL + 1000)
+
+    return run
+
+
+def _on_deep_stack(thunk: Callable[[], Any], frames: int) -> Any:
+    """``thunk()`` in a new thread whose stack holds ``frames`` frames, the recursion limit
+    raised (for the process, as Python allows no other way) while it runs and restored after.
+    The caller waits: the lock it may hold is not needed by the transformation."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, thunk()))
+        except BaseException as e:  # handed to the caller's thread
+            outcome.append((False, e))
+
+    with _LIMIT_LOCK:
+        old_limit = sys.getrecursionlimit()
+        raised = max(old_limit, frames)
+        sys.setrecursionlimit(raised)
+        old_stack = threading.stack_size(max(threading.stack_size(), frames * _STACK_BYTES_PER_FRAME + (1 << 20)))
+        try:
+            worker = threading.Thread(target=target, name="dplus-transform")
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+    try:
+        worker.join()
+    finally:
+        with _LIMIT_LOCK:
+            if sys.getrecursionlimit() == raised:
+                sys.setrecursionlimit(old_limit)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+@_deep_stack_when_needed
 @_collector_paused
 def _reads_own_namespace(node: ast.AST) -> bool:
     """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""

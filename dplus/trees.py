@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Iterator
 
-__all__ = ["child_blocks", "clone", "substituted", "unparse", "walk"]
+__all__ = ["child_blocks", "clone", "nesting_depth", "substituted", "unparse", "walk"]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -42,6 +42,31 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             elif isinstance(v, _AST):
                 append(v)
         yield n
+
+
+def nesting_depth(node: ast.AST) -> int:
+    """How deeply nodes nest under ``node`` (1 for a leaf), without recursion: a sum of
+    10,000 terms is a tree 10,000 deep."""
+    deepest = 0
+    todo = [(node, 1)]
+    pop, append = todo.pop, todo.append
+    while todo:
+        n, depth = pop()
+        if depth > deepest:
+            deepest = depth
+        t = type(n)
+        fields = _WALK_FIELDS.get(t)
+        if fields is None:
+            fields = _WALK_FIELDS[t] = tuple(f for f in t._fields if f != "ctx")
+        for f in fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, _AST):
+                        append((c, depth + 1))
+            elif isinstance(v, _AST):
+                append((v, depth + 1))
+    return deepest
 
 
 def child_blocks(st: ast.AST) -> Iterator[list[ast.stmt]]:

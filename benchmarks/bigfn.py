@@ -1,0 +1,153 @@
+"""Transformation time of big generated functions (issue #27), per source line: straight-line,
+loop-heavy and branchy functions of 10^2 to 10^4 lines, and long single expressions.
+
+Opt-in (long): ``python -m benchmarks --only bigfn`` (``--quick``: up to 10^3 lines). JAX's
+``jit(grad)`` compile time of the same source is shown beside it when jax is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+FORMS = ["a{j} * a{k} * 0.5", "math.sin(a{j}) * a{k}", "math.tanh(a{j} + a{k})", "a{j} - 0.3 * a{k}",
+         "math.cos(a{j}) + a{k} * 0.1"]
+
+
+def straight_line(n: int, name: str, seed: int = 0) -> str:
+    """``n`` assignments over two floats, each reading two earlier ones at random."""
+    rnd = random.Random(seed)
+    lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y"]
+    for i in range(2, n + 2):
+        j, k = rnd.randrange(i), rnd.randrange(i)
+        lines.append(f"    a{i} = " + rnd.choice(FORMS).format(j=j, k=k))
+    lines.append(f"    return a{n + 1}")
+    return "\n".join(lines) + "\n"
+
+
+def loop_heavy(n: int, name: str, seed: int = 0) -> str:
+    """Loops of five lines (a header and four updates of four variables), ``n`` lines in all."""
+    rnd = random.Random(seed)
+    lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y", "    a2 = x * y", "    a3 = x - y"]
+    for _ in range(max(1, n // 5)):
+        lines.append(f"    for i in range({rnd.randrange(2, 5)}):")
+        for t in range(4):
+            j, k = rnd.randrange(4), rnd.randrange(4)
+            lines.append(f"        a{t} = 0.5 * a{t} + 0.1 * ({rnd.choice(FORMS).format(j=j, k=k)})")
+    lines.append("    return a0 + a1 + a2 + a3")
+    return "\n".join(lines) + "\n"
+
+
+def branchy(n: int, name: str, seed: int = 0) -> str:
+    """``if``/``else`` blocks of four lines, each assigning one new variable both ways."""
+    rnd = random.Random(seed)
+    lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y"]
+    for i in range(2, max(3, n // 4) + 2):
+        j, k = rnd.randrange(i), rnd.randrange(i)
+        lines += [f"    if a{j} > a{k}:", f"        a{i} = " + rnd.choice(FORMS).format(j=j, k=k),
+                  "    else:", f"        a{i} = " + rnd.choice(FORMS).format(j=k, k=j)]
+    lines.append(f"    return a{i}")
+    return "\n".join(lines) + "\n"
+
+
+def long_expression(n: int, name: str, seed: int = 0) -> str:
+    """``return`` of a sum of ``n`` terms such as ``math.sin(x * 0.001) * y ** 2``."""
+    terms = [f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2" if i % 2 else f"{0.5 + (i % 7) * 0.1} * x * y"
+             for i in range(n)]
+    return f"import math\ndef {name}(x, y):\n    return " + " + ".join(terms) + "\n"
+
+
+FAMILIES: list[tuple[str, Callable[[int, str], str]]] = [
+    ("straight-line", straight_line), ("loop-heavy", loop_heavy), ("branchy", branchy),
+    ("one expression (terms)", long_expression)]
+
+
+def load(directory: Path, name: str, source: str, module_math: Any = None) -> Callable:
+    """The function ``name`` of ``source``, from a file (dplus reads the source); ``math``
+    rebound when given (jax.numpy for JAX)."""
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if module_math is not None:
+        module.math = module_math
+    return getattr(module, name)
+
+
+def run_bigfn(cfg: Any, out: Any) -> None:
+    sizes = [100, 1000] if cfg.quick else [100, 1000, 10000]
+    jax_sizes = [100] if cfg.quick else [100, 1000]
+    try:
+        import dplus
+    except Exception as e:  # the harness works whatever state the engine is in
+        out(f"Transformation of big functions: error: {type(e).__name__}: {e}")
+        return
+    jax, jnp = _jax()
+    out("Transformation of big functions (first dplus.grad(f)(x, y), transformation included; ms per source line, per term for one expression):")
+    header = ["family", "lines", "dplus first call", "ms / line"] + (["jax jit(grad) compile", "ms / line"] if jax else [])
+    rows = []
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 100_000))  # CPython compiles a 10^4-term expression only so
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            for label, make in FAMILIES:
+                for size in sizes:
+                    name = f"big_{make.__name__}_{size}"
+                    source = make(size, name)
+                    lines = len(source.splitlines())
+                    unit = size if make is long_expression else lines  # a term of a long expression
+                    row = [label, str(unit)]
+                    try:
+                        f = load(directory, name, source)
+                        t0 = time.perf_counter()
+                        dplus.grad(f)(0.3, 0.7)
+                        dt = time.perf_counter() - t0
+                        row += [f"{dt:.2f} s", f"{1000 * dt / unit:.3f}"]
+                    except Exception as e:
+                        row += [f"error: {type(e).__name__}", ""]
+                    if jax:
+                        row += _jax_cell(jax, jnp, directory, name, source, unit) if size in jax_sizes else ["", ""]
+                    rows.append(row)
+                    print(f"[bigfn] {label} {size}: {row[2:]}", file=sys.stderr)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    for r in [header] + rows:
+        out("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    out()
+
+
+def _jax() -> tuple[Any, Any]:
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        return jax, jnp
+    except Exception:
+        return None, None
+
+
+def _jax_cell(jax: Any, jnp: Any, directory: Path, name: str, source: str, unit: int) -> list[str]:
+    """jit(grad) compile time (first call minus a later one) of the same source, math as jax.numpy.
+    Branches on traced values cannot be jitted: shown as n/a."""
+    try:
+        f = load(directory, name + "_jax", source.replace(f"def {name}(", f"def {name}_jax("), jnp)
+        g = jax.jit(jax.grad(f, argnums=(0, 1)))
+        x, y = jnp.float64(0.3), jnp.float64(0.7)
+        t0 = time.perf_counter()
+        jax.block_until_ready(g(x, y))
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        jax.block_until_ready(g(x, y))
+        compile_time = first - (time.perf_counter() - t0)
+        return [f"{compile_time:.2f} s", f"{1000 * compile_time / unit:.3f}"]
+    except Exception as e:
+        return [f"n/a ({type(e).__name__})", ""]

@@ -1,0 +1,225 @@
+"""Big functions (issue #27): long straight-line code, long sums and deeply nested
+expressions are transformed correctly, without a RecursionError, and the transformation
+visits a number of nodes proportional to the size of the function."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import random
+import sys
+import threading
+
+import pytest
+
+import dplus
+from dplus import trees
+from dplus.transformer import general_paths_only
+from path_helpers import check_fd, close
+
+POINTS = [(0.3, 0.7), (-0.45, 0.2), (1.1, -0.6)]
+
+
+def straight_line_source(n: int, name: str, seed: int = 0) -> str:
+    """A random straight-line function of ``n`` assignments over two floats (the issue's generator)."""
+    rnd = random.Random(seed)
+    lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y"]
+    for i in range(2, n + 2):
+        j, k = rnd.randrange(i), rnd.randrange(i)
+        form = rnd.choice(["a{j} * a{k} * 0.5", "math.sin(a{j}) * a{k}", "math.tanh(a{j} + a{k})",
+                           "a{j} - 0.3 * a{k}", "math.cos(a{j}) + a{k} * 0.1"])
+        lines.append(f"    a{i} = " + form.format(j=j, k=k))
+    lines.append(f"    return a{n + 1}")
+    return "\n".join(lines) + "\n"
+
+
+def long_sum_source(n: int, name: str) -> str:
+    terms = [f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2" if i % 3 == 0 else
+             f"{0.5 + (i % 7) * 0.1} * x * y" if i % 3 == 1 else f"x * {1 + (i % 5) * 0.01}" for i in range(n)]
+    return f"import math\ndef {name}(x, y):\n    return " + " + ".join(terms) + "\n"
+
+
+def nested_source(parens: int, chain: int, negations: int, name: str) -> str:
+    """An expression nested ``parens`` levels in parentheses (CPython's parser allows 200),
+    inside a left-deep chain of ``chain`` operations, under ``negations`` unary minuses:
+    a tree about ``2 * parens + chain + negations`` deep."""
+    e = "x"
+    for i in range(parens):
+        e = f"({e} + {0.01 * (i % 10)}) * {'y' if i % 2 else 'x'}" if i % 3 else f"({e} * 0.5 + y)"
+    ops = ["+ x * 0.001", "- y * 0.002", "* 0.999", "+ y"]
+    e = f"{e} " + " ".join(ops[i % 4] for i in range(chain))
+    return f"def {name}(x, y):\n    return {'- ' * negations}({e})\n"
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int):
+    """What a user must do to import a module with a 10,000-term expression at all
+    (CPython's own compiler recurses once per term)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def load(tmp_path, name: str, source: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def assert_gradients(f, points=POINTS):
+    """Against central finite differences, and the fast paths against the general path."""
+    fast = [dplus.grad(f)(*p) for p in points]
+    for p in points:
+        check_fd(f, *p)
+    with general_paths_only():
+        general = [dplus.grad(f)(*p) for p in points]
+    close(fast, general, tol=1e-12)
+
+
+def test_straight_line_2000_assignments(tmp_path):
+    f = load(tmp_path, "straight2000", straight_line_source(2000, "straight2000"))
+    assert_gradients(f)
+
+
+def test_sum_of_600_terms_no_recursion_error(tmp_path):
+    # raised a raw RecursionError inside dplus (the plain function runs)
+    f = load(tmp_path, "sum600", long_sum_source(600, "sum600"))
+    before = sys.getrecursionlimit()
+    assert_gradients(f)
+    assert sys.getrecursionlimit() == before
+
+
+def test_sum_of_10000_terms(tmp_path):
+    with recursion_limit(60000):
+        f = load(tmp_path, "sum10000", long_sum_source(10000, "sum10000"))
+        gx, gy = dplus.grad(f)(0.3, 0.7)
+        value = f(0.3, 0.7)
+    h = 1e-6
+    with recursion_limit(60000):
+        fd = ((f(0.3 + h, 0.7) - f(0.3 - h, 0.7)) / (2 * h), (f(0.3, 0.7 + h) - f(0.3, 0.7 - h)) / (2 * h))
+    scale = max(1.0, abs(value))
+    assert abs(gx - fd[0]) < 1e-6 * scale and abs(gy - fd[1]) < 1e-6 * scale, ((gx, gy), fd)
+    # the exact gradient, term by term
+    import math
+
+    ex = ey = 0.0
+    for i in range(10000):
+        if i % 3 == 0:
+            c = float(f"{0.001 * (i + 1):.4f}")
+            ex += c * math.cos(0.3 * c) * 0.49
+            ey += math.sin(0.3 * c) * 1.4
+        elif i % 3 == 1:
+            c = 0.5 + (i % 7) * 0.1
+            ex += c * 0.7
+            ey += c * 0.3
+        else:
+            ex += 1 + (i % 5) * 0.01
+    assert math.isclose(gx, ex, rel_tol=1e-9) and math.isclose(gy, ey, rel_tol=1e-9)
+
+
+def test_expression_nested_2000_deep(tmp_path):
+    source = nested_source(parens=150, chain=1000, negations=1000, name="nested2000")
+    f = load(tmp_path, "nested2000", source)
+    import ast
+
+    assert trees.nesting_depth(ast.parse(source).body[0]) > 2000
+    assert_gradients(f, [(0.3, 0.7), (-0.2, 0.4), (0.5, -0.3)])
+
+
+def test_second_order_of_a_deep_expression(tmp_path):
+    f = load(tmp_path, "nested_small", nested_source(parens=40, chain=150, negations=60, name="nested_small"))
+    for p in [(0.3, 0.7), (-0.2, 0.4)]:
+        H = dplus.hessian(f)(*p)
+        h = 1e-5
+        for i in range(2):
+            up = list(p)
+            down = list(p)
+            up[i] += h
+            down[i] -= h
+            column = [(a - b) / (2 * h) for a, b in zip(dplus.grad(f)(*up), dplus.grad(f)(*down))]
+            close([H[0][i], H[1][i]], column, tol=1e-5)
+
+
+def test_second_order_of_straight_line_code(tmp_path):
+    f = load(tmp_path, "straight150", straight_line_source(150, "straight150", seed=3))
+    for p in [(0.3, 0.7), (-0.45, 0.2)]:
+        H = dplus.hessian(f)(*p)
+        h = 1e-5
+        for i in range(2):
+            up = list(p)
+            down = list(p)
+            up[i] += h
+            down[i] -= h
+            column = [(a - b) / (2 * h) for a, b in zip(dplus.grad(f)(*up), dplus.grad(f)(*down))]
+            close([H[0][i], H[1][i]], column, tol=1e-5)
+
+
+def test_deep_transformation_leaves_the_recursion_limit_and_works_from_threads(tmp_path):
+    f = load(tmp_path, "sum700", long_sum_source(700, "sum700"))
+    before = sys.getrecursionlimit()
+    results = []
+    worker = threading.Thread(target=lambda: results.append(dplus.grad(f)(0.3, 0.7)))
+    worker.start()
+    worker.join()
+    assert sys.getrecursionlimit() == before
+    close(results[0], dplus.grad(f)(0.3, 0.7), tol=1e-12)
+    check_fd(f, 0.3, 0.7)
+
+
+def test_errors_inside_a_deep_transformation_reach_the_caller(tmp_path):
+    source = long_sum_source(300, "deep_yield").replace("    return ", "    yield ")
+    f = load(tmp_path, "deep_yield", source)
+    with pytest.raises(dplus.UnsupportedSyntaxError):
+        dplus.grad(f)(0.3, 0.7)
+
+
+def _walked_nodes(f) -> int:
+    """How many nodes ``trees.walk`` yields while ``f`` is transformed (every module of
+    dplus that imported it calls the counting one)."""
+    counter = [0]
+    original = trees.walk
+
+    def counting(node):
+        for n in original(node):
+            counter[0] += 1
+            yield n
+
+    patched = [m for name, m in sys.modules.items()
+               if (name == "dplus" or name.startswith("dplus.")) and getattr(m, "walk", None) is original]
+    for m in patched:
+        m.walk = counting
+    try:
+        dplus.grad(f)(0.3, 0.7)
+    finally:
+        for m in patched:
+            m.walk = original
+    return counter[0]
+
+
+def test_transformation_walks_a_number_of_nodes_proportional_to_the_size(tmp_path):
+    small = _walked_nodes(load(tmp_path, "walk1000", straight_line_source(1000, "walk1000")))
+    large = _walked_nodes(load(tmp_path, "walk4000", straight_line_source(4000, "walk4000")))
+    assert small > 1000
+    # linear: 4x the lines, about 4x the nodes (a walk of the function per statement was 16x)
+    assert large < 4.6 * small, (small, large)
+
+
+def elif_chain_source(n: int, name: str) -> str:
+    lines = ["import math", f"def {name}(x, y):"]
+    for i in range(n):
+        lines.append(f"    {'if' if i == 0 else 'elif'} x < {-2 + 4 * i / n:.4f}:")
+        lines.append(f"        r = math.sin(x * {i % 7 + 1}) * y + {i}")
+    lines += ["    else:", "        r = x * y", "    return r"]
+    return "\n".join(lines) + "\n"
+
+
+def test_elif_chain_of_800_branches(tmp_path):
+    # an elif is an if nested in the else of the one before: 800 levels deep
+    f = load(tmp_path, "elif800", elif_chain_source(800, "elif800"))
+    assert_gradients(f, [(0.3013, 0.7), (-1.3013, 0.2), (2.5, -0.4)])
