@@ -253,14 +253,14 @@ def _on_deep_stack(thunk: Callable[[], Any], frames: int) -> Any:
     return value
 
 
-@_deep_stack_when_needed
-@_collector_paused
 def _reads_own_namespace(node: ast.AST) -> bool:
     """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                and n.func.id in ("locals", "vars", "dir", "eval", "exec") for n in walk(node))
 
 
+@_deep_stack_when_needed
+@_collector_paused
 def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
