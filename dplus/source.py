@@ -146,7 +146,10 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     import copy
     import __future__
 
-    target = copy.deepcopy(node)
+    try:
+        target = copy.deepcopy(node)
+    except RecursionError:  # an expression nested deeper than this stack allows: trusted, as below
+        return True
     if isinstance(target, ast.FunctionDef):
         target.decorator_list = []
         stmt: ast.stmt = target
@@ -167,7 +170,7 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     flags = code.co_flags & sum(getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
     try:
         compiled = compile(module, code.co_filename, "exec", flags=flags, dont_inherit=True)
-    except (SyntaxError, ValueError, TypeError):
+    except (SyntaxError, ValueError, TypeError, RecursionError):
         return True
     wrapper = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
     found = [c for c in wrapper.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
