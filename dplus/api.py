@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 from .boxes import BoxSensitivities
 from .closures import is_plus_function
@@ -197,6 +197,17 @@ def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
 
     _mark_derived(D_fn, "D", f)
     return D_fn
+
+
+@overload
+def grad(f: Any, sensitivity: Any = ..., *, argnums: None = None, has_aux: Literal[False] = False) -> Callable[..., tuple[Any, ...]]:
+    ...
+
+
+@overload
+def grad(f: Any, sensitivity: Any = ..., *, argnums: int | tuple[int, ...] | None = None,
+         has_aux: bool = False) -> Callable[..., Any]:
+    ...
 
 
 def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY, *, argnums: int | tuple[int, ...] | None = None,
