@@ -887,7 +887,7 @@ class FunctionBuilder:
             fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store")
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
-            if cur and (fastish != cur_fast or leads):
+            if cur and (fastish != cur_fast or leads or _deletes_name(s)):
                 segs.append(cur)
                 cur = []
             cur_fast = fastish
@@ -909,7 +909,7 @@ class FunctionBuilder:
         last_general = False
         for seg in segs:
             general = not any(s.dp_kind == "inline" for s in seg)
-            if merged and general and last_general:
+            if merged and general and last_general and not _deletes_name(seg[0]):
                 merged[-1].extend(seg)
             else:
                 merged.append(seg)
@@ -2386,6 +2386,12 @@ class FunctionBuilder:
 
 # ---------------------------------------------------------------------------
 # SSA renaming inside a segment
+
+
+def _deletes_name(s: ast.stmt) -> bool:
+    """Whether ``s`` is ``del name``: it starts a segment of its own, since a segment records
+    the values it needs after all its statements ran, and the name is gone by then."""
+    return isinstance(s, ast.Delete) and isinstance(s.targets[0], ast.Name)
 
 
 class _SSA:
