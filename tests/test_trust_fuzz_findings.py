@@ -117,3 +117,62 @@ def test_del_of_a_variable_second_order():
         return u * x
 
     check_both_orders(f)
+
+
+# ---------------------------------------------------------------------------
+# F13: a return (break, continue) inside `try` leaves it without running its `else` clause
+
+
+def return_in_try_with_else(x, y):
+    try:
+        return x * 0.25
+    except ValueError:
+        pass
+    else:
+        return y * x
+
+
+def conditional_return_in_try_with_else(x, y):
+    try:
+        if x > 0.5:
+            return x * y
+        z = x + y
+    except ValueError:
+        z = 0.0
+    else:
+        z = z * x
+    return z * y
+
+
+def break_in_try_with_else(x, y):
+    s = y
+    for i in range(3):
+        try:
+            s = s * x
+            if s > 1.0:
+                break
+        except ValueError:
+            pass
+        else:
+            s = s + y
+    return s
+
+
+def continue_in_try_with_else(x, y):
+    s = y
+    for i in range(3):
+        try:
+            s = s + x
+            if i == 1:
+                continue
+        except ValueError:
+            pass
+        else:
+            s = s * y
+    return s
+
+
+@pytest.mark.parametrize("f", [return_in_try_with_else, conditional_return_in_try_with_else,
+                               break_in_try_with_else, continue_in_try_with_else])
+def test_escape_from_try_skips_its_else(f):
+    check_both_orders(f)
