@@ -176,3 +176,37 @@ def continue_in_try_with_else(x, y):
                                break_in_try_with_else, continue_in_try_with_else])
 def test_escape_from_try_skips_its_else(f):
     check_both_orders(f)
+
+
+# ---------------------------------------------------------------------------
+# R4: a refusal at second order names what the user's code did, never dplus's internals
+
+
+def dict_from_keywords(x, y):
+    d = dict(a=x, b=y)
+    return d['a'] * d['b']
+
+
+def list_display_last(x, y):
+    xs = [x, y]
+    return xs[-1] * x
+
+
+def dict_get(x, y):
+    d = {'a': x}
+    d['b'] = y
+    return d.get('b') * d['a']
+
+
+@pytest.mark.parametrize("f", [dict_from_keywords, list_display_last, dict_get])
+def test_second_order_refusal_names_the_users_construct(f):
+    for args in INPUTS[:2]:
+        check_first_order(f, *args)
+        try:
+            h = dplus.hessian(f)(*args)
+        except dplus.NonDifferentiableError as e:
+            message = str(e)
+            assert "lists, dicts, boxes or objects" in message
+            assert "dplus." not in message and "define_dplus" not in message and "BoxSensitivities" not in message
+        else:
+            close(h, fd_hessian(f, args), tol=1e-5)
