@@ -210,3 +210,92 @@ def test_second_order_refusal_names_the_users_construct(f):
             assert "dplus." not in message and "define_dplus" not in message and "BoxSensitivities" not in message
         else:
             close(h, fd_hessian(f, args), tol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# F9, F10 (second order), F2, F3, F4, F5, F11: fixed by merged work; their FINDINGS
+# reproductions, kept here as regressions
+
+
+class Pt:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+def construct_instance(x, y):
+    p = Pt(x, y)
+    return p.a * p.b
+
+
+def with_null_context(x, y):
+    with contextlib.nullcontext():
+        z = x * y
+    return z * x
+
+
+def lambda_with_unused_argument(x1, x2):
+    g = lambda u: 0.5  # noqa: E731
+    v = x1 ** 2
+    g(x2)
+    return x1 * x2 + v
+
+
+@pytest.mark.parametrize("f", [construct_instance, with_null_context, lambda_with_unused_argument])
+def test_second_order_constructs(f):
+    check_both_orders(f)
+
+
+def closure_reads_display(x, y):
+    xs = [1.0, x]
+
+    def g(u):
+        xs.sort()
+
+    return x * y
+
+
+def lambda_default_from_variable(x, y):
+    g = lambda u, w=x: w * u  # noqa: E731
+    return g(y)
+
+
+def closure_in_branch(x, y):
+    if x > 0:
+        z = x * y
+
+        def g(u):
+            return u * z
+
+        return g(2.0)
+    return x * y
+
+
+def closure_after_early_return(x, y):
+    v = y * x
+    if x > 5.0:
+        return x
+    g = lambda u: v  # noqa: E731
+    return g(x)
+
+
+@pytest.mark.parametrize("f", [closure_reads_display, lambda_default_from_variable, closure_in_branch,
+                               closure_after_early_return])
+def test_closures_found_by_the_fuzzer(f):
+    check_both_orders(f)
+
+
+def dict_merge_in_place(d, x):
+    d |= {'c': x}
+    return sum(d.values()) * x
+
+
+def dict_merge(d, x):
+    e = d | {'c': x}
+    return e['c'] * e['a']
+
+
+@pytest.mark.parametrize("f", [dict_merge_in_place, dict_merge])
+@pytest.mark.parametrize("a, x", [(1.0, 0.7), (-0.3, 1.9), (2.2, -0.6)])
+def test_dict_merges(f, a, x):
+    check_first_order(f, {'a': a, 'b': 2.0}, x)
