@@ -299,3 +299,80 @@ def dict_merge(d, x):
 @pytest.mark.parametrize("a, x", [(1.0, 0.7), (-0.3, 1.9), (2.2, -0.6)])
 def test_dict_merges(f, a, x):
     check_first_order(f, {'a': a, 'b': 2.0}, x)
+
+
+# ---------------------------------------------------------------------------
+# R1: an `if` inside `try` that raises before it has any effect is undone like an
+# interrupted assignment (it was refused); an `if` interrupted after an effect is still refused
+
+
+def raise_in_if_inside_try(x, y):
+    try:
+        z = x * 2.0
+        if z > 0.5:
+            raise ValueError('fuzz')
+        z = z * y
+    except ValueError:
+        z = x * 3.0 + y
+    return z * x
+
+
+def raise_or_assign_in_if_inside_try(x, y):
+    z = y
+    try:
+        if x > 0.0:
+            raise ValueError('fuzz')
+        else:
+            z = z * x
+        z = z + x * x
+    except ValueError:
+        z = z * y
+    else:
+        z = z * 2.0
+    finally:
+        z = z + x
+    return z
+
+
+def raise_in_if_in_loop_body_try(x, y):
+    s = y
+    for i in range(3):
+        try:
+            s = s * x
+            if s > 1.0:
+                raise ValueError('fuzz')
+            s = s + y
+        except ValueError:
+            s = s * 0.5
+    return s
+
+
+@pytest.mark.parametrize("f", [raise_in_if_inside_try, raise_in_if_in_loop_body_try])
+def test_exception_raised_in_an_if_inside_try(f):
+    check_both_orders(f)
+
+
+def test_exception_raised_in_an_if_with_an_assigning_branch_inside_try():
+    for args in INPUTS:
+        check_first_order(raise_or_assign_in_if_inside_try, *args)
+    # at second order the assigning branch is several statements of first-order code: an
+    # exception in it is no longer known to come before every effect, so it is refused
+    with pytest.raises(dplus.NonDifferentiableError, match="interrupted a compound statement inside try"):
+        dplus.hessian(raise_or_assign_in_if_inside_try)(1.3, 0.7)
+
+
+def raise_after_an_effect_in_if(x, y):
+    z = y
+    try:
+        if x > 0.0:
+            z = z * x
+            raise ValueError('fuzz')
+    except ValueError:
+        pass
+    return z
+
+
+def test_exception_after_an_effect_in_a_compound_statement_is_still_refused():
+    check_first_order(raise_after_an_effect_in_if, -0.5, 0.7)  # the raise is not reached
+    with pytest.raises(dplus.NonDifferentiableError, match="interrupted a compound statement inside try"):
+        grad(raise_after_an_effect_in_if)(0.5, 0.7)
