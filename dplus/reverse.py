@@ -2362,7 +2362,8 @@ class FunctionBuilder:
                 and s.targets[0].id not in self.boxed and isinstance(s.value, ast.Call)):
             return False
         func = s.value.func
-        if not isinstance(func, ast.Name) or func.id in self.globals or func.id in self.ir.scope.locals:
+        scope = self.ir.scope
+        if not isinstance(func, ast.Name) or func.id in self.globals or func.id in scope.locals or func.id in scope.free:
             return False
         cls = getattr(builtins, func.id, None)
         return (isinstance(cls, type) and issubclass(cls, BaseException) and not s.value.keywords
