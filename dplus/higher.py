@@ -28,6 +28,7 @@ from .result import call_plus, run_backprop
 from .boxes import BoxSensitivities
 from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
+from . import policies as _policies
 from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, register_primitive
@@ -968,6 +969,7 @@ _ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects"
 _ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
 # (BoxSensitivities.get and map_entry stay under the default policy: objects made in
 # differentiated code read their attribute entries with them, and work at second order)
+_policies.INTERNAL_AGAIN.update({BoxSensitivities.get: _ELEMENTS_AGAIN, BoxSensitivities.map_entry: _ELEMENTS_AGAIN})
 for _method in (BoxSensitivities.__getitem__, BoxSensitivities.list_entry, BoxSensitivities.accumulate):
     register_primitive(_method, _unsupported_again(_method, _ELEMENTS_AGAIN, _ELEMENTS_FIX),
                        note="internal: refused at the next order")

@@ -592,6 +592,13 @@ class Normalizer:
             hb = self.sub(h.body)
             handlers.append(ast.copy_location(ast.ExceptHandler(type=typ, name=h.name, body=hb or [ast.Pass()]), h))
         orelse = self.sub(s.orelse)
+        flag = self.escape_flag() if _may_escape(ast.Module(body=s.body, type_ignores=[])) else None
+        if orelse and flag is not None:
+            # a return (or break, continue) in the body leaves the try without running its
+            # else clause: the normalised body only sets the flag and goes on
+            test = _name(self.namer.fresh())
+            orelse = [_assign(test.id, ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s.orelse[0]),
+                      ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), s.orelse[0])]
         final = self.sub(s.finalbody)
         self.emit(ast.copy_location(ast.Try(body=body or [ast.Pass()], handlers=handlers, orelse=orelse, finalbody=final), s))
 

@@ -52,6 +52,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
             if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+                _refuse_internal_again(op)
                 raise UnknownTransformError(
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
                     f"non-zero sensitivity. {_FIX}"
@@ -59,6 +60,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
             for v in changed:
                 # what it changed is read later: the change is part of the result, unseen
                 if not is_zero_sensitivity(mutable_sensitivity_of(v, Abox)):
+                    _refuse_internal_again(op)
                     raise UnknownTransformError(
                         f"no derivative is known for {_where(op, op_name)}, and it changed a "
                         f"{type(v).__name__} it was given whose contents the result depends on. {_FIX}"
@@ -71,6 +73,31 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
     unknown_plus.dp_unknown = True  # with constant arguments, a constant (runtime_ops.call_on_constants)
     return unknown_plus
+
+
+# dplus's own code (rule code keeping sensitivities of elements) met at a higher order, by
+# function: what the user's code did, named in the refusal instead of dplus's internals
+INTERNAL_AGAIN: dict[Any, str] = {}
+_INTERNAL_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
+
+
+def _refuse_internal_again(op: Any) -> None:
+    """An internal of dplus's run by the default policy (at the next order of a derivative)
+    got sensitivity: refuse naming the user's construct, never telling the user to decorate
+    dplus's code."""
+    from .errors import NonDifferentiableError
+
+    fn = getattr(op, "__func__", op)
+    what = INTERNAL_AGAIN.get(fn)
+    if what is None and not str(getattr(fn, "__module__", "") or "").startswith("dplus."):
+        return
+    if what is not None:
+        raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet{_INTERNAL_FIX}")
+    raise NonDifferentiableError(
+        f"dplus reached its own {describe_callable(op)}, which has no derivative, while differentiating your "
+        "code (most likely at a second or higher order, which does not support this construct yet); "
+        "this is a gap in dplus, not in your code: please report it with the function you differentiated"
+    )
 
 
 def _is_integer_valued(v: Any) -> bool:

@@ -856,7 +856,7 @@ class FunctionBuilder:
                 return "general" if v.id in self.boxed else "copy"
             if isinstance(v, (ast.Compare, ast.JoinedStr)) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not)):
                 return "nondiff"
-            if isinstance(v, ast.Call) and getattr(v, "dp_builtin", False):
+            if isinstance(v, ast.Call) and getattr(v, "dp_builtin", False) or self.builds_builtin_exception(s):
                 return "nondiff"
             if self.fast and not self.in_try:
                 rule, _ = self.inline_rule(v)
@@ -887,7 +887,7 @@ class FunctionBuilder:
             fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store")
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
-            if cur and (fastish != cur_fast or leads):
+            if cur and (fastish != cur_fast or leads or _deletes_name(s)):
                 segs.append(cur)
                 cur = []
             cur_fast = fastish
@@ -909,7 +909,7 @@ class FunctionBuilder:
         last_general = False
         for seg in segs:
             general = not any(s.dp_kind == "inline" for s in seg)
-            if merged and general and last_general:
+            if merged and general and last_general and not _deletes_name(seg[0]):
                 merged[-1].extend(seg)
             else:
                 merged.append(seg)
@@ -2322,7 +2322,8 @@ class FunctionBuilder:
                 body_fwd.extend(f)
                 body_fwd.append(assign(p, C(k + 1)))
                 body_revs.append(r)
-                if not isinstance(stmt, (ast.Assign, ast.Delete, ast.FunctionDef, ast.Pass)) and r:
+                if not isinstance(stmt, (ast.Assign, ast.Delete, ast.FunctionDef, ast.Pass)) and r \
+                        and not self.atomic_if(stmt):
                     compound_idx.append(k)
             handlers = []
             handler_revs = []
@@ -2363,6 +2364,40 @@ class FunctionBuilder:
             if body_revs[k]:
                 rev.append(ast.If(test=ast.Compare(left=N(p), ops=[ast.Gt()], comparators=[C(k)]), body=body_revs[k], orelse=[]))
         return fwd, rev
+
+    def atomic_if(self, s: ast.stmt) -> bool:
+        """Whether an exception can interrupt the ``if`` statement ``s`` only where it has had
+        no effect yet: each branch is one simple statement (which either completes or changes
+        nothing), or builds a builtin exception from constants and raises it. Then, inside a
+        try, the reverse pass may skip an interrupted ``s`` as it skips an interrupted assignment."""
+        return isinstance(s, ast.If) and all(self.atomic_branch(b) for b in (s.body, s.orelse))
+
+    def atomic_branch(self, stmts: list[ast.stmt]) -> bool:
+        stmts = [st for st in stmts if not isinstance(st, ast.Pass)]
+        raises = [i for i, st in enumerate(stmts) if isinstance(st, ast.Raise)]
+        if raises:
+            stmts = stmts[: raises[0] + 1]  # (what follows is never reached: a record's push)
+        if len(stmts) <= 1 and all(isinstance(st, (ast.Assign, ast.Expr, ast.Delete)) for st in stmts):
+            return True
+        if not stmts or not isinstance(stmts[-1], ast.Raise):
+            return False
+        return all(self.builds_builtin_exception(st) for st in stmts[:-1])
+
+    def builds_builtin_exception(self, s: ast.stmt) -> bool:
+        """``name = SomeError(constants...)`` with a builtin exception class not shadowed: a value
+        with no sensitivity, made without changing anything else."""
+        import builtins
+
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id not in self.boxed and isinstance(s.value, ast.Call)):
+            return False
+        func = s.value.func
+        scope = self.ir.scope
+        if not isinstance(func, ast.Name) or func.id in self.globals or func.id in scope.locals or func.id in scope.free:
+            return False
+        cls = getattr(builtins, func.id, None)
+        return (isinstance(cls, type) and issubclass(cls, BaseException) and not s.value.keywords
+                and all(isinstance(a, ast.Constant) for a in s.value.args))
 
     def c_With(self, s: ast.With) -> tuple[list[ast.stmt], list[ast.stmt]]:
         bf, br = self.block(s.body)
@@ -2416,6 +2451,12 @@ class FunctionBuilder:
 
 # ---------------------------------------------------------------------------
 # SSA renaming inside a segment
+
+
+def _deletes_name(s: ast.stmt) -> bool:
+    """Whether ``s`` is ``del name``: it starts a segment of its own, since a segment records
+    the values it needs after all its statements ran, and the name is gone by then."""
+    return isinstance(s, ast.Delete) and isinstance(s.targets[0], ast.Name)
 
 
 class _SSA:

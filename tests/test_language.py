@@ -742,7 +742,6 @@ def f_try_else_finally(x, fail):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="raise inside an if inside try raises NonDifferentiableError")
 def test_try_else_finally():
     assert grad(f_try_else_finally)(3.0, False) == (4 * 3.0 + 1.0, None)
     assert grad(f_try_else_finally)(3.0, True) == (6.0, None)
@@ -812,7 +811,6 @@ def test_raise_in_if_in_try_not_taken():
     assert grad(f_raise_in_if_in_try)(3.0, False) == (2.0, None)
 
 
-@pytest.mark.xfail(strict=True, reason="raise inside an if inside try raises NonDifferentiableError")
 def test_raise_in_if_in_try_taken():
     assert grad(f_raise_in_if_in_try)(3.0, True) == (5.0, None)
 

@@ -587,9 +587,7 @@ def dict_element_read_twice(x):
 
 
 @pytest.mark.parametrize("f,match", [(sum_of_array_elements, r"sum\(\) over a NumPy array.*np\.sum"),
-                                     pytest.param(dict_element_read_twice, "elements of lists, dicts", marks=pytest.mark.xfail(
-                                         strict=True, reason="the refusal names BoxSensitivities.map_entry: refusing it at the "
-                                         "next order broke objects at second order, so it stays under the default policy"))])
+                                     (dict_element_read_twice, "elements of lists, dicts")])
 def test_second_order_refusals_name_the_users_construct(f, match):
     with pytest.raises(NonDifferentiableError, match=match) as info:
         hessian(f)(np.array([1.0, 2.0, 3.0]))

@@ -28,23 +28,13 @@ TIME_LIMIT = {1: 5.0, 2: 15.0}   # seconds per program (a timeout is counted, no
 
 # family or construct -> the open bug that makes programs using it fail (see FINDINGS.md)
 OPEN_BUGS: dict[str, str] = {
-    "closure_reads_display": "F2: a nested def or lambda reading a list display raises NameError",
-    "lambda_default_from_variable": "F3: a lambda default computed from a differentiable variable gets no sensitivity",
-    "dict_merge": "F4: dict merges (d |= {...}, d | {...}, {**d, ...}) lose the merged values' sensitivities",
-    "closure_in_branch": "F5: a closure defined in an if, reading a variable assigned there, gets no sensitivity",
     "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
-    "closure_after_early_return": "F11: a closure defined after an early return (in an if) gets no sensitivity",
-    "del_variable": "F12: del of a variable bound to a list element raises UnboundLocalError",
-    "return_in_try_with_else": "F13: a return inside try with an else clause runs the else too",
 }
 
 # family or construct -> the open bug, at second order only
 OPEN_SECOND_ORDER_BUGS: dict[str, str] = {
-    "keyword_calls": "F8: second order of a function making a call with keyword arguments raises TypeError",
-    "objects": "F9: second order of a function constructing an instance raises AttributeError",
-    "with_statement": "F9: second order of with contextlib.nullcontext() (an instance constructed) raises AttributeError",
-    "lambdas": "F10, F14: second order with lambdas (one called while an argument does not reach the result; "
-               "reduce's lambda reading a variable) raises TypeError",
+    "lambdas": "F14: second order of functools.reduce (map, a sort key, ...) with a lambda reading a variable "
+               "raises TypeError",
 }
 
 
