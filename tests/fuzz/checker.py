@@ -51,6 +51,26 @@ SECOND_REL_TOL = 1e-4
 SECOND_ABS_TOL = 1e-5
 
 
+@dataclass(frozen=True)
+class Precision:
+    """Finite-difference steps and tolerances for one floating-point type of argument."""
+    steps: tuple
+    agree: float
+    rel: float
+    abs: float
+    rounding: float
+
+
+FLOAT64 = Precision(STEPS, AGREE_TOL, REL_TOL, ABS_TOL, ROUNDING)
+# float32 elements: 1e-5 steps vanish in rounding (eps 6e-8), so larger steps and looser
+# tolerances; the program itself computes in float32.
+FLOAT32 = Precision((1e-2, 3e-3), 3e-3, 3e-3, 1e-4, 1e-6)
+
+
+def precision_of(x) -> Precision:
+    return FLOAT32 if isinstance(x, np.float32) else FLOAT64
+
+
 class FuzzTimeout(BaseException):
     """Raised by the alarm; a BaseException so that generated ``except`` clauses never catch it."""
 
@@ -390,7 +410,8 @@ class Checker:
                 raise Mismatch("gradient", f"no gradient entry at {path_text(path)} in {gradient!r}")
             if isinstance(g, np.floating):
                 g = float(g)
-            if not isinstance(g, (int, float)) or not close_to_fd(g, fd, expected, get(base_args, path)):
+            if not isinstance(g, (int, float)) or not close_to_fd(g, fd, expected, get(base_args, path),
+                                                                  precision_of(get(base_args, path))):
                 raise Mismatch("gradient", f"d f / d {path_text(path)}: finite differences {fd!r}, dplus.grad {g!r}\n"
                                            f"full gradient: {gradient!r}")
             out.partials += 1
@@ -470,22 +491,25 @@ class Checker:
         estimates = []
         base = self.fresh(module, described)
         x = get(base, path)
-        for step in STEPS:
+        p = precision_of(x)
+        for step in p.steps:
             h = step * max(1.0, abs(x))
+            # the values really passed (a float32 element rounds x +- h)
+            x_up, x_down = type(x)(x + h), type(x)(x - h)
             try:
-                up = f(*replaced(base, path, x + h))
-                down = f(*replaced(base, path, x - h))
+                up = f(*replaced(base, path, x_up))
+                down = f(*replaced(base, path, x_down))
             except FuzzTimeout:
                 raise
             except Exception:  # noqa: BLE001
                 return None
             if not (isinstance(up, (int, float)) and isinstance(down, (int, float))):
                 return None
-            estimates.append((up - down) / (2 * h))
+            estimates.append((up - down) / float(x_up - x_down))
         a, b = estimates
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
-        if abs(a - b) > AGREE_TOL * max(1.0, abs(a), abs(b)) + ROUNDING * abs(value) / (STEPS[0] * max(1.0, abs(x))):
+        if abs(a - b) > p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (p.steps[-1] * max(1.0, abs(x))):
             return None
         return a
 
@@ -540,11 +564,11 @@ def is_float64_array(a) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == np.float64
 
 
-def close_to_fd(g: float, fd: float, value: float, x: float) -> bool:
+def close_to_fd(g: float, fd: float, value: float, x: float, p: Precision = FLOAT64) -> bool:
     if not math.isfinite(g):
         return False
-    h = STEPS[0] * max(1.0, abs(x))
-    return abs(g - fd) <= ABS_TOL + REL_TOL * max(abs(g), abs(fd)) + ROUNDING * abs(value) / h
+    h = min(p.steps) * max(1.0, abs(x))
+    return abs(g - fd) <= p.abs + p.rel * max(abs(g), abs(fd)) + p.rounding * abs(value) / h
 
 
 class _Stop(Exception):
