@@ -39,6 +39,8 @@ OPEN_BUGS: dict[str, str] = {
     "closure_after_early_return": "F11: a closure defined after an early return (in an if) gets no sensitivity",
     "del_variable": "F12: del of a variable bound to a list element raises UnboundLocalError",
     "return_in_try_with_else": "F13: a return inside try with an else clause runs the else too",
+    "array_inplace_argument": "N2: X += 1.0 on an array argument inside try/except is silently dropped (wrong primal) "
+                              "instead of refused",
 }
 
 # family or construct -> the open bug, at second order only
