@@ -31,6 +31,8 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 import dplus
 from dplus.transformer import general_paths_only
 
@@ -47,6 +49,28 @@ PRIMAL_TOL = 1e-12         # primal and mutated arguments: equal to rounding
 PATH_TOL = 1e-9            # fast path against general path, backprop against grad
 SECOND_REL_TOL = 1e-4
 SECOND_ABS_TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Finite-difference steps and tolerances for one floating-point type of argument."""
+    steps: tuple
+    agree: float
+    rel: float
+    abs: float
+    rounding: float
+
+
+FLOAT64 = Precision(STEPS, AGREE_TOL, REL_TOL, ABS_TOL, ROUNDING)
+# float32 elements: 1e-5 steps vanish in rounding (eps 6e-8), so larger steps and looser
+# tolerances; the program itself computes in float32.
+FLOAT32 = Precision((1e-2, 3e-3), 3e-3, 3e-3, 1e-4, 1e-6)
+
+
+def precision_of(args) -> Precision:
+    """float32 as soon as one argument holds float32 elements: NumPy 2 keeps ``x + e`` (a
+    Python float plus a float32 element) in float32, so any partial may pass through it."""
+    return FLOAT32 if any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args) else FLOAT64
 
 
 class FuzzTimeout(BaseException):
@@ -132,6 +156,8 @@ def args_text(described: tuple) -> str:
     for v in described:
         if isinstance(v, tuple) and v and v[0] == "Pt":
             parts.append(f"Pt({v[1]!r}, {v[2]!r})")
+        elif isinstance(v, np.ndarray):
+            parts.append(f"np.array({v.tolist()!r}, dtype=np.{v.dtype})")
         else:
             parts.append(repr(v))
     return ", ".join(parts)
@@ -159,6 +185,9 @@ def leaves(value, path=()):
     """Paths of the floats inside ``value`` (ints and bools are not differentiated)."""
     if type(value) is float:
         yield path
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        for index in np.ndindex(value.shape):
+            yield path + (index,)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             yield from leaves(v, path + (i,))
@@ -184,6 +213,10 @@ def replaced(value, path, new):
     if not path:
         return new
     head, rest = path[0], path[1:]
+    if isinstance(value, np.ndarray):
+        out = value.copy()
+        out[head] = new   # (an element index is the last step of a path)
+        return out
     if isinstance(value, tuple):
         return tuple(replaced(v, rest, new) if i == head else copy.deepcopy(v) for i, v in enumerate(value))
     out = copy.deepcopy(value)
@@ -194,13 +227,20 @@ def replaced(value, path, new):
     return out
 
 
-def difference(a, b, tol: float, where: str = "") -> str | None:
-    """Where ``a`` and ``b`` differ (same nest of containers, numbers within ``tol``), or None."""
+def difference(a, b, tol: float, where: str = "", exact_arrays: bool = False) -> str | None:
+    """Where ``a`` and ``b`` differ (same nest of containers, numbers within ``tol``), or None.
+    Arrays must have the same shape and dtype; with ``exact_arrays`` (arguments after a call)
+    the same elements too, else elements within ``tol``."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape or a.dtype != b.dtype:
+            return f"{where}: {a!r} vs {b!r}"
+        same = np.array_equal(a, b) if exact_arrays else np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+        return None if same else f"{where}: {a!r} vs {b!r}"
     if isinstance(a, (list, tuple)):
         if type(a) is not type(b) or len(a) != len(b):
             return f"{where}: {a!r} vs {b!r}"
         for i, (x, y) in enumerate(zip(a, b)):
-            d = difference(x, y, tol, f"{where}[{i}]")
+            d = difference(x, y, tol, f"{where}[{i}]", exact_arrays)
             if d:
                 return d
         return None
@@ -208,14 +248,14 @@ def difference(a, b, tol: float, where: str = "") -> str | None:
         if not isinstance(b, dict) or set(a) != set(b):
             return f"{where}: {a!r} vs {b!r}"
         for k in a:
-            d = difference(a[k], b[k], tol, f"{where}[{k!r}]")
+            d = difference(a[k], b[k], tol, f"{where}[{k!r}]", exact_arrays)
             if d:
                 return d
         return None
     if hasattr(a, "__dict__") and not callable(a):
         if type(a).__qualname__ != type(b).__qualname__:  # (the general path runs a second copy of the module)
             return f"{where}: {a!r} vs {b!r}"
-        return difference(vars(a), vars(b), tol, where)
+        return difference(vars(a), vars(b), tol, where, exact_arrays)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         if a == b or (math.isnan(a) and math.isnan(b)):
             return None
@@ -242,7 +282,7 @@ def grad_leaf(g, path):
 def path_text(path) -> str:
     out = f"args[{path[0]}]"
     for p in path[1:]:
-        out += f".{p[1]}" if isinstance(p, tuple) else f"[{p!r}]"
+        out += f".{p[1]}" if isinstance(p, tuple) and p[:1] == ("attr",) else f"[{p!r}]"
     return out
 
 
@@ -339,19 +379,19 @@ class Checker:
 
         # 1. primal and mutation under dplus.dplus
         args1 = self.fresh(module, described)
-        result = self.dplus_call("first", lambda: dplus.dplus(f)(*args1))
+        result = self.refusal_changes_no_array(module, described, args1, lambda: dplus.dplus(f)(*args1))
         d = difference(expected, result.primal, PRIMAL_TOL, "primal")
         if d:
             raise Mismatch("primal", f"plain call returned {expected!r}, dplus.dplus(f) primal {result.primal!r}")
-        d = difference(plain_args, args1, PRIMAL_TOL, "args")
+        d = difference(plain_args, args1, PRIMAL_TOL, "args", exact_arrays=True)
         if d:
             raise Mismatch("mutation", f"arguments after the plain call vs after dplus.dplus(f): {d}")
         backprop = self.dplus_call("first", lambda: result.backprop(1.0))
 
         # 2. grad, its mutation, and backprop against grad
         args2 = self.fresh(module, described)
-        gradient = self.dplus_call("first", lambda: dplus.grad(f)(*args2))
-        d = difference(plain_args, args2, PRIMAL_TOL, "args")
+        gradient = self.refusal_changes_no_array(module, described, args2, lambda: dplus.grad(f)(*args2))
+        d = difference(plain_args, args2, PRIMAL_TOL, "args", exact_arrays=True)
         if d:
             raise Mismatch("mutation", f"arguments after the plain call vs after dplus.grad(f): {d}")
         d = difference(backprop, gradient, PATH_TOL, "gradient")
@@ -370,7 +410,10 @@ class Checker:
                 g = grad_leaf(gradient, path)
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise Mismatch("gradient", f"no gradient entry at {path_text(path)} in {gradient!r}")
-            if not isinstance(g, (int, float)) or not close_to_fd(g, fd, expected, get(base_args, path)):
+            if isinstance(g, np.floating):
+                g = float(g)
+            if not isinstance(g, (int, float)) or not close_to_fd(g, fd, expected, get(base_args, path),
+                                                                  precision_of(base_args)):
                 raise Mismatch("gradient", f"d f / d {path_text(path)}: finite differences {fd!r}, dplus.grad {g!r}\n"
                                            f"full gradient: {gradient!r}")
             out.partials += 1
@@ -388,13 +431,61 @@ class Checker:
             if d:
                 raise Mismatch("fast_vs_general", f"fast paths vs general_paths_only(): {d}\n"
                                                   f"fast:    {gradient!r}\ngeneral: {general!r}")
-            d = difference(expected, general_primal, PRIMAL_TOL, "primal") or difference(plain_args, args4, PRIMAL_TOL, "args")
+            d = difference(expected, general_primal, PRIMAL_TOL, "primal") or difference(plain_args, args4, PRIMAL_TOL, "args", exact_arrays=True)
             if d:
                 raise Mismatch("fast_vs_general", f"general_paths_only() primal or arguments differ: {d}")
 
         # 5. second order
         if self.order >= 2 and all(type(a) is float for a in described):
             self.check_second_order(f, described, gradient, out)
+        elif self.order >= 2 and all(type(a) is float or is_float64_array(a) for a in described):
+            self.check_hessian_vector_product(f, described, out)
+
+    def refusal_changes_no_array(self, module, described, args, call):
+        """``call()`` through ``dplus_call``; a refusal must come before an array argument changed
+        (dplus refuses in-place writes to arrays the caller can see)."""
+        try:
+            return self.dplus_call("first", call)
+        except _Stop as stop:
+            if stop.status == "refused":
+                before = self.fresh(module, described)
+                for i, (a, b) in enumerate(zip(before, args)):
+                    if isinstance(a, np.ndarray) and not np.array_equal(a, b):
+                        raise Mismatch("mutation", f"dplus refused ({stop.kind}) after changing the array "
+                                                   f"args[{i}]: {a!r} became {b!r}")
+            raise
+
+    def check_hessian_vector_product(self, f, described, out: Outcome) -> None:
+        """For float and float64-array arguments: ``dplus.hvp`` along a fixed random direction
+        against central differences of ``dplus.grad`` along it."""
+        rng = np.random.default_rng(len(described))
+        direction = tuple(rng.uniform(-1.0, 1.0, np.shape(a)) if isinstance(a, np.ndarray) else float(rng.uniform(-1.0, 1.0))
+                          for a in described)
+        product = self.dplus_call("second", lambda: dplus.hvp(f)(copy.deepcopy(described), direction))
+        grad = dplus.grad(f)
+        estimates = []
+        for step in STEPS:
+            try:
+                up = grad(*(a + step * v for a, v in zip(described, direction)))
+                down = grad(*(a - step * v for a, v in zip(described, direction)))
+            except FuzzTimeout:
+                raise
+            except Exception:  # noqa: BLE001 - the first order was fine at the point itself
+                out.second_skipped += 1
+                return
+            estimates.append([(np.asarray(u, float) - np.asarray(d, float)) / (2 * step) for u, d in zip(up, down)])
+        for i, (a, b) in enumerate(zip(*estimates)):
+            if not (np.all(np.isfinite(a)) and np.allclose(a, b, rtol=AGREE_TOL * 10, atol=AGREE_TOL * 10)):
+                out.second_skipped += 1
+                continue
+            try:
+                got = np.asarray(product[i], float)
+            except (IndexError, TypeError, ValueError):
+                raise Mismatch("second_order", f"hvp has no entry [{i}]: {product!r}")
+            if got.shape != a.shape or not np.allclose(got, a, rtol=SECOND_REL_TOL, atol=SECOND_ABS_TOL):
+                raise Mismatch("second_order", f"(H v)[args[{i}]]: central differences of dplus.grad along v "
+                                               f"{a!r}, dplus.hvp {got!r}\nv: {direction!r}")
+            out.second += int(a.size)
 
     def central_difference(self, f, module, described, path, value):
         """The partial derivative by central differences at two step sizes, or None when they
@@ -402,22 +493,25 @@ class Checker:
         estimates = []
         base = self.fresh(module, described)
         x = get(base, path)
-        for step in STEPS:
+        p = precision_of(base)
+        for step in p.steps:
             h = step * max(1.0, abs(x))
+            # the values really passed (a float32 element rounds x +- h)
+            x_up, x_down = type(x)(x + h), type(x)(x - h)
             try:
-                up = f(*replaced(base, path, x + h))
-                down = f(*replaced(base, path, x - h))
+                up = f(*replaced(base, path, x_up))
+                down = f(*replaced(base, path, x_down))
             except FuzzTimeout:
                 raise
             except Exception:  # noqa: BLE001
                 return None
             if not (isinstance(up, (int, float)) and isinstance(down, (int, float))):
                 return None
-            estimates.append((up - down) / (2 * h))
+            estimates.append((up - down) / float(x_up - x_down))
         a, b = estimates
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
-        if abs(a - b) > AGREE_TOL * max(1.0, abs(a), abs(b)) + ROUNDING * abs(value) / (STEPS[0] * max(1.0, abs(x))):
+        if abs(a - b) > p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (p.steps[-1] * max(1.0, abs(x))):
             return None
         return a
 
@@ -468,11 +562,15 @@ class Checker:
         return a
 
 
-def close_to_fd(g: float, fd: float, value: float, x: float) -> bool:
+def is_float64_array(a) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == np.float64
+
+
+def close_to_fd(g: float, fd: float, value: float, x: float, p: Precision = FLOAT64) -> bool:
     if not math.isfinite(g):
         return False
-    h = STEPS[0] * max(1.0, abs(x))
-    return abs(g - fd) <= ABS_TOL + REL_TOL * max(abs(g), abs(fd)) + ROUNDING * abs(value) / h
+    h = min(p.steps) * max(1.0, abs(x))
+    return abs(g - fd) <= p.abs + p.rel * max(abs(g), abs(fd)) + p.rounding * abs(value) / h
 
 
 class _Stop(Exception):

@@ -25,6 +25,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 # One flag per construct family.  A run takes a subset.
 FEATURES = (
     "arith",        # + - * / ** and constants
@@ -45,6 +47,8 @@ FEATURES = (
     "recursion",    # recursive @define_dplus module-level helpers
     "helpers",      # non-recursive @define_dplus module-level helpers
     "misc",         # walrus, assert, with, del, pass, f-strings
+    "numpy",        # float64 arrays of shapes (3,), (2,), (2, 3), (3, 3): ufuncs, broadcasting, reductions,
+                    # @ / dot / einsum, reshapes, slicing and fancy indexing, rows, stack/concatenate, where
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
@@ -70,6 +74,9 @@ CONSTRUCTS = {
     "global_write": "misc",                       # global COUNTER; COUNTER += 1 (SPEC 7: supported)
     "return_in_try_with_else": "exceptions",      # try: return ... / except ...: ... / else: ...
     "with_statement": "misc",                     # with contextlib.nullcontext(): ...
+    "float32_arrays": "numpy",                    # some array arguments are float32
+    "array_inplace_local": "numpy",               # a = X * 1.0; a += Y (a fresh local: dplus computes it)
+    "array_inplace_argument": "numpy",            # X += 1.0 on an argument or a view of one (dplus refuses)
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -101,6 +108,7 @@ class Kind:
     name = ""
     feature = ""
     prefix = "v"
+    as_argument = True
 
     def argument(self, rng: random.Random):
         raise NotImplementedError
@@ -294,6 +302,8 @@ class Generator:
         self.in_try_with_else = False
         self.in_branch = False
         self.returned_before = False  # a return inside a block came earlier in this function
+        self.array_params: set[str] = set()  # array arguments of f (in-place writes to these are refused)
+        self.array_helpers: list[str] = []    # module-level helpers taking an array and a float
 
     # ----- scope -----------------------------------------------------------------------
     def has(self, feature: str) -> bool:
@@ -444,7 +454,8 @@ class Generator:
         kinds = ["float"] * n_float
         if self.float_only:
             return kinds
-        extra = [k.name for k in KINDS.values() if k.name not in ("float", "int") and k.feature in self.features]
+        extra = [k.name for k in KINDS.values()
+                 if k.name not in ("float", "int") and k.feature in self.features and k.as_argument]
         for k in extra:
             if r.random() < 0.45:
                 kinds.append(k)
@@ -456,6 +467,11 @@ class Generator:
     def argument_value(self, kind: str):
         if kind == "obj":
             return ("Pt", small_float(self.rng), small_float(self.rng))
+        if kind in ARRAY_SHAPES:
+            value = KINDS[kind].argument(self.rng)
+            if self.has("float32_arrays") and self.rng.random() < 0.3:
+                value = value.astype(np.float32)
+            return value
         return KINDS[kind].argument(self.rng)
 
     def program(self) -> Program:
@@ -467,11 +483,15 @@ class Generator:
             self.bind(name, k)
             if k == "obj":
                 self.uses_pt = True
+            if k in ARRAY_SHAPES:
+                self.array_params.add(name)
         values = tuple(self.argument_value(k) for k in kinds)
         self.statements(self.rng.randint(2, self.max_statements))
-        self.emit(f"return {self.final_expr()}")
+        result = self.final_expr()
+        # NumPy scalars (unpacked elements, np.float64 arithmetic) must leave f as a float
+        self.emit(f"return float({result})" if "numpy" in self.features else f"return {result}")
         body = self.lines
-        head = ["import math", "import functools", "import contextlib", "import dplus", "", "SCALE = 0.75", "COUNTER = 0", ""]
+        head = ["import math", "import functools", "import contextlib", "import numpy as np", "import dplus", "", "SCALE = 0.75", "COUNTER = 0", ""]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
@@ -1240,3 +1260,245 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("exceptions", 0.6, True, st_try),
     ("misc", 0.5, False, st_misc),
 ]
+
+
+# ----- NumPy (family "numpy") ----------------------------------------------------------------
+# One kind per shape, so that every production knows the shapes it combines: a 2-element
+# vector arises only from other arrays (a row sum, a matrix-vector product), never as an argument.
+ARRAY_SHAPES = {"arr3": (3,), "arr2": (2,), "arr2x3": (2, 3), "arr3x3": (3, 3)}
+UFUNCS = ("np.sin({})", "np.exp(np.tanh({}))", "np.tanh({})", "np.log(1.0 + {0} * {0})", "np.sqrt(1.0 + {0} * {0})")
+
+
+class ArrayKind(Kind):
+    feature, prefix = "numpy", "A"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.shape = ARRAY_SHAPES[name]
+        self.as_argument = name != "arr2"
+
+    def argument(self, rng):
+        return np.array([small_float(rng) for _ in range(int(np.prod(self.shape)))]).reshape(self.shape)
+
+    def expression(self, g, depth):
+        return array_expr(g, self.name, depth)
+
+    def read_float(self, g, name):
+        r = g.rng
+        forms = [f"float(np.sum({name}))", f"float(np.mean({name}))", f"float(np.max({name}))",
+                 f"float({name}.sum())", f"float(np.sum({name}[{name} > 0.0]))"]
+        if len(self.shape) == 1:
+            forms += [f"float({name}[0])", f"float({name}[-1])", f"float({name} @ {name})",
+                      f"float(np.dot({name}, {name}))", f"float(np.sum({name}[[0, -1]]))"]
+        else:
+            forms += [f"float({name}[1, 2])", f"float({name}[-1, 0])", f"float(np.sum({name}, axis=0)[1])",
+                      f"float(np.sum({name}, axis=0, keepdims=True)[0, 0])",
+                      f"float(np.mean({name}, axis=-1)[0])", f"float(np.max({name}, axis=1)[-1])",
+                      f"float(np.sum({name}[:, 1:]))", f"float(np.sum({name}.T[0]))"]
+        return r.choice(forms)
+
+
+for _name in ARRAY_SHAPES:
+    KINDS[_name] = ArrayKind(_name)
+
+
+def array_helper(g) -> str:
+    """A module-level ``@define_dplus`` helper taking an array and a float, returning an array
+    of the same shape."""
+    if g.array_helpers and g.rng.random() < 0.5:
+        return g.rng.choice(g.array_helpers)
+    name = g.fresh("nh")
+    body = g.rng.choice(UFUNCS).format("A")
+    g.helpers.append("\n".join(["@dplus.define_dplus", f"def {name}(A, s):",
+                                f"    return {body} * s + A {g.rng.choice(('+', '-', '*'))} 0.5", ""]))
+    g.array_helpers.append(name)
+    return name
+
+
+def array_expr(g, kind: str, depth: int) -> str:
+    """A fresh array of ``kind``'s shape (never an alias of a variable)."""
+    r = g.rng
+    shape = ARRAY_SHAPES[kind]
+    fe = lambda: g.float_expr(max(depth - 1, 0))  # noqa: E731
+    pick = g.pick_var
+    same, other_same = pick(kind), pick(kind)
+    v3, v3b, v3c, v2 = pick("arr3"), pick("arr3"), pick("arr3"), pick("arr2")
+    m23, m33 = pick("arr2x3"), pick("arr3x3")
+    if len(shape) == 1:
+        forms = [lambda: "np.array([" + ", ".join(fe() for _ in range(shape[0])) + "])",
+                 lambda: f"np.linspace(0.1, 0.9, {shape[0]}) * {fe()}"]
+    else:
+        forms = [lambda: "np.array([" + ", ".join("[" + ", ".join(fe() for _ in range(shape[1])) + "]"
+                                                  for _ in range(shape[0])) + "])",
+                 lambda: f"np.ones({shape}) * {fe()}",
+                 lambda: f"np.arange({shape[0] * shape[1]}.0).reshape{shape} * {fe()}"]
+    if same:
+        forms += [lambda: r.choice(UFUNCS).format(same), lambda: f"{same} * {fe()}", lambda: f"{same} + {fe()}",
+                  lambda: f"{fe()} - {same}", lambda: f"{same} / (1.0 + {same} * {same})", lambda: f"{same} ** 2",
+                  lambda: f"{same} + {other_same}", lambda: f"{same} * {other_same}",
+                  lambda: f"np.where({same} > {r.choice(('0.0', '0.5', '-0.5'))}, {same}, {other_same} * 0.5)",
+                  lambda: f"{array_helper(g)}({same}, {fe()})"]
+        if len(shape) == 2 and v3:
+            forms += [lambda: f"{same} * {v3}", lambda: f"{same} - {v3}[None, :]", lambda: f"{v3} + {same}"]
+        if len(shape) == 1:
+            forms += [lambda: f"{same}[::-1]", lambda: f"{same}[np.array([1, 0] + [{shape[0] - 1}] * {shape[0] - 2})]"]
+    if kind == "arr3":
+        if m33 and v3:
+            forms += [lambda: f"{m33} @ {v3}", lambda: f"np.dot({m33}, {v3})", lambda: f"{v3} @ {m33}",
+                      lambda: f"np.einsum('ij,j->i', {m33}, {v3})"]
+        if m23:
+            forms += [lambda: f"{m23}[0]", lambda: f"{m23}[-1]", lambda: f"np.sum({m23}, axis=0)",
+                      lambda: f"np.mean({m23}, axis=0)", lambda: f"np.max({m23}, axis=0)",
+                      lambda: f"{m23}.reshape(-1)[:3]", lambda: f"np.reshape({m23}, (6,))[::2]"]
+        if m33:
+            forms += [lambda: f"{m33}[:, 1]", lambda: f"{m33}.T[0]", lambda: f"np.sum({m33}, axis=1, keepdims=True)[:, 0]"]
+        if v3:
+            forms += [lambda: f"{v3}[[2, 0, 1]]"]
+        if v2:
+            forms += [lambda: f"np.concatenate([{v2}, np.array([{fe()}])])"]
+    elif kind == "arr2":
+        if m23 and v3:
+            forms += [lambda: f"{m23} @ {v3}", lambda: f"np.einsum('ij,j->i', {m23}, {v3})", lambda: f"np.dot({m23}, {v3})"]
+        if m23:
+            forms += [lambda: f"np.sum({m23}, axis=1)", lambda: f"np.mean({m23}, axis=-1)",
+                      lambda: f"np.max({m23}, axis=1, keepdims=True)[:, 0]", lambda: f"{m23}[:, 0]"]
+        if v3:
+            forms += [lambda: f"{v3}[:2]", lambda: f"{v3}[[0, 2]]"]
+    elif kind == "arr2x3":
+        if m33:
+            forms += [lambda: f"{m33}[:2]", lambda: f"{m33}[[0, 2]]", lambda: f"{m33}[1:, ::-1]"]
+        if v3 and v3b:
+            forms += [lambda: f"np.stack([{v3}, {v3b}])", lambda: f"np.concatenate([{v3}, {v3b}]).reshape(2, 3)"]
+        if m23 and m33:
+            forms += [lambda: f"{m23} @ {m33}"]
+        if m23:
+            forms += [lambda: f"{m23}.reshape(3, 2).T", lambda: f"np.transpose({m23}.T)",
+                      lambda: f"np.concatenate([{m23}[:1], {m23}[1:]], axis=0)"]
+    elif kind == "arr3x3":
+        if m33:
+            forms += [lambda: f"{m33}.T", lambda: f"{m33} @ {m33}", lambda: f"np.transpose({m33})"]
+        if v3 and v3b and v3c:
+            forms += [lambda: f"np.stack([{v3}, {v3b}, {v3c}])"]
+        if m23 and v3:
+            forms += [lambda: f"np.concatenate([{m23}, {v3}[None, :]])"]
+        if m23:
+            forms += [lambda: f"{m23}.T @ {m23}", lambda: f"np.concatenate([{m23}, {m23}[:1]], axis=0)"]
+    return r.choice(forms)()
+
+
+def array_vars(g, shapes=None, writable: bool = False) -> list[str]:
+    return [n for k in (shapes or ARRAY_SHAPES) for n in g.vars_of(k, writable)]
+
+
+def fx_array(g, depth):
+    arrays = array_vars(g)
+    if not arrays:
+        return None
+    name = g.rng.choice(arrays)
+    return KINDS[g.scope[name].kind].read_float(g, name)
+
+
+def st_new_array(g):
+    kind = g.rng.choice(tuple(ARRAY_SHAPES))
+    name = g.fresh(KINDS[kind].prefix)
+    g.emit(f"{name} = {array_expr(g, kind, 2)}")
+    g.bind(name, kind)
+
+
+def st_array_inplace_local(g):
+    """``a = X * 1.0; a += ...``: in place on a fresh local array, which nothing else sees."""
+    if not g.has("array_inplace_local"):
+        return False
+    arrays = array_vars(g)
+    if not arrays:
+        return False
+    x = g.rng.choice(arrays)
+    kind = g.scope[x].kind
+    a = g.fresh("a")
+    g.emit(f"{a} = {x} * 1.0")
+    other = g.pick_var(kind)
+    forms = [lambda: f"{a} += {g.float_expr(1)}", lambda: f"{a} *= math.tanh({g.float_expr(1)})",
+             lambda: f"{a} -= {g.float_expr(1)}"]
+    if other:
+        forms += [lambda: f"{a} += {other}", lambda: f"{a} *= np.tanh({other})"]
+    g.emit(g.rng.choice(forms)())
+    g.bind(a, kind)
+
+
+def st_array_inplace_argument(g):
+    """In place on an argument or a view of one: dplus must refuse before anything changes."""
+    if not g.has("array_inplace_argument"):
+        return False
+    params = [n for n in array_vars(g) if n in g.array_params]
+    if not params:
+        return False
+    x = g.rng.choice(params)
+    r = g.rng
+    if r.random() < 0.5:
+        g.emit(f"{x} {r.choice(('+=', '*=', '-='))} {r.choice(('1.0', '0.5', '2.0'))}")
+        return
+    view = g.fresh("view")
+    g.emit(f"{view} = {r.choice((f'{x}[:1]', f'{x}.T', f'{x}[::-1]', f'{x}.reshape(-1)'))}")
+    g.emit(f"{view} += 1.0")
+
+
+def st_for_rows(g):
+    matrices = array_vars(g, ("arr2x3", "arr3x3"))
+    if not matrices:
+        return False
+    m = g.rng.choice(matrices)
+    row = g.fresh("row")
+    state = begin_loop(g)
+    g.emit(f"for {row} in {m}:")
+    loop_body(g, row, "arr3")
+    loop_else(g, *state)
+
+
+def st_unpack_rows(g):
+    r = g.rng
+    arrays = array_vars(g)
+    if not arrays:
+        return False
+    x = r.choice(arrays)
+    shape = ARRAY_SHAPES[g.scope[x].kind]
+    if len(shape) == 2:
+        a, b = g.fresh("r"), g.fresh("r")
+        g.emit(f"{a}, {b} = {x}[:2]")
+        g.bind(a, "arr3")
+        g.bind(b, "arr3")
+    else:
+        names = [g.fresh("e") for _ in range(shape[0])]
+        g.emit(f"{', '.join(names)} = {x}")
+        for n in names:
+            g.bind(n, "float")
+
+
+def st_array_closure(g):
+    """A nested function or lambda reading an array of the enclosing function."""
+    if g.in_branch and not g.has("closure_in_branch") or not closure_allowed(g):
+        return False
+    arrays = array_vars(g)
+    if not arrays:
+        return False
+    x = g.rng.choice(arrays)
+    name, u = g.fresh("g"), g.fresh("u")
+    body = in_closure(g, {u: "float"}, lambda: f"{u} * {KINDS[g.scope[x].kind].read_float(g, x)} + {g.float_expr(1)}")
+    if g.rng.random() < 0.5:
+        g.emit(f"def {name}({u}):")
+        g.emit(f"    return {body}")
+    else:
+        g.emit(f"{name} = lambda {u}: {body}")
+    v = g.fresh("v")
+    g.emit(f"{v} = {name}({g.float_expr(1)})")
+    g.bind(v, "float")
+
+
+FLOAT_EXPRESSIONS.append(("numpy", 3.0, fx_array))
+STATEMENTS.extend([
+    ("numpy", 2.0, False, st_new_array),
+    ("numpy", 0.7, False, st_array_inplace_local),
+    ("numpy", 0.3, False, st_array_inplace_argument),
+    ("numpy", 0.6, True, st_for_rows),
+    ("numpy", 0.5, False, st_unpack_rows),
+    ("numpy", 0.4, False, st_array_closure),
+])

@@ -91,6 +91,8 @@ def reproduction(failure_program: Program, outcome: Outcome) -> str:
     source = failure_program.source
     if "import dplus" not in source:
         source = "import dplus\n" + source
+    if "np." in call and "import numpy as np" not in source:
+        source = "import numpy as np\n" + source
     return (
         f"# dplus fuzz failure: {outcome.status} / {outcome.kind}\n"
         f"# seed {failure_program.seed}; features: {' '.join(sorted(failure_program.features))}\n"
