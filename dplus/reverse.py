@@ -2339,6 +2339,13 @@ class FunctionBuilder:
         ff, fr = self.block(s.finalbody)
         else_fwd = ef + [self.push((tuple_([N(p), C(-1)])))]
         if handlers:
+            # a DplusError (dplus cannot run or differentiate what the body does) leaves the
+            # function whatever the user's handlers catch: handled, the program would go on
+            # differently than without grad
+            from .errors import DplusError
+
+            handlers.insert(0, ast.ExceptHandler(type=self.helper(DplusError, "DplusError"), name=None,
+                                                 body=[ast.Raise(exc=None, cause=None)]))
             fwd = [assign(p, C(0)), self.mark(mark),
                    ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
         else:  # try/finally: the body either completes (then "else" runs) or the exception leaves

@@ -1,0 +1,56 @@
+"""A DplusError raised inside a ``try`` body is never caught by the user's handlers (fuzzer
+finding N2): caught, the program would go on differently under ``grad`` than without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dplus
+from dplus.transformer import general_paths_only
+
+
+def bump_in_try(A):
+    try:
+        A += 1.0
+    except ValueError:
+        pass
+    return float(np.sum(A))
+
+
+def bump_view_in_try(A):
+    try:
+        view = A.reshape(-1)
+        view += 1.0
+    except Exception:
+        pass
+    return float(np.sum(A))
+
+
+def user_error_still_caught(x):
+    try:
+        y = x * 2.0
+        raise ValueError("the user's own")
+    except ValueError:
+        y = x * 3.0
+    return y
+
+
+@pytest.mark.parametrize("f", [bump_in_try, bump_view_in_try])
+@pytest.mark.parametrize("general", [False, True])
+def test_a_refusal_inside_try_is_not_swallowed(f, general):
+    A = np.array([-0.127937, -0.072043, 1.293936])
+    before = A.copy()
+    with pytest.raises(dplus.NonDifferentiableError):
+        if general:
+            with general_paths_only():
+                dplus.grad(f)(A)
+        else:
+            dplus.grad(f)(A)
+    assert np.array_equal(A, before)  # refused before anything changed
+
+
+@pytest.mark.parametrize("x", [0.5, -1.25, 2.0])
+def test_the_users_own_exceptions_are_still_caught(x):
+    assert dplus.grad(user_error_still_caught)(x) == (3.0,)
+    assert dplus.hessian(user_error_still_caught)(x) == ((0.0,),)
