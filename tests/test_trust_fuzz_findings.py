@@ -13,54 +13,9 @@ import pytest
 import dplus
 from dplus import grad
 from dplus.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, close
+from path_helpers import both_ways, check_fd, check_first_order, check_second_order, close, fd_gradient, fd_hessian
 
 INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
-
-
-def fd_gradient(f, args, eps=1e-6):
-    out = []
-    for i in range(len(args)):
-        up = list(args)
-        down = list(args)
-        up[i] += eps
-        down[i] -= eps
-        out.append((f(*up) - f(*down)) / (2 * eps))
-    return tuple(out)
-
-
-def fd_hessian(f, args, eps=1e-5):
-    """The Hessian by central differences of dplus's gradient."""
-    g = grad(f)
-    cols = []
-    for j in range(len(args)):
-        up = list(args)
-        down = list(args)
-        up[j] += eps
-        down[j] -= eps
-        gu, gd = g(*up), g(*down)
-        cols.append([(a - b) / (2 * eps) for a, b in zip(gu, gd)])
-    return tuple(tuple(cols[j][i] for j in range(len(args))) for i in range(len(args)))
-
-
-def check_first_order(f, *args):
-    """The primal is unchanged, both paths agree with each other and with finite differences."""
-    r = dplus.lift_dplus(f)(*args)
-    assert r.primal == f(*args)
-    fast, general = both_ways(f, *args)
-    close(fast, general)
-    if all(isinstance(a, float) for a in args):
-        close(fast, fd_gradient(f, args), tol=1e-5)
-    check_fd(f, *args)
-    with general_paths_only():
-        check_fd(f, *args)
-
-
-def check_second_order(f, *args):
-    h = dplus.hessian(f)(*args)
-    close(h, fd_hessian(f, args), tol=1e-5)
-    with general_paths_only():
-        close(dplus.hessian(f)(*args), h)
 
 
 def check_both_orders(f, inputs=INPUTS):
