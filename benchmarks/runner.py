@@ -18,11 +18,12 @@ from . import funcs
 from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
 from .bigfn import run_bigfn
+from .checkpointing import run_checkpointing
 from .tools import TOOLS, Tool, tool_versions
 from .workloads import ALL, BY_NAME, dplus_setup_error
 
-SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn")
-OPT_IN = ("bigfn",)  # long: run only when named in --only
+SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn", "checkpoint")
+OPT_IN = ("bigfn", "checkpoint")  # long: run only when named in --only
 
 
 @dataclass
@@ -529,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     # holding their million objects makes every full garbage collection slower, which
     # distorts dplus's scaling ratios (the table runs all tools in one process alike).
     runners = {"scaling": run_scaling, "memory": run_memory, "nested": run_nested, "transform": run_transform,
-               "bigfn": run_bigfn}
+               "bigfn": run_bigfn, "checkpoint": run_checkpointing}
     parts: dict[str, Report] = {}
     for name in sections:
         if name in runners:

@@ -1,6 +1,7 @@
 """dplus: reverse-mode automatic differentiation of ordinary Python code by source transformation."""
 
 from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
+from .checkpoint import checkpoint, checkpoint_loop
 from .boxes import Box, BoxSensitivities, box, set_box, unbox
 from .errors import (
     DplusError,
@@ -39,7 +40,7 @@ __all__ = [
     "error_unknown_proc_transform", "error_unknown_transform", "transform_from_source",
     "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
     "BoxSensitivities", "Box", "box", "unbox", "set_box",
-    "foldl", "apply", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
+    "foldl", "apply", "checkpoint", "checkpoint_loop", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
     "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
     "SourceUnavailableError", "NonDifferentiableError", "ArgumentError",
 ]

@@ -31,7 +31,7 @@ from .errors import NonDifferentiableError, describe_callable
 from . import policies as _policies
 from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
-from .registry import is_registered_transform, register_primitive
+from .registry import is_registered_transform, next_order_form, register_primitive
 from .result import ProcResult
 from .rules import defnondiff
 from .primitives import _iterables
@@ -64,6 +64,9 @@ def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
     from .transformer import plus_function_for
 
+    form = next_order_form(P)
+    if form is not None:
+        return plus_function_for(form)
     info = plus_info(P)
     if info is not None and info.origin is not None and isinstance(P, types.FunctionType):
         return plus_function_for(_differentiable_again(P, info.origin))

@@ -16,6 +16,8 @@ __all__ = [
     "is_registered_transform",
     "registered_primitives",
     "primal_of_transform",
+    "register_next_order_form",
+    "next_order_form",
 ]
 
 Transform = Callable[..., ProcResult]
@@ -27,6 +29,9 @@ _TRANSFORMS: dict[Any, Transform] = {}
 _TRANSFORM_IDS: dict[int, tuple[Transform, Any]] = {}
 # notes for the generated primitive listing
 _NOTES: dict[Any, str] = {}
+# transform -> a function, equal to it in value and sensitivities, differentiated in its
+# place at the next order (see register_next_order_form)
+_NEXT_ORDER_FORMS: dict[Any, Callable[..., ProcResult]] = {}
 
 _BUILTIN_METHOD = type([].append)
 _METHOD_WRAPPER = type((1.0).__add__)
@@ -149,3 +154,20 @@ def primal_of_transform(obj: Any) -> Any:
 def registered_primitives() -> list[tuple[Any, Transform, str]]:
     """Every registered primitive with its transform and note, for the generated listing."""
     return [(fn, t, _NOTES.get(fn, "")) for fn, t in _TRANSFORMS.items()]
+
+
+def register_next_order_form(transform: Transform, form: Callable[..., ProcResult]) -> None:
+    """Differentiate ``form`` instead of ``transform`` when a derivative is differentiated again.
+
+    For a rule whose source is not fit to be differentiated (it recomputes, or keeps state
+    outside its record): ``form`` must return what ``transform`` returns for the same
+    arguments, primal and backprop sensitivities alike.
+    """
+    _NEXT_ORDER_FORMS[transform] = form
+
+
+def next_order_form(transform: Any) -> Callable[..., ProcResult] | None:
+    try:
+        return _NEXT_ORDER_FORMS.get(transform)
+    except TypeError:
+        return None

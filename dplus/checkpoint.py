@@ -1,0 +1,96 @@
+"""Checkpointing: recompute in the reverse pass instead of recording in the forward pass.
+
+``checkpoint(f)`` and ``checkpoint_loop(step, state, n)`` mean exactly what their plain
+definitions below say; their rules (``dplus.primitives.checkpointing``) change only what a
+gradient keeps in memory. Under a gradient, a checkpointed call records nothing but its
+arguments; the reverse pass runs the call again, this time through its transform, and
+backpropagates through that fresh record. A checkpointed loop keeps a few of its states
+(every k-th for ``schedule="sqrt"``, O(log n) of them for ``schedule="bisection"``) and
+recomputes the rest, one segment at a time, in the reverse pass.
+
+Recomputing must give the same numbers: the rules compare the recomputed result with the
+one the forward pass returned and raise a :class:`~dplus.NonDifferentiableError` when they
+differ (a checkpointed function that draws random numbers or reads state that changed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+from .errors import ArgumentError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SCHEDULES = ("sqrt", "bisection", "none")
+
+
+def checkpoint(f: F) -> F:
+    """``f`` itself, except that a gradient recomputes its record instead of keeping it.
+
+    Its arguments and its result must be values: numbers, tuples of them, NumPy arrays
+    (copied when the call is made). Keyword arguments are passed through and are not
+    differentiated.
+    """
+    if not callable(f):
+        raise ArgumentError(f"dplus.checkpoint expects a function, got {type(f).__name__} {f!r}")
+
+    def checkpointed(*args: Any, **kwargs: Any) -> Any:
+        return run_checkpointed(f, args, kwargs)
+
+    return labelled(checkpointed, f)  # type: ignore[return-value]
+
+
+def labelled(checkpointed: Any, f: Any) -> Any:
+    """``checkpointed`` named after ``f`` and marked to be differentiated from its source.
+
+    (A function of its own, with an identity rule: inside differentiated code, writing
+    attributes of a function would be differentiated as writes into an object.)
+    """
+    checkpointed.__name__ = getattr(f, "__name__", "checkpointed")
+    checkpointed.__qualname__ = getattr(f, "__qualname__", "checkpointed")
+    checkpointed.__doc__ = getattr(f, "__doc__", None)
+    checkpointed.__dplus_derived__ = ("helper",)
+    checkpointed.__dplus_checkpointed__ = f
+    return checkpointed
+
+
+def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """``f(*args, **kwargs)``; under a gradient, its rule recomputes the record in the reverse pass."""
+    from .runtime import as_plain_callable  # f may be a function made inside differentiated code
+
+    return as_plain_callable(f)(*args, **kwargs)
+
+
+def checkpoint_loop(step: Callable[[Any], Any], state: Any, n: int, *, schedule: str = "sqrt") -> Any:
+    """``for _ in range(n): state = step(state)``, then ``state``.
+
+    Under a gradient the forward pass keeps only some of the states:
+
+    - ``"sqrt"`` (default): every k-th state, k = ceil(sqrt(n)); the reverse pass recomputes
+      one segment of k steps at a time with its record. Memory O(sqrt n) states and records,
+      time about two forward passes.
+    - ``"bisection"``: the reverse pass halves the remaining range recursively, keeping
+      O(log n) states at once; time about (1 + log2 n / 2) forward passes.
+    - ``"none"``: no checkpointing, the plain loop's record (for comparisons).
+
+    ``step`` takes the state and returns the next one; parameters it closes over are
+    differentiated. The state must be a value: a number, a tuple of values, a NumPy array.
+    """
+    check_loop_arguments(step, n, schedule)
+    for _ in range(n):
+        state = step(state)
+    return state
+
+
+def check_loop_arguments(step: Any, n: Any, schedule: Any) -> None:
+    if not callable(step):
+        raise ArgumentError(f"dplus.checkpoint_loop expects a step function, got {type(step).__name__} {step!r}")
+    if type(n) is not int and not (hasattr(n, "__index__") and not isinstance(n, float)):
+        raise ArgumentError(f"dplus.checkpoint_loop expects an integer number of steps, got {type(n).__name__} {n!r}")
+    if n < 0:
+        raise ArgumentError(f"dplus.checkpoint_loop expects a number of steps >= 0, got {n}")
+    if schedule not in SCHEDULES:
+        raise ArgumentError(f"dplus.checkpoint_loop: schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {schedule!r}")
+
+
+checkpoint.__dplus_derived__ = ("helper",)  # type: ignore[attr-defined]
