@@ -10,6 +10,7 @@ from .errors import ArgumentError, SensitivityError, describe_callable
 from .linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
+from .portable import DEFINED, remember_rule, remember_source
 from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
 from .runtime import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
 
@@ -410,6 +411,7 @@ def _grad1_inside(f: Any) -> ProcResult:
 # lift_dplus can differentiate them again (derivatives of derivatives).
 def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
     fn.__dplus_derived__ = (kind, f) + extra
+    remember_source(f)  # (for a copy of fn made by unpickling in another process)
     try:
         fn.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
         fn.__qualname__ = fn.__name__
@@ -430,6 +432,7 @@ def define_dplus(f: Any) -> Any:
     from .transformer import lazy_transform
 
     register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
+    remember_rule(f, DEFINED)
     return f
 
 

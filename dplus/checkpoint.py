@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar
 
 from .errors import ArgumentError
+from .portable import remember_source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +52,7 @@ def labelled(checkpointed: Any, f: Any) -> Any:
     checkpointed.__doc__ = getattr(f, "__doc__", None)
     checkpointed.__dplus_derived__ = ("helper",)
     checkpointed.__dplus_checkpointed__ = f
+    remember_source(f)
     return checkpointed
 
 

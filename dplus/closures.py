@@ -55,6 +55,10 @@ def register_plus_code(code: types.CodeType, info: PlusInfo) -> None:
     _PLUS_CODES[code] = info
 
 
+def plus_info_of_code(code: types.CodeType) -> PlusInfo | None:
+    return _PLUS_CODES.get(code)
+
+
 def plus_info(fn: Any) -> PlusInfo | None:
     code = getattr(fn, "__code__", None)
     if code is None:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from .api import dplus, grad
 from .errors import ArgumentError, NonDifferentiableError, SensitivityError
 from .registry import register_primitive
+from .portable import remember_source
 from .structured import shaped_like
 from .linear import dot, gen_zero, is_ndarray, is_number, zero
 
@@ -107,6 +108,7 @@ def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     jacobian_fn.__dplus_derived__ = ("jacobian", f)
+    remember_source(f)
     return jacobian_fn
 
 
@@ -218,6 +220,7 @@ def value_and_grad(
         return value, _selected(r.backprop(sensitivity), args, argnums)
 
     value_and_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    remember_source(f)
     return value_and_grad_fn
 
 
@@ -240,6 +243,7 @@ def jax_style_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_au
         return (gradient, value[1]) if has_aux else gradient
 
     jax_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    remember_source(f)
     return jax_grad_fn
 
 

@@ -68,6 +68,13 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
     if form is not None:
         return plus_function_for(form)
     info = plus_info(P)
+    if info is None and isinstance(P, types.FunctionType) and isinstance(P.__dict__.get("__dplus_source__"), types.FunctionType):
+        # a copy unpickled in another process (the code registry is per process): derive it again here
+        from .portable import remember_source
+
+        remember_source(P.__dplus_source__)
+        P = plus_function_for(P.__dplus_source__)
+        info = plus_info(P)
     if info is not None and info.origin is not None and isinstance(P, types.FunctionType):
         return plus_function_for(_differentiable_again(P, info.origin))
     if getattr(P, "__dplus_lazy__", False):

@@ -6,6 +6,7 @@ import types
 from typing import Any, Callable
 
 from .errors import DplusError
+from .portable import remember_rule, remember_source
 from .result import ProcResult, call_plus
 
 __all__ = [
@@ -40,7 +41,9 @@ _METHOD_WRAPPER = type((1.0).__add__)
 def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Transform:
     """Register ``transform`` (returning :class:`ProcResult`) as the reverse transform of ``fn``.
 
-    ``fn`` itself is not touched, so its plain calls cost exactly what they did.
+    ``fn``'s behaviour is not touched, so its plain calls cost exactly what they did (a
+    function of ``__main__`` or a notebook keeps its rule in its ``__dict__``, so that a copy
+    made by unpickling in another process has it too: :mod:`dplus.portable`).
     Registering again replaces the earlier transform. Methods of builtin types are
     registered through their descriptor: ``register_primitive(list.append, t)``;
     ``t`` then receives the instance as its first argument.
@@ -53,6 +56,8 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     _TRANSFORM_IDS[id(transform)] = (transform, fn)
     if note:
         _NOTES[fn] = note
+    if not getattr(transform, "__dplus_lazy__", False):
+        remember_rule(fn, transform)
     if getattr(transform, "__dplus_source__", None) is not fn:
         for hook in _ON_NEW_RULE:  # code that inlined fn's body must call it again
             hook(fn)
@@ -86,6 +91,7 @@ def register_backprop(fn: Any, *, note: str = "") -> Callable[[Callable[..., Any
         transform.__qualname__ = transform.__name__
         transform.__doc__ = make_backprop.__doc__
         register_primitive(fn, transform, note=note or (make_backprop.__doc__ or "").strip())
+        remember_source(make_backprop)  # (differentiated from source at the next order)
         return make_backprop
 
     return decorate

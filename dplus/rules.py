@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .linear import gen_zero
+from .portable import remember_source
 from .registry import register_primitive
 from .result import ProcResult
 
@@ -63,6 +64,7 @@ def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") ->
         if g is not None:
             # gradient functions are transformed from source when differentiated again
             g.__dplus_derived__ = ("rule", fn)
+            remember_source(g)
     if inline:
         _INLINE[fn] = InlineRule(fn, grads)
     else:

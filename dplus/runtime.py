@@ -27,7 +27,7 @@ from .linear import (
     zero,
 )
 from .policies import current_unknown_transform
-from .registry import lookup_transform
+from .registry import lookup_transform, register_primitive
 from .result import ProcResult
 
 __all__ = [
@@ -90,7 +90,27 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
             from .transformer import plus_function_for
 
             return plus_function_for(f)
+    if type(f) is types.FunctionType:
+        carried = _registered_from_carried_rule(f)
+        if carried is not None:
+            return carried
     return current_unknown_transform()(f, where)
+
+
+def _registered_from_carried_rule(f: types.FunctionType) -> Any:
+    """A function unpickled in another process: registered again from the rule it carries."""
+    from .portable import DEFINED, carried_rule
+
+    rule = carried_rule(f)
+    if rule is None:
+        return None
+    if rule == DEFINED:
+        from .api import define_dplus
+
+        define_dplus(f)
+    else:
+        register_primitive(f, rule)
+    return lookup_transform(f)
 
 
 def _is_rule_closure(f: types.FunctionType) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import sys
 import textwrap
 import types
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import attrs
 
 from .closures import CodeMap
+from .portable import carried_lines
 from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from .trees import walk
 
@@ -69,13 +71,36 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
     if not lines:
         linecache.checkcache(filename)
         lines = linecache.getlines(filename, fn.__globals__)
-    if not lines:
+    if not lines and not carried_lines(fn) and getattr(fn, "__module__", None) != "__main__":
+        # a closure of an importable module, unpickled by value: its module's file is here
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        module_file = getattr(module, "__file__", None)
+        if module_file and module_file.endswith(".py"):
+            module_lines = linecache.getlines(module_file)
+            if len(module_lines) >= code.co_firstlineno:
+                lines, filename = module_lines, module_file
+    carried = carried_lines(fn) if not lines else []
+    if carried:
+        # unpickled in another process: the source came with the function (dplus.portable)
+        lines = carried
+        filename = getattr(fn.__dplus_origin__, "filename", filename)
+        try:
+            block_lines, start = inspect.getblock(lines[code.co_firstlineno - 1 :]), code.co_firstlineno
+        except (TypeError, IndexError, SyntaxError):
+            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    elif not lines:
         raise SourceUnavailableError(_fix_fn_error(fn))
-    try:
-        block_lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError, IndexError):
-        raise SourceUnavailableError(_fix_fn_error(fn)) from None
-    node = _find_node(fn, code, block_lines, start, lines)
+    elif filename != code.co_filename:
+        try:
+            block_lines, start = inspect.getblock(lines[code.co_firstlineno - 1 :]), code.co_firstlineno
+        except (TypeError, IndexError, SyntaxError):
+            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    else:
+        try:
+            block_lines, start = inspect.getsourcelines(fn)
+        except (OSError, TypeError, IndexError):
+            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    node = _find_node(fn, code, block_lines, start, lines, filename)
     if not filename.startswith("<dplus:") and not _compiles_to(node, code):
         raise SourceUnavailableError(
             f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
@@ -198,7 +223,7 @@ def _parse_block(block_lines: list[str]) -> tuple[ast.Module, int]:
     raise SyntaxError("could not parse")
 
 
-def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int, all_lines: list[str]) -> Any:
+def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int, all_lines: list[str], filename: str) -> Any:
     first = code.co_firstlineno
     if code.co_name != "<lambda>":
         try:
@@ -216,7 +241,7 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
         raise SourceUnavailableError(_fix_fn_error(fn))
     # A lambda: parse the whole file region around it and match positions.
     positions = [p for p in code.co_positions() if p[0] is not None]
-    key = (code.co_filename, len(all_lines))
+    key = (filename, len(all_lines))
     by_line = _LAMBDAS_BY_LINE.get(key)
     if by_line is None:
         # parse the file once and index its lambdas by line

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from .closures import CodeMap, PlusInfo, plus_info, register_plus_code
+from .portable import remember_generated
 from .errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
 from .linear import gen_zero
@@ -123,6 +124,7 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
     fn.__dplus_source__ = f
+    remember_generated(fn)  # (for a copy unpickled in another process: dplus.portable)
     if compiled.fused is not None:
         fn.__dplus_fused__ = types.FunctionType(compiled.fused, f.__globals__, compiled.fused.co_name, None,
                                                 _closure_for(compiled, f, compiled.fused))
