@@ -99,7 +99,7 @@ def _is_rule_closure(f: types.FunctionType) -> bool:
     return module.startswith("dplus.primitives.") or (module.startswith("dplus.") and "<locals>" in f.__qualname__)
 
 
-def apply_transform(T: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def apply_transform(T: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``T(*args)`` for a rule's transform ``T`` that runtime code looked up.
 
     A function rather than a plain call so that, when the runtime code is itself
@@ -108,7 +108,7 @@ def apply_transform(T: Any, *args: Any, **kwargs: Any) -> ProcResult:
     return T(*args, **kwargs)
 
 
-def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def call(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` in transformed code: its transform, with the given arguments."""
     return lift(f)(*args, **kwargs)
 
