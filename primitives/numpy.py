@@ -98,9 +98,9 @@ def fit(g: Any, v: Any) -> Any:
     if g is Z or g is None:
         return g
     if type(v) is _ndarray:
-        if type(g) is _ndarray and g.shape == v.shape and (g.dtype.kind != "c" or v.dtype.kind == "c"):
+        if type(g) is _ndarray and g.shape == v.shape and g.dtype == v.dtype:
             return g
-        if v.dtype.kind == "b":
+        if v.dtype.kind in "biu":  # integer and bool arrays are constants: no sensitivity
             return Z
     elif isinstance(v, (list, tuple)):
         if isinstance(g, (list, tuple)):  # already one sensitivity per element
@@ -1136,8 +1136,7 @@ def _array_grad(A, r, obj, *args, **kwargs):
 def _astype_grad(A, r, a, dtype, *args, **kwargs):
     if r.dtype.kind not in "fc":
         return Z
-    x = np.asarray(a)
-    return np.asarray(A).astype(np.result_type(x.dtype, float) if x.dtype.kind not in "fc" else x.dtype)
+    return A  # fit gives it a's dtype (the real part for a real a)
 
 
 def _item_grad(A, r, a, *args):

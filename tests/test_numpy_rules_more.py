@@ -80,3 +80,62 @@ def test_keyword_arguments_named_like_dplus_helpers_parameters():
         return d["d"] * x
 
     assert dplus.grad(update)(3.0) == (6.0,) and dplus.grad(dplus.grad1(update))(3.0) == (2.0,)
+
+
+# ---------------------------------------------------------------------------
+# dtypes: a gradient has its argument's dtype; integer and bool arrays are constants
+
+
+def _dtype_programs():
+    w = arr(3)
+    return [
+        lambda x: np.sum(np.sin(x) * x),
+        lambda x: np.sum(x[1:] * 2.0) + x[0],
+        lambda x: np.dot(x, w.astype(x.dtype)) + np.max(x),
+        lambda x: np.sum(np.outer(x, x)),
+        lambda x: np.mean(x * np.float64(1.5)),
+        lambda x: np.sum(np.abs(x) ** 2),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.complex64])
+def test_gradients_keep_the_dtype_of_their_argument(dtype):
+    x64 = np.array([0.5, -1.25, 2.0]) + (0.5j if np.dtype(dtype).kind == "c" else 0)
+    x = x64.astype(dtype)
+    for f in _dtype_programs():
+        (g,) = dplus.grad(f)(x)
+        assert g.dtype == dtype and g.shape == x.shape
+        (want,) = dplus.grad(f)(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64))
+        tol = 1e-2 if dtype is np.float16 else 1e-5
+        np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
+    (g,) = dplus.grad(lambda s: s * s)(np.float32(3.0))
+    assert type(g) is np.float32 and g == 6.0
+
+
+def test_float32_second_order_keeps_the_dtype():
+    x = np.array([0.5, -1.25, 2.0], dtype=np.float32)
+    (H,) = dplus.jacobian(dplus.grad1(lambda x: np.sum(np.sin(x) * x)))(x)
+    assert H.shape == (3, 3)
+    np.testing.assert_allclose(np.diag(H), 2 * np.cos(x) - x * np.sin(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("x", [np.array([1, 2, 3]), np.array([True, False, True]), np.arange(3, dtype=np.uint8)])
+def test_integer_and_bool_arrays_get_no_sensitivity(x):
+    # like JAX's grad(..., allow_int=True): an integer array is a constant; its gradient is
+    # zeros of its own dtype (not a float gradient, which a float argument would get)
+    g, gy = dplus.grad(lambda x, y: np.sum(x * y) + np.sum(np.sin(x)) + x[0] * y[0])(x, np.ones(3))
+    assert g.dtype == x.dtype and not g.any()
+    np.testing.assert_allclose(gy, x.astype(float) + np.eye(3)[0] * x[0])
+
+
+def test_complex_arguments_follow_one_convention():
+    # for a real L of complex z = x + iy, the gradient is dL/dx - i dL/dy (autograd's convention)
+    z = np.array([1.0 + 2.0j, -0.5 + 0.25j])
+    (g,) = dplus.grad(lambda z: np.sum(np.abs(z) ** 2))(z)
+    np.testing.assert_allclose(g, 2 * np.conj(z))
+    (g,) = dplus.grad(lambda z: np.sum(np.real(z * z)))(z)  # Re(z^2) = x^2 - y^2
+    np.testing.assert_allclose(g, 2 * z.real - 1j * (-2 * z.imag))
+    (g,) = dplus.grad(lambda z: np.sum(np.abs(z)))(z)
+    np.testing.assert_allclose(g, np.conj(z) / np.abs(z))
+    for f in (lambda z: np.sum(np.abs(np.sin(z)) ** 2), lambda z: np.real(np.sum(np.exp(z) * np.conj(z)))):
+        check_grads(f, z)
