@@ -53,8 +53,8 @@ Entry = tuple[str, Callable[..., Any], Callable[[], tuple]]
 ENTRIES: list[Entry] = [
     # ----- elementwise
     ("nan_to_num", lambda x: np.nan_to_num(x), lambda: (a(3, 2),)),
-    ("nan_to_num/inf", lambda x: np.nan_to_num(x * np.array([1.0, np.inf, -np.inf, np.nan])),
-     lambda: (a(2, 4),)),
+    ("nan_to_num/nan", lambda x, n: np.nan_to_num(np.log(x), nan=n), lambda: (np.array([0.5, -1.0, 2.0, -0.2]), 0.3)),
+    ("nan_to_num/complex", lambda z: np.nan_to_num(z), lambda: (a(3) + 1j * a(3),)),
     ("angle", lambda z: np.angle(z), lambda: (a(4) + 1j * a(4),)),
     ("angle/real", lambda x: np.angle(x + 0.5), lambda: (pos(4),)),
     ("angle/deg", lambda z: np.angle(z, deg=True), lambda: (a(4) + 1j * a(4),)),
@@ -153,6 +153,8 @@ ENTRIES: list[Entry] = [
     ("sort/axis0", lambda x: np.sort(x, axis=0), lambda: (distinct(4, 3),)),
     ("select", lambda x, y: np.select([x > 0, y > 0], [x, y * 2.0], default=-1.0), lambda: (a(5), a(5))),
     ("select/default", lambda x, y, d: np.select([x > 0], [y], default=d), lambda: (a(5), a(5), a(5))),
+    ("select/tuples", lambda x, y, d: np.select((x > 0, y > 0), (x * y, y), default=d), lambda: (a(5), a(5), a(5))),
+    ("pad/reflect-odd", lambda x: np.pad(x, 2, mode="reflect", reflect_type="odd"), lambda: (a(4),)),
     ("pad/constant", lambda x: np.pad(x, 2), lambda: (a(3, 2),)),
     ("pad/constant_values", lambda x, c: np.pad(x, ((1, 2), (0, 1)), constant_values=c), lambda: (a(3, 2), 0.7)),
     ("pad/edge", lambda x: np.pad(x, ((2, 1), (1, 3)), mode="edge"), lambda: (a(3, 2),)),
