@@ -10,3 +10,4 @@ from . import statistics  # noqa: F401
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
 from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
+from . import numpy_linalg  # noqa: F401
