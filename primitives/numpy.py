@@ -873,7 +873,7 @@ def _inv_grad(A, r, a):
 
 
 def _det_grad(A, r, a):
-    return (A * r)[..., None, None] * _T(np.linalg.inv(a))
+    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(np.linalg.inv(a))
 
 
 def _slogdet_grad(A, r, a):
