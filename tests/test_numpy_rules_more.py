@@ -14,6 +14,7 @@ import dplus
 from array_checks import check_grads
 
 rng = np.random.default_rng(2212)
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in log:RuntimeWarning")
 
 
 def arr(*shape):
@@ -139,3 +140,59 @@ def test_complex_arguments_follow_one_convention():
     np.testing.assert_allclose(g, np.conj(z) / np.abs(z))
     for f in (lambda z: np.sum(np.abs(np.sin(z)) ** 2), lambda z: np.real(np.sum(np.exp(z) * np.conj(z)))):
         check_grads(f, z)
+
+
+# ---------------------------------------------------------------------------
+# the NumPy API autograd covers, and issue #22's list: every call of the table at first
+# and second order (tests/numpy_api_table.py; run it as a script to list the gaps)
+
+from numpy_api_table import ENTRIES  # noqa: E402
+
+# second order needs sensitivities through lists (np.split's list of parts, np.select's and
+# np.linalg.multi_dot's list arguments), or a reverse pass that writes in place (np.sort
+# along an axis, primitives/numpy.py): engine limits
+SECOND_ORDER_LIMITS = {"dsplit", "dsplit/sum", "hsplit", "vsplit", "split", "array_split", "select",
+                       "select/default", "multi_dot", "sort/axis0"}
+# refused by name with a NonDifferentiableError and the fix
+REFUSED = {"pad/reflect-odd", "pad/linear_ramp", "pad/mean", "pad/maximum", "r_", "r_/scalars", "r_/slice", "r_/2d",
+           "r_/directive", "c_", "c_/2d"}
+# no rule yet: they raise UnknownTransformError when a sensitivity reaches them (never a wrong number)
+NOT_COVERED = {"median", "percentile", "quantile", "cov", "corrcoef", "convolve", "convolve/same", "correlate",
+               "vander", "qr", "eig/values", "lstsq", "block", "compress", "extract", "choose", "resize", "meshgrid",
+               "interp"}
+
+_BY_NAME = {name: (fn, make) for name, fn, make in ENTRIES}
+_COVERED = [name for name, _, _ in ENTRIES if name not in REFUSED | NOT_COVERED]
+
+
+@pytest.mark.parametrize("name", _COVERED)
+def test_numpy_api_first_order(name):
+    fn, make = _BY_NAME[name]
+    check_grads(fn, *make(), order=1)
+
+
+@pytest.mark.parametrize("name", [n for n in _COVERED if n not in SECOND_ORDER_LIMITS])
+def test_numpy_api_second_order(name):
+    fn, make = _BY_NAME[name]
+    check_grads(fn, *make(), order=2)
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER_LIMITS))
+@LISTS_AT_SECOND_ORDER
+def test_numpy_api_second_order_engine_limits(name):
+    fn, make = _BY_NAME[name]
+    check_grads(fn, *make(), order=2)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_numpy_api_refusals_name_the_fix(name):
+    fn, make = _BY_NAME[name]
+    with pytest.raises(dplus.NonDifferentiableError, match="np.concatenate|np.column_stack"):
+        check_grads(fn, *make(), order=1)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_COVERED))
+def test_numpy_api_gaps_raise(name):
+    fn, make = _BY_NAME[name]
+    with pytest.raises(dplus.UnknownTransformError):
+        check_grads(fn, *make(), order=1)
