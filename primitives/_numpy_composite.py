@@ -12,11 +12,37 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from dplus.errors import NonDifferentiableError
 from dplus.registry import register_primitive
+from dplus.rules import defnondiff
 from dplus.result import ProcResult, run_backprop
 from dplus.runtime_ops import call
 
 __all__ = ["defcomposite"]
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    if isinstance(b, (list, tuple)):
+        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if b.dtype.kind not in "fc" or a.dtype.kind not in "fc":
+        return bool(np.array_equal(a, b))
+    return bool(np.allclose(a, b, rtol=1e-6, atol=1e-12 * max(1.0, float(np.max(np.abs(b), initial=0.0))),
+                            equal_nan=True))
+
+
+def refuse_if_different(composed: Any, result: Any, fn: Any) -> None:
+    """The composition must compute what NumPy computed (up to rounding): if it does not,
+    its derivative would be a wrong number, so raise instead."""
+    if not _same_values(composed, result):
+        name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        raise NonDifferentiableError(
+            f"dplus's derivative of {name} does not apply to this call (its composition of rules computes a "
+            "different result here): this is a gap in dplus, please report it with the call")
 
 
 def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[..., ProcResult]:
@@ -30,6 +56,7 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
             # the composition runs again here, in a backprop with source, so that a higher
             # order differentiates it from its source like any rule's backprop
             composed = call(impl, *args, **kwargs)
+            refuse_if_different(composed.primal, r, fn)
             return run_backprop(composed.backprop, A, Abox)
 
         return ProcResult(r, composite_backprop)
@@ -42,3 +69,6 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
     register_primitive(fn, transform, note=note or f"numpy rule: the derivative of {impl.__name__}, a composition of "
                                                     f"rules computing {module.split('.')[0]}.{name}")
     return transform
+
+
+defnondiff(refuse_if_different, note="internal: a check of a NumPy rule")

@@ -1,6 +1,6 @@
 """NumPy linear-algebra rules beyond ``primitives.numpy`` (issue #22): ``cholesky``,
 ``eigh``, ``eigvalsh``, ``svd`` (``compute_uv=False``, or the reduced factors),
-``svdvals``, ``pinv`` (full rank), ``matrix_power``, ``multi_dot``, ``vector_norm``,
+``svdvals``, ``pinv`` and ``lstsq`` (full rank), ``matrix_power``, ``multi_dot``, ``vector_norm``,
 ``matrix_norm``. Real matrices, batched over leading axes.
 
 Conventions, stated because they decide the numbers:
@@ -172,6 +172,24 @@ def _rank_deficient(a) -> bool:
     return bool(np.any(np.linalg.matrix_rank(a) < min(np.shape(a)[-2:])))
 
 
+def _lstsq(a, b, rcond=None):
+    a = np.asarray(a)
+    m, n = np.shape(a)
+    if _rank_deficient(a):
+        raise NonDifferentiableError(
+            "dplus differentiates numpy.linalg.lstsq of full-rank matrices only: the solution is not "
+            "differentiable where the rank can change")
+    if m >= n:
+        x = np.linalg.solve(np.matmul(_T(a), a), np.matmul(_T(a), b))
+    else:
+        x = np.matmul(_T(a), np.linalg.solve(np.matmul(a, _T(a)), b))
+    if m > n:
+        residuals = np.reshape(np.sum(np.square(b - np.matmul(a, x)), axis=0), (-1,))
+    else:
+        residuals = np.zeros((0,))
+    return x, residuals, np.linalg.matrix_rank(a), np.linalg.svd(a, compute_uv=False)
+
+
 def _matrix_power(a, n):
     if n < 0:
         return _matrix_power(np.linalg.inv(a), -n)
@@ -212,7 +230,7 @@ def register_numpy_linalg_rules() -> None:
     defnondiff(la.matrix_rank, note="non-differentiable: an integer")
     defnondiff(_rank_deficient, note="internal: a test of a NumPy rule")
     defnondiff(_repeated, note="internal: a test of a NumPy rule")
-    for fn, impl in ((getattr(la, "svdvals", None), _svdvals), (la.pinv, _pinv), (la.matrix_power, _matrix_power),
+    for fn, impl in ((getattr(la, "svdvals", None), _svdvals), (la.pinv, _pinv), (la.lstsq, _lstsq), (la.matrix_power, _matrix_power),
                      (la.multi_dot, _multi_dot), (getattr(la, "vector_norm", None), _vector_norm),
                      (getattr(la, "matrix_norm", None), _matrix_norm)):
         if fn is not None:

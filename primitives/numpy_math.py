@@ -6,7 +6,9 @@ replacements), ``real_if_close``, ``angle`` (``deg=``), ``copysign`` (in its fir
 argument), ``ldexp``, ``gradient`` (spacing as numbers or coordinate arrays, both
 differentiable; ``axis``, ``edge_order`` 1 and 2), ``cumprod``, ``nanprod nanmax nanmin
 nancumsum nanvar nanstd``, ``average`` (``weights``, ``returned``), ``ptp``,
-``trapezoid``, ``vdot``, ``vecdot``, ``polyval``.
+``trapezoid``, ``vdot``, ``vecdot``, ``polyval``, ``quantile percentile median``
+(``method='linear'``, one axis or none), ``cov corrcoef`` (no weights), ``convolve
+correlate``, ``vander``, ``interp`` (no ``period``).
 
 Most are compositions of rules (``primitives._numpy_composite``): differentiable again
 at any order, with NumPy's own function computing the result.
@@ -21,6 +23,7 @@ try:
 except ImportError:  # dplus works without NumPy
     np = None
 
+from dplus.errors import NonDifferentiableError
 from dplus.linear import gen_zero
 from dplus.rules import defnondiff
 
@@ -241,6 +244,113 @@ def _polyval(p, x):
     return y
 
 
+def _quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
+              interpolation=None):
+    if method != "linear" or weights is not None or interpolation is not None or isinstance(axis, (tuple, list)):
+        raise NonDifferentiableError(
+            "dplus differentiates numpy.quantile / percentile / median with method='linear' (the default), no "
+            "weights, and one axis or none")
+    x = np.ravel(a) if axis is None else np.moveaxis(np.asarray(a), axis, -1)
+    if axis is None:
+        x = np.asarray(x)
+    ordered = np.take_along_axis(x, np.argsort(x, axis=-1), axis=-1)
+    n = np.shape(x)[-1]
+    position = np.asarray(q) * (n - 1)
+    below = np.floor(position).astype(np.intp)
+    above = np.minimum(below + 1, n - 1)
+    t = position - below
+    v = ordered[..., below] * (1.0 - t) + ordered[..., above] * t
+    if np.ndim(q):  # NumPy puts the axis of q first
+        v = np.moveaxis(v, -1, 0)
+    if keepdims:
+        v = _keep_reduced_dims(v, a, axis, np.ndim(q))
+    return v
+
+
+def _keep_reduced_dims(v, a, axis, q_ndim):
+    if axis is None:
+        return np.reshape(v, np.shape(v)[:q_ndim] + (1,) * np.ndim(a))
+    return np.expand_dims(v, q_ndim + axis % np.ndim(a))
+
+
+def _percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
+                interpolation=None):
+    return _quantile(a, np.asarray(q) / 100.0, axis=axis, method=method, keepdims=keepdims, weights=weights,
+                     interpolation=interpolation)
+
+
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def _cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    if fweights is not None or aweights is not None:
+        raise NonDifferentiableError("dplus differentiates numpy.cov without fweights/aweights")
+    X = np.atleast_2d(m)
+    if not rowvar and np.shape(X)[0] != 1:
+        X = np.transpose(X)
+    if y is not None:
+        Y = np.atleast_2d(y)
+        if not rowvar and np.shape(Y)[0] != 1:
+            Y = np.transpose(Y)
+        X = np.concatenate((X, Y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    centred = X - np.mean(X, axis=1, keepdims=True)
+    return np.squeeze(np.matmul(centred, np.transpose(np.conj(centred))) / (np.shape(X)[1] - ddof))
+
+
+def _corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    c = _cov(x, y, rowvar)
+    if np.ndim(c) == 0:
+        return c / c
+    stddev = np.sqrt(np.real(np.sum(c * np.eye(np.shape(c)[0]), axis=1)))
+    return c / stddev[:, None] / stddev[None, :]
+
+
+def _convolve(a, v, mode="full"):
+    a = np.ravel(a)
+    v = np.ravel(v)
+    if np.shape(v)[0] > np.shape(a)[0]:
+        a, v = v, a
+    n, m = np.shape(a)[0], np.shape(v)[0]
+    full = 0.0
+    for j in range(m):  # v[j] times a shifted by j
+        full = full + v[j] * np.concatenate((np.zeros(j), a, np.zeros(m - 1 - j)))
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[m - 1 : n]
+    start = (m - 1) // 2
+    return full[start : start + n]
+
+
+def _correlate(a, v, mode="valid"):
+    if np.shape(np.ravel(v))[0] > np.shape(np.ravel(a))[0]:
+        return np.conj(_convolve(v, np.flip(np.conj(a)), mode))[::-1]
+    return _convolve(a, np.flip(np.conj(v)), mode)
+
+
+def _vander(x, N=None, increasing=False):
+    n = np.shape(x)[0] if N is None else N
+    powers = np.arange(n) if increasing else np.arange(n - 1, -1, -1)
+    return np.power(np.asarray(x)[:, None], powers)
+
+
+def _interp(x, xp, fp, left=None, right=None, period=None):
+    if period is not None:
+        raise NonDifferentiableError("dplus differentiates numpy.interp without period=")
+    segment = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.shape(xp)[0] - 2)
+    x0 = np.take(xp, segment)
+    x1 = np.take(xp, segment + 1)
+    f0 = np.take(fp, segment)
+    f1 = np.take(fp, segment + 1)
+    y = f0 + (np.asarray(x) - x0) / (x1 - x0) * (f1 - f0)
+    below = np.take(fp, 0) if left is None else left
+    above = np.take(fp, -1) if right is None else right
+    return np.where(np.asarray(x) < np.take(xp, 0), below, np.where(np.asarray(x) > np.take(xp, -1), above, y))
+
+
 # ---------------------------------------------------------------------------
 # registration
 
@@ -255,11 +365,14 @@ def register_numpy_math_rules() -> None:
     defgrad(np.copysign, _copysign_grad, None)
     defgrad(np.ldexp, _ldexp_grad, None)
     defnondiff(_gradient_axes, note="internal: axes of numpy.gradient")
+    defnondiff(np.searchsorted, note="non-differentiable: an integer")
     for fn, impl in ((np.gradient, _gradient), (np.cumprod, _cumprod), (np.nanprod, _nanprod),
                      (np.nanmax, _nanmax), (np.nanmin, _nanmin), (np.nancumsum, _nancumsum), (np.nanvar, _nanvar),
                      (np.nanstd, _nanstd), (np.average, _average), (np.ptp, _ptp), (np.vdot, _vdot),
                      (np.polyval, _polyval), (getattr(np, "trapezoid", None), _trapezoid),
-                     (getattr(np, "vecdot", None), _vecdot), (np.ndarray.cumprod, _cumprod), (np.ndarray.ptp if hasattr(np.ndarray, "ptp") else None, _ptp)):
+                     (getattr(np, "vecdot", None), _vecdot), (np.ndarray.cumprod, _cumprod), (np.quantile, _quantile),
+                     (np.percentile, _percentile), (np.median, _median), (np.cov, _cov), (np.corrcoef, _corrcoef),
+                     (np.convolve, _convolve), (np.correlate, _correlate), (np.vander, _vander), (np.interp, _interp)):
         if fn is not None:
             defcomposite(fn, impl)
     for helper in (_finite_parts, _replaced_sum, _nan_to_num_x, _nan_to_num_nan, _nan_to_num_posinf,

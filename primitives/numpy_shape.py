@@ -3,7 +3,8 @@
 Covered: ``rot90 rollaxis append dsplit dstack kron partition take_along_axis select pad``
 (modes ``constant`` with differentiable ``constant_values``, ``edge``, ``reflect``,
 ``symmetric``, ``wrap``; the statistic and ramp modes raise when a sensitivity reaches
-them), ``diagflat``, ``matrix_transpose``, ``broadcast_arrays``. The index tricks
+them), ``diagflat``, ``matrix_transpose``, ``broadcast_arrays``, ``compress``,
+``extract``, ``choose``, ``meshgrid``, ``resize``. The index tricks
 ``np.r_[...]`` and ``np.c_[...]`` raise a ``NonDifferentiableError`` naming the fix
 (``np.concatenate``, ``np.column_stack``) when a sensitivity reaches them: the items of a
 subscript carry no sensitivity in dplus's engine.
@@ -256,6 +257,54 @@ def _broadcast_shape(arrays: tuple) -> tuple:
     return np.broadcast_shapes(*[np.shape(a) for a in arrays])
 
 
+def _compress(condition, a, axis=None, out=None):
+    return np.take(a, np.nonzero(condition)[0], axis=axis)
+
+
+def _extract(condition, arr):
+    return np.take(np.ravel(arr), np.nonzero(np.ravel(condition))[0])
+
+
+def _choose(a, choices, out=None, mode="raise"):
+    parts = np.broadcast_arrays(a, *choices)
+    index = parts[0]
+    n = len(choices)
+    if mode == "wrap":
+        index = np.mod(index, n)
+    elif mode == "clip":
+        index = np.clip(index, 0, n - 1)
+    stacked = np.stack(parts[1:])
+    return np.take_along_axis(stacked, np.expand_dims(index, 0), axis=0)[0]
+
+
+def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    ndim = len(xi)
+    out = ()
+    for i in range(ndim):
+        out = out + (np.reshape(xi[i], _meshgrid_view(ndim, i, indexing)),)
+    if sparse:
+        return out
+    shape = _broadcast_shape(out)
+    full = ()
+    for x in out:
+        full = full + (np.broadcast_to(x, shape),)
+    return full
+
+
+def _meshgrid_view(ndim: int, i: int, indexing: str) -> tuple:
+    position = i
+    if indexing == "xy" and ndim > 1 and i < 2:
+        position = 1 - i
+    return tuple(-1 if k == position else 1 for k in range(ndim))
+
+
+def _resize(a, new_shape):
+    flat = np.ravel(a)
+    total = int(np.prod(new_shape))
+    repeats = -(-total // np.shape(flat)[0])
+    return np.reshape(np.tile(flat, repeats)[:total], new_shape)
+
+
 # ---------------------------------------------------------------------------
 # registration
 
@@ -276,6 +325,9 @@ def register_numpy_shape_rules() -> None:
     defcomposite(np.pad, _pad)
     defcomposite(np.diagflat, _diagflat)
     defcomposite(np.broadcast_arrays, _broadcast_arrays)
+    for fn, impl in ((np.compress, _compress), (np.extract, _extract), (np.choose, _choose),
+                     (np.meshgrid, _meshgrid), (np.resize, _resize)):
+        defcomposite(fn, impl)
     if hasattr(np, "matrix_transpose"):
         defcomposite(np.matrix_transpose, _matrix_transpose)
     register_primitive(_pad_without_derivative, _pad_without_derivative_plus,
@@ -283,7 +335,8 @@ def register_numpy_shape_rules() -> None:
     register_primitive(type(np.r_).__getitem__, _concatenator_getitem_plus,
                        note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them")
     for helper in (_rollaxis_order, _inverse_order, _along_axis_index, _partition_order, _kron_layout, _pad_index,
-                   _pad_widths, _side_shape, _broadcast_shape):
+                   _pad_widths, _side_shape, _broadcast_shape,
+                   _meshgrid_view):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
     for helper in (_rot90_grad, _rollaxis_grad, _dstack_grad, _kron_vjp, _take_along_axis_grad, _partition_grad,
                    _cross_vjp, _pad_constant, _concatenator_getitem_plus):

@@ -47,6 +47,9 @@ def distinct(*shape: int) -> Any:
     return (rng.permutation(n) + rng.uniform(0.1, 0.3, size=n)).reshape(shape)
 
 
+LEVELS = np.array([0.1, 0.5, 0.95])
+QUERIES = np.array([0.5, 1.5])  # (an array made outside: built from a list inside, it would be a list at second order)
+
 # name -> (function of the differentiable arguments, argument makers)
 Entry = tuple[str, Callable[..., Any], Callable[[], tuple]]
 
@@ -86,7 +89,12 @@ ENTRIES: list[Entry] = [
     ("quantile", lambda x: np.quantile(x, 0.3, axis=0), lambda: (distinct(7, 2),)),
     ("trapezoid", lambda y: np.trapezoid(y, dx=0.5), lambda: (a(6),)),
     ("trapezoid/x", lambda y, x: np.trapezoid(y, x), lambda: (a(6), np.cumsum(pos(6)))),
+    ("quantile/array-q", lambda x: np.quantile(x, LEVELS, axis=1, keepdims=True),
+     lambda: (distinct(2, 6),)),
+    ("median/flat-keepdims", lambda x: np.median(x, keepdims=True), lambda: (distinct(3, 4),)),
+    ("percentile/array-q", lambda x: np.percentile(x, 100 * LEVELS), lambda: (distinct(9),)),
     ("cov", lambda x: np.cov(x), lambda: (a(3, 5),)),
+    ("cov/y-columns", lambda x, y: np.cov(x, y, rowvar=False, ddof=0), lambda: (a(5, 2), a(5))),
     ("corrcoef", lambda x: np.corrcoef(x), lambda: (a(3, 5),)),
     # ----- products
     ("kron", np.kron, lambda: (a(2, 3), a(3, 2))),
@@ -100,6 +108,13 @@ ENTRIES: list[Entry] = [
     ("convolve", np.convolve, lambda: (a(5), a(3))),
     ("convolve/same", lambda x, k: np.convolve(x, k, mode="same"), lambda: (a(6), a(3))),
     ("correlate", lambda x, k: np.correlate(x, k, mode="valid"), lambda: (a(6), a(3))),
+    ("correlate/full", lambda x, k: np.correlate(x, k, mode="full"), lambda: (a(5), a(3))),
+    ("correlate/same", lambda x, k: np.correlate(x, k, mode="same"), lambda: (a(6), a(4))),
+    ("correlate/longer", lambda x, k: np.correlate(x, k, mode="full"), lambda: (a(3), a(5))),
+    ("correlate/longer-same", lambda x, k: np.correlate(x, k, mode="same"), lambda: (a(3), a(6))),
+    ("convolve/longer-valid", lambda x, k: np.convolve(x, k, mode="valid"), lambda: (a(3), a(5))),
+    ("convolve/even-same", lambda x, k: np.convolve(x, k, mode="same"), lambda: (a(7), a(4))),
+    ("vander/increasing", lambda x: np.vander(x, 4, increasing=True), lambda: (a(3),)),
     ("polyval", np.polyval, lambda: (a(4), a(5))),
     ("vander", lambda x: np.vander(x, 3), lambda: (a(4),)),
     ("matrix_power", lambda m: np.linalg.matrix_power(m, 3), lambda: (a(3, 3),)),
@@ -119,6 +134,8 @@ ENTRIES: list[Entry] = [
     ("qr", lambda m: np.linalg.qr(m)[1], lambda: (a(4, 3),)),
     ("eig/values", lambda m: np.linalg.eigvals(m), lambda: (sym(3) + np.diag([5.0, 0.0, -5.0]),)),
     ("lstsq", lambda m, b: np.linalg.lstsq(m, b)[0], lambda: (a(5, 3), a(5))),
+    ("lstsq/residuals", lambda m, b: np.linalg.lstsq(m, b)[1], lambda: (a(5, 3), a(5, 2))),
+    ("lstsq/wide", lambda m, b: np.linalg.lstsq(m, b)[0], lambda: (a(2, 4), a(2))),
     ("tensorsolve-free solve/batched", np.linalg.solve, lambda: (spd(3)[None] + np.zeros((2, 1, 1)), a(2, 3, 2))),
     ("inv/batched", np.linalg.inv, lambda: (spd(3)[None] + a(2, 3, 3) * 0.1,)),
     ("det/batched", np.linalg.det, lambda: (a(2, 3, 3),)),
@@ -198,7 +215,9 @@ ENTRIES: list[Entry] = [
     ("squeeze/axis", lambda x: np.squeeze(x, axis=1), lambda: (a(3, 1, 2),)),
     ("broadcast_arrays", lambda x, y: tuple(np.broadcast_arrays(x, y)), lambda: (a(3, 1), a(4))),
     ("meshgrid", lambda x, y: tuple(np.meshgrid(x, y)), lambda: (a(3), a(2))),
-    ("interp", lambda xp: np.interp(np.array([0.5, 1.5]), np.arange(4.0), xp), lambda: (a(4),)),
+    ("interp", lambda fp: np.interp(QUERIES, np.arange(4.0), fp), lambda: (a(4),)),
+    ("interp/all", lambda x, xp, fp: np.interp(x, xp, fp, left=-1.0), lambda: (np.array([-0.5, 0.3, 1.7, 2.2, 5.0]),
+                                                                               np.array([0.0, 1.0, 1.5, 3.0]), a(4))),
 ]
 
 

@@ -152,14 +152,14 @@ from numpy_api_table import ENTRIES  # noqa: E402
 # np.linalg.multi_dot's list arguments), or a reverse pass that writes in place (np.sort
 # along an axis, primitives/numpy.py): engine limits
 SECOND_ORDER_LIMITS = {"dsplit", "dsplit/sum", "hsplit", "vsplit", "split", "array_split", "select",
-                       "select/default", "multi_dot", "sort/axis0"}
+                       "select/default", "multi_dot"}
+IN_PLACE_REVERSE = pytest.mark.xfail(
+    strict=True, reason="engine limit: np.sort's reverse pass along an axis writes in place (np.put_along_axis)")
 # refused by name with a NonDifferentiableError and the fix
 REFUSED = {"pad/reflect-odd", "pad/linear_ramp", "pad/mean", "pad/maximum", "r_", "r_/scalars", "r_/slice", "r_/2d",
            "r_/directive", "c_", "c_/2d"}
 # no rule yet: they raise UnknownTransformError when a sensitivity reaches them (never a wrong number)
-NOT_COVERED = {"median", "percentile", "quantile", "cov", "corrcoef", "convolve", "convolve/same", "correlate",
-               "vander", "qr", "eig/values", "lstsq", "block", "compress", "extract", "choose", "resize", "meshgrid",
-               "interp"}
+NOT_COVERED = {"qr", "eig/values", "block"}
 
 _BY_NAME = {name: (fn, make) for name, fn, make in ENTRIES}
 _COVERED = [name for name, _, _ in ENTRIES if name not in REFUSED | NOT_COVERED]
@@ -171,7 +171,7 @@ def test_numpy_api_first_order(name):
     check_grads(fn, *make(), order=1)
 
 
-@pytest.mark.parametrize("name", [n for n in _COVERED if n not in SECOND_ORDER_LIMITS])
+@pytest.mark.parametrize("name", [n for n in _COVERED if n not in SECOND_ORDER_LIMITS | {"sort/axis0"}])
 def test_numpy_api_second_order(name):
     fn, make = _BY_NAME[name]
     check_grads(fn, *make(), order=2)
@@ -184,10 +184,16 @@ def test_numpy_api_second_order_engine_limits(name):
     check_grads(fn, *make(), order=2)
 
 
+@IN_PLACE_REVERSE
+def test_sort_along_an_axis_second_order():
+    fn, make = _BY_NAME["sort/axis0"]
+    check_grads(fn, *make(), order=2)
+
+
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_numpy_api_refusals_name_the_fix(name):
     fn, make = _BY_NAME[name]
-    with pytest.raises(dplus.NonDifferentiableError, match="np.concatenate|np.column_stack"):
+    with pytest.raises(dplus.NonDifferentiableError, match="np.concatenate|np.column_stack|mode 'constant'"):
         check_grads(fn, *make(), order=1)
 
 
