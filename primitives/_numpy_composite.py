@@ -50,6 +50,10 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
     rules that computes what ``fn`` computes (same arguments, same result)."""
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
+        if kwargs.get("out") is not None:
+            from .numpy import _check_out
+
+            _check_out(fn, kwargs)
         r = fn(*args, **kwargs)
 
         def composite_backprop(A: Any, Abox: Any) -> tuple:
