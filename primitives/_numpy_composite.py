@@ -21,24 +21,43 @@ from dplus.runtime_ops import call
 __all__ = ["defcomposite"]
 
 
-def _same_values(a: Any, b: Any) -> bool:
+def _same_values(a: Any, b: Any, eps: float) -> bool:
     import numpy as np
 
     if isinstance(b, (list, tuple)):
-        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b))
+        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(_same_values(x, y, eps) for x, y in zip(a, b))
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
     if b.dtype.kind not in "fc" or a.dtype.kind not in "fc":
         return bool(np.array_equal(a, b))
-    return bool(np.allclose(a, b, rtol=1e-6, atol=1e-12 * max(1.0, float(np.max(np.abs(b), initial=0.0))),
+    # rounding differs between NumPy's algorithm and the composition (which runs in double
+    # precision): allow some ulps of the result's dtype, relative to its largest element
+    rtol = max(1e-6, 64 * max(eps, float(np.finfo(b.dtype).eps)))
+    return bool(np.allclose(a, b, rtol=rtol, atol=rtol * max(1.0, float(np.max(np.abs(b), initial=0.0))),
                             equal_nan=True))
 
 
-def refuse_if_different(composed: Any, result: Any, fn: Any) -> None:
-    """The composition must compute what NumPy computed (up to rounding): if it does not,
-    its derivative would be a wrong number, so raise instead."""
-    if not _same_values(composed, result):
+def widened(x: Any) -> Any:
+    """A float16/float32 (complex64) array as a double-precision one: the composition is
+    computed in double precision, and the sensitivities are given the argument's dtype after."""
+    import numpy as np
+
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        return x.astype(np.float64)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "c" and x.dtype.itemsize < 16:
+        return x.astype(np.complex128)
+    return x
+
+
+def refuse_if_different(composed: Any, result: Any, fn: Any, args: tuple) -> None:
+    """The composition must compute what NumPy computed (up to rounding in the precision of
+    the arguments): if it does not, its derivative would be a wrong number, so raise instead."""
+    import numpy as np
+
+    eps = max([float(np.finfo(a.dtype).eps) for a in args if isinstance(a, np.ndarray) and a.dtype.kind in "fc"],
+              default=0.0)
+    if not _same_values(composed, result, eps):
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
         raise NonDifferentiableError(
             f"dplus's derivative of {name} does not apply to this call (its composition of rules computes a "
@@ -59,8 +78,11 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
         def composite_backprop(A: Any, Abox: Any) -> tuple:
             # the composition runs again here, in a backprop with source, so that a higher
             # order differentiates it from its source like any rule's backprop
-            composed = call(impl, *args, **kwargs)
-            refuse_if_different(composed.primal, r, fn)
+            wide = ()
+            for a in args:
+                wide = wide + (widened(a),)
+            composed = call(impl, *wide, **kwargs)
+            refuse_if_different(composed.primal, r, fn, args)
             return run_backprop(composed.backprop, A, Abox)
 
         return ProcResult(r, composite_backprop)
@@ -69,6 +91,7 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
     transform.__dplus_derived__ = ("rule helper",)
     impl.__dplus_derived__ = ("rule helper",)
+    widened.__dplus_derived__ = ("rule helper",)
     module = getattr(fn, "__module__", None) or "numpy"
     register_primitive(fn, transform, note=note or f"numpy rule: the derivative of {impl.__name__}, a composition of "
                                                     f"rules computing {module.split('.')[0]}.{name}")

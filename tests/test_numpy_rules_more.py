@@ -202,3 +202,45 @@ def test_numpy_api_gaps_raise(name):
     fn, make = _BY_NAME[name]
     with pytest.raises(dplus.UnknownTransformError):
         check_grads(fn, *make(), order=1)
+
+
+@pytest.mark.parametrize("name", ["gradient/coords", "pad/reflect", "convolve", "correlate/longer-same",
+                                  "percentile/array-q", "interp/all", "cumprod", "average/weights", "kron",
+                                  "select/tuples", "lstsq/residuals", "cholesky", "nanstd"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_low_precision_arrays_through_the_new_rules(name, dtype):
+    fn, make = _BY_NAME[name]
+    args64 = make()
+    if dtype is np.float16 and name in ("lstsq/residuals", "cholesky"):
+        pytest.skip("NumPy's linalg has no float16")
+    args = tuple(x.astype(dtype) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x for x in args64)
+    f = dplus.define_dplus(fn) if fn.__module__ == "numpy_api_table" else fn
+
+    def loss(*a):
+        out = f(*a)
+        return np.sum(np.real(out)) if not isinstance(out, tuple) else np.sum(np.real(out[0]))
+
+    got = dplus.grad(loss)(*args)
+    want = dplus.grad(loss)(*tuple(x.astype(np.float64) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
+                                   for x in args))
+    tol = 5e-2 if dtype is np.float16 else 1e-3
+    for g, w, x in zip(got, want, args):
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            assert g.dtype == dtype
+            np.testing.assert_allclose(g.astype(float), w, rtol=tol, atol=tol * max(1.0, np.max(np.abs(w))))
+
+
+def _twice(x):
+    return 2.0 * x
+
+
+def _thrice(x):
+    return 3.0 * x
+
+
+def test_a_composition_that_computes_something_else_refuses():
+    from dplus.primitives._numpy_composite import defcomposite
+
+    defcomposite(_twice, _thrice)  # a wrong composition: its derivative must never be used
+    with pytest.raises(dplus.NonDifferentiableError, match="does not apply to this call"):
+        dplus.grad(lambda x: np.sum(_twice(x)))(np.array([1.0, 2.0]))
