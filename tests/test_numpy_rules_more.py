@@ -244,3 +244,33 @@ def test_a_composition_that_computes_something_else_refuses():
     defcomposite(_twice, _thrice)  # a wrong composition: its derivative must never be used
     with pytest.raises(dplus.NonDifferentiableError, match="does not apply to this call"):
         dplus.grad(lambda x: np.sum(_twice(x)))(np.array([1.0, 2.0]))
+
+
+def _c(*shape):
+    return rng.normal(size=shape) + 1j * rng.normal(size=shape)
+
+
+COMPLEX_CASES = {
+    "kron": (np.kron, lambda: (_c(2, 2), _c(3))),
+    "cross": (np.cross, lambda: (_c(4, 3), _c(4, 3))),
+    "pad/reflect": (lambda x: np.pad(x, 2, mode="reflect"), lambda: (_c(4),)),
+    "pad/constant": (lambda x: np.pad(x, 1), lambda: (_c(2, 3),)),
+    "gradient": (np.gradient, lambda: (_c(5),)),
+    "convolve": (np.convolve, lambda: (_c(5), _c(3))),
+    "correlate": (lambda a, v: np.correlate(a, v, "full"), lambda: (_c(5), _c(3))),
+    "select": (lambda x, y: np.select((np.real(x) > 0,), (x,), default=y), lambda: (_c(4), _c(4))),
+    "cumprod": (np.cumprod, lambda: (_c(4),)),
+    "vdot": (np.vdot, lambda: (_c(3), _c(3))),
+    "average": (lambda x: np.average(x, axis=0), lambda: (_c(3, 2),)),
+    "angle": (np.angle, lambda: (_c(4),)),
+    "nan_to_num": (np.nan_to_num, lambda: (_c(3),)),
+    "real_if_close": (np.real_if_close, lambda: (_c(3),)),
+    "cov": (np.cov, lambda: (_c(2, 4),)),
+    "polyval": (np.polyval, lambda: (_c(3), _c(4))),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_CASES))
+def test_complex_arrays_through_the_new_rules(name):
+    fn, make = COMPLEX_CASES[name]
+    check_grads(fn, *make())
