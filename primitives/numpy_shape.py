@@ -4,7 +4,7 @@ Covered: ``rot90 rollaxis append dsplit dstack kron partition take_along_axis se
 (modes ``constant`` with differentiable ``constant_values``, ``edge``, ``reflect``,
 ``symmetric``, ``wrap``; the statistic and ramp modes raise when a sensitivity reaches
 them), ``diagflat``, ``matrix_transpose``, ``broadcast_arrays``, ``compress``,
-``extract``, ``choose``, ``meshgrid``, ``resize``. The index tricks
+``extract``, ``choose``, ``meshgrid``, ``resize``, ``block``. The index tricks
 ``np.r_[...]`` and ``np.c_[...]`` raise a ``NonDifferentiableError`` naming the fix
 (``np.concatenate``, ``np.column_stack``) when a sensitivity reaches them: the items of a
 subscript carry no sensitivity in dplus's engine.
@@ -305,6 +305,33 @@ def _resize(a, new_shape):
     return np.reshape(np.tile(flat, repeats)[:total], new_shape)
 
 
+def _block(arrays):
+    depth, ndim = _block_layout(arrays)
+    return _block_level(arrays, depth, ndim, 0)
+
+
+def _block_level(arrays, depth, ndim, level):
+    if level == depth:  # a leaf: given NumPy's leading axes of length 1
+        return np.reshape(arrays, (1,) * (ndim - np.ndim(arrays)) + np.shape(arrays))
+    parts = ()
+    for i in range(len(arrays)):
+        parts = parts + (_block_level(arrays[i], depth, ndim, level + 1),)
+    return np.concatenate(parts, axis=level - depth)
+
+
+def _block_layout(arrays) -> tuple:
+    """How deep ``np.block``'s lists nest, and the dimension of its result."""
+    depth = 0
+    item = arrays
+    while isinstance(item, list):
+        depth += 1
+        item = item[0]
+    leaves = [arrays]
+    for _ in range(depth):
+        leaves = [x for part in leaves for x in part]
+    return depth, max([depth] + [np.ndim(x) for x in leaves])
+
+
 # ---------------------------------------------------------------------------
 # registration
 
@@ -326,7 +353,7 @@ def register_numpy_shape_rules() -> None:
     defcomposite(np.diagflat, _diagflat)
     defcomposite(np.broadcast_arrays, _broadcast_arrays)
     for fn, impl in ((np.compress, _compress), (np.extract, _extract), (np.choose, _choose),
-                     (np.meshgrid, _meshgrid), (np.resize, _resize)):
+                     (np.meshgrid, _meshgrid), (np.resize, _resize), (np.block, _block)):
         defcomposite(fn, impl)
     if hasattr(np, "matrix_transpose"):
         defcomposite(np.matrix_transpose, _matrix_transpose)
@@ -336,7 +363,7 @@ def register_numpy_shape_rules() -> None:
                        note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them")
     for helper in (_rollaxis_order, _inverse_order, _along_axis_index, _partition_order, _kron_layout, _pad_index,
                    _pad_widths, _side_shape, _broadcast_shape,
-                   _meshgrid_view):
+                   _meshgrid_view, _block_layout):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
     for helper in (_rot90_grad, _rollaxis_grad, _dstack_grad, _kron_vjp, _take_along_axis_grad, _partition_grad,
                    _cross_vjp, _pad_constant, _concatenator_getitem_plus):

@@ -165,6 +165,8 @@ ENTRIES: list[Entry] = [
     ("stack/axis", lambda x, y: np.stack((x, y), axis=-1), lambda: (a(2, 3), a(2, 3))),
     ("column_stack/1d", np.column_stack, lambda: (a(3),)),
     ("block", lambda x, y: np.block([[x, y], [y, x]]), lambda: (a(2, 2), a(2, 2))),
+    ("block/mixed", lambda x, y, s: np.block([[x, y], [np.zeros((1, 3)) + s, s]]), lambda: (a(2, 3), a(2, 1), 0.5)),
+    ("block/1d", lambda x, y: np.block([x, y, x]), lambda: (a(3), a(2))),
     ("partition", lambda x: np.partition(x, 2), lambda: (distinct(6),)),
     ("partition/axis", lambda x: np.partition(x, (1, 3), axis=0), lambda: (distinct(5, 3),)),
     ("sort/axis0", lambda x: np.sort(x, axis=0), lambda: (distinct(4, 3),)),

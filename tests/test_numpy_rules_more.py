@@ -148,18 +148,18 @@ def test_complex_arguments_follow_one_convention():
 
 from numpy_api_table import ENTRIES  # noqa: E402
 
-# second order needs sensitivities through lists (np.split's list of parts, np.select's and
-# np.linalg.multi_dot's list arguments), or a reverse pass that writes in place (np.sort
+# second order needs sensitivities through lists (np.split's list of parts, np.select's,
+# np.block's and np.linalg.multi_dot's list arguments), or a reverse pass that writes in place (np.sort
 # along an axis, primitives/numpy.py): engine limits
 SECOND_ORDER_LIMITS = {"dsplit", "dsplit/sum", "hsplit", "vsplit", "split", "array_split", "select",
-                       "select/default", "multi_dot"}
+                       "select/default", "multi_dot", "block", "block/mixed", "block/1d"}
 IN_PLACE_REVERSE = pytest.mark.xfail(
     strict=True, reason="engine limit: np.sort's reverse pass along an axis writes in place (np.put_along_axis)")
 # refused by name with a NonDifferentiableError and the fix
 REFUSED = {"pad/reflect-odd", "pad/linear_ramp", "pad/mean", "pad/maximum", "r_", "r_/scalars", "r_/slice", "r_/2d",
            "r_/directive", "c_", "c_/2d"}
 # no rule yet: they raise UnknownTransformError when a sensitivity reaches them (never a wrong number)
-NOT_COVERED = {"qr", "eig/values", "block"}
+NOT_COVERED = {"qr", "eig/values"}
 
 _BY_NAME = {name: (fn, make) for name, fn, make in ENTRIES}
 _COVERED = [name for name, _, _ in ENTRIES if name not in REFUSED | NOT_COVERED]
