@@ -53,7 +53,8 @@ in [Supported Python](language.md) and [Containers and mutation](containers.md).
 
 Left out of this listing: dplus's own engine functions (registered so that derivatives of
 derivatives work), private helpers and entries marked internal. The NumPy rules are
-registered only when NumPy is installed; this listing was generated with it.
+registered only when NumPy is installed, the SciPy rules when the program imports
+`scipy.special` or `scipy.linalg`; this listing was generated with both.
 """
 
 
@@ -63,6 +64,8 @@ def module_and_name(fn: Any) -> tuple[str, str]:
     if owner is not None:
         return _MODULE_ALIASES.get(owner.__module__, owner.__module__), fn.__qualname__
     module = getattr(fn, "__module__", None)
+    if module is None and type(fn).__name__ == "ufunc":  # scipy.special's ufuncs name no module
+        module = _scipy_special_name_of(fn)
     self = getattr(fn, "__self__", None)
     if module is None and isinstance(self, type):  # classmethods of builtin types: chain.from_iterable
         module = self.__module__
@@ -72,6 +75,25 @@ def module_and_name(fn: Any) -> tuple[str, str]:
     parts = module.split(".")
     module = ".".join([parts[0]] + [p for p in parts[1:] if not p.startswith("_")])
     return _MODULE_ALIASES.get(module, module), name
+
+
+def _scipy_special_name_of(fn: Any) -> str | None:
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, getattr(fn, "__name__", ""), None) is fn:
+        return "scipy.special"
+    return None
+
+
+def _load_scipy_rules() -> None:
+    """Import SciPy's modules, so that their rules are registered and listed."""
+    try:
+        import scipy.linalg  # noqa: F401
+        import scipy.special  # noqa: F401
+    except ImportError:
+        return
+    from dplus.registry import _load_imported_lazy_rules
+
+    _load_imported_lazy_rules()
 
 
 def is_listed(fn: Any, note: str) -> bool:
@@ -154,6 +176,22 @@ def gradient_functions(fn: Any, transform: Any) -> tuple | None:
     return None
 
 
+def _rule_module(transform: Any) -> str:
+    """The rule family a transform comes from: the module of the gradient functions, joint
+    gradient or composition it was built from, else of the transform itself."""
+    found = _closure_vars(transform)
+    if callable(found.get("general")):
+        found = {**_closure_vars(found["general"]), **found}
+    grads = found.get("grads")
+    candidates = [g for g in grads if callable(g)] if isinstance(grads, tuple) else []
+    candidates += [found[k] for k in ("vjp", "impl") if callable(found.get(k))]
+    for g in candidates:
+        module = getattr(g, "__module__", None) or ""
+        if module.startswith("dplus.primitives"):
+            return module
+    return getattr(transform, "__module__", None) or ""
+
+
 def _informative(note: str) -> bool:
     """Notes that only repeat the function's name say nothing."""
     return bool(note) and not note.startswith(("operator rule:", "numpy rule:"))
@@ -186,7 +224,7 @@ def describe_rule(fn: Any, transform: Any, note: str) -> str:
     doc = (getattr(transform, "__doc__", None) or "").strip()
     if doc:
         return _text(doc.split("\n\n")[0])
-    where = getattr(transform, "__module__", None) or ""
+    where = _rule_module(transform)
     if not where.startswith("dplus.primitives"):
         return "rule registered by dplus's engine"
     return f"rule in `{where}` (see its module docs)"
@@ -195,6 +233,7 @@ def describe_rule(fn: Any, transform: Any, note: str) -> str:
 def render() -> str:
     groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
     seen: set[tuple[str, str]] = set()
+    _load_scipy_rules()
     for fn, transform, note in registered_primitives():
         if not is_listed(fn, note):
             continue

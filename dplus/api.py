@@ -327,7 +327,7 @@ def _number_gradient(fplus: Any, args: tuple) -> tuple:
     return boundary(args, out, Abox)
 
 
-def _grad_inside(f: Any, *rest: Any, **kwargs: Any) -> ProcResult:
+def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     """``grad(f)`` (``grad(f, sensitivity)``) called inside differentiated code: ``f`` is
     already a plus-function there. The sensitivity given gets the part of the gradient
     function's closure sensitivity for it, by position or by keyword as it was passed."""

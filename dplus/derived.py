@@ -247,7 +247,7 @@ def jax_style_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_au
     return jax_grad_fn
 
 
-def _jax_style_inside(f: Any, *rest: Any, **options: Any) -> Any:
+def _jax_style_inside(f: Any, /, *rest: Any, **options: Any) -> Any:
     raise NonDifferentiableError(
         "value_and_grad(f) and grad(f, argnums=..., has_aux=...) are not differentiable again yet: inside a "
         "function being differentiated, use dplus.grad(f) (one gradient per positional argument) and index its result"

@@ -151,7 +151,7 @@ def _operator_result(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, operator_backprop)
 
 
-def _call_tower(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform.
 
     With keyword arguments, the backprop's last element is the dict of their
@@ -293,7 +293,7 @@ def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
     return _shift_callee(bp(A, Abox))
 
 
-def _call_plus_tower(P: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def _call_plus_tower(P: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
     if kwargs:
         names = runtime_ops.plain_parameters(_resolved(P), args, kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ __all__ = [
     "primal_of_transform",
     "register_next_order_form",
     "next_order_form",
+    "register_lazy_rules",
 ]
 
 Transform = Callable[..., ProcResult]
@@ -97,12 +99,35 @@ def register_backprop(fn: Any, *, note: str = "") -> Callable[[Callable[..., Any
     return decorate
 
 
+# module name -> the loader of the rules for its functions, run once that module is imported
+_LAZY_RULES: dict[str, Callable[[], None]] = {}
+
+
+def register_lazy_rules(module: str, loader: Callable[[], None]) -> None:
+    """Register the rules of an optional library (``scipy.special``) when the user imports it:
+    at once if it is imported already, else at the first lookup after it is. dplus never
+    imports the library itself, so it works, and starts as fast, without it."""
+    if module in sys.modules:
+        loader()
+    else:
+        _LAZY_RULES[module] = loader
+
+
+def _load_imported_lazy_rules() -> bool:
+    imported = [m for m in _LAZY_RULES if m in sys.modules]
+    for module in imported:
+        _LAZY_RULES.pop(module)()
+    return bool(imported)
+
+
 def lookup_transform(fn: Any) -> Transform | None:
     """The registered transform of ``fn``, bound methods of builtin types included."""
     try:
         t = _TRANSFORMS.get(fn)
     except TypeError:
         return None
+    if t is None and _LAZY_RULES and _load_imported_lazy_rules():
+        t = _TRANSFORMS.get(fn)
     if t is not None:
         return t
     tf = type(fn)

@@ -88,7 +88,7 @@ def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
     return _outermost(bp, (A, Abox), {})
 
 
-def call_plus(P: Backprop, *args: Any, **kwargs: Any) -> ProcResult:
+def call_plus(P: Backprop, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``P(*args)``: call a plus-function captured from outside transformed code.
 
     Written this way (rather than ``P(*args)``) wherever dplus's own transformable code

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import sys
 import types
 from typing import Any, Callable
 
@@ -119,7 +120,7 @@ def _is_rule_closure(f: types.FunctionType) -> bool:
     return module.startswith("dplus.primitives.") or (module.startswith("dplus.") and "<locals>" in f.__qualname__)
 
 
-def apply_transform(T: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def apply_transform(T: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``T(*args)`` for a rule's transform ``T`` that runtime code looked up.
 
     A function rather than a plain call so that, when the runtime code is itself
@@ -128,7 +129,7 @@ def apply_transform(T: Any, *args: Any, **kwargs: Any) -> ProcResult:
     return T(*args, **kwargs)
 
 
-def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def call(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` in transformed code: its transform, with the given arguments."""
     return lift(f)(*args, **kwargs)
 
@@ -656,7 +657,7 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
     if type(v) is bool or is_atom(v):
         return None
     if is_number(v) or is_ndarray(v):
-        return zero(v) if s is gen_zero or s is None else s
+        return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
     if callable(v):
         vals = closure_values(v)
         if s is gen_zero or s is None:
@@ -670,6 +671,27 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         entry = Abox.get(v) if Abox is not None else gen_zero
         return _fold_mapping(object_attributes(v), s, entry, Abox, _memo, key)
     return coerce_zero(s, v)
+
+
+def conform_numpy_sensitivity(v: Any, s: Any) -> Any:
+    """A NumPy argument's sensitivity as the user sees it: of the argument's dtype (a float32
+    array or scalar gets a float32 gradient, as in autograd), zeros for an integer or bool
+    array (a constant, as with JAX's ``allow_int``), real for a real argument."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(v, (np.ndarray, np.generic)):
+        return s
+    dtype = v.dtype
+    if isinstance(s, (np.ndarray, np.generic)) and s.dtype == dtype:
+        return s
+    if dtype.kind in "biu":
+        return zero(v) if isinstance(v, np.ndarray) else s  # (NumPy integer scalars count as numbers)
+    if dtype.kind not in "fc":
+        return s
+    if dtype.kind == "f" and np.iscomplexobj(s):
+        s = np.real(s)
+    if isinstance(v, np.ndarray):
+        return np.asarray(s).astype(dtype) if np.shape(s) == v.shape else s
+    return dtype.type(s) if np.ndim(s) == 0 else s
 
 
 def fold_float_list(snap: Snapshot, Abox: BoxSensitivities | None) -> list | None:

@@ -81,7 +81,7 @@ def replay_segment(program: tuple, rec: tuple, adjoints: tuple, Abox: BoxSensiti
     return tuple([Z if k < 0 else adj[k] for k in result])
 
 
-def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def call(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """Call ``f`` from transformed code: a plus-function directly, anything else lifted."""
     if not kwargs:
         tf = type(f)
@@ -180,7 +180,7 @@ def _is_value(x: Any) -> bool:
     return t in _NUMERIC or is_number(x) or is_ndarray(x) or x is Z or t is bool
 
 
-def call_on_constants(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def call_on_constants(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``call(f, ...)`` where the callee is a module-level name and every argument is a
     literal or a module-level name (``np.ptp(W)``): when ``f`` is unknown (run by the
     default policy) and no argument holds a list, dict or object that this run could have
@@ -418,7 +418,7 @@ class LiveIteration:
         return self.it
 
 
-def live_iteration(fn: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``call(fn, *args, **kwargs)`` for the iterable of a ``for`` loop whose body may write into
     a list: for ``zip``, ``enumerate`` and ``reversed`` of lists, a :class:`LiveIteration` (the
     loop's router sends each item's sensitivity to the positions it read); otherwise the rule."""
@@ -1000,7 +1000,7 @@ def write_back(obj: Any, kind: Any, Abox: BoxSensitivities) -> Any:
 _METHODS: dict[tuple[type, str], Any] = {}
 
 
-def callmethod(obj: Any, name: str, *args: Any, **kwargs: Any) -> ProcResult:
+def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
     t = type(obj)
     key = (t, name)

@@ -141,7 +141,7 @@ class _Unspecialized:
         self.f = f
         self.plus: Callable[..., ProcResult] | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> ProcResult:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> ProcResult:
         if self.plus is None:
             f = self.f
             compiled = _UNSPECIALIZED.get(f.__code__)

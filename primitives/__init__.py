@@ -1,5 +1,7 @@
 """The derivative rules of dplus, one module per family. Importing this package registers them."""
 
+from dplus.registry import register_lazy_rules
+
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
 from . import containers  # noqa: F401
@@ -9,3 +11,20 @@ from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
+from . import numpy_shape  # noqa: F401
+from . import numpy_math  # noqa: F401
+from . import numpy_linalg  # noqa: F401
+
+
+def _load_scipy_special() -> None:
+    from . import scipy_special  # noqa: F401
+
+
+def _load_scipy_linalg() -> None:
+    from . import scipy_linalg  # noqa: F401
+
+
+# SciPy is an optional extra, never imported by dplus: its rules are registered once the
+# program imports the SciPy module
+register_lazy_rules("scipy.special", _load_scipy_special)
+register_lazy_rules("scipy.linalg", _load_scipy_linalg)

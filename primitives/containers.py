@@ -952,7 +952,7 @@ def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     return ProcResult(v, setdefault_backprop)
 
 
-def dict_update_plus(d: dict, *args: Any, **kwargs: Any) -> ProcResult:
+def dict_update_plus(d: dict, /, *args: Any, **kwargs: Any) -> ProcResult:
     pairs = None
     if args and not isinstance(args[0], dict) and not hasattr(args[0], "keys"):
         # (read once, before dict() would consume an iterator)
@@ -1196,7 +1196,7 @@ register_primitive(set_box, set_box_plus)
 register_primitive(operator.getitem, getitem_plus, note="xs[i], d[k], t[i], a[idx]")
 register_primitive(operator.setitem, setitem_plus)
 register_primitive(operator.delitem, delitem_plus)
-def partial_plus(func: Any, *args: Any, **kwargs: Any) -> ProcResult:
+def partial_plus(func: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``functools.partial(func, *args, **kwargs)``: its sensitivity is (A_func, A_args, A_keywords)."""
     p = functools.partial(func, *args, **kwargs)
     n = len(args)

@@ -98,9 +98,9 @@ def fit(g: Any, v: Any) -> Any:
     if g is Z or g is None:
         return g
     if type(v) is _ndarray:
-        if type(g) is _ndarray and g.shape == v.shape and (g.dtype.kind != "c" or v.dtype.kind == "c"):
+        if type(g) is _ndarray and g.shape == v.shape and g.dtype == v.dtype:
             return g
-        if v.dtype.kind == "b":
+        if v.dtype.kind in "biu":  # integer and bool arrays are constants: no sensitivity
             return Z
     elif isinstance(v, (list, tuple)):
         if isinstance(g, (list, tuple)):  # already one sensitivity per element
@@ -710,6 +710,8 @@ def _dot_vjp(A, r, a, b, out=None):
         return _matmul_grads(A, a, b)
     a = np.asarray(a)
     b = np.asarray(b)
+    if bn == 1:  # np.dot(a, b)[i...] = sum_m a[i..., m] b[m]
+        return np.expand_dims(A, -1) * b, np.tensordot(A, a, an - 1)
     # np.dot(a, b)[i..., j..., k] = sum_m a[i..., m] b[j..., m, k]
     ga = np.tensordot(A, np.swapaxes(b, -1, -2), bn - 1)
     gb = np.swapaxes(np.tensordot(A, a, [list(range(-an - bn + 2, -bn + 1)), list(range(an - 1))]), -1, -2)
@@ -871,7 +873,7 @@ def _inv_grad(A, r, a):
 
 
 def _det_grad(A, r, a):
-    return (A * r)[..., None, None] * _T(np.linalg.inv(a))
+    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(np.linalg.inv(a))
 
 
 def _slogdet_grad(A, r, a):
@@ -1021,8 +1023,9 @@ def _vstack_grad(A, r, tup, dtype=None, casting=None):
 
 
 def _column_stack_grad(A, r, tup):
+    # as np.column_stack reads them: a 1-D array is a column, a number a 1x1 block
     arrs = [np.asarray(e) for e in tup]
-    arrs = [e[:, None] if e.ndim < 2 else e for e in arrs]
+    arrs = [np.transpose(np.array(e, ndmin=2)) if e.ndim < 2 else e for e in arrs]
     return _pieces_like(_split_pieces(np.asarray(A), arrs, 1), tup)
 
 
@@ -1133,8 +1136,7 @@ def _array_grad(A, r, obj, *args, **kwargs):
 def _astype_grad(A, r, a, dtype, *args, **kwargs):
     if r.dtype.kind not in "fc":
         return Z
-    x = np.asarray(a)
-    return np.asarray(A).astype(np.result_type(x.dtype, float) if x.dtype.kind not in "fc" else x.dtype)
+    return A  # fit gives it a's dtype (the real part for a real a)
 
 
 def _item_grad(A, r, a, *args):
@@ -1491,6 +1493,8 @@ def _fit_plus(g: Any, v: Any) -> ProcResult:
     def fit_backprop(A: Any, Abox: Any) -> tuple:
         if A is Z or A is None or g is Z or g is None:
             return _Z2
+        if isinstance(g, (list, tuple)):  # fit passed it through: one sensitivity per element
+            return ((), A, Z)
         if isinstance(A, (list, tuple)):
             A = np.asarray(A)
         if np.ndim(g) != np.ndim(A) or np.shape(g) != np.shape(A):

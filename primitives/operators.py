@@ -118,11 +118,13 @@ def _fit_slow(g: Any, v: Any) -> Any:
         if isinstance(v, np.bool_):
             return gen_zero
         if isinstance(v, np.ndarray):
-            if v.dtype == np.bool_:
+            if v.dtype.kind in "biu":  # integer and bool arrays are constants: no sensitivity
                 return gen_zero
             g = _unbroadcast(np, np.asarray(g) if not isinstance(g, np.ndarray) else g, v.shape)
             if np.iscomplexobj(g) and not np.iscomplexobj(v):
                 g = g.real
+            if g.dtype != v.dtype and v.dtype.kind in "fc":  # a float32 array gets a float32 sensitivity
+                g = g.astype(v.dtype)
             return g
         if isinstance(v, (list, tuple)) and isinstance(g, np.ndarray):
             # a nested sequence that NumPy converted: give back the same nesting
