@@ -1733,9 +1733,16 @@ class FunctionBuilder:
                 fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
                 star_lens[i] = ln
                 record.append(ln)
-        for k in keywords:
+        double_star_keys: dict[int, str] = {}
+        for j, k in enumerate(keywords):
             if isinstance(k.value, ast.Name) and k.value.id not in record:
                 record.append(k.value.id)
+            if k.arg is None and isinstance(k.value, ast.Name):
+                # the keys the call read: the dict may shrink or grow before the reverse runs
+                keys = self.namer.fresh("keys")
+                fwd.insert(0, assign(keys, call(self.helper(tuple, "tuple"), clone(k.value))))
+                double_star_keys[j] = keys
+                record.append(keys)
         is_callee_var = callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)
 
         def rev(acc: _AdjointAccumulator) -> None:
@@ -1773,12 +1780,12 @@ class FunctionBuilder:
                 if isinstance(a, ast.Name) and a.id not in self.const_names:
                     acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
                 fixed += 1
-            for k in keywords:
+            for j, k in enumerate(keywords):
                 if not isinstance(k.value, ast.Name):
                     continue
                 if k.arg is None:
                     kw = call(self.rt("keyword_sensitivities"), N(g), position())
-                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(k.value.id)))
+                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(double_star_keys[j])))
                 else:
                     # (one operation with a rule of its own: no dict operations at the next order)
                     acc.add_value(k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg)))

@@ -291,8 +291,9 @@ def call_plus_keywords(P: Any, args: tuple, names: tuple, values: tuple) -> Proc
     return call_plus(P, *args, **dict(zip(names, values)))
 
 
-def double_star_sensitivity(kw: dict, d: dict) -> Any:
-    out = {k: kw.get(k, Z) for k in d}
+def double_star_sensitivity(kw: dict, keys: tuple) -> Any:
+    """The sensitivity of a dict passed as ``**d``, for the ``keys`` it held at the call."""
+    out = {k: kw.get(k, Z) for k in keys}
     return out if any(v is not Z for v in out.values()) else Z
 
 
