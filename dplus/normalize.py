@@ -600,6 +600,12 @@ class Normalizer:
             orelse = [_assign(test.id, ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s.orelse[0]),
                       ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), s.orelse[0])]
         final = self.sub(s.finalbody)
+        if not handlers and not final:
+            # ``try: ... finally: pass``: the body alone does the same (an exception leaves it as it
+            # would leave the try), and a try with neither handlers nor a finally does not compile
+            for st in body:
+                self.emit(st)
+            return
         self.emit(ast.copy_location(ast.Try(body=body or [ast.Pass()], handlers=handlers, orelse=orelse, finalbody=final), s))
 
     def s_TryStar(self, s: ast.AST) -> None:

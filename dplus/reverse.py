@@ -2357,7 +2357,7 @@ class FunctionBuilder:
                    ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
         else:  # try/finally: the body either completes (then "else" runs) or the exception leaves
             fwd = [assign(p, C(0)), self.mark(mark),
-                   ast.Try(body=body_fwd + else_fwd, handlers=[], orelse=[], finalbody=ff)]
+                   ast.Try(body=body_fwd + else_fwd, handlers=[], orelse=[], finalbody=ff or [ast.Pass()])]
         hv = self.namer.fresh("handler")
         rev: list[ast.stmt] = list(fr)
         rev.extend(self.pop_into([p, hv]))

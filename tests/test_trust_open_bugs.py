@@ -6,6 +6,9 @@ paths and under ``general_paths_only()``, and at second order where dplus suppor
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 import dplus
@@ -104,3 +107,160 @@ def test_double_star_local_dict_popped(args):
 def test_star_list_shrunk_after_the_call(xs, general):
     with on_path(general):
         check_fd(star_list_then_pop, list(xs))
+
+
+# ---------------------------------------------------------------------------
+# N3: ``try: ... finally: pass`` (a try whose finally is empty once normalised)
+
+
+def try_finally_pass(x):
+    try:
+        y = x * 2.0
+    finally:
+        pass
+    return y * x
+
+
+def try_finally_pass_in_loop_with_return(x, y):
+    for k in range(3):
+        try:
+            y = y * x + 0.5
+            if y > 4.0:
+                return y * y
+        finally:
+            pass
+    return y + x
+
+
+def try_except_finally_pass(x):
+    try:
+        y = math.sin(x)
+    except ValueError:
+        y = x
+    finally:
+        pass
+    return y * x
+
+
+@pytest.mark.parametrize("x", [0.5, -1.3, 2.2])
+def test_try_finally_pass(x):
+    check_first_order(try_finally_pass, x)
+    check_first_order(try_except_finally_pass, x)
+    check_second_order(try_finally_pass, x)
+    check_second_order(try_except_finally_pass, x)
+
+
+@pytest.mark.parametrize("args", [(0.5, 1.0), (1.5, 2.0), (-0.7, 0.3), (1.2, 1.1)])
+def test_try_finally_pass_with_early_return(args):
+    check_first_order(try_finally_pass_in_loop_with_return, *args)
+    check_second_order(try_finally_pass_in_loop_with_return, *args)
+
+
+# ---------------------------------------------------------------------------
+# N1: in place on a fresh local array that a loop's body makes anew before changing it
+
+
+def fresh_each_iteration(A):
+    v = 0.0
+    for i in range(2):
+        a = A * 1.0
+        a -= 0.5
+        v = v + float(np.sum(a))
+    return v
+
+
+def fresh_row_each_iteration(A):
+    v = 0.0
+    for row in A:
+        a = row * row
+        a *= row
+        a -= 0.5
+        v = v + np.sum(a * a)
+    return v
+
+
+def fresh_arrays_kept_in_a_list(A):
+    kept = []
+    for i in range(3):
+        a = A * float(i + 1)
+        a -= 0.5
+        kept.append(a)
+    return np.sum(kept[0] * kept[2]) + np.sum(kept[1])
+
+
+def same_array_kept_in_a_list(A):
+    kept = []
+    a = A * 1.0
+    for i in range(3):
+        kept.append(a)
+        a -= 0.5     # changes the array the list already holds: Python's list sees it
+    return np.sum(kept[0] * kept[2])
+
+
+def renewed_after_the_change(A):
+    kept = []
+    a = A * 1.0
+    for i in range(3):
+        kept.append(a)
+        a -= 0.5     # the array of the previous iteration's renewal, which the list holds
+        a = A * 2.0
+    return np.sum(kept[0] * kept[2])
+
+
+def fresh_each_iteration_nonlinear(x):
+    v = 0.0
+    for k in range(2):
+        a = x * x * (k + 1.0)
+        a *= x
+        a -= 0.5
+        v = v + np.sum(a * a)
+    return v
+
+
+def array_gradient_fd(f, A, eps=1e-6):
+    out = np.zeros_like(A)
+    for idx in np.ndindex(A.shape):
+        up, down = A.copy(), A.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        out[idx] = (f(up) - f(down)) / (2 * eps)
+    return out
+
+
+def array_hessian(f):
+    return dplus.jacobian(dplus.grad1(f))
+
+
+ARRAYS = [np.array([[0.3, -1.2, 0.8], [1.5, 0.1, -0.4]]), np.array([[2.0, 0.7, -0.9], [-1.1, 0.6, 1.3]]),
+          np.ones((2, 3)) * 1.5]
+
+
+@BOTH_PATHS
+@pytest.mark.parametrize("f", [fresh_each_iteration, fresh_row_each_iteration, fresh_arrays_kept_in_a_list,
+                               fresh_each_iteration_nonlinear])
+@pytest.mark.parametrize("A", ARRAYS, ids=["A0", "A1", "A2"])
+def test_in_place_on_an_array_made_anew_each_iteration(f, A, general):
+    with on_path(general):
+        r = dplus.dplus(f)(A.copy())
+        assert np.isclose(r.primal, f(A.copy()), rtol=1e-14)
+        (g,) = dplus.grad(f)(A.copy())
+    assert np.allclose(g, array_gradient_fd(f, A), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("x", [A[0] for A in ARRAYS], ids=["x0", "x1", "x2"])
+def test_in_place_on_an_array_made_anew_each_iteration_second_order(x):
+    f = fresh_each_iteration_nonlinear
+    (H,) = array_hessian(f)(x.copy())
+    fd = np.zeros((x.size, x.size))
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = 1e-4
+        fd[:, i] = (array_gradient_fd(f, x + e) - array_gradient_fd(f, x - e)) / 2e-4
+    assert np.allclose(H, fd, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("f", [same_array_kept_in_a_list, renewed_after_the_change])
+def test_in_place_on_an_array_a_list_still_holds_is_refused(f):
+    for general in (False, True):
+        with on_path(general), pytest.raises(dplus.NonDifferentiableError, match="in place"):
+            dplus.grad(f)(ARRAYS[0].copy())
