@@ -264,3 +264,90 @@ def test_in_place_on_an_array_a_list_still_holds_is_refused(f):
     for general in (False, True):
         with on_path(general), pytest.raises(dplus.NonDifferentiableError, match="in place"):
             dplus.grad(f)(ARRAYS[0].copy())
+
+
+# ---------------------------------------------------------------------------
+# dplus.jacobian and dplus.hessian called inside differentiated code (were a raw AttributeError)
+
+X3 = np.array([0.5, -1.0, 2.0])
+
+
+def jacobian_of_closure_over_array(s):
+    (J,) = dplus.jacobian(lambda a: a * a * s)(X3)
+    return np.sum(J)
+
+
+def jacobian_of_closure_nonlinear(s):
+    (J,) = dplus.jacobian(lambda a: np.sin(a * s) * a)(X3)
+    return np.sum(J * J)
+
+
+def jacobian_of_closure_two_numbers(s, t):
+    g = dplus.jacobian(lambda a, b: a * a * s + math.sin(b * t))(0.7, 0.3)
+    return g[0] * g[1]
+
+
+def jacobian_of_closure_tuple_result(s):
+    J = dplus.jacobian(lambda a: (a * s, a * a * s))(1.5)
+    return J[0][0] + J[1][0] * s
+
+
+def cube_sum(a):
+    return np.sum(a * a * a)
+
+
+def hessian_of_module_function(s):
+    ((H,),) = dplus.hessian(cube_sum)(X3 * s)
+    return np.sum(H * H)
+
+
+def product_cubed(a, b):
+    return a * a * b * a
+
+
+def jacobian_of_module_function(s):
+    J = dplus.jacobian(product_cubed)(s, 2.0 * s)
+    return J[0] + J[1] * s
+
+
+def fd_scalar_gradient(F, args, eps=1e-6):
+    out = []
+    for i in range(len(args)):
+        up, down = list(args), list(args)
+        up[i] += eps
+        down[i] -= eps
+        out.append(float(F(*up) - F(*down)) / (2 * eps))
+    return out
+
+
+@BOTH_PATHS
+@pytest.mark.parametrize("F,n", [(jacobian_of_closure_over_array, 1), (jacobian_of_closure_nonlinear, 1),
+                                 (jacobian_of_closure_two_numbers, 2), (jacobian_of_closure_tuple_result, 1),
+                                 (hessian_of_module_function, 1), (jacobian_of_module_function, 1)])
+@pytest.mark.parametrize("point", [(1.2, -0.4), (-0.7, 0.9), (0.3, 1.6)])
+def test_jacobian_and_hessian_inside_differentiated_code(F, n, point, general):
+    args = point[:n]
+    with on_path(general):
+        g = dplus.grad(F)(*args)
+    assert np.allclose([float(v) for v in g], fd_scalar_gradient(F, args), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("s", [0.7, -1.1, 1.9])
+def test_jacobian_inside_differentiated_code_second_order(s):
+    # J = (3 a^2 b, a^3) at a = s, b = 2 s: F(s) = 6 s^3 + s^4, F'' = 36 s + 12 s^2
+    (((h,),),) = (dplus.hessian(jacobian_of_module_function)(s),)
+    assert math.isclose(h, 36.0 * s + 12.0 * s * s, rel_tol=1e-9)
+    fd = (dplus.grad1(jacobian_of_module_function)(s + 1e-5) - dplus.grad1(jacobian_of_module_function)(s - 1e-5)) / 2e-5
+    assert math.isclose(h, fd, rel_tol=1e-5)
+
+
+def test_hessian_of_a_function_of_one_array():
+    for x in (X3, np.array([[0.3, -0.2], [1.1, 0.4]])):
+        ((H,),) = dplus.hessian(cube_sum)(x)
+        assert H.shape == x.shape + x.shape
+        assert np.allclose(H.reshape(x.size, x.size), np.diag(6 * x.ravel()))
+
+
+def test_jacobian_of_a_closure_inside_refuses_at_second_order():
+    with pytest.raises(dplus.DplusError, match="defined inside the function being differentiated"):
+        dplus.hessian(jacobian_of_closure_two_numbers)(0.8, -0.4)
