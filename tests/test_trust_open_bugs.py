@@ -351,3 +351,53 @@ def test_hessian_of_a_function_of_one_array():
 def test_jacobian_of_a_closure_inside_refuses_at_second_order():
     with pytest.raises(dplus.DplusError, match="defined inside the function being differentiated"):
         dplus.hessian(jacobian_of_closure_two_numbers)(0.8, -0.4)
+
+
+# ---------------------------------------------------------------------------
+# C1: the fuzz checker's float32 differences crossed a kink the gradient does not see
+
+KINK_NEAR_ZERO = '''
+import numpy as np
+
+def f(A4):
+    a10 = np.where(A4 > 0, A4, 0.5) * A4
+    return float(np.sum(a10[a10 > 0]))
+'''
+
+PLANTED_FLOAT32_BUG = '''
+import numpy as np
+import dplus
+
+def planted_cube(a):
+    return a * a * a
+
+@dplus.register_backprop(planted_cube)
+def _planted_cube_backprop(a):
+    return lambda A, Abox: ((), 2.0 * a * a * A)    # wrong on purpose: 3 a**2
+
+def f(A4):
+    return float(np.sum(planted_cube(A4) + A4))
+'''
+
+
+def fuzz_program(source, *args):
+    from tests.fuzz.generator import Program
+
+    return Program(source=source, args=args, features=frozenset({"numpy", "float32_arrays"}))
+
+
+def test_checker_does_not_report_a_float32_kink_crossing():
+    from tests.fuzz.checker import Checker
+
+    A = np.array([-0.001565, 0.7, -0.3], dtype=np.float32)
+    outcome = Checker().check(fuzz_program(KINK_NEAR_ZERO, A))
+    assert outcome.status == "ok", (outcome.kind, outcome.detail)
+    assert outcome.partials == 3
+
+
+def test_checker_still_catches_a_wrong_float32_gradient():
+    from tests.fuzz.checker import Checker
+
+    A = np.array([0.4, -1.3, 0.9], dtype=np.float32)
+    outcome = Checker().check(fuzz_program(PLANTED_FLOAT32_BUG, A))
+    assert outcome.status == "wrong" and outcome.kind == "gradient", (outcome.status, outcome.kind)
