@@ -1466,9 +1466,10 @@ class FunctionBuilder:
                            "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
-            if getattr(v, "dp_live", False) and not self.nestable:
-                # the iterable of a loop that may write into the lists it reads: Python's live iterator
-                plus = self.rt("live_iteration")
+            if getattr(v, "dp_live", False):
+                # a lazy builtin's iterator whose laziness the program may see (a loop that may
+                # change what it reads, or kept for later): Python's live iterator
+                plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
             else:
                 plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
             return self.call_like(name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
@@ -1879,7 +1880,10 @@ class FunctionBuilder:
         rec_it = it.id if isinstance(it, ast.Name) else None
         itv = self.namer.fresh("it")
         A_t = self.adj(target)
-        batched = self.fast and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
+        # (a live iterator's items are routed as each iteration is reversed: map's calls of
+        # its function read variables the body may rebind, and their backprops must run then)
+        batched = self.fast and not getattr(s, "dp_live_iter", False) and (
+            getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
         parts = self.segment_log[logged:]
         if (batched and not getattr(s, "dp_stop", None) and len(parts) == 1 and parts[0] is not None
                 and all(isinstance(st, ast.Assign) for st in s.body)):

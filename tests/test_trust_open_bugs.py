@@ -401,3 +401,102 @@ def test_checker_still_catches_a_wrong_float32_gradient():
     A = np.array([0.4, -1.3, 0.9], dtype=np.float32)
     outcome = Checker().check(fuzz_program(PLANTED_FLOAT32_BUG, A))
     assert outcome.status == "wrong" and outcome.kind == "gradient", (outcome.status, outcome.kind)
+
+
+# ---------------------------------------------------------------------------
+# F7: map / filter / zip / enumerate / reversed are Python's lazy iterators where the program
+# could tell (values read when Python reads them), with sensitivities routed back
+
+
+def map_reads_rebound_variable(x1, x2, x):
+    xs = [x1, x2]
+    for a in map(lambda u: u * x, xs):
+        x = a
+    return x
+
+
+def map_over_tuple_reads_rebound_variable(x1, x2, x):
+    for a in map(lambda u: u * x + u, (x1, x2)):
+        x = a * x
+    return x
+
+
+def map_with_list_written_in_loop(x1, x2, x):
+    xs = [x1, x2, x1 * x2]
+    total = 0.0
+    for a in map(lambda u: u * u, xs):
+        xs[-1] = a * x
+        total = total + a
+    return total + xs[-1]
+
+
+def filter_reads_rebound_variable(x1, x2, x3, x):
+    out = 0.0
+    for a in filter(lambda u: u > x, [x1, x2, x3]):
+        x = a
+        out = out + a * x
+    return out
+
+
+def map_kept_then_list_changed(x1, x2, x):
+    xs = [x1, x2]
+    it = map(lambda u: u * x, xs)
+    xs[1] = x1 * 5.0
+    return sum(it)
+
+
+def map_kept_then_variable_rebound(x1, x2, x):
+    it = map(lambda u: u * x, (x1, x2))
+    x = 2.0 * x
+    a = next(it)
+    return a * x + sum(it)
+
+
+def zip_kept_then_list_grown(x1, x2, x):
+    xs = [x1, x2]
+    z = zip(xs, xs)
+    xs.append(x)
+    s = 0.0
+    for a, b in z:
+        s = s + a * b
+    return s
+
+
+def enumerate_kept_then_next_then_loop(x1, x2, x3):
+    xs = [x1, x2, x3]
+    it = enumerate(xs)
+    i0, first = next(it)
+    xs[2] = first * x2
+    s = first
+    for i, v in it:
+        s = s + v * (i + 1.0)
+    return s
+
+
+def reversed_kept_then_written(x1, x2, x3):
+    xs = [x1, x2, x3]
+    r = reversed(xs)
+    xs[0] = x2 * x3
+    return sum(v * v for v in r)
+
+
+LAZY_CASES = [
+    (map_reads_rebound_variable, 2), (map_over_tuple_reads_rebound_variable, 2), (map_with_list_written_in_loop, 2),
+    (filter_reads_rebound_variable, 3), (map_kept_then_list_changed, 2), (map_kept_then_variable_rebound, 2),
+    (zip_kept_then_list_grown, 2), (enumerate_kept_then_next_then_loop, 3), (reversed_kept_then_written, 3),
+]
+LAZY_POINTS = [(2.0, 3.0, 0.5, 1.5), (-0.7, 1.3, 0.9, 0.2), (1.1, -0.4, 1.7, -0.6)]
+
+
+@pytest.mark.parametrize("f,n", LAZY_CASES, ids=[f.__name__ for f, _ in LAZY_CASES])
+@pytest.mark.parametrize("point", LAZY_POINTS, ids=["p0", "p1", "p2"])
+def test_lazy_builtins_compute_what_python_computes(f, n, point):
+    args = point[: n + 1] if f.__code__.co_argcount == n + 1 else point[:n]
+    check_first_order(f, *args)
+
+
+@pytest.mark.parametrize("f,n", LAZY_CASES[:1] + LAZY_CASES[5:6], ids=["map_loop", "map_kept"])
+def test_lazy_builtins_second_order_refuses(f, n):
+    with pytest.raises(dplus.DplusError) as info:
+        dplus.hessian(f)(2.0, 3.0, 0.5)
+    assert "LiveIteration" not in str(info.value) and "Seq" not in str(info.value)

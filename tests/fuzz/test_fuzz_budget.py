@@ -28,7 +28,6 @@ TIME_LIMIT = {1: 5.0, 2: 15.0}   # seconds per program (a timeout is counted, no
 
 # family or construct -> the open bug that makes programs using it fail (see FINDINGS.md)
 OPEN_BUGS: dict[str, str] = {
-    "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
 }
 
 # family or construct -> the open bug, at second order only
