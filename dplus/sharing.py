@@ -15,8 +15,8 @@ name ``a`` of one function when
   function is transformed), or an augmented assignment of ``a`` (which, computed out of
   place, also gives a new array);
 * every read of ``a`` that could keep a reference to the array (anything but an operand
-  of an arithmetic operator or comparison, ``a.shape``-like attributes, and array methods
-  that return new arrays) happens after the last augmented assignment of ``a``, and not
+  of an arithmetic operator or comparison, ``a.shape``-like attributes, array methods and
+  NumPy functions that return new arrays or numbers) happens after the last augmented assignment of ``a``, and not
   in a loop that contains one -- unless that loop's body rebinds ``a`` to a new array
   (a statement of its top level, before the one holding the augmented assignment): then
   every iteration changes an array of its own, never the one an earlier iteration read.
@@ -45,6 +45,17 @@ _FRESH_CONSTRUCTORS = frozenset({
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "copy",
     "arange", "linspace", "eye", "identity",
 })
+# NumPy functions whose result is a new array or a number, never a view of (or a reference to)
+# an argument: an array read as their argument leaves no reference behind
+_FRESH_RESULT_FUNCTIONS = frozenset({
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "std", "var", "dot", "vdot", "inner", "outer", "matmul",
+    "tensordot", "kron", "trace", "cumsum", "cumprod", "diff", "any", "all", "argmax", "argmin", "allclose",
+    "isclose", "isfinite", "sort", "where", "clip", "maximum", "minimum", "concatenate", "stack", "vstack", "hstack",
+    "take", "repeat", "tile", "roll", "zeros_like", "ones_like", "full_like", "empty_like", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+    "sqrt", "square", "abs", "absolute", "sign", "power", "add", "subtract", "multiply", "divide", "negative",
+})
+_FRESH_RESULT_BUILTINS = frozenset({"float", "int", "len", "bool"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -172,14 +183,34 @@ class _Visitor:
             return any(fn is getattr(np, name, None) for name in _FRESH_CONSTRUCTORS)
         return False
 
+    def argument_of_fresh_result(self, node: ast.Name, parent: ast.AST | None) -> bool:
+        return isinstance(parent, ast.Call) and node in parent.args and _fresh_result_call(self, parent)
+
     def name(self, node: ast.Name, parent: ast.AST | None, loops: tuple) -> None:
         if isinstance(node.ctx, ast.Store):
             if not isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self.other_bindings.add(node.id)  # for targets, with ... as, :=, unpacking
             return
-        if isinstance(node.ctx, ast.Del) or id(node) in self.method_calls or not _may_keep(node, parent):
+        if isinstance(node.ctx, ast.Del) or id(node) in self.method_calls or not _may_keep(node, parent) \
+                or self.argument_of_fresh_result(node, parent):
             return
         self.leaks.setdefault(node.id, []).append((self.clock, loops))
+
+
+def _fresh_result_call(visitor: "_Visitor", call: ast.Call) -> bool:
+    """``call`` is ``np.<f>(...)`` (``np`` the numpy module) or a builtin whose result never refers
+    to its arguments, with no keyword that could write into one (``out=``)."""
+    if any(k.arg in ("out", "copy") or k.arg is None for k in call.keywords):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        import builtins
+
+        return func.id in _FRESH_RESULT_BUILTINS and visitor.globals.get(func.id, getattr(builtins, func.id)) \
+            is getattr(builtins, func.id)
+    np = sys.modules.get("numpy")
+    return (np is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.attr in _FRESH_RESULT_FUNCTIONS and visitor.globals.get(func.value.id) is np)
 
 
 def _may_keep(node: ast.Name, parent: ast.AST | None) -> bool:

@@ -500,3 +500,39 @@ def test_lazy_builtins_second_order_refuses(f, n):
     with pytest.raises(dplus.DplusError) as info:
         dplus.hessian(f)(2.0, 3.0, 0.5)
     assert "LiveIteration" not in str(info.value) and "Seq" not in str(info.value)
+
+
+def accumulator_read_by_numpy_in_loop(A):
+    acc = A * 0.0
+    v = 0.0
+    for k in range(3):
+        acc += np.tanh(A * (k + 1.0))
+        acc *= 0.5
+        v = v + float(np.sum(acc * acc)) + np.mean(acc)
+    return v
+
+
+def accumulator_kept_in_a_list(A):
+    acc = A * 0.0
+    kept = []
+    for k in range(3):
+        acc += A
+        kept.append(acc)     # the list holds the array the next op= changes: Python's list sees it
+    return np.sum(kept[0])
+
+
+@BOTH_PATHS
+@pytest.mark.parametrize("A", ARRAYS, ids=["A0", "A1", "A2"])
+def test_in_place_on_an_accumulator_read_by_numpy_functions(A, general):
+    f = accumulator_read_by_numpy_in_loop
+    with on_path(general):
+        r = dplus.dplus(f)(A.copy())
+        assert np.isclose(r.primal, f(A.copy()), rtol=1e-14)
+        (g,) = dplus.grad(f)(A.copy())
+    assert np.allclose(g, array_gradient_fd(f, A), rtol=1e-6, atol=1e-6)
+
+
+def test_in_place_on_an_accumulator_a_list_holds_is_refused():
+    for general in (False, True):
+        with on_path(general), pytest.raises(dplus.NonDifferentiableError, match="in place"):
+            dplus.grad(accumulator_kept_in_a_list)(ARRAYS[0].copy())
