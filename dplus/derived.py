@@ -17,10 +17,15 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Iterator
 
-from .api import dplus, grad
+from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
+from .boxes import BoxSensitivities
+from .closures import is_plus_function
 from .errors import ArgumentError, NonDifferentiableError, SensitivityError
 from .registry import register_primitive
 from .portable import remember_source
+from .result import ProcResult
+from .rules import defnondiff
+from .runtime import apply_transform
 from .structured import shaped_like
 from .linear import dot, gen_zero, is_ndarray, is_number, zero
 
@@ -41,6 +46,36 @@ def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
         np = sys.modules["numpy"]
         for idx in np.ndindex(v.shape):
             yield path + (idx,)
+
+
+def _block_paths(v: Any, path: tuple = ()) -> list:
+    """Paths to the numbers and to the NumPy arrays (each a whole) of a (nested) value."""
+    if (is_number(v) and type(v) is not bool) or is_ndarray(v):
+        return [path]
+    if isinstance(v, (list, tuple)):
+        return [p for i, e in enumerate(v) for p in _block_paths(e, path + (i,))]
+    if isinstance(v, dict):
+        return [p for k, e in v.items() for p in _block_paths(e, path + (k,))]
+    return []
+
+
+def _array_shape_at(v: Any, path: tuple) -> tuple | None:
+    """The shape of the array at ``path`` in ``v``; ``None`` for a number."""
+    for head in path:
+        v = v[head]
+    return v.shape if is_ndarray(v) else None
+
+
+def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
+    """The Jacobian of the part of ``y`` at ``path``: for a number, one gradient per argument
+    (shaped like it); for an array, one array per argument, of shape ``part.shape + arg.shape``."""
+    shape = _array_shape_at(y, path)
+    if shape is None:
+        return r.backprop(_unit(y, path))
+    np = sys.modules["numpy"]
+    rows = [r.backprop(_unit(y, path + (idx,))) for idx in _indexes(shape)]
+    return tuple(np.reshape(np.array([row[i] for row in rows], dtype=float), shape + np.shape(a))
+                 for i, a in enumerate(args))
 
 
 def _unit(v: Any, path: tuple) -> Any:
@@ -65,6 +100,11 @@ def _unit(v: Any, path: tuple) -> Any:
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
 
 
+def _indexes(shape: tuple) -> list:
+    """The indexes of an array of this shape, in order."""
+    return list(sys.modules["numpy"].ndindex(shape))
+
+
 def _place(out: Any, path: tuple, value: Any) -> Any:
     """``out`` with the leaf at ``path`` replaced by ``value`` (for structure-shaped results)."""
     if not path:
@@ -87,24 +127,18 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
 
 def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
     """The Jacobian of ``f`` by reverse mode (one backprop per scalar component of the result)."""
-    fd = dplus(f)
+    return _make_jacobian(dplus(f), f)
 
+
+def _make_jacobian(fd: Callable[..., Any], f: Callable[..., Any]) -> Callable[..., Any]:
+    # written in the language dplus differentiates (no in-place writes into arrays), so that
+    # a Jacobian taken inside differentiated code is differentiated from this source
     def jacobian_fn(*args: Any) -> Any:
         r = fd(*args)
         y = r.primal
-        if is_number(y):
-            return r.backprop(_unit(y, ()))
-        if is_ndarray(y):
-            np = sys.modules["numpy"]
-            blocks = [np.zeros(y.shape + np.shape(a), dtype=float) for a in args]
-            for idx in np.ndindex(y.shape):
-                rows = r.backprop(_unit(y, (idx,)))
-                for b, row in zip(blocks, rows):
-                    b[idx] = row
-            return tuple(blocks)
         out = y
-        for path in _leaves(y):
-            out = _place(out, path, r.backprop(_unit(y, path)))
+        for path in _block_paths(y):
+            out = _place(out, path, _jacobian_block(r, y, path, args))
         return out
 
     jacobian_fn.__dplus_derived__ = ("jacobian", f)
@@ -112,9 +146,36 @@ def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
     return jacobian_fn
 
 
+def _jacobian_inside(f: Any) -> ProcResult:
+    """``jacobian(f)`` called inside differentiated code, where ``f`` is a plus-function: the
+    Jacobian function made closes over ``dplus(f)``, which closes over ``f``'s plus-function;
+    the sensitivity of what they close over goes back to ``f``."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    fd = _make_dplus(fplus, f)
+    G = _make_jacobian(fd, f)
+    fd_backprop = _derived_closure_backprop(fd, ("fplus",))
+    G_backprop = _derived_closure_backprop(G, ("fd",))
+
+    def jacobian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return fd_backprop(G_backprop(A, Abox)[1], Abox)
+
+    return ProcResult(G, jacobian_inside_backprop)
+
+
 def hessian(f: Callable[..., Any]) -> Callable[..., Any]:
     """The Hessian of a scalar function: the Jacobian of its gradient (reverse over reverse)."""
     return jacobian(grad(f))
+
+
+def _hessian_inside(f: Any) -> ProcResult:
+    """``hessian(f)`` called inside differentiated code: ``jacobian(grad(f))`` there."""
+    made_grad = apply_transform(_grad_inside, f)
+    made_jacobian = apply_transform(_jacobian_inside, made_grad.primal)
+
+    def hessian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return made_grad.backprop(made_jacobian.backprop(A, Abox)[1], Abox)
+
+    return ProcResult(made_jacobian.primal, hessian_inside_backprop)
 
 
 def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
@@ -255,3 +316,12 @@ def _jax_style_inside(f: Any, /, *rest: Any, **options: Any) -> Any:
 
 
 register_primitive(value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only")
+register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
+defnondiff(_unit)  # (they depend on the result's shape only)
+defnondiff(_indexes)
+defnondiff(_block_paths)
+defnondiff(_array_shape_at)
+# differentiated from their source inside differentiated code
+_place.__dplus_derived__ = ("helper",)
+_jacobian_block.__dplus_derived__ = ("helper",)
+register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")

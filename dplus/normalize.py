@@ -38,6 +38,7 @@ _INTROSPECTION_BUILTINS = {name: getattr(builtins, name) for name in ("locals", 
 UNBOUND = "<dplus: a variable not bound yet>"  # (a constant in generated code: a str)
 # lazy in Python: a loop over them sees the writes its body makes into the lists they read
 _LIVE_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "reversed")}
+_LIVE_CALLERS = {name: getattr(builtins, name) for name in ("map", "filter")}
 # calls that cannot write into a list: builtins and functions of these modules, by their names
 _PURE_BUILTINS = {"abs", "min", "max", "sum", "len", "range", "float", "int", "round", "pow", "divmod", "isinstance",
                   "bool", "str", "repr", "type", "print", "complex", "any", "all", "hash", "id"}
@@ -178,6 +179,10 @@ class Normalizer:
         self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
         body = scope.node.body if isinstance(scope.node.body, list) else []
         self.unshared = unshared_aug_targets(scope, body, boxed_here, globals_)  # ``a op= b`` may rebind ``a``
+        # names bound to a lazy builtin's iterator (``it = map(f, xs)``): Python's live one
+        self.lazy_names = {st.targets[0].id for st in _walk_no_scopes_body(body)
+                           if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                           and self.makes_lazy_iterator(st.value)}
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:
@@ -269,6 +274,10 @@ class Normalizer:
 
     def s_Assign(self, s: ast.Assign) -> None:
         value = self.expr(s.value)
+        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in self.lazy_names \
+                and self.makes_lazy_iterator(s.value):
+            # kept for later: consumed after the program may have changed what it reads
+            self.mark_live(self.out[-1])
         for target in s.targets:
             self.assign_to(target, value, s)
 
@@ -461,7 +470,8 @@ class Normalizer:
     def s_For(self, s: ast.For) -> None:
         # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
         # iterated as Python does, lazily over the live lists, not over a list of their items
-        live = self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body)
+        live = (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body)) or (
+            self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body))
         fresh = self.makes_fresh_list(s.iter) and not live
         tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS) and not live
         # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
@@ -469,7 +479,8 @@ class Normalizer:
                 and not any(isinstance(a, ast.Starred) for a in s.iter.args)) and not live
         it = self.expr(s.iter)
         if live:
-            self.out[-1].value.dp_live = True
+            self.mark_live(self.out[-1])
+        live = live or (isinstance(s.iter, ast.Name) and s.iter.id in self.lazy_names)
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
             self.emit(_assign(ctx.brk, _const(False), s))
@@ -489,6 +500,7 @@ class Normalizer:
         node.dp_fresh_iter = fresh
         node.dp_tuple_items = tuple_items
         node.dp_zip_of = it.id if zips and isinstance(it, ast.Name) else None
+        node.dp_live_iter = live
         self.emit(node)
         self.after_loop(ctx, s)
 
@@ -501,6 +513,24 @@ class Normalizer:
             if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
                 return True
         return False
+
+    def makes_lazy_iterator(self, e: ast.expr) -> bool:
+        return self.calls_builtin(e, _LIVE_BUILTINS) or self.calls_builtin(e, _LIVE_CALLERS)
+
+    @staticmethod
+    def mark_live(stmt: ast.stmt) -> None:
+        """Mark the call ``stmt`` assigns (``t = zip(...)``) to be made as Python's live iterator."""
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            stmt.value.dp_live = True
+
+    def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
+        """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed
+        before the loop from items computed as the loop takes them: ``f`` may read what the body
+        changes (it is not a builtin or ``math`` function), or the body may write into a list."""
+        function = call.args[0] if call.args else None
+        pure = function is None or (isinstance(function, ast.Constant) and function.value is None) \
+            or self.is_pure_call(function)
+        return not pure or self.may_write_lists(body)
 
     def is_pure_call(self, func: ast.expr) -> bool:
         unshadowed = lambda name: name not in self.local_names and name not in self.scope.free  # noqa: E731
@@ -600,6 +630,12 @@ class Normalizer:
             orelse = [_assign(test.id, ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s.orelse[0]),
                       ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), s.orelse[0])]
         final = self.sub(s.finalbody)
+        if not handlers and not final:
+            # ``try: ... finally: pass``: the body alone does the same (an exception leaves it as it
+            # would leave the try), and a try with neither handlers nor a finally does not compile
+            for st in body:
+                self.emit(st)
+            return
         self.emit(ast.copy_location(ast.Try(body=body or [ast.Pass()], handlers=handlers, orelse=orelse, finalbody=final), s))
 
     def s_TryStar(self, s: ast.AST) -> None:

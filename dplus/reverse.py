@@ -1466,9 +1466,10 @@ class FunctionBuilder:
                            "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
-            if getattr(v, "dp_live", False) and not self.nestable:
-                # the iterable of a loop that may write into the lists it reads: Python's live iterator
-                plus = self.rt("live_iteration")
+            if getattr(v, "dp_live", False):
+                # a lazy builtin's iterator whose laziness the program may see (a loop that may
+                # change what it reads, or kept for later): Python's live iterator
+                plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
             else:
                 plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
             return self.call_like(name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func)
@@ -1733,9 +1734,16 @@ class FunctionBuilder:
                 fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
                 star_lens[i] = ln
                 record.append(ln)
-        for k in keywords:
+        double_star_keys: dict[int, str] = {}
+        for j, k in enumerate(keywords):
             if isinstance(k.value, ast.Name) and k.value.id not in record:
                 record.append(k.value.id)
+            if k.arg is None and isinstance(k.value, ast.Name):
+                # the keys the call read: the dict may shrink or grow before the reverse runs
+                keys = self.namer.fresh("keys")
+                fwd.insert(0, assign(keys, call(self.helper(tuple, "tuple"), clone(k.value))))
+                double_star_keys[j] = keys
+                record.append(keys)
         is_callee_var = callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)
 
         def rev(acc: _AdjointAccumulator) -> None:
@@ -1773,12 +1781,12 @@ class FunctionBuilder:
                 if isinstance(a, ast.Name) and a.id not in self.const_names:
                     acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
                 fixed += 1
-            for k in keywords:
+            for j, k in enumerate(keywords):
                 if not isinstance(k.value, ast.Name):
                     continue
                 if k.arg is None:
                     kw = call(self.rt("keyword_sensitivities"), N(g), position())
-                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(k.value.id)))
+                    acc.add_value(k.value.id, call(self.rt("double_star_sensitivity"), kw, N(double_star_keys[j])))
                 else:
                     # (one operation with a rule of its own: no dict operations at the next order)
                     acc.add_value(k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg)))
@@ -1872,7 +1880,10 @@ class FunctionBuilder:
         rec_it = it.id if isinstance(it, ast.Name) else None
         itv = self.namer.fresh("it")
         A_t = self.adj(target)
-        batched = self.fast and (getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
+        # (a live iterator's items are routed as each iteration is reversed: map's calls of
+        # its function read variables the body may rebind, and their backprops must run then)
+        batched = self.fast and not getattr(s, "dp_live_iter", False) and (
+            getattr(s, "dp_fresh_iter", False) or not self.may_mutate(s.body))
         parts = self.segment_log[logged:]
         if (batched and not getattr(s, "dp_stop", None) and len(parts) == 1 and parts[0] is not None
                 and all(isinstance(st, ast.Assign) for st in s.body)):
@@ -2350,7 +2361,7 @@ class FunctionBuilder:
                    ast.Try(body=body_fwd, handlers=handlers, orelse=else_fwd, finalbody=ff)]
         else:  # try/finally: the body either completes (then "else" runs) or the exception leaves
             fwd = [assign(p, C(0)), self.mark(mark),
-                   ast.Try(body=body_fwd + else_fwd, handlers=[], orelse=[], finalbody=ff)]
+                   ast.Try(body=body_fwd + else_fwd, handlers=[], orelse=[], finalbody=ff or [ast.Pass()])]
         hv = self.namer.fresh("handler")
         rev: list[ast.stmt] = list(fr)
         rev.extend(self.pop_into([p, hv]))

@@ -39,8 +39,8 @@ from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_numb
 from .registry import _TRANSFORMS, lookup_transform
 from .rules import defnondiff
 from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, fold, handover,  # noqa: F401
-                      is_tracked_mutable, keyword_sensitivity, keywords_at, layouts, lift, only_floats)
+from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, as_plain_callable,  # noqa: F401
+                      fold, handover, is_tracked_mutable, keyword_sensitivity, keywords_at, layouts, lift, only_floats)
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -291,8 +291,9 @@ def call_plus_keywords(P: Any, args: tuple, names: tuple, values: tuple) -> Proc
     return call_plus(P, *args, **dict(zip(names, values)))
 
 
-def double_star_sensitivity(kw: dict, d: dict) -> Any:
-    out = {k: kw.get(k, Z) for k in d}
+def double_star_sensitivity(kw: dict, keys: tuple) -> Any:
+    """The sensitivity of a dict passed as ``**d``, for the ``keys`` it held at the call."""
+    out = {k: kw.get(k, Z) for k in keys}
     return out if any(v is not Z for v in out.values()) else Z
 
 
@@ -393,35 +394,67 @@ _NULL = _NullRouter()
 
 # ---------------------------------------------------------------------------
 # ``for ... in zip(xs, ...)`` / ``enumerate(xs)`` / ``reversed(xs)`` whose body may write into
-# the lists: Python's own lazy iterator over the live lists, as in a plain call
+# the lists, and ``for ... in map(f, xs)`` / ``filter(f, xs)``: Python's own lazy iterator over
+# the live lists, as in a plain call (``map`` calls ``f`` when the loop takes an item)
 
 
 _LIVE_BUILTINS = (zip, enumerate, reversed)
+_LIVE_CALLERS = (map, filter)
 _LIVE_ARGS = (list, tuple, range, str)
 
 
 class LiveIteration:
-    """The iterator ``fn(*args)`` of the builtin ``zip``, ``enumerate`` or ``reversed`` over
-    lists (and tuples, ranges, strings), made when the loop starts, as Python makes it: each
-    item reads the lists as they are when it is taken. ``first`` is the position the first
-    item of ``reversed`` reads."""
+    """The iterator ``fn(*args)`` of the builtin ``zip``, ``enumerate``, ``reversed``, ``map``
+    or ``filter`` over lists (and tuples, ranges, strings), made when the loop starts, as Python
+    makes it: each item reads the lists as they are when it is taken. ``first`` is the position
+    the first item of ``reversed`` reads; ``calls`` records ``map``'s calls of its function
+    (their backprops run when the iterations are reversed); ``positions`` the position of each
+    element ``filter`` kept."""
 
-    __slots__ = ("fn", "args", "it", "first")
+    __slots__ = ("fn", "args", "it", "first", "calls", "positions", "taken")
 
-    def __init__(self, fn: Any, args: tuple, start: Any) -> None:
+    def __init__(self, fn: Any, args: tuple, start: Any, function: Any = None) -> None:
         self.fn = fn
         self.args = args
         self.first = len(args[0]) - 1 if fn is reversed else 0
-        self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
+        self.calls = self.positions = None
+        self.taken = 0  # items taken so far (a loop or a rule may go on where next() stopped)
+        if fn is map:
+            from dplus.primitives._iterables import Calls
+
+            self.calls = Calls(function)
+            self.it = map(self._call, *args)
+        elif fn is filter:
+            self.positions = []
+            self.it = self._kept(bool if function is None else as_plain_callable(function), iter(args[0]))
+        else:
+            self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
+
+    def _call(self, *items: Any) -> Any:
+        return self.calls.call(items)
+
+    def _kept(self, predicate: Any, items: Any) -> Any:
+        for i, x in enumerate(items):
+            if predicate(x):
+                self.positions.append(i)
+                yield x
 
     def __iter__(self) -> Any:
-        return self.it
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.it)
+        self.taken += 1
+        return item
 
 
 def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
-    """``call(fn, *args, **kwargs)`` for the iterable of a ``for`` loop whose body may write into
-    a list: for ``zip``, ``enumerate`` and ``reversed`` of lists, a :class:`LiveIteration` (the
-    loop's router sends each item's sensitivity to the positions it read); otherwise the rule."""
+    """``call(fn, *args, **kwargs)`` for the iterable of a ``for`` loop that Python's laziness
+    may show through: for ``zip``, ``enumerate``, ``reversed``, ``map`` and ``filter`` of lists
+    (tuples, ranges, strings), a :class:`LiveIteration` (the loop's router sends each item's
+    sensitivity to the positions it read); otherwise the rule."""
+    if fn in _LIVE_CALLERS:
+        return _live_call(fn, args, kwargs)
     given = len(args)
     iterables, start = args, 0
     if fn is enumerate:  # (its start: the second positional argument or the keyword)
@@ -441,27 +474,69 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     return call(fn, *args, **kwargs)
 
 
+def live_iteration_again(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
+    """:func:`live_iteration` in code differentiated again: refused (its routing has no rules
+    at higher orders, and a list made at once could compute other values than Python)."""
+    name = getattr(fn, "__name__", "the iterator")
+    raise NonDifferentiableError(
+        f"derivatives of derivatives of {name}() iterated lazily (kept in a variable, or by a loop that changes "
+        f"what it reads) are not supported yet; in a function differentiated more than once, make the list at "
+        f"once, list({name}(...)), where the program does not depend on {name}'s laziness")
+
+
+def _live_call(fn: Any, args: tuple, kwargs: dict) -> ProcResult:
+    """``map(function, *iterables)`` / ``filter(function, iterable)`` as a :class:`LiveIteration`:
+    the function is called as the loop takes items; its closure sensitivity (the sum over the
+    calls, collected by the router) and the tuples' go back when the call is reversed."""
+    iterables = args[1:]
+    if (kwargs or not iterables or (fn is filter and len(iterables) != 1)
+            or not all(type(a) in _LIVE_ARGS for a in iterables)):
+        return call(fn, *args, **kwargs)
+    live = LiveIteration(fn, iterables, 0, args[0])
+
+    def live_call_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        parts = Abox.stash_record(live)[1] or {}
+        out = tuple(gen_zero if j not in parts else tuple(parts[j]) for j in range(len(iterables)))
+        return ((), parts.get("function", gen_zero)) + out
+
+    return ProcResult(live, live_call_backprop)
+
+
 class _LiveRouter:
     """Routes iteration ``i``'s item sensitivity of a :class:`LiveIteration` to the element each
     argument gave it: a list's entry (created with the list's length where the loop ended), a
-    tuple's sensitivity (kept for the iterable's backprop in the pass's stash)."""
+    tuple's sensitivity (kept for the iterable's backprop in the pass's stash); for ``map``,
+    through the backprop of the call that made the item (its function's closure sensitivity
+    kept in the stash too)."""
 
-    __slots__ = ("live", "lengths")
+    __slots__ = ("live", "lengths", "start")
 
-    def __init__(self, live: LiveIteration, lengths: tuple) -> None:
+    def __init__(self, live: LiveIteration, lengths: tuple, start: int) -> None:
         self.live = live
         self.lengths = lengths
+        self.start = start  # the number of items taken before the first one routed here
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
         if A is Z or A is None:
             return
         live = self.live
+        i += self.start
         if live.fn is zip:
             parts = tuple_items(A, len(live.args))
             pos = i
         elif live.fn is enumerate:
             parts = (tuple_items(A, 2)[1],)
             pos = i
+        elif live.fn is map:
+            rs = live.calls.back(i, A, Abox)
+            if rs is None:
+                return
+            self.add_to_function(rs[0], Abox)
+            parts = rs[1:]
+            pos = i
+        elif live.fn is filter:
+            parts = (A,)
+            pos = live.positions[i]
         else:
             parts = (A,)
             pos = live.first - i
@@ -477,11 +552,22 @@ class _LiveRouter:
                 entry = Abox.list_entry(arg, n)
                 entry[pos] = add(entry[pos], s)
             elif t is tuple:
-                rec = Abox.stash_record(live)
-                if rec[1] is None:
-                    rec[1] = {}
-                items = rec[1].setdefault(j, [Z] * len(arg))
+                items = self.stashed(Abox).setdefault(j, [Z] * len(arg))
                 items[pos] = add(items[pos], s)
+
+    def add_to_function(self, s: Any, Abox: BoxSensitivities) -> None:
+        from dplus.primitives._iterables import add_closure
+
+        if s is Z or s is None or (type(s) is tuple and not s):
+            return
+        parts = self.stashed(Abox)
+        parts["function"] = add_closure(parts.get("function", Z), s)
+
+    def stashed(self, Abox: BoxSensitivities) -> dict:
+        rec = Abox.stash_record(self.live)
+        if rec[1] is None:
+            rec[1] = {}
+        return rec[1]
 
     def result(self) -> Any:
         return Z
@@ -697,8 +783,8 @@ def list_length(itv: Any) -> Any:
     """The length of the list a loop iterates, recorded where the loop ends (the list may be
     resized before the loop's reverse runs); ``-1`` for any other iterable; for a
     :class:`LiveIteration`, one for each argument."""
-    if type(itv) is LiveIteration:
-        return tuple(len(a) if type(a) is list else -1 for a in itv.args)
+    if type(itv) is LiveIteration:  # (and, last, the number of items taken)
+        return tuple(len(a) if type(a) is list else -1 for a in itv.args) + (itv.taken,)
     if type(itv) is ListIterator:
         return itv.index, len(itv.source)
     if type(itv) is set or type(itv) is frozenset:
@@ -757,7 +843,8 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
     if t is tuple:
         return _TupleRouter(len(itv))
     if t is LiveIteration:
-        return _LiveRouter(itv, length if type(length) is tuple else list_length(itv))
+        lengths = length if type(length) is tuple else list_length(itv)
+        return _LiveRouter(itv, lengths, lengths[-1] - n)
     if t is ListIterator:
         return _ListIteratorRouter(itv, length if type(length) is tuple else list_length(itv), n)
     if isinstance(itv, tuple):

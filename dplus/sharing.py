@@ -15,9 +15,11 @@ name ``a`` of one function when
   function is transformed), or an augmented assignment of ``a`` (which, computed out of
   place, also gives a new array);
 * every read of ``a`` that could keep a reference to the array (anything but an operand
-  of an arithmetic operator or comparison, ``a.shape``-like attributes, and array methods
-  that return new arrays) happens after the last augmented assignment of ``a``, and not
-  in a loop that contains one.
+  of an arithmetic operator or comparison, ``a.shape``-like attributes, array methods and
+  NumPy functions that return new arrays or numbers) happens after the last augmented assignment of ``a``, and not
+  in a loop that contains one -- unless that loop's body rebinds ``a`` to a new array
+  (a statement of its top level, before the one holding the augmented assignment): then
+  every iteration changes an array of its own, never the one an earlier iteration read.
 
 The augmented assignments of other names are *shared*: when the value is an array at run
 time they are refused (see ``runtime_ops.refuse_array_in_place``).
@@ -43,6 +45,17 @@ _FRESH_CONSTRUCTORS = frozenset({
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "copy",
     "arange", "linspace", "eye", "identity",
 })
+# NumPy functions whose result is a new array or a number, never a view of (or a reference to)
+# an argument: an array read as their argument leaves no reference behind
+_FRESH_RESULT_FUNCTIONS = frozenset({
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "std", "var", "dot", "vdot", "inner", "outer", "matmul",
+    "tensordot", "kron", "trace", "cumsum", "cumprod", "diff", "any", "all", "argmax", "argmin", "allclose",
+    "isclose", "isfinite", "sort", "where", "clip", "maximum", "minimum", "concatenate", "stack", "vstack", "hstack",
+    "take", "repeat", "tile", "roll", "zeros_like", "ones_like", "full_like", "empty_like", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+    "sqrt", "square", "abs", "absolute", "sign", "power", "add", "subtract", "multiply", "divide", "negative",
+})
+_FRESH_RESULT_BUILTINS = frozenset({"float", "int", "len", "bool"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -63,15 +76,29 @@ def unshared_aug_targets(scope: Scope, body: list[ast.stmt], boxed: set[str], gl
     for name, augs in visitor.augs.items():
         if name in excluded:
             continue
-        if not any(_harmful(read, augs) for read in visitor.leaks.get(name, ())):
+        renewed = {loop: first for (loop, bound), first in visitor.renewals.items() if bound == name}
+        if not any(_harmful(read, aug, renewed) for read in visitor.leaks.get(name, ()) for aug in augs):
             out.add(name)
     return out
 
 
-def _harmful(read: tuple[int, tuple], augs: list[tuple[int, tuple]]) -> bool:
-    """A read that may keep a reference is harmful if an augmented assignment can run after it."""
+def _harmful(read: tuple[int, tuple], aug: tuple[int, tuple, dict], renewed: dict[int, int]) -> bool:
+    """A read that may keep a reference is harmful if the augmented assignment ``aug`` can
+    run after it on the same array. ``renewed``: for a loop (by id), the index of the first
+    statement of its body that binds the name to a new array."""
     when, loops = read
-    return any(aug_when > when or set(aug_loops) & set(loops) for aug_when, aug_loops in augs)
+    aug_when, aug_loops, aug_at = aug
+    if aug_when > when:
+        return True
+    common = [loop for loop in aug_loops if loop in loops]
+    if not common:
+        return False
+    # the aug runs after the read only in a later iteration of the innermost common loop (or
+    # of one around it), which starts its body again: a renewal before the aug's statement
+    # gives that iteration an array of its own
+    innermost = id(common[-1])
+    first = renewed.get(innermost)
+    return first is None or aug_at.get(innermost) is None or first >= aug_at[innermost]
 
 
 class _Visitor:
@@ -82,7 +109,11 @@ class _Visitor:
     def __init__(self, globals_: dict) -> None:
         self.globals = globals_  # the module-level names the function reads
         self.clock = 0
-        self.augs: dict[str, list[tuple[int, tuple]]] = {}
+        self.augs: dict[str, list[tuple[int, tuple, dict]]] = {}
+        # (id(loop), name) -> index of the first top-level statement of the loop's body that
+        # binds name to a new array; id(loop) -> the index of the body statement being visited
+        self.renewals: dict[tuple[int, str], int] = {}
+        self.body_index: dict[int, int | None] = {}
         self.leaks: dict[str, list[tuple[int, tuple]]] = {}
         self.other_bindings: set[str] = set()
         self.method_calls: set[int] = set()  # the ids of ``a`` in calls ``a.sum(...)``
@@ -98,16 +129,29 @@ class _Visitor:
         self.bindings(node)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SAFE_METHODS:
             self.method_calls.add(id(node.func.value))
-        inner = loops + (node,) if isinstance(node, _LOOPS) else loops
+        is_loop = isinstance(node, _LOOPS)
+        inner = loops + (node,) if is_loop else loops
+        if is_loop:
+            self.note_renewals(node)
         for field in node._fields:
             value = getattr(node, field, None)
             children = value if isinstance(value, list) else [value]
-            for child in children:
+            for index, child in enumerate(children):
+                if is_loop:
+                    self.body_index[id(node)] = index if field == "body" else None
                 if isinstance(child, ast.AST) and not isinstance(child, ast.expr_context):
                     self.visit(child, node, inner)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             self.clock += 1
-            self.augs.setdefault(node.target.id, []).append((self.clock, loops))
+            at = {id(loop): self.body_index.get(id(loop)) for loop in loops}
+            self.augs.setdefault(node.target.id, []).append((self.clock, loops, at))
+
+    def note_renewals(self, loop: ast.AST) -> None:
+        """The statements ``a = <new array>`` at the top level of the loop's body."""
+        for index, st in enumerate(loop.body):
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                    and self.makes_new_array(st.value):
+                self.renewals.setdefault((id(loop), st.targets[0].id), index)
 
     def bindings(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -139,14 +183,34 @@ class _Visitor:
             return any(fn is getattr(np, name, None) for name in _FRESH_CONSTRUCTORS)
         return False
 
+    def argument_of_fresh_result(self, node: ast.Name, parent: ast.AST | None) -> bool:
+        return isinstance(parent, ast.Call) and node in parent.args and _fresh_result_call(self, parent)
+
     def name(self, node: ast.Name, parent: ast.AST | None, loops: tuple) -> None:
         if isinstance(node.ctx, ast.Store):
             if not isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self.other_bindings.add(node.id)  # for targets, with ... as, :=, unpacking
             return
-        if isinstance(node.ctx, ast.Del) or id(node) in self.method_calls or not _may_keep(node, parent):
+        if isinstance(node.ctx, ast.Del) or id(node) in self.method_calls or not _may_keep(node, parent) \
+                or self.argument_of_fresh_result(node, parent):
             return
         self.leaks.setdefault(node.id, []).append((self.clock, loops))
+
+
+def _fresh_result_call(visitor: "_Visitor", call: ast.Call) -> bool:
+    """``call`` is ``np.<f>(...)`` (``np`` the numpy module) or a builtin whose result never refers
+    to its arguments, with no keyword that could write into one (``out=``)."""
+    if any(k.arg in ("out", "copy") or k.arg is None for k in call.keywords):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        import builtins
+
+        return func.id in _FRESH_RESULT_BUILTINS and visitor.globals.get(func.id, getattr(builtins, func.id)) \
+            is getattr(builtins, func.id)
+    np = sys.modules.get("numpy")
+    return (np is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.attr in _FRESH_RESULT_FUNCTIONS and visitor.globals.get(func.value.id) is np)
 
 
 def _may_keep(node: ast.Name, parent: ast.AST | None) -> bool:

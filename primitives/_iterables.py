@@ -38,13 +38,13 @@ from dplus.rules import inline_rule_for
 from dplus.runtime import ItemColumns, accumulate, handover
 
 __all__ = [
-    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
+    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER", "LIVE",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
     "fast_rule", "all_float", "Calls", "columns", "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE = range(7)
 
 
 
@@ -68,7 +68,7 @@ def is_infinite(x: Any) -> bool:
 class Seq:
     """An iterable argument of a rule: its elements and how to send sensitivities back to it."""
 
-    __slots__ = ("value", "items", "kind", "fn", "arg")
+    __slots__ = ("value", "items", "kind", "fn", "arg", "lengths")
 
     def __init__(self, value: Any, items: Any, kind: int, fn: str, arg: str) -> None:
         self.value = value
@@ -76,6 +76,7 @@ class Seq:
         self.kind = kind
         self.fn = fn
         self.arg = arg
+        self.lengths = None  # LIVE: what runtime_ops.list_length recorded once the items were taken
 
     def source(self) -> Any:
         """What to iterate over to get the elements (the materialized items when there are any)."""
@@ -107,6 +108,8 @@ class Seq:
             if Abox is not None and total is not gen_zero:
                 total = settle(obj, total, Abox)
             return total
+        if k == LIVE:
+            return _live_sens(self.value, s, Abox, self.lengths, len(self.items))
         # OTHER: an iterator, generator, set, dict (keys), view or user iterable
         items = self.items
         for i, si in enumerate(s):
@@ -146,6 +149,31 @@ class Seq:
         return arr.reshape(self.value.shape) if arr.size == self.value.size else arr
 
 
+def _live_seq(x: Any, fn: str, arg: str) -> Seq:
+    """The items of a live iterator, taken now (as Python would take them here)."""
+    from dplus.runtime_ops import list_length
+
+    sq = Seq(x, list(x), LIVE, fn, arg)
+    sq.lengths = list_length(x)
+    return sq
+
+
+def _live_sens(live: Any, s: list, Abox: BoxSensitivities | None, lengths: tuple, n: int) -> Any:
+    """The sensitivities of the items a rule took from a live ``zip``/``map``/... iterator
+    (``runtime_ops.LiveIteration``), routed to the positions each item read, last item first;
+    the iterator's own call hands them on. ``lengths``: recorded when the ``n`` items were taken."""
+    from dplus.runtime_ops import iteration_router
+
+    if all(si is gen_zero or si is None for si in s):
+        return gen_zero
+    Abox = Abox if Abox is not None else BoxSensitivities()
+    route = iteration_router(live, n, lengths)
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] is not gen_zero and s[i] is not None:
+            route.back(i, s[i], Abox)
+    return gen_zero
+
+
 def _kind_of_sequence(x: Any) -> int | None:
     t = type(x)
     if t is list:
@@ -160,6 +188,8 @@ def _kind_of_sequence(x: Any) -> int | None:
         return CONST
     if is_ndarray(x):
         return ARRAY
+    if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime_ops":
+        return LIVE
     return None
 
 
@@ -168,6 +198,8 @@ def seq(x: Any, fn: str, arg: str) -> Seq:
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
+    if k == LIVE:
+        return _live_seq(x, fn, arg)
     if k is not None:
         return Seq(x, list(x), k, fn, arg)
     if is_infinite(x):
@@ -194,6 +226,8 @@ def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
+    if k == LIVE:
+        return _live_seq(x, fn, arg)
     if k is not None:
         return Seq(x, list(x), k, fn, arg)
     if type(x) is itertools.repeat and is_infinite(x):

@@ -4,7 +4,9 @@ Conventions (see also ``_iterables``):
 
 * **Eager results.** Inside differentiated code ``map``, ``filter``, ``zip``,
   ``enumerate`` and ``reversed`` return *lists*, not iterators (and ``sorted``
-  returns a list as always). Iterating over them works as usual; code that relies on
+  returns a list as always), except where the program could tell: a ``for`` loop over
+  them that may change what they read, or a call kept in a variable, gets Python's own
+  lazy iterator (``runtime_ops.live_iteration``; its items' sensitivities are routed back). Iterating over them works as usual; code that relies on
   their laziness (``next(map(...))`` on an infinite input, side effects interleaved
   with consumption) behaves differently. ``zip`` and ``map`` still stop at their
   shortest input, so an infinite iterator (``itertools.count()``, ``repeat(x)``) may
@@ -650,8 +652,11 @@ def iter_plus(*args: Any) -> ProcResult:
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
     from dplus.runtime import handover, is_tracked_mutable
-    from dplus.runtime_ops import ListIterator
+    from dplus.runtime_ops import ListIterator, LiveIteration
     from dplus.linear import add
+
+    if type(it) is LiveIteration:
+        return _next_live(it, default)
 
     listed = type(it) is ListIterator
     pos = it.index if listed else -1
@@ -682,6 +687,30 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
             "send it. Fix: take the elements from iter() of a list, or index the list")
 
     return ProcResult(v, next_backprop)
+
+
+def _next_live(it: Any, default: tuple) -> ProcResult:
+    """``next`` of a live ``zip``/``map``/... iterator: the item taken sends its sensitivity to
+    the positions it read (as a loop's iteration does)."""
+    from dplus.runtime_ops import iteration_router
+
+    taken = it.taken
+    v = _b.next(it, *default)
+    took = it.taken != taken
+
+    def next_live_backprop(A: Any, Abox: Any) -> tuple:
+        if not took:
+            return ((), gen_zero) + (A,) * len(default)
+        if A is not gen_zero and A is not None:
+            iteration_router(it, 1, lengths).back(0, A, Abox)
+        return ((), gen_zero) + (gen_zero,) * len(default)
+
+    lengths = None
+    if took:
+        from dplus.runtime_ops import list_length
+
+        lengths = list_length(it)
+    return ProcResult(v, next_live_backprop)
 
 
 register_primitive(iter, _named(iter_plus, iter),

@@ -28,11 +28,6 @@ TIME_LIMIT = {1: 5.0, 2: 15.0}   # seconds per program (a timeout is counted, no
 
 # family or construct -> the open bug that makes programs using it fail (see FINDINGS.md)
 OPEN_BUGS: dict[str, str] = {
-    "lazy_iteration_observed": "F7: map is an eager list: a variable the mapped lambda reads, rebound in the loop, is not seen",
-    "varargs": "F15: a dict passed as **d to a call, then shrunk (d.pop) later, loses the popped key's sensitivity "
-               "(the reverse of the call reads d's keys when it runs, not when the call read them)",
-    "float32_arrays": "C1 (the checker's, not dplus's): float32 difference steps can cross a kink the gradient does "
-                      "not see, and both estimates still agree (FINDINGS.md)",
 }
 
 # family or construct -> the open bug, at second order only
