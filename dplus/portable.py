@@ -52,6 +52,18 @@ class SourceFile:
         return f"SourceFile({self.filename!r})"
 
 
+def _if_picklable(value: Any) -> Any:
+    try:
+        import cloudpickle as dumper
+    except ImportError:  # pragma: no cover
+        import pickle as dumper
+    try:
+        dumper.dumps(value)
+    except Exception:
+        return None
+    return value
+
+
 class CarriedRule:
     """A registered transform kept with its function; pickled only if it can be (a rule that
     closes over something unpicklable must not make the user's function unpicklable)."""
@@ -62,15 +74,7 @@ class CarriedRule:
         self.rule = rule
 
     def __reduce__(self) -> tuple:
-        try:
-            import cloudpickle as dumper
-        except ImportError:  # pragma: no cover - cloudpickle is what pickles functions by value
-            import pickle as dumper
-        try:
-            dumper.dumps(self.rule)
-        except Exception:
-            return (CarriedRule, (None,))
-        return (CarriedRule, (self.rule,))
+        return (CarriedRule, (_if_picklable(self.rule),))
 
 
 _BY_FILE: dict[str, SourceFile] = {}
@@ -136,7 +140,9 @@ class GeneratedCodes:
         for code in _nested_codes(self.code):
             info = plus_info_of_code(code)
             if info is not None:
-                records.append((code, info.source_fn_code, info.by_value_freevars, info.origin))
+                # the origin is needed only to differentiate the copy again; one that cannot be
+                # pickled (its globals hold a cluster client, a lock) stays behind
+                records.append((code, info.source_fn_code, info.by_value_freevars, _if_picklable(info.origin)))
         return (_arrive, (self.code, tuple(records)))
 
 
