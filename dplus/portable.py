@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import linecache
 import sys
+import threading
 import types
 from typing import Any
 
@@ -52,15 +53,25 @@ class SourceFile:
         return f"SourceFile({self.filename!r})"
 
 
+_trying = threading.local()
+
+
 def _if_picklable(value: Any) -> Any:
+    """``value`` if it can be pickled, else None. (Within a trial, nested handles do not try
+    again: the outer trial decides for all of them, or trials would nest exponentially.)"""
+    if getattr(_trying, "active", False):
+        return value
     try:
         import cloudpickle as dumper
     except ImportError:  # pragma: no cover
         import pickle as dumper
+    _trying.active = True
     try:
         dumper.dumps(value)
     except Exception:
         return None
+    finally:
+        _trying.active = False
     return value
 
 
