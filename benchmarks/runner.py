@@ -19,11 +19,12 @@ from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
 from .bigfn import run_bigfn
 from .checkpointing import run_checkpointing
+from .parallel import run_parallel
 from .tools import TOOLS, Tool, tool_versions
 from .workloads import ALL, BY_NAME, dplus_setup_error
 
-SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn", "checkpoint")
-OPT_IN = ("bigfn", "checkpoint")  # long: run only when named in --only
+SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn", "checkpoint", "parallel")
+OPT_IN = ("bigfn", "checkpoint", "parallel")  # long: run only when named in --only
 
 
 @dataclass
@@ -530,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     # holding their million objects makes every full garbage collection slower, which
     # distorts dplus's scaling ratios (the table runs all tools in one process alike).
     runners = {"scaling": run_scaling, "memory": run_memory, "nested": run_nested, "transform": run_transform,
-               "bigfn": run_bigfn, "checkpoint": run_checkpointing}
+               "bigfn": run_bigfn, "checkpoint": run_checkpointing, "parallel": run_parallel}
     parts: dict[str, Report] = {}
     for name in sections:
         if name in runners:

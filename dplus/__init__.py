@@ -2,6 +2,7 @@
 
 from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
 from .checkpoint import checkpoint, checkpoint_loop
+from . import parallel
 from .boxes import Box, BoxSensitivities, box, set_box, unbox
 from .errors import (
     DplusError,
@@ -40,7 +41,7 @@ __all__ = [
     "error_unknown_proc_transform", "error_unknown_transform", "transform_from_source",
     "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
     "BoxSensitivities", "Box", "box", "unbox", "set_box",
-    "foldl", "apply", "checkpoint", "checkpoint_loop", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
+    "foldl", "apply", "checkpoint", "checkpoint_loop", "parallel", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
     "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
     "SourceUnavailableError", "NonDifferentiableError", "ArgumentError",
 ]

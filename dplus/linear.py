@@ -11,6 +11,7 @@ New sensitivity types join through :func:`register_linear_type` (built on
 
 from __future__ import annotations
 
+import enum
 import numbers
 import sys
 import types
@@ -114,6 +115,8 @@ def is_number(x: Any) -> bool:
     np = _numpy()
     if np is not None and isinstance(x, np.bool_):
         return False
+    if isinstance(x, enum.Enum):  # IntEnum / IntFlag members are ints, but names, not quantities
+        return False
     return isinstance(x, numbers.Number)
 
 
@@ -122,7 +125,7 @@ def is_ndarray(x: Any) -> bool:
     return np is not None and isinstance(x, np.ndarray)
 
 
-_ATOM_TYPES = (type(None), str, bytes, bool, range, type, types.ModuleType, slice, type(Ellipsis))
+_ATOM_TYPES = (type(None), str, bytes, bool, range, type, types.ModuleType, slice, type(Ellipsis), enum.Enum)
 
 
 def is_atom(x: Any) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import linecache
 import sys
+import threading
 import types
 from typing import Any
 
@@ -52,6 +53,28 @@ class SourceFile:
         return f"SourceFile({self.filename!r})"
 
 
+_trying = threading.local()
+
+
+def _if_picklable(value: Any) -> Any:
+    """``value`` if it can be pickled, else None. (Within a trial, nested handles do not try
+    again: the outer trial decides for all of them, or trials would nest exponentially.)"""
+    if getattr(_trying, "active", False):
+        return value
+    try:
+        import cloudpickle as dumper
+    except ImportError:  # pragma: no cover
+        import pickle as dumper
+    _trying.active = True
+    try:
+        dumper.dumps(value)
+    except Exception:
+        return None
+    finally:
+        _trying.active = False
+    return value
+
+
 class CarriedRule:
     """A registered transform kept with its function; pickled only if it can be (a rule that
     closes over something unpicklable must not make the user's function unpicklable)."""
@@ -62,15 +85,7 @@ class CarriedRule:
         self.rule = rule
 
     def __reduce__(self) -> tuple:
-        try:
-            import cloudpickle as dumper
-        except ImportError:  # pragma: no cover - cloudpickle is what pickles functions by value
-            import pickle as dumper
-        try:
-            dumper.dumps(self.rule)
-        except Exception:
-            return (CarriedRule, (None,))
-        return (CarriedRule, (self.rule,))
+        return (CarriedRule, (_if_picklable(self.rule),))
 
 
 _BY_FILE: dict[str, SourceFile] = {}
@@ -136,7 +151,9 @@ class GeneratedCodes:
         for code in _nested_codes(self.code):
             info = plus_info_of_code(code)
             if info is not None:
-                records.append((code, info.source_fn_code, info.by_value_freevars, info.origin))
+                # the origin is needed only to differentiate the copy again; one that cannot be
+                # pickled (its globals hold a cluster client, a lock) stays behind
+                records.append((code, info.source_fn_code, info.by_value_freevars, _if_picklable(info.origin)))
         return (_arrive, (self.code, tuple(records)))
 
 

@@ -4,6 +4,7 @@ mutable values in and out of the box-sensitivity map.
 
 from __future__ import annotations
 
+import enum
 import functools
 import itertools
 import operator
@@ -182,7 +183,7 @@ def _type_is_tracked(t: type) -> bool:
         return False
     if issubclass(t, (list, dict, Box)):
         return True
-    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException)):
+    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException, enum.Enum)):
         return False
     if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return False

@@ -10,6 +10,7 @@ from . import functional  # noqa: F401
 from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401
+from . import parallel  # noqa: F401
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
 from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
