@@ -26,7 +26,8 @@ from dplus import runtime_ops
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.linear import gen_zero, is_ndarray
-from dplus.registry import lookup_transform, register_next_order_form, register_primitive
+from dplus.closures import is_plus_function
+from dplus.registry import is_registered_transform, lookup_transform, register_next_order_form, register_primitive
 from dplus.result import ProcResult, call_plus
 from dplus.rules import defnondiff
 from dplus.runtime import is_tracked_mutable, lift
@@ -37,7 +38,6 @@ from ._iterables import add_closure
 def plus_of(f: Any) -> Any:
     """The transform of a function the user asked to checkpoint: derived from its source if
     it has no rule (asking for a checkpoint is asking for ``f`` to be differentiated)."""
-    from dplus.closures import is_plus_function
     from dplus.transformer import plus_function_for
 
     if is_plus_function(f) or lookup_transform(f) is not None:
@@ -49,9 +49,6 @@ def plus_of(f: Any) -> Any:
 
 def stands_for_itself(f: Any) -> bool:
     """A function made inside differentiated code: its value is its own transform."""
-    from dplus.closures import is_plus_function
-    from dplus.registry import is_registered_transform
-
     return is_plus_function(f) and not is_registered_transform(f)
 
 
