@@ -88,14 +88,9 @@ _TOKENS = itertools.count()
 
 def run_recorded_chunk(f: Any, part: list, token_prefix: str) -> tuple:
     """The forward pass of one chunk on a worker: the results, and where the record stays."""
-    from .primitives.checkpointing import call_recorded, require_value
+    from .primitives.checkpointing import record_items
 
-    results, bps = [], []
-    for x in part:
-        r = call_recorded(f, (x,), {})
-        require_value(r.primal, f, "result")
-        results.append(r.primal)
-        bps.append(r.backprop)
+    results, bps = record_items(f, part)
     token = f"{token_prefix}-{next(_TOKENS)}"
     with _KEPT_LOCK:
         _KEPT[token] = bps

@@ -59,6 +59,17 @@ def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     return call_plus(plus_of(f), *args, **kwargs)
 
 
+def record_items(f: Any, items: list) -> tuple:
+    """``f`` called on each item through its transform: the results (values) and their backprops."""
+    results, bps = [], []
+    for x in items:
+        r = call_recorded(f, (x,), {})
+        require_value(r.primal, f, "result")
+        results.append(r.primal)
+        bps.append(r.backprop)
+    return results, bps
+
+
 def kept_value(v: Any, owner: Any, what: str) -> Any:
     """``v`` as the reverse pass will need it: arrays copied, lists, dicts and objects refused."""
     require_value(v, owner, what)

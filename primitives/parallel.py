@@ -24,7 +24,7 @@ from dplus.registry import register_next_order_form, register_primitive
 from dplus.result import ProcResult
 
 from ._iterables import add_closure, ensure_abox, list_sens, out_sens, seq
-from .checkpointing import backprop_steps, call_recorded, require_value, stands_for_itself
+from .checkpointing import backprop_steps, record_items, require_value, stands_for_itself
 
 
 def _sig(f: Any, xs: Any, *, client: Any = None, chunks: Any = None) -> tuple:
@@ -93,12 +93,7 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
 
 
 def _in_process(f: Any, s: Any, items: list, args: tuple, kwargs: dict) -> ProcResult:
-    results, bps = [], []
-    for x in items:
-        r = call_recorded(f, (x,), {})
-        require_value(r.primal, f, "result")
-        results.append(r.primal)
-        bps.append(r.backprop)
+    results, bps = record_items(f, items)
 
     def parallel_map_in_process_backprop(A: Any, Abox: Any) -> tuple:
         Abox = ensure_abox(Abox)
