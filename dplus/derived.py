@@ -26,22 +26,6 @@ from .linear import dot, gen_zero, is_ndarray, is_number, zero
 __all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 
 
-def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
-    """Paths to the number leaves of a (nested) value."""
-    if is_number(v) and type(v) is not bool:
-        yield path
-    elif isinstance(v, (list, tuple)):
-        for i, e in enumerate(v):
-            yield from _leaves(e, path + (i,))
-    elif isinstance(v, dict):
-        for k, e in v.items():
-            yield from _leaves(e, path + (k,))
-    elif is_ndarray(v):
-        np = sys.modules["numpy"]
-        for idx in np.ndindex(v.shape):
-            yield path + (idx,)
-
-
 def _unit(v: Any, path: tuple) -> Any:
     """The sensitivity of ``v`` that is 1 at ``path`` and 0 elsewhere."""
     if not path:
@@ -64,24 +48,22 @@ def _unit(v: Any, path: tuple) -> Any:
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
 
 
-def _place(out: Any, path: tuple, value: Any) -> Any:
-    """``out`` with the leaf at ``path`` replaced by ``value`` (for structure-shaped results)."""
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(out, list):
-        out = list(out)
-        out[head] = _place(out[head], rest, value)
-        return out
-    if isinstance(out, tuple):
-        items = list(out)
-        items[head] = _place(items[head], rest, value)
-        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)
-    if isinstance(out, dict):
-        out = dict(out)
-        out[head] = _place(out[head], rest, value)
-        return out
-    raise SensitivityError(f"cannot place a Jacobian row inside a {type(out).__name__}")
+def _shaped_by_leaves(v: Any, at_number: Callable[[tuple], Any], at_array: Callable[[Any, tuple], Any],
+                      path: tuple = ()) -> Any:
+    """``v`` with each number leaf replaced by ``at_number(path)`` and each NumPy array leaf
+    by ``at_array(array, path)``; other leaves (bools, strings, ...) are kept."""
+    if is_number(v) and type(v) is not bool:
+        return at_number(path)
+    if is_ndarray(v):
+        return at_array(v, path)
+    if isinstance(v, (list, tuple)):
+        items = [_shaped_by_leaves(e, at_number, at_array, path + (i,)) for i, e in enumerate(v)]
+        if isinstance(v, list):
+            return items
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+    if isinstance(v, dict):
+        return {k: _shaped_by_leaves(e, at_number, at_array, path + (k,)) for k, e in v.items()}
+    return v
 
 
 def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,20 +73,20 @@ def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
     def jacobian_fn(*args: Any) -> Any:
         r = fd(*args)
         y = r.primal
-        if is_number(y):
-            return r.backprop(_unit(y, ()))
-        if is_ndarray(y):
-            np = sys.modules["numpy"]
-            blocks = [np.zeros(y.shape + np.shape(a), dtype=float) for a in args]
-            for idx in np.ndindex(y.shape):
-                rows = r.backprop(_unit(y, (idx,)))
-                for b, row in zip(blocks, rows):
+        np = sys.modules.get("numpy")
+
+        def rows(path: tuple) -> Any:
+            return r.backprop(_unit(y, path))
+
+        def blocks(array: Any, path: tuple) -> tuple:
+            # an array in the result: per argument, a block of shape array.shape + argument.shape
+            out = [np.zeros(array.shape + np.shape(a), dtype=float) for a in args]
+            for idx in np.ndindex(array.shape):
+                for b, row in zip(out, rows(path + (idx,))):
                     b[idx] = row
-            return tuple(blocks)
-        out = y
-        for path in _leaves(y):
-            out = _place(out, path, r.backprop(_unit(y, path)))
-        return out
+            return tuple(out)
+
+        return _shaped_by_leaves(y, rows, blocks)
 
     jacobian_fn.__dplus_derived__ = ("jacobian", f)
     return jacobian_fn
@@ -148,18 +130,15 @@ def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
         def component(path: tuple) -> Any:
             return dot(r.backprop(_unit(y, path)), tangents)
 
-        if is_number(y):
-            return y, component(())
-        if is_ndarray(y):
-            np = sys.modules["numpy"]
-            t = np.zeros(y.shape, dtype=float)
-            for idx in np.ndindex(y.shape):
-                t[idx] = component((idx,))
-            return y, t
-        out = zero(y)
-        for path in _leaves(y):
-            out = _place(out, path, component(path))
-        return y, out
+        np = sys.modules.get("numpy")
+
+        def components(array: Any, path: tuple) -> Any:
+            t = np.zeros(array.shape, dtype=float)
+            for idx in np.ndindex(array.shape):
+                t[idx] = component(path + (idx,))
+            return t
+
+        return y, _shaped_by_leaves(y, component, components)
 
     return jvp_fn
 
