@@ -285,6 +285,22 @@ def handed_over(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> Calla
     return transpose
 
 
+def added_to_element(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> Callable[[BoxSensitivities], Any]:
+    """A list router's ``back(i, A, Abox)`` (``A`` added to element ``i`` of the list's entry),
+    and its transpose: a function of the next order's map returning ``A``'s sensitivity."""
+    existed = route.lst in Abox
+    route.back(i, A, Abox)
+    entry = Abox.get(route.lst)
+
+    def transpose(Abox2: BoxSensitivities) -> Any:
+        part = _part(Abox2.get(entry, Z), i)
+        if not existed:
+            Abox2.pop(entry, Z)  # this addition made the entry (its reverse is the last to run)
+        return part
+
+    return transpose
+
+
 def _handover_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
     transpose = handed_over(Abox, v, s, *elements)
     return ProcResult(None, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
@@ -389,6 +405,13 @@ def holds_mutables(v: Any) -> bool:
     _mutables_in(v, reachable)
     return bool(reachable)
 
+
+# the transposes' helpers run in backprops: at the order after next they are differentiated
+# from their source, as rule code is
+for _helper in (_value_stash, _add_to_value_entry_dual, _take_value_entry_dual, _take_clear_value_entry_dual,
+                _entry_sensitivity, _part, _handed_back, _element_back, _items_of, _shaped_like_sensitivity,
+                _settled, _folded_back, _folded_members_back, _entry_back):
+    _helper.__dplus_derived__ = ("rule helper",)
 
 for _method in (BoxSensitivities.list_entry, BoxSensitivities.map_entry):
     register_primitive(_method, _made_entry_rule(_method), note="internal: the box-sensitivity map at the next order")

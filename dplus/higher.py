@@ -25,7 +25,7 @@ from . import api as _api
 from .api import (D, _D_inside, _dplus_inside, _grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift,
                   _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
 from .result import call_plus, run_backprop
-from .boxes_again import folded_with_transpose, handed_over, holds_mutables
+from .boxes_again import added_to_element, folded_with_transpose, handed_over, holds_mutables
 from .boxes import BoxSensitivities
 from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
@@ -447,7 +447,7 @@ _register_stash_pair(stash_set, stash_take_clear)
 
 def _route_result_tower(route: Any) -> ProcResult:
     r = runtime_ops.route_result(route)
-    if type(route) is not runtime_ops._TupleRouter:
+    if type(route) is not runtime_ops._TupleRouter and type(route) is not runtime_ops._ArrayRouter:
         return ProcResult(r, lambda S, Abox2: ((), None))
     h = router_stash(route)
 
@@ -469,6 +469,19 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
             return (), None, None, tuple_part(stash_take(h, Abox2), i, n), None
 
         return ProcResult(None, route_back_backprop)
+    if type(route) is runtime_ops._ArrayRouter:
+        # the array's sensitivity is the result, stashed first; row i's is its row
+        runtime_ops.route_back(route, i, A, Abox)
+        h = router_stash(route)
+
+        def array_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple:
+            S = stash_take(h, Abox2)
+            return (), None, None, Z if S is Z or S is None else S[i], None
+
+        return ProcResult(None, array_route_back_backprop)
+    if type(route) is runtime_ops._ListRouter and not is_zero_sensitivity(A):
+        transpose = added_to_element(Abox, route, i, A)
+        return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
     if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
             "derivatives of derivatives of loops over lists or arrays are not supported yet; "
@@ -950,10 +963,30 @@ def _iterated(seq: Any, *rest: Any) -> str:
     return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
 
 
-register_primitive(
-    _iterables.Seq.sens,
-    _unsupported_again(_iterables.Seq.sens, _iterated,
-                       "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
-                       "again, and pass tuples rather than lists"),
-    note="internal: refused at the next order",
-)
+def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
+    """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
+    Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
+    part back (iterators, sets and repeats keep the refusal)."""
+    if sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST) or s is None:
+        return _refused_seq_sens(sq, s, Abox)
+    r = sq.sens(s, Abox)
+
+    def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if r is s or r is Z or sq.kind == _iterables.CONST:
+            return (), Z, Z, None  # the list itself (its sensitivity is its own), or zero
+        S = Abox2.pop(r, Z) if is_tracked_mutable(r) else Z
+        S = add(S, A)
+        if S is Z or S is None:
+            return (), Z, Z, None
+        n = len(s)
+        parts = [tuple_part(S, i, len(sq.items)) if sq.kind == _iterables.TUPLE else S[i] for i in range(n)]
+        return (), Z, parts if type(s) is list else tuple(parts), None
+
+    return ProcResult(r, seq_sens_backprop)
+
+
+_refused_seq_sens = _unsupported_again(
+    _iterables.Seq.sens, _iterated,
+    "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
+    "again, and pass lists, tuples or arrays rather than iterators")
+register_primitive(_iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity")
