@@ -421,3 +421,33 @@ register_primitive(BoxSensitivities.pop, _pop_rule, note="internal: the box-sens
 register_primitive(BoxSensitivities.accumulate, _accumulate_rule, note="internal: the box-sensitivity map at the next order")
 register_primitive(BoxSensitivities.__setitem__, _setitem_rule, note="internal: the box-sensitivity map at the next order")
 register_primitive(handover, _handover_rule, note="internal: the box-sensitivity map at the next order")
+
+
+# At the order after next, the functions above are operations of the code differentiated:
+# each one's transpose is the function it returns (which reads the next order's map, the
+# same way at every order); what that function closes over is structure, not sensitivity.
+def _handed_over_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
+    transpose = handed_over(Abox, v, s, *elements)
+    return ProcResult(transpose, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
+
+
+def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> ProcResult:
+    transpose = added_to_element(Abox, route, i, A)
+    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2)))
+
+
+def _folded_with_transpose_rule(v: Any, s: Any, Abox: BoxSensitivities | None) -> ProcResult:
+    out, transpose = folded_with_transpose(v, s, Abox)
+
+    def folded_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        from .higher import tuple_part
+
+        return (), Z, transpose(tuple_part(A, 0, 2), Abox2), None
+
+    return ProcResult((out, transpose), folded_backprop)
+
+
+register_primitive(handed_over, _handed_over_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(added_to_element, _added_to_element_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(folded_with_transpose, _folded_with_transpose_rule,
+                   note="internal: the box-sensitivity map at the next order")
