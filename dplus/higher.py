@@ -701,6 +701,16 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
         n = len(parts)
         return ProcResult(runtime_ops.unpack_sensitivity(v, parts),
                           lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
+    if type(v) is list:
+        # a new list of the parts: its sensitivity, kept in Abox2, is theirs
+        r = runtime_ops.unpack_sensitivity(v, parts)
+        n = len(parts)
+
+        def unpack_list_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+            S = add(Abox2.pop(r, Z), A)
+            return (), Z, Z if S is Z or S is None else tuple(S[i] for i in range(n))
+
+        return ProcResult(r, unpack_list_backprop)
     if type(v) is not tuple and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
             f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
@@ -984,6 +994,28 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
 
     return ProcResult(r, seq_sens_backprop)
 
+
+# A Seq in rule code differentiated again is a record of its argument: reading its value or
+# items (a tuple argument's own elements) sends the sensitivity back to where they came from.
+def _seq_rule(value: Any, items: Any, kind: int, fn: str, arg: str) -> ProcResult:
+    def seq_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not isinstance(A, dict):
+            return (), Z, Z, None, None, None
+        return (), A.get("value", Z), A.get("items", Z), None, None, None
+
+    return ProcResult(_iterables.Seq(value, items, kind, fn, arg), seq_backprop)
+
+
+def _seq_attribute_rule(name: str) -> Callable[[Any], ProcResult]:
+    def seq_attribute_rule(sq: Any) -> ProcResult:
+        return ProcResult(getattr(sq, name), lambda A, Abox: ((), Z if A is Z or A is None else {name: A}))
+
+    return seq_attribute_rule
+
+
+register_primitive(_iterables.Seq, _seq_rule, note="internal: a rule's iterable argument, at the next order")
+register_attribute(_iterables.Seq, "items", _seq_attribute_rule("items"))
+register_attribute(_iterables.Seq, "value", _seq_attribute_rule("value"))
 
 _refused_seq_sens = _unsupported_again(
     _iterables.Seq.sens, _iterated,
