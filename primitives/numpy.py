@@ -871,7 +871,7 @@ def _inv_grad(A, r, a):
 
 
 def _det_grad(A, r, a):
-    return (A * r)[..., None, None] * _T(np.linalg.inv(a))
+    return np.asarray(A * r)[..., None, None] * _T(np.linalg.inv(a))  # (an array: NumPy scalars have no indexing rule)
 
 
 def _slogdet_grad(A, r, a):
@@ -904,15 +904,13 @@ def _trace_grad(A, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def _diagonal_grad(A, r, a, offset=0, axis1=0, axis2=1):
     a = np.asarray(a)
-    g = np.zeros(a.shape, dtype=np.result_type(A, float))
-    # np.diagonal's result: the other axes first, the diagonal last
-    view = np.moveaxis(g, (axis1, axis2), (-2, -1))
-    n, m = view.shape[-2:]
+    # np.diagonal's result: the other axes first, the diagonal last; scatter_add (rather than a
+    # write into a view) keeps this reverse differentiable again
+    moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     i = np.arange(np.shape(A)[-1]) if np.ndim(A) else np.arange(0)
     rows = i - min(offset, 0)
     cols = i + max(offset, 0)
-    view[..., rows, cols] = A
-    return g
+    return np.moveaxis(scatter_add(moved, (Ellipsis, rows, cols), A), (-2, -1), (axis1, axis2))
 
 
 def _diag_grad(A, r, v, k=0):
