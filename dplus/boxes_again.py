@@ -213,8 +213,9 @@ def _part(sens: Any, i: Any) -> Any:
     return sens[i] if i < len(sens) else Z
 
 
-def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: BoxSensitivities, seen: set) -> Any:
-    """The transpose of ``handover(Abox, v, s)``: the sensitivity of ``s`` (shaped like ``s``)."""
+def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: BoxSensitivities, seen: set,
+                 elements: Any = None) -> Any:
+    """The transpose of ``handover(Abox, v, s, elements)``: the sensitivity of ``s`` (shaped like ``s``)."""
     if s is Z or s is None:
         return Z
     if type(v) is Snapshot:
@@ -234,7 +235,8 @@ def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: B
     own = _entry_sensitivity(entries, v, Abox2)
     if isinstance(v, list):
         items = _items_of(s)
-        back = [_element_back(v[i] if i < len(v) else None, items[i], _part(own, i), entries, Abox, Abox2, seen)
+        held = v if elements is None else elements  # (what handover took the elements from)
+        back = [_element_back(held[i] if i < len(held) else None, items[i], _part(own, i), entries, Abox, Abox2, seen)
                 for i in range(len(items))]
         return _shaped_like_sensitivity(back, s)
     keys = s.keys() if isinstance(s, dict) else ()
@@ -279,8 +281,10 @@ def handed_over(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> Calla
     handover(Abox, v, s, *elements)
     entries = _record_entries(Abox, reachable, existed)
 
+    held = elements[0] if elements else None
+
     def transpose(Abox2: BoxSensitivities) -> Any:
-        return _handed_back(v, s, entries, Abox, Abox2, set())
+        return _handed_back(v, s, entries, Abox, Abox2, set(), held)
 
     return transpose
 
@@ -331,7 +335,10 @@ def _folded_back(v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitiviti
         if rec is not None and id(v.obj) not in seen:
             seen.add(id(v.obj))
             _entry_back(rec, F, Abox, Abox2)
-        _folded_members_back(v.items, F, entries, Abox, Abox2, seen)
+        if type(v.obj) is Box:  # (its items: the contents it held)
+            _folded_back(v.items, F.value if isinstance(F, Box) else F, entries, Abox, Abox2, seen)
+        else:
+            _folded_members_back(v.items, F, entries, Abox, Abox2, seen)
         return
     if t is Box:
         raw = F.value if isinstance(F, Box) else F

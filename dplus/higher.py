@@ -982,8 +982,8 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
     r = sq.sens(s, Abox)
 
     def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        if r is s or r is Z or sq.kind == _iterables.CONST:
-            return (), Z, Z, None  # the list itself (its sensitivity is its own), or zero
+        if r is Z or sq.kind == _iterables.CONST or (r is s and is_tracked_mutable(r)):
+            return (), Z, Z, None  # zero, or the list itself (its sensitivity is its own, in Abox2)
         S = Abox2.pop(r, Z) if is_tracked_mutable(r) else Z
         S = add(S, A)
         if S is Z or S is None:
