@@ -28,6 +28,7 @@ from typing import Any, Callable
 from .boxes import Box, BoxSensitivities
 from .linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
 from .registry import register_primitive
+from .rules import defnondiff
 from .result import ProcResult
 from .runtime import Snapshot, fold, handover, is_tracked_mutable, object_attributes
 
@@ -419,6 +420,8 @@ for _helper in (_value_stash, _add_to_value_entry_dual, _take_value_entry_dual, 
                 _entry_sensitivity, _part, _handed_back, _element_back, _items_of, _shaped_like_sensitivity,
                 _settled, _folded_back, _folded_members_back, _entry_back):
     _helper.__dplus_derived__ = ("rule helper",)
+
+defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
 
 for _method in (BoxSensitivities.list_entry, BoxSensitivities.map_entry):
     register_primitive(_method, _made_entry_rule(_method), note="internal: the box-sensitivity map at the next order")

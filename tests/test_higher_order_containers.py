@@ -127,9 +127,28 @@ def dict_argument(s):
     return (lambda d: d["a"] * d["b"])({"a": s, "b": s * s})
 
 
+def dict_of_lists(s):
+    d = {"a": [s, s * s], "b": (s, 3.0)}
+    return sum(d["a"]) * d["b"][0] + sum(d["b"])
+
+
+def sum_of_tuple(s):
+    return sum((s * s, s, 2.0 * s)) ** 2
+
+
+def _product_of_box_list(bb, w):
+    v = dplus.unbox(bb)
+    return v[0] * v[1] * w
+
+
+def gradient_of_a_box_argument(s):
+    g = grad(_product_of_box_list)(dplus.box([s, s * s]), s)  # (Box([s * s, s]), s ** 3)
+    return g[0].value[1] * s + g[1]
+
+
 SECOND_AND_THIRD = [list_mutation, dict_mutation, list_built_in_loop, box_rebound, nested_lists, nonlocal_total,
-                    list_unpacked, loop_over_list, loop_over_array, dict_argument]
-SECOND = SECOND_AND_THIRD + [object_attributes, list_slice, sum_of_list]
+                    list_unpacked, loop_over_list, loop_over_array, dict_argument, dict_of_lists, sum_of_tuple]
+SECOND = SECOND_AND_THIRD + [object_attributes, list_slice, sum_of_list, gradient_of_a_box_argument]
 
 
 @pytest.mark.parametrize("f", SECOND, ids=lambda f: f.__name__)
