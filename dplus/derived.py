@@ -123,6 +123,22 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
         out[head] = _place(out[head], rest, value)
         return out
     raise SensitivityError(f"cannot place a Jacobian row inside a {type(out).__name__}")
+def _shaped_by_leaves(v: Any, at_number: Callable[[tuple], Any], at_array: Callable[[Any, tuple], Any],
+                      path: tuple = ()) -> Any:
+    """``v`` with each number leaf replaced by ``at_number(path)`` and each NumPy array leaf
+    by ``at_array(array, path)``; other leaves (bools, strings, ...) are kept."""
+    if is_number(v) and type(v) is not bool:
+        return at_number(path)
+    if is_ndarray(v):
+        return at_array(v, path)
+    if isinstance(v, (list, tuple)):
+        items = [_shaped_by_leaves(e, at_number, at_array, path + (i,)) for i, e in enumerate(v)]
+        if isinstance(v, list):
+            return items
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+    if isinstance(v, dict):
+        return {k: _shaped_by_leaves(e, at_number, at_array, path + (k,)) for k, e in v.items()}
+    return v
 
 
 def jacobian(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -211,18 +227,15 @@ def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
         def component(path: tuple) -> Any:
             return dot(r.backprop(_unit(y, path)), tangents)
 
-        if is_number(y):
-            return y, component(())
-        if is_ndarray(y):
-            np = sys.modules["numpy"]
-            t = np.zeros(y.shape, dtype=float)
-            for idx in np.ndindex(y.shape):
-                t[idx] = component((idx,))
-            return y, t
-        out = zero(y)
-        for path in _leaves(y):
-            out = _place(out, path, component(path))
-        return y, out
+        np = sys.modules.get("numpy")
+
+        def components(array: Any, path: tuple) -> Any:
+            t = np.zeros(array.shape, dtype=float)
+            for idx in np.ndindex(array.shape):
+                t[idx] = component(path + (idx,))
+            return t
+
+        return y, _shaped_by_leaves(y, component, components)
 
     return jvp_fn
 

@@ -25,10 +25,10 @@ from . import api as _api
 from .api import (D, _D_inside, _dplus_inside, _grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift,
                   _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
 from .result import call_plus, run_backprop
+from .boxes_again import added_to_element, folded_with_transpose, handed_over, holds_mutables
 from .boxes import BoxSensitivities
 from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
-from . import policies as _policies
 from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, next_order_form, register_primitive
@@ -339,13 +339,23 @@ def _sensitivity_reaches_mutable(v: Any, s: Any) -> bool:
 
 
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
-    if _sensitivity_reaches_mutable(v, s):
-        raise NonDifferentiableError(
-            "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet; "
-            "use tuples and numbers inside functions differentiated more than once"
-        )
-    r = runtime_ops.accumulate(adj, v, s, Abox)
-    return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
+    if not _sensitivity_reaches_mutable(v, s):
+        r = runtime_ops.accumulate(adj, v, s, Abox)
+        return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
+    if is_tracked_mutable(v):  # its sensitivity goes into its entries in Abox
+        transpose = handed_over(Abox, v, s)
+        return ProcResult(adj, lambda A, Abox2: ((), A, None, transpose(Abox2), None))
+    # a tuple holding mutable values: theirs go into their entries, the rest into the adjoint
+    n = len(v)
+    parts = tuple(tuple_part(s, i, n) for i in range(n))
+    transposes = {i: handed_over(Abox, v[i], parts[i]) for i in range(n) if is_tracked_mutable(v[i])}
+    r = add(adj, tuple(Z if i in transposes else parts[i] for i in range(n)))
+
+    def accumulate_tuple_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        back = tuple(transposes[i](Abox2) if i in transposes else tuple_part(A, i, n) for i in range(n))
+        return (), A, None, back, None
+
+    return ProcResult(r, accumulate_tuple_backprop)
 
 
 def _add_tower(u: Any, v: Any) -> ProcResult:
@@ -447,7 +457,7 @@ _register_stash_pair(stash_set, stash_take_clear)
 
 def _route_result_tower(route: Any) -> ProcResult:
     r = runtime_ops.route_result(route)
-    if type(route) is not runtime_ops._TupleRouter:
+    if type(route) is not runtime_ops._TupleRouter and type(route) is not runtime_ops._ArrayRouter:
         return ProcResult(r, lambda S, Abox2: ((), None))
     h = router_stash(route)
 
@@ -469,6 +479,19 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
             return (), None, None, tuple_part(stash_take(h, Abox2), i, n), None
 
         return ProcResult(None, route_back_backprop)
+    if type(route) is runtime_ops._ArrayRouter:
+        # the array's sensitivity is the result, stashed first; row i's is its row
+        runtime_ops.route_back(route, i, A, Abox)
+        h = router_stash(route)
+
+        def array_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple:
+            S = stash_take(h, Abox2)
+            return (), None, None, Z if S is Z or S is None else S[i], None
+
+        return ProcResult(None, array_route_back_backprop)
+    if type(route) is runtime_ops._ListRouter and not is_zero_sensitivity(A):
+        transpose = added_to_element(Abox, route, i, A)
+        return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
     if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
             "derivatives of derivatives of loops over lists or arrays are not supported yet; "
@@ -524,19 +547,18 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
 
 
 def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResult:
-    # Abox may hold other entries (captured variables' cells); only mutable arguments matter
-    if _box_entries_reach(args, Abox):
-        raise NonDifferentiableError(
-            "derivatives of derivatives of functions of lists, dicts, boxes or objects are not supported yet; "
-            "pass numbers or tuples"
-        )
-    result = boundary(args, out, Abox)
     n = len(args)
+    if not holds_mutables(args):
+        result = boundary(args, out, Abox)
+        return ProcResult(result, lambda A, Abox2: ((), Z, (Z,) + tuple(fold(result, A, Abox2)) + (Z,) * (len(out) - 1 - n),
+                                                    None))
+    folds = [folded_with_transpose(a, s, Abox) for a, s in zip(args, out[1 : 1 + n])]
+    result = tuple(folded for folded, _ in folds)  # (boundary's values: the transposes know these lists)
 
     def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
         # the gradients are new values; mutable ones (lists, dicts) keep their sensitivity in Abox2
-        S = fold(result, A, Abox2)
-        return (), Z, (Z,) + tuple(S) + (Z,) * (len(out) - 1 - n), None
+        S = tuple(transpose(tuple_part(A, i, n), Abox2) for i, (_, transpose) in enumerate(folds))
+        return (), Z, (Z,) + S + (Z,) * (len(out) - 1 - n), None
 
     return ProcResult(result, boundary_backprop)
 
@@ -626,18 +648,6 @@ def cell_stash(Abox: BoxSensitivities, key: Any) -> Stash:
     return rec[1]
 
 
-def _abox_pop_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
-    v = Abox.pop(key, *default) if default else Abox.pop(key)
-
-    def abox_pop_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        # the entry held v before the pop: its sensitivity is A, whatever came after; the
-        # reads that added into it (accumulate_cell, earlier in this pass) take it later
-        stash_set(cell_stash(Abox, key), A, Abox2)
-        return ((), Z, None) + ((Z,) if default else ())
-
-    return ProcResult(v, abox_pop_backprop)
-
-
 def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) -> ProcResult:
     if value is not None and is_tracked_mutable(value) and not is_zero_sensitivity(s):
         raise NonDifferentiableError(
@@ -652,20 +662,6 @@ def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) 
     return ProcResult(None, accumulate_cell_backprop)
 
 
-def _box_entries_reach(v: Any, Abox: Any) -> bool:
-    """Some list, dict, box or object in ``v`` has an entry in ``Abox``."""
-    if Abox is None or not len(Abox):
-        return False
-    t = type(v)
-    if t is float or t is int:
-        return False
-    if t is Snapshot:
-        return _box_entries_reach(v.obj, Abox) or _box_entries_reach(v.items, Abox)
-    if is_tracked_mutable(v):
-        return v in Abox or any(_box_entries_reach(e, Abox) for e in _members(v))
-    return isinstance(v, (tuple, list)) and any(_box_entries_reach(e, Abox) for e in v)
-
-
 def _members(v: Any) -> Any:
     if isinstance(v, dict):
         return v.values()
@@ -675,18 +671,15 @@ def _members(v: Any) -> Any:
 
 
 def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
-    # an empty **kwargs dict or a list nobody differentiated folds to s itself
-    if _box_entries_reach(v, Abox):
-        raise NonDifferentiableError(
-            "derivatives of derivatives through lists, dicts, boxes or objects are not supported yet"
-        )
-    return ProcResult(fold(v, s, Abox), lambda A, Abox2: ((), Z, A, None))
+    if not holds_mutables(v):  # numbers, tuples of them, arrays: fold is s, or zeros
+        return ProcResult(fold(v, s, Abox), lambda A, Abox2: ((), Z, A, None))
+    out, transpose = folded_with_transpose(v, s, Abox)
+    return ProcResult(out, lambda A, Abox2: ((), Z, transpose(A, Abox2), None))
 
 
-defnondiff(_box_entries_reach)
 defnondiff(_sensitivity_reaches_mutable)
+defnondiff(holds_mutables)
 defnondiff(cell_stash)
-register_primitive(BoxSensitivities.pop, _abox_pop_rule)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
 
@@ -718,6 +711,16 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
         n = len(parts)
         return ProcResult(runtime_ops.unpack_sensitivity(v, parts),
                           lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
+    if type(v) is list:
+        # a new list of the parts: its sensitivity, kept in Abox2, is theirs
+        r = runtime_ops.unpack_sensitivity(v, parts)
+        n = len(parts)
+
+        def unpack_list_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+            S = add(Abox2.pop(r, Z), A)
+            return (), Z, Z if S is Z or S is None else tuple(S[i] for i in range(n))
+
+        return ProcResult(r, unpack_list_backprop)
     if type(v) is not tuple and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
             f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
@@ -972,29 +975,60 @@ register_primitive(D, _D_inside, note="D called inside differentiated code")
 register_primitive(_api.dplus, _dplus_inside, note="dplus called inside differentiated code")
 
 
-# Rule code that keeps sensitivities of mutable values (the box-sensitivity map) or of the
-# elements of iterables is not differentiable again yet: refused naming what the user's
-# code did, never these internals.
-_ELEMENTS_AGAIN = "the elements of lists, dicts, boxes or objects"
-_ELEMENTS_FIX = "; keep such values in tuples or in separate variables inside functions differentiated more than once"
-# (BoxSensitivities.get and map_entry stay under the default policy: objects made in
-# differentiated code read their attribute entries with them, and work at second order)
-_policies.INTERNAL_AGAIN.update({BoxSensitivities.get: _ELEMENTS_AGAIN, BoxSensitivities.map_entry: _ELEMENTS_AGAIN})
-for _method in (BoxSensitivities.__getitem__, BoxSensitivities.list_entry, BoxSensitivities.accumulate):
-    register_primitive(_method, _unsupported_again(_method, _ELEMENTS_AGAIN, _ELEMENTS_FIX),
-                       note="internal: refused at the next order")
-
-
+# Rule code that keeps sensitivities of the elements of iterables is not differentiable
+# again yet: refused naming what the user's code did, never these internals.
 def _iterated(seq: Any, *rest: Any) -> str:
     """What the user's code iterated, for a refusal: ``sum() over a NumPy array``."""
     kinds = {_iterables.LIST: "a list", _iterables.ARRAY: "a NumPy array", _iterables.REPEAT: "itertools.repeat"}
     return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
 
 
-register_primitive(
-    _iterables.Seq.sens,
-    _unsupported_again(_iterables.Seq.sens, _iterated,
-                       "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
-                       "again, and pass tuples rather than lists"),
-    note="internal: refused at the next order",
-)
+def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
+    """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
+    Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
+    part back (iterators, sets and repeats keep the refusal)."""
+    if sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST) or s is None:
+        return _refused_seq_sens(sq, s, Abox)
+    r = sq.sens(s, Abox)
+
+    def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if r is Z or sq.kind == _iterables.CONST or (r is s and is_tracked_mutable(r)):
+            return (), Z, Z, None  # zero, or the list itself (its sensitivity is its own, in Abox2)
+        S = Abox2.pop(r, Z) if is_tracked_mutable(r) else Z
+        S = add(S, A)
+        if S is Z or S is None:
+            return (), Z, Z, None
+        n = len(s)
+        parts = [tuple_part(S, i, len(sq.items)) if sq.kind == _iterables.TUPLE else S[i] for i in range(n)]
+        return (), Z, parts if type(s) is list else tuple(parts), None
+
+    return ProcResult(r, seq_sens_backprop)
+
+
+# A Seq in rule code differentiated again is a record of its argument: reading its value or
+# items (a tuple argument's own elements) sends the sensitivity back to where they came from.
+def _seq_rule(value: Any, items: Any, kind: int, fn: str, arg: str) -> ProcResult:
+    def seq_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not isinstance(A, dict):
+            return (), Z, Z, None, None, None
+        return (), A.get("value", Z), A.get("items", Z), None, None, None
+
+    return ProcResult(_iterables.Seq(value, items, kind, fn, arg), seq_backprop)
+
+
+def _seq_attribute_rule(name: str) -> Callable[[Any], ProcResult]:
+    def seq_attribute_rule(sq: Any) -> ProcResult:
+        return ProcResult(getattr(sq, name), lambda A, Abox: ((), Z if A is Z or A is None else {name: A}))
+
+    return seq_attribute_rule
+
+
+register_primitive(_iterables.Seq, _seq_rule, note="internal: a rule's iterable argument, at the next order")
+register_attribute(_iterables.Seq, "items", _seq_attribute_rule("items"))
+register_attribute(_iterables.Seq, "value", _seq_attribute_rule("value"))
+
+_refused_seq_sens = _unsupported_again(
+    _iterables.Seq.sens, _iterated,
+    "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
+    "again, and pass lists, tuples or arrays rather than iterators")
+register_primitive(_iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity")

@@ -371,11 +371,12 @@ class _TupleRouter:
 
 
 class _ArrayRouter:
-    __slots__ = ("arr", "g")
+    __slots__ = ("arr", "g", "stash")
 
     def __init__(self, arr: Any) -> None:
         self.arr = arr
         self.g = None
+        self.stash: Any = None  # derivatives of derivatives: where result's sensitivity waits
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
         if A is Z or A is None:

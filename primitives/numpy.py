@@ -205,9 +205,9 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
             A = _as_array_sens(A, r)
             cargs = _coerce(args, coerced)
             out: tuple = ((),)
-            for i, x in enumerate(args):
+            for i in range(len(args)):  # (a range: enumerate's reverse is not differentiable at order 3)
                 g = grads[i] if i < n else None
-                out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), x)),)
+                out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), args[i])),)
             if kwargs:
                 ks = {}
                 for k, v in kwargs.items():
@@ -295,8 +295,8 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
             A = _as_array_sens(A, r)
             gs = vjp(A, r, *args, **kwargs)
             out: tuple = ((),)
-            for i, x in enumerate(args):
-                out = out + ((fit(gs[i], x) if i < len(gs) else Z),)
+            for i in range(len(args)):  # (a range: enumerate's reverse is not differentiable at order 3)
+                out = out + ((fit(gs[i], args[i]) if i < len(gs) else Z),)
             if kwargs:
                 out = out + (_kw_sens(kwargs),)
             return out
@@ -804,10 +804,10 @@ def _einsum_vjp(A, r, *args, **kwargs):
             operands.append(np.ones(tuple(dims[c] for c in naked)))
         g = np.einsum(",".join(in_subs) + "->" + uniq, *operands)
         g = _sum_to(g, tuple(dims[c] for c in uniq))
-        if uniq != s_k:  # repeated indices (a diagonal): write the values onto it
-            full = np.zeros(op_k.shape, dtype=g.dtype)
-            np.einsum(s_k + "->" + uniq, full)[...] = g
-            g = full
+        if uniq != s_k:  # repeated indices (a diagonal): the values go onto it (through
+            # scatter_add rather than a write into a view, so the reverse differentiates again)
+            grid = np.indices(g.shape, sparse=True)
+            g = scatter_add(op_k, tuple(grid[uniq.index(c)] for c in s_k), g)
         sens[positions[k]] = g
     return tuple(sens)
 
@@ -906,15 +906,13 @@ def _trace_grad(A, r, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def _diagonal_grad(A, r, a, offset=0, axis1=0, axis2=1):
     a = np.asarray(a)
-    g = np.zeros(a.shape, dtype=np.result_type(A, float))
-    # np.diagonal's result: the other axes first, the diagonal last
-    view = np.moveaxis(g, (axis1, axis2), (-2, -1))
-    n, m = view.shape[-2:]
+    # np.diagonal's result: the other axes first, the diagonal last; scatter_add (rather than a
+    # write into a view) keeps this reverse differentiable again
+    moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     i = np.arange(np.shape(A)[-1]) if np.ndim(A) else np.arange(0)
     rows = i - min(offset, 0)
     cols = i + max(offset, 0)
-    view[..., rows, cols] = A
-    return g
+    return np.moveaxis(scatter_add(moved, (Ellipsis, rows, cols), A), (-2, -1), (axis1, axis2))
 
 
 def _diag_grad(A, r, v, k=0):
@@ -1099,13 +1097,13 @@ def _sort_grad(A, r, a, axis=-1, kind=None, order=None, **kw):
     x = np.asarray(a)
     if axis is None:
         perm = np.argsort(x, axis=None, kind="stable")
-        g = np.zeros(x.size, dtype=np.result_type(A, float))
-        g[perm] = A
-        return g.reshape(x.shape)
+        return np.reshape(scatter_add(np.ravel(x), perm, A), x.shape)
     perm = np.argsort(x, axis=axis, kind="stable")
-    g = np.zeros(x.shape, dtype=np.result_type(A, float))
-    np.put_along_axis(g, perm, A, axis=axis)
-    return g
+    # each element back where it came from; scatter_add (not put_along_axis, which writes in
+    # place) keeps this reverse differentiable again
+    where = list(np.indices(x.shape, sparse=True))
+    where[axis % x.ndim] = perm
+    return scatter_add(x, tuple(where), A)
 
 
 def _take_grad(A, r, a, indices, axis=None, out=None, mode="raise"):
@@ -1491,6 +1489,11 @@ def _fit_plus(g: Any, v: Any) -> ProcResult:
     r = fit(g, v)
 
     def fit_backprop(A: Any, Abox: Any) -> tuple:
+        if r is not g and isinstance(r, (list, tuple)):
+            # a list made here keeps its sensitivity in Abox; a tuple's may be sparse (OneHot)
+            from dplus.runtime import fold
+
+            A = fold(r, A, Abox)
         if A is Z or A is None or g is Z or g is None:
             return _Z2
         if isinstance(g, (list, tuple)):  # fit passed it through: one sensitivity per element

@@ -587,13 +587,12 @@ def dict_element_read_twice(x):
     return np.sum(d["a"] ** 3) + np.sum(d["a"])
 
 
-@pytest.mark.parametrize("f,match", [(sum_of_array_elements, r"sum\(\) over a NumPy array.*np\.sum"),
-                                     (dict_element_read_twice, "elements of lists, dicts")])
-def test_second_order_refusals_name_the_users_construct(f, match):
-    with pytest.raises(NonDifferentiableError, match=match) as info:
-        hessian(f)(np.array([1.0, 2.0, 3.0]))
-    message = str(info.value)
-    assert "Seq" not in message and "BoxSensitivities" not in message and "define_dplus" not in message
+@pytest.mark.parametrize("f,d2", [(sum_of_array_elements, lambda x: 6 * x), (dict_element_read_twice, lambda x: 48 * x)])
+def test_second_order_through_builtin_sum_and_dicts(f, d2):
+    # (refused before the box-sensitivity map was differentiable again)
+    for x in (np.array([1.0, 2.0, 3.0]), np.array([-0.5, 0.25, 1.5])):
+        (H,) = hessian(f)(x)  # (this module's hessian: jacobian(grad1(f)))
+        assert np.allclose(H, np.diag(d2(x)), rtol=1e-12)
 
 
 def accumulate_into_zeros(x):

@@ -1,0 +1,463 @@
+"""The box-sensitivity map at the next order of differentiation.
+
+A first-order backward pass keeps the sensitivities of mutable values (lists, dicts, boxes,
+objects, rebound captured variables) in a :class:`BoxSensitivities` map. When that pass is
+itself differentiated, its map is a container whose entries carry sensitivities, and the
+operations on it need rules of their own. Every one of them is linear in the sensitivities
+it moves (the backpropagator of a backpropagator is linear in the sensitivity), so each rule
+is a transpose:
+
+- the entry of a list, a dict or an object is itself a list or a dict. At the next order it
+  is a mutable value like any other: reading it (``get``, ``list_entry``, ``map_entry``,
+  ``pop``) returns the entry itself, an alias with nothing to transpose, and the next
+  order's map keeps the sensitivity of its contents under the entry. An entry made from
+  zeros drops that sensitivity where it was made (zeros are constants);
+- the entry of a box or a cell is a value, replaced on each change: its sensitivity waits
+  in the entry's dual stash (``higher.cell_stash``): a read adds to it, an addition takes
+  it, a write takes and clears it;
+- ``handover`` (adding a value's sensitivity into the entries) and ``fold`` (a value's
+  sensitivity plus its entries) are run as they are, with a record of the entries they
+  met; their transposes read those entries' sensitivities back, or hand them over.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from .boxes import Box, BoxSensitivities
+from .linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
+from .registry import register_primitive
+from .rules import defnondiff
+from .result import ProcResult
+from .runtime import Snapshot, fold, handover, is_tracked_mutable, object_attributes
+
+Z = gen_zero
+
+
+def _value_stash(Abox: BoxSensitivities, key: Any) -> Any:
+    from .higher import cell_stash
+
+    return cell_stash(Abox, key)
+
+
+def _add_to_value_entry_dual(Abox: BoxSensitivities, key: Any, A: Any, Abox2: BoxSensitivities) -> None:
+    from .higher import stash_add
+
+    stash_add(_value_stash(Abox, key), A, Abox2)
+
+
+def _take_value_entry_dual(Abox: BoxSensitivities, key: Any, Abox2: BoxSensitivities) -> Any:
+    from .higher import stash_take
+
+    return stash_take(_value_stash(Abox, key), Abox2)
+
+
+def _take_clear_value_entry_dual(Abox: BoxSensitivities, key: Any, Abox2: BoxSensitivities) -> Any:
+    from .higher import stash_take_clear
+
+    return stash_take_clear(_value_stash(Abox, key), Abox2)
+
+
+# ---------------------------------------------------------------------------
+# reading and writing entries
+
+
+def _made_entry_rule(method: Callable[..., Any]) -> Callable[..., ProcResult]:
+    """``list_entry`` / ``map_entry``: the entry itself (an alias), made from zeros if missing."""
+
+    def made_entry_rule(Abox: BoxSensitivities, key: Any, *rest: Any) -> ProcResult:
+        existed = key in Abox
+        entry = method(Abox, key, *rest)
+
+        def made_entry_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+            if not existed:
+                Abox2.pop(entry, Z)  # the zeros it was made of are constants
+            return ((), Z, None) + (None,) * len(rest)
+
+        return ProcResult(entry, made_entry_backprop)
+
+    return made_entry_rule
+
+
+def _get_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
+    found = key in Abox
+    v = Abox.get(key, *default)
+
+    def get_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if not found:
+            return ((), Z, None) + ((A,) if default else ())
+        if not is_tracked_mutable(v):
+            _add_to_value_entry_dual(Abox, key, A, Abox2)  # a value entry read: it keeps its value
+        return ((), Z, None) + ((Z,) if default else ())
+
+    return ProcResult(v, get_backprop)
+
+
+def _pop_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
+    found = key in Abox
+    v = Abox.pop(key, *default)
+
+    def pop_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if not found:
+            return ((), Z, None) + ((A,) if default else ())
+        if not is_tracked_mutable(v):
+            # the entry held v before the pop: whatever came after started from zero
+            from .higher import stash_set
+
+            stash_set(_value_stash(Abox, key), A, Abox2)
+        return ((), Z, None) + ((Z,) if default else ())
+
+    return ProcResult(v, pop_backprop)
+
+
+def _accumulate_rule(Abox: BoxSensitivities, key: Any, sens: Any) -> ProcResult:
+    # (a box's or a cell's entry: a value)
+    Abox.accumulate(key, sens)
+
+    def accumulate_entry_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if sens is Z or sens is None:
+            return (), Z, None, Z
+        return (), Z, None, _take_value_entry_dual(Abox, key, Abox2)
+
+    return ProcResult(None, accumulate_entry_backprop)
+
+
+def _setitem_rule(Abox: BoxSensitivities, key: Any, sens: Any) -> ProcResult:
+    Abox[key] = sens
+
+    def set_entry_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if is_tracked_mutable(sens):
+            return (), Z, None, Z  # a list or dict entry: its sensitivity is its own, in Abox2
+        return (), Z, None, _take_clear_value_entry_dual(Abox, key, Abox2)
+
+    return ProcResult(None, set_entry_backprop)
+
+
+# ---------------------------------------------------------------------------
+# handover: a value's sensitivity added into the entries of the mutable values inside it
+
+
+class _Entries:
+    """The entries of the mutable values reached from one value, as they were when recorded:
+    per key, the entry (a list or dict, or the key itself for a value entry) and whether the
+    operation recorded made it."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[Any, Any, bool]] = {}
+
+
+def _mutables_in(v: Any, out: dict, depth: int = 0) -> None:
+    """Every tracked mutable value reachable from ``v`` (snapshots, elements, attributes)."""
+    t = type(v)
+    if t is float or t is int or v is None or depth > 200:
+        return
+    if t is Snapshot:
+        _mutables_in(v.obj, out, depth + 1)
+        _mutables_in(v.items, out, depth + 1)
+        return
+    if is_tracked_mutable(v):
+        if id(v) in out:
+            return
+        out[id(v)] = v
+    for e in _members(v):
+        _mutables_in(e, out, depth + 1)
+
+
+def _members(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return v
+    if isinstance(v, dict):
+        return v.values()
+    if type(v) is Box:
+        return (v.value,)
+    if is_tracked_mutable(v):
+        return object_attributes(v).values()
+    return ()
+
+
+def _record_entries(Abox: BoxSensitivities, reachable: dict, existed: set) -> dict:
+    """id(key) -> (key, entry, made here) for the reachable keys that have an entry now."""
+    found = {}
+    for k, key in reachable.items():
+        if key in Abox:
+            found[k] = (key, Abox.get(key), k not in existed)
+    return found
+
+
+def _entry_sensitivity(entries: dict, v: Any, Abox2: BoxSensitivities) -> Any:
+    """The next order's sensitivity of ``v``'s entry (its contents: a list or a dict of
+    parts; a value entry's dual); ``Z`` when it had none."""
+    rec = entries.get(id(v))
+    if rec is None:
+        return Z
+    key, entry, made = rec
+    if is_tracked_mutable(entry):
+        sens = Abox2.get(entry, Z)
+        if made:
+            Abox2.pop(entry, Z)
+        return sens
+    return Z
+
+
+def _part(sens: Any, i: Any) -> Any:
+    if sens is Z or sens is None:
+        return Z
+    if isinstance(sens, dict):
+        return sens.get(i, Z)
+    if type(sens) is OneHot:
+        return sens.value if sens.index == i else Z
+    if type(sens) is TupleAccumulator:
+        return sens.items[i]
+    return sens[i] if i < len(sens) else Z
+
+
+def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: BoxSensitivities, seen: set,
+                 elements: Any = None) -> Any:
+    """The transpose of ``handover(Abox, v, s, elements)``: the sensitivity of ``s`` (shaped like ``s``)."""
+    if s is Z or s is None:
+        return Z
+    if type(v) is Snapshot:
+        return _handed_back(v.obj, s, entries, Abox, Abox2, seen)
+    if type(v) is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if is_tracked_mutable(v.value):
+            back = _handed_back(v.value, raw, entries, Abox, Abox2, seen)
+        else:
+            back = _take_value_entry_dual(Abox, v, Abox2)
+        return Box(back) if isinstance(s, Box) else back
+    if not is_tracked_mutable(v):
+        return Z
+    if id(v) in seen:  # one value reached twice: its entry was handed the sum
+        return Z
+    seen.add(id(v))
+    own = _entry_sensitivity(entries, v, Abox2)
+    if isinstance(v, list):
+        items = _items_of(s)
+        held = v if elements is None else elements  # (what handover took the elements from)
+        back = [_element_back(held[i] if i < len(held) else None, items[i], _part(own, i), entries, Abox, Abox2, seen)
+                for i in range(len(items))]
+        return _shaped_like_sensitivity(back, s)
+    keys = s.keys() if isinstance(s, dict) else ()
+    values = v if isinstance(v, dict) else object_attributes(v)
+    return {k: _element_back(values.get(k), s[k], _part(own, k), entries, Abox, Abox2, seen) for k in keys}
+
+
+def _element_back(e: Any, se: Any, own: Any, entries: dict, Abox: Any, Abox2: Any, seen: set) -> Any:
+    if se is Z or se is None:
+        return Z
+    if is_tracked_mutable(e):
+        return _handed_back(e, se, entries, Abox, Abox2, seen)
+    return own
+
+
+def _items_of(s: Any) -> list:
+    t = type(s)
+    if t is OneHot:
+        return s.to_list()
+    if t is TupleAccumulator:
+        return list(s.items)
+    return list(s)
+
+
+def _shaped_like_sensitivity(parts: list, s: Any) -> Any:
+    if type(s) is list:
+        return parts
+    if is_ndarray(s):
+        np = sys.modules["numpy"]
+        return np.array([0.0 if p is Z or p is None else p for p in parts])
+    return tuple(parts)
+
+
+def handed_over(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> Callable[[BoxSensitivities], Any]:
+    """``handover(Abox, v, s, *elements)``, and its transpose: a function of the next order's
+    map that returns the sensitivity of ``s``."""
+    reachable: dict = {}
+    if elements and elements[0] is not None:
+        _mutables_in(elements[0], reachable)
+    _mutables_in(v, reachable)
+    existed = {k for k, key in reachable.items() if key in Abox}
+    handover(Abox, v, s, *elements)
+    entries = _record_entries(Abox, reachable, existed)
+
+    held = elements[0] if elements else None
+
+    def transpose(Abox2: BoxSensitivities) -> Any:
+        return _handed_back(v, s, entries, Abox, Abox2, set(), held)
+
+    return transpose
+
+
+def added_to_element(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> Callable[[BoxSensitivities], Any]:
+    """A list router's ``back(i, A, Abox)`` (``A`` added to element ``i`` of the list's entry),
+    and its transpose: a function of the next order's map returning ``A``'s sensitivity."""
+    existed = route.lst in Abox
+    route.back(i, A, Abox)
+    entry = Abox.get(route.lst)
+
+    def transpose(Abox2: BoxSensitivities) -> Any:
+        part = _part(Abox2.get(entry, Z), i)
+        if not existed:
+            Abox2.pop(entry, Z)  # this addition made the entry (its reverse is the last to run)
+        return part
+
+    return transpose
+
+
+def _handover_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
+    transpose = handed_over(Abox, v, s, *elements)
+    return ProcResult(None, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
+
+
+# ---------------------------------------------------------------------------
+# fold: a value's sensitivity plus its entries, as new values
+
+
+def _fold_entries(Abox: BoxSensitivities | None, v: Any) -> dict:
+    if Abox is None:
+        return {}
+    reachable: dict = {}
+    _mutables_in(v, reachable)
+    return _record_entries(Abox, reachable, set(reachable))
+
+
+def _folded_back(v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitivities, seen: set) -> None:
+    """The transpose of fold's reading of ``v``'s entries: ``F``, the sensitivity of the folded
+    value, goes to each entry it read (as an addition to the entry's contents)."""
+    if F is Z or F is None:
+        return
+    t = type(v)
+    if t is float or t is int:
+        return
+    if t is Snapshot:
+        rec = entries.get(id(v.obj))
+        if rec is not None and id(v.obj) not in seen:
+            seen.add(id(v.obj))
+            _entry_back(rec, F, Abox, Abox2)
+        if type(v.obj) is Box:  # (its items: the contents it held)
+            _folded_back(v.items, F.value if isinstance(F, Box) else F, entries, Abox, Abox2, seen)
+        else:
+            _folded_members_back(v.items, F, entries, Abox, Abox2, seen)
+        return
+    if t is Box:
+        raw = F.value if isinstance(F, Box) else F
+        rec = entries.get(id(v))
+        if rec is not None and id(v) not in seen:
+            seen.add(id(v))
+            _add_to_value_entry_dual(Abox, v, raw, Abox2)
+        _folded_back(v.value, raw, entries, Abox, Abox2, seen)
+        return
+    if is_tracked_mutable(v):
+        rec = entries.get(id(v))
+        if rec is not None and id(v) not in seen:
+            seen.add(id(v))
+            _entry_back(rec, F, Abox, Abox2)
+        _folded_members_back(v if isinstance(v, (list, dict)) else object_attributes(v), F, entries, Abox, Abox2, seen)
+        return
+    if isinstance(v, tuple):
+        _folded_members_back(v, F, entries, Abox, Abox2, seen)
+
+
+def _folded_members_back(items: Any, F: Any, entries: dict, Abox: Any, Abox2: Any, seen: set) -> None:
+    if isinstance(items, dict):
+        for k, e in items.items():
+            _folded_back(e, _part(F, k), entries, Abox, Abox2, seen)
+    elif isinstance(items, (list, tuple)):
+        for i, e in enumerate(items):
+            _folded_back(e, _part(F, i), entries, Abox, Abox2, seen)
+    elif type(items) is Box or is_tracked_mutable(items):
+        _folded_back(items, F, entries, Abox, Abox2, seen)
+
+
+def _entry_back(rec: tuple, F: Any, Abox: Any, Abox2: BoxSensitivities) -> None:
+    key, entry, _ = rec
+    if isinstance(entry, list):
+        parts = [_part(F, i) for i in range(len(entry))]
+        handover(Abox2, entry, parts)
+    elif isinstance(entry, dict):
+        handover(Abox2, entry, {k: _part(F, k) for k in entry})
+    elif not is_tracked_mutable(entry):
+        _add_to_value_entry_dual(Abox, key, F.value if isinstance(F, Box) else F, Abox2)
+
+
+def _settled(out: Any, A: Any, Abox2: BoxSensitivities) -> Any:
+    """The whole next-order sensitivity of ``out``, a value ``fold`` made: ``A`` plus what the
+    next order's map holds for the lists and dicts in it (taken out: they were made here)."""
+    F = fold(out, A, Abox2)
+    made: dict = {}
+    _mutables_in(out, made)
+    for key in made.values():
+        Abox2.pop(key, Z)
+    return F
+
+
+def folded_with_transpose(v: Any, s: Any, Abox: BoxSensitivities | None) -> tuple:
+    """``fold(v, s, Abox)`` and the transpose of that fold: a function of the folded value's
+    next-order sensitivity that hands its parts to the entries read and returns ``s``'s."""
+    entries = _fold_entries(Abox, v)
+    out = fold(v, s, Abox)
+
+    def transpose(A: Any, Abox2: BoxSensitivities) -> Any:
+        F = _settled(out, A, Abox2)
+        _folded_back(v, F, entries, Abox, Abox2, set())
+        return Z if s is Z or s is None or is_zero_sensitivity(F) else F
+
+    return out, transpose
+
+
+def holds_mutables(v: Any) -> bool:
+    """``v`` is or holds a list, dict, box or object (a snapshot of one included)."""
+    reachable: dict = {}
+    _mutables_in(v, reachable)
+    return bool(reachable)
+
+
+# the transposes' helpers run in backprops: at the order after next they are differentiated
+# from their source, as rule code is
+for _helper in (_value_stash, _add_to_value_entry_dual, _take_value_entry_dual, _take_clear_value_entry_dual,
+                _entry_sensitivity, _part, _handed_back, _element_back, _items_of, _shaped_like_sensitivity,
+                _settled, _folded_back, _folded_members_back, _entry_back):
+    _helper.__dplus_derived__ = ("rule helper",)
+
+defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
+
+for _method in (BoxSensitivities.list_entry, BoxSensitivities.map_entry):
+    register_primitive(_method, _made_entry_rule(_method), note="internal: the box-sensitivity map at the next order")
+register_primitive(BoxSensitivities.get, _get_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(BoxSensitivities.__getitem__, _get_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(BoxSensitivities.pop, _pop_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(BoxSensitivities.accumulate, _accumulate_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(BoxSensitivities.__setitem__, _setitem_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(handover, _handover_rule, note="internal: the box-sensitivity map at the next order")
+
+
+# At the order after next, the functions above are operations of the code differentiated:
+# each one's transpose is the function it returns (which reads the next order's map, the
+# same way at every order); what that function closes over is structure, not sensitivity.
+def _handed_over_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
+    transpose = handed_over(Abox, v, s, *elements)
+    return ProcResult(transpose, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
+
+
+def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> ProcResult:
+    transpose = added_to_element(Abox, route, i, A)
+    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2)))
+
+
+def _folded_with_transpose_rule(v: Any, s: Any, Abox: BoxSensitivities | None) -> ProcResult:
+    out, transpose = folded_with_transpose(v, s, Abox)
+
+    def folded_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        from .higher import tuple_part
+
+        return (), Z, transpose(tuple_part(A, 0, 2), Abox2), None
+
+    return ProcResult((out, transpose), folded_backprop)
+
+
+register_primitive(handed_over, _handed_over_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(added_to_element, _added_to_element_rule, note="internal: the box-sensitivity map at the next order")
+register_primitive(folded_with_transpose, _folded_with_transpose_rule,
+                   note="internal: the box-sensitivity map at the next order")
