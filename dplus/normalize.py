@@ -179,8 +179,11 @@ class Normalizer:
         self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
         body = scope.node.body if isinstance(scope.node.body, list) else []
         self.unshared = unshared_aug_targets(scope, body, boxed_here, globals_)  # ``a op= b`` may rebind ``a``
+        # dplus's own rule code (differentiated at higher orders) never depends on laziness:
+        # its loops stay over lists, whose next-order rules exist
+        self.own_code = str(globals_.get("__name__", "")).startswith("dplus.")
         # names bound to a lazy builtin's iterator (``it = map(f, xs)``): Python's live one
-        self.lazy_names = {st.targets[0].id for st in _walk_no_scopes_body(body)
+        self.lazy_names = set() if self.own_code else {st.targets[0].id for st in _walk_no_scopes_body(body)
                            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                            and self.makes_lazy_iterator(st.value)}
 
@@ -470,8 +473,9 @@ class Normalizer:
     def s_For(self, s: ast.For) -> None:
         # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
         # iterated as Python does, lazily over the live lists, not over a list of their items
-        live = (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body)) or (
-            self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body))
+        live = not self.own_code and (
+            (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body))
+            or (self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body)))
         fresh = self.makes_fresh_list(s.iter) and not live
         tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS) and not live
         # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
