@@ -512,6 +512,8 @@ class Normalizer:
         """Whether running ``body`` may write into a list: a store or delete into a subscript or
         attribute, or a call other than of a builtin or a ``math``/``cmath`` function."""
         for node in _walk_no_scopes_body(body):
+            if getattr(node, "dp_comp_result", False):
+                continue
             if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 return True
             if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
@@ -1059,10 +1061,13 @@ class Normalizer:
         if i + 1 < len(e.generators):
             body = self._comp_loops(e, i + 1, kind, result)
         elif kind == "dict":
-            body = [ast.copy_location(ast.Assign(targets=[ast.Subscript(value=_name(result), slice=e.key, ctx=ast.Store())], value=e.value), e)]
+            store = ast.Subscript(value=_name(result), slice=e.key, ctx=ast.Store())
+            store.dp_comp_result = True
+            body = [ast.copy_location(ast.Assign(targets=[store], value=e.value), e)]
         else:
             meth = "append" if kind == "list" else "add"
             call = ast.Call(func=ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()), args=[e.elt], keywords=[])
+            call.dp_comp_result = True  # (into the comprehension's own new result: not a write the loop can see)
             body = [ast.copy_location(ast.Expr(value=call), e)]
         for cond in reversed(gen.ifs):
             body = [ast.copy_location(ast.If(test=cond, body=body, orelse=[]), cond)]
