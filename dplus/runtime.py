@@ -159,9 +159,9 @@ def keyword_sensitivity(g: tuple, pos: int, name: str) -> Any:
 def _type_is_tracked(t: type) -> bool:
     if issubclass(t, KeywordDict):
         return False
-    if issubclass(t, (list, dict, Box)):
+    if issubclass(t, (list, dict, set, Box)):
         return True
-    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException)):
+    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, ProcResult, BaseException)):
         return False
     if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return False
@@ -254,6 +254,17 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             else:
                 entry[k] = add(entry[k], sk) if k in entry else sk
         return
+    if t is set or isinstance(v, set):
+        # (its elements are hashable values: their sensitivities stay in the set's entry)
+        if not isinstance(s, dict):
+            raise SensitivityError(
+                f"a {type(s).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
+                "from element to sensitivity")
+        entry = Abox.map_entry(v)
+        for k, sk in s.items():
+            if sk is not gen_zero and sk is not None:
+                entry[k] = add(entry[k], sk) if k in entry else sk
+        return
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if is_tracked_mutable(v.value):
@@ -266,6 +277,8 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         return
     # a user object: its sensitivity is a dict of attribute sensitivities
     if not isinstance(s, dict):
+        if is_zero_sensitivity(s):
+            return  # (a method read from it, with nothing captured: its sensitivity is ``()``)
         raise SensitivityError(
             f"the sensitivity of a {type(v).__name__} object is a dict of attribute sensitivities, "
             f"not a {type(s).__name__}"
@@ -411,6 +424,8 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
                 stack.extend(items)
         elif t is Box:
             stack.append(v.value)
+        elif isinstance(v, set):
+            pass  # (its elements are hashable values)
         else:  # a dict's or an object's (key, value) pairs
             stack.extend(x for _, x in items)
         out.append((v, items))
@@ -423,6 +438,8 @@ def _container_items(v: Any) -> tuple | None:
         return tuple(v)
     if isinstance(v, dict):
         return tuple(v.items())
+    if isinstance(v, set):
+        return tuple(v)
     if type(v) is Box:
         return (v.value,)
     try:
@@ -546,6 +563,8 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
         elif t is Box:
             snap.items = snapshot(v.value, _memo)
+        elif isinstance(v, set):
+            snap.items = v  # (folded as the set it is: its elements are hashable values)
         elif t is not CellKey:
             snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
         return snap
@@ -612,12 +631,16 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
-    if (t is set or t is frozenset) and isinstance(s, dict):
-        # (a loop over the set gave its elements sensitivities; a set made outside has no values
-        # they could go back to, and a gradient shaped like a set does not exist)
-        if any(not is_zero_sensitivity(x) for x in s.values()):
+    if isinstance(v, (set, frozenset)):
+        # (a set made outside has no values its elements' sensitivities could go back to, and
+        # a gradient shaped like a set does not exist)
+        parts = list(s.values()) if isinstance(s, dict) else []
+        entry = Abox.get(v) if Abox is not None and isinstance(v, set) else gen_zero
+        if isinstance(entry, dict):
+            parts.extend(entry.values())
+        if any(not is_zero_sensitivity(x) for x in parts):
             raise NonDifferentiableError(
-                "sensitivity reached the elements of a set iterated by a for loop, and the set comes from outside "
+                "sensitivity reached the elements of a set that comes from outside "
                 "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
                 "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)")
         s = gen_zero

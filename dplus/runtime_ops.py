@@ -48,6 +48,7 @@ _PLUS_CODE_IDS = _PLUS_CODES._items
 _NUMERIC = (int, float, complex)
 _NUMBERS = frozenset({int, float})
 _FLOATS = frozenset({float})
+_LABELS = frozenset({int, bool})
 
 
 def replay_segment(program: tuple, rec: tuple, adjoints: tuple, Abox: BoxSensitivities) -> tuple:
@@ -687,6 +688,8 @@ class _SetRouter:
         if A is Z or A is None:
             return
         e = self.order[i]
+        if type(e) is int or type(e) is bool:
+            return  # (integers in a set are labels: see primitives.containers.set_sensitivity)
         self.sens[e] = add(self.sens[e], A) if e in self.sens else A
 
     def result(self) -> Any:
@@ -767,7 +770,10 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
     if is_ndarray(itv):
         return _ArrayRouter(itv)
     if t is set or t is frozenset:
-        return _SetRouter(length if type(length) is tuple else tuple(itv))
+        order = length if type(length) is tuple else tuple(itv)
+        if _LABELS.issuperset(map(type, order)):
+            return _NULL  # integers in a set are labels (primitives.containers.set_sensitivity)
+        return _SetRouter(order)
     if isinstance(itv, (set, frozenset)):
         return _RaisingRouter("set")
     return _RaisingRouter(t.__name__)

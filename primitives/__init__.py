@@ -3,6 +3,7 @@
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
 from . import containers  # noqa: F401
+from . import sets  # noqa: F401
 from . import builtins  # noqa: F401
 from . import functional  # noqa: F401
 from . import cmath  # noqa: F401

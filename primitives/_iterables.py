@@ -38,13 +38,13 @@ from dplus.rules import inline_rule_for
 from dplus.runtime import ItemColumns, accumulate, handover
 
 __all__ = [
-    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER",
+    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "SET", "OTHER",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
     "fast_rule", "all_float", "Calls", "columns", "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER = range(6)
+LIST, TUPLE, CONST, ARRAY, REPEAT, SET, OTHER = range(7)
 
 
 
@@ -107,7 +107,9 @@ class Seq:
             if Abox is not None and total is not gen_zero:
                 total = settle(obj, total, Abox)
             return total
-        # OTHER: an iterator, generator, set, dict (keys), view or user iterable
+        if k == SET:
+            return set_sens(self.items, s, Abox)
+        # OTHER: an iterator, generator, dict (keys), view or user iterable
         items = self.items
         for i, si in enumerate(s):
             if si is gen_zero or si is None:
@@ -160,7 +162,23 @@ def _kind_of_sequence(x: Any) -> int | None:
         return CONST
     if is_ndarray(x):
         return ARRAY
+    if t is set or t is frozenset:
+        return SET
     return None
+
+
+def set_sens(items: list, s: list, Abox: BoxSensitivities | None) -> Any:
+    """A set's sensitivity from those of its elements in iteration order ``items``: a dict from
+    element to sensitivity, as a loop over the set gives (``gen_zero`` when all are zero)."""
+    out: dict = {}
+    for e, si in zip(items, s):
+        if si is gen_zero or si is None or type(e) is int or type(e) is bool:
+            continue  # (integers in a set are labels: see primitives.containers.set_sensitivity)
+        if Abox is not None:
+            si = settle(e, si, Abox)
+        if not is_zero_sensitivity(si):
+            out[e] = add(out[e], si) if e in out else si
+    return out or gen_zero
 
 
 def seq(x: Any, fn: str, arg: str) -> Seq:

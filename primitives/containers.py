@@ -472,18 +472,50 @@ def build_list(*items: Any) -> ProcResult:
     return ProcResult(lst, list_display_backprop)
 
 
+# Integers and booleans in a set are labels (indices, counts, flags): their elements carry
+# no sensitivity, so a set of integer constants is as free of derivatives at every order as
+# the constants are.
+_LABELS = frozenset({int, bool})
+
+
+def set_sensitivity(order: Any, sens: Any) -> Any:
+    """A set's sensitivity (a dict from element to sensitivity) from the sensitivities ``sens``
+    of its elements in the iteration ``order`` (``Z`` when all are zero)."""
+    out: dict = {}
+    for e, se in zip(order, sens):
+        if se is Z or se is None or type(e) in _LABELS or is_zero_sensitivity(se):
+            continue
+        out[e] = add(out[e], se) if e in out else se
+    return out or Z
+
+
+def set_entry(s: Any, A: Any, Abox: BoxSensitivities) -> Any:
+    """The sensitivity of the set ``s`` where its creation is reversed: ``A`` handed in
+    directly plus, for a (mutable) ``set``, its entry taken out of ``Abox``; a dict or ``Z``."""
+    if type(s) is not set and not isinstance(s, set) or Abox is None:
+        return _as_set_sensitivity(A)
+    if A is not Z and A is not None:
+        handover(Abox, s, A)
+    return Abox.pop(s, Z)
+
+
+def _as_set_sensitivity(A: Any) -> Any:
+    if A is Z or A is None or isinstance(A, dict):
+        return Z if A is None else A
+    if is_zero_sensitivity(A):
+        return Z
+    raise NonDifferentiableError(
+        f"a {type(A).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
+        "from element to sensitivity. Fix: use a list or a tuple")
+
+
 def set_items_sensitivities(items: Any, A: Any) -> list:
     """The sensitivities of the ``items`` a set was made from, given the set's: a dict from
-    element to sensitivity (a loop over the set gives one). Of equal items only the first is
-    in the set: it gets the element's sensitivity, the others none."""
-    if A is Z or A is None:
+    element to sensitivity. Of equal items only the first is in the set: it gets the
+    element's sensitivity, the others none."""
+    A = _as_set_sensitivity(A)
+    if A is Z:
         return [Z] * len(items)
-    if not isinstance(A, dict):
-        if is_zero_sensitivity(A):
-            return [Z] * len(items)
-        raise NonDifferentiableError(
-            f"a {type(A).__name__} was given as the sensitivity of a set; only a loop over a set gives its "
-            "elements sensitivities. Fix: use a list or a tuple")
     seen: set = set()
     out = []
     for x in items:
@@ -499,15 +531,15 @@ def build_set(*items: Any) -> ProcResult:
     s = set(items)
 
     def set_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        return ((),) + tuple(set_items_sensitivities(items, A))
+        return ((),) + tuple(set_items_sensitivities(items, set_entry(s, A, Abox)))
 
     return ProcResult(s, set_display_backprop)
 
 
-def set_plus(*args: Any) -> ProcResult:
-    """``set(iterable)``: a list's or a tuple's elements get the sensitivities a loop over the set
-    gives its elements (see :func:`set_items_sensitivities`)."""
-    s = set(*args)
+def _set_from_iterable(make: Any, args: tuple) -> ProcResult:
+    """``set(iterable)`` / ``frozenset(iterable)``: each element's sensitivity goes back to the
+    item it was made from (of equal items, the first: the one the set keeps)."""
+    s = make(*args)
     if not args:
         return ProcResult(s, lambda A, Abox: ((),))
     x = args[0]
@@ -515,7 +547,7 @@ def set_plus(*args: Any) -> ProcResult:
         items = tuple(x)
 
         def set_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            parts = set_items_sensitivities(items, A)
+            parts = set_items_sensitivities(items, set_entry(s, A, Abox))
             if all(p is Z for p in parts):
                 return (), Z
             if type(x) is tuple:
@@ -524,15 +556,29 @@ def set_plus(*args: Any) -> ProcResult:
             return (), Z
 
         return ProcResult(s, set_constructor_backprop)
+    if isinstance(x, (set, frozenset)):
+        def set_copy_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            return (), set_entry(s, A, Abox)
+
+        return ProcResult(s, set_copy_backprop)
 
     def set_other_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if not is_zero_sensitivity(A) and not (isinstance(A, dict) and all(is_zero_sensitivity(v) for v in A.values())):
+        sens = set_entry(s, A, Abox)
+        if sens is not Z and not all(is_zero_sensitivity(v) for v in sens.values()):
             raise NonDifferentiableError(
-                f"set(): sensitivity reached the elements of a {type(x).__name__}, which has nowhere to send "
-                "it. Fix: make the set from a list or a tuple")
+                f"{make.__name__}(): sensitivity reached the elements of a {type(x).__name__}, which has "
+                f"nowhere to send it. Fix: make the {make.__name__} from a list or a tuple")
         return (), Z
 
     return ProcResult(s, set_other_backprop)
+
+
+def set_plus(*args: Any) -> ProcResult:
+    return _set_from_iterable(set, args)
+
+
+def frozenset_plus(*args: Any) -> ProcResult:
+    return _set_from_iterable(frozenset, args)
 
 
 def build_dict(spec: tuple, *parts: Any) -> ProcResult:
@@ -626,24 +672,30 @@ def build_list_star(spec: tuple, *parts: Any) -> ProcResult:
 def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
     items, lengths = _star_parts(spec, parts)
 
-    def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if not is_zero_sensitivity(A):
-            raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
-        return ((),) + (Z,) * len(parts)
+    s = set(items)
 
-    return ProcResult(set(items), set_star_backprop)
+    def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        sens = set_items_sensitivities(items, set_entry(s, A, Abox))
+        return _split_star(spec, parts, lengths, sens)
+
+    return ProcResult(s, set_star_backprop)
 
 
 # ---------------------------------------------------------------------------
 # unpacking: a, b = v   and   a, *rest, b = v
 
 
-def _sequence_sensitivity(v: Any, items: list) -> Any:
+def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
+    """The sensitivity of the iterable ``v`` from those of the ``items`` iterating it gave;
+    ``order``: those items themselves (a set's sensitivity is keyed by element, and the set
+    may have changed since it was iterated)."""
     if all(s is Z or s is None for s in items):
         return Z
     if isinstance(v, (list, tuple)):
         return _conform_items(items, v)
-    if isinstance(v, (dict, str, bytes, range, set, frozenset)):
+    if isinstance(v, (set, frozenset)):
+        return set_sensitivity(tuple(v) if order is None else order, items)
+    if isinstance(v, (dict, str, bytes, range)):
         return Z
     if is_ndarray(v):
         return array_from_parts(v, items)
@@ -691,7 +743,7 @@ def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
         entry = Abox.pop(rest, Z)
         mid = entry if entry is not Z else [Z] * len(rest)
         full = list(parts[:before]) + list(mid) + list(parts[before + 1 :])
-        return (), _sequence_sensitivity(v, full), None, None
+        return (), _sequence_sensitivity(v, full, items), None, None
 
     return ProcResult(t, unpack_star_backprop)
 
@@ -721,7 +773,7 @@ def list_plus(*args: Any) -> ProcResult:
         entry = Abox.pop(lst, Z)
         if entry is Z:
             return (), Z
-        return (), _sequence_sensitivity(src, entry)
+        return (), _sequence_sensitivity(src, entry, lst)
 
     return ProcResult(lst, list_constructor_backprop)
 
@@ -738,7 +790,7 @@ def tuple_plus(*args: Any) -> ProcResult:
             return (), Z
         if type(src) is tuple:
             return (), A
-        return (), _sequence_sensitivity(src, tuple_items(A, n))
+        return (), _sequence_sensitivity(src, tuple_items(A, n), t)
 
     return ProcResult(t, tuple_constructor_backprop)
 
@@ -1221,6 +1273,7 @@ register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) 
 register_primitive(setattr, setattr_plus)
 register_primitive(set, set_plus, note="set(iterable): the elements of a list or tuple get the sensitivities a "
                    "for loop over the set gives them (the first of equal elements)")
+register_primitive(frozenset, frozenset_plus, note="as set(iterable)")
 register_primitive(delattr, delattr_plus)
 
 

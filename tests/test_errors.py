@@ -462,13 +462,15 @@ def test_numpy_in_place_error_message():
     assert "array" in str(info.value).lower()
 
 
-def test_set_elements_cannot_carry_sensitivity():
+def test_set_elements_from_outside_cannot_carry_sensitivity():
+    # (a set made inside is differentiable, issue #28: tests/test_python_constructs.py)
     def f(x):
         s = {x, 2.0 * x}
         return sum(s)
 
-    with pytest.raises(DplusError):
-        grad1(f)(1.0)
+    assert grad1(f)(1.0) == 3.0
+    with pytest.raises(DplusError, match="set"):
+        grad(lambda s, x: sum(s) * x)({1.0, 2.0}, 3.0)
 
 
 # ---------------------------------------------------------------------------
