@@ -319,11 +319,7 @@ class Normalizer:
         return node
 
     def check_store(self, name: str, s: ast.AST) -> None:
-        if name in self.scope.globals_:
-            raise self.unsupported(
-                s, f"assigning the module global {name!r} (global {name})",
-                "return the value instead, or keep it in a mutable container passed as an argument",
-            )
+        pass  # (the names declared global are read and written as globals()[name])
 
     def emit_assign_name(self, name: str, value: ast.expr, like: ast.AST) -> None:
         self.check_store(name, like)
@@ -642,7 +638,7 @@ class Normalizer:
         self.emit(ast.copy_location(ast.Assert(test=test, msg=msg), s))
 
     def s_Global(self, s: ast.Global) -> None:
-        pass  # reads are plain global reads; writes were rejected in check_store
+        pass  # reads and writes of these names are globals()[name] (_ModuleNamespaceAccess)
 
     def s_Nonlocal(self, s: ast.Nonlocal) -> None:
         self.emit(s)
@@ -933,6 +929,8 @@ class Normalizer:
     def e_Subscript(self, e: ast.Subscript) -> Atom:
         obj = self.expr(e.value)
         idx = self.slice_(e.slice)
+        if getattr(e, "dp_global", False):
+            return self.temp(_internal("read_global", [obj, idx]), e)
         return self.temp(ast.Subscript(value=obj, slice=idx, ctx=ast.Load()), e)
 
     def e_Slice(self, e: ast.Slice) -> Atom:
@@ -1071,6 +1069,54 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
+class _ModuleNamespaceAccess(ast.NodeTransformer):
+    """Reads and writes of the names a function declares ``global`` become reads and writes
+    of the module's namespace, ``globals()[name]``: the namespace is a mutable container
+    (a dict), so a write happens as in Python, once per call, and a value written and read
+    back carries its sensitivity (SPEC section 5). Functions nested inside that do not bind
+    the name read the same global, so their reads are rewritten too."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = set(names)
+
+    def visit_Global(self, node: ast.Global) -> ast.Global:
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id not in self.names:
+            return node
+        namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
+        access = ast.copy_location(ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node)
+        access.dp_global = True  # (a read falls back to the builtins, or raises NameError, as Python's)
+        return access
+
+    def _nested(self, node: Any, params: list[str], body: list[ast.AST]) -> Any:
+        declared = {n for st in body for sub in _walk_no_scopes(st) if isinstance(sub, ast.Global) for n in sub.names}
+        bound = set(params) | {sub.id for st in body for sub in _walk_no_scopes(st)
+                               if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+        inner = _ModuleNamespaceAccess((self.names - bound) | declared)
+        for field in ("decorator_list",):
+            setattr(node, field, [self.visit(d) for d in getattr(node, field, [])])
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [self.visit(d) if d is not None else None for d in node.args.kw_defaults]
+        if isinstance(node.body, list):
+            node.body = [inner.visit(st) for st in node.body]
+        else:
+            node.body = inner.visit(node.body)
+        return node
+
+    @staticmethod
+    def _params(args: ast.arguments) -> list[str]:
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        return [a.arg for a in every]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        return self._nested(node, self._params(node.args), node.body)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return self._nested(node, self._params(node.args), [node.body])
+
+
 def _deepcopy(node: ast.AST) -> ast.AST:
     import copy
 
@@ -1118,6 +1164,8 @@ def normalize_function(
             f"the generator function {name!r} (yield) cannot be differentiated by dplus ({filename}, line {node.lineno}): return a list instead"
         )
     boxed = set(scope.boxed) | boxed_from_outside
+    if scope.globals_:
+        body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]
     n = Normalizer(scope, namer, filename, globals_, boxed)
     stmts = n.function_body(body)
     ir = IRFunction(name, node.args, stmts, scope, n.retval, filename, node.lineno, n.children, is_lambda, n.boxed, n.ret_flag,

@@ -25,6 +25,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     getattr_plus,
     getitem_plus,
     match_args_plus,
+    read_global_plus,
     setattr_plus,
     setitem_plus,
     unpack_plus,

@@ -16,6 +16,7 @@ Decisions (documented in docs/containers.md):
 
 from __future__ import annotations
 
+import builtins as builtins_module
 import collections
 import functools
 import operator
@@ -77,6 +78,16 @@ register_primitive(scatter_slice, lambda S, rng, n: ProcResult(
     scatter_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else gather_slice(A, rng, n), None, None)))
 register_primitive(gather_slice, lambda S, rng, n: ProcResult(
     gather_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None)))
+
+
+def read_global_plus(namespace: dict, name: str) -> ProcResult:
+    """A read of a name the function declares ``global``: the module's namespace read as a
+    dict (``getitem_plus``), or, as Python reads a global, the builtins, or ``NameError``."""
+    if name in namespace:
+        return apply_transform(getitem_plus, namespace, name)
+    if hasattr(builtins_module, name):
+        return ProcResult(getattr(builtins_module, name), lambda A, Abox: ((), Z, None))
+    raise NameError(f"name {name!r} is not defined")
 
 
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:

@@ -122,3 +122,67 @@ class TestSets:
         for f in (set_add_loop, set_operators, frozenset_iterated):
             with pytest.raises(dplus.NonDifferentiableError, match="sets"):
                 dplus.hessian(f)(1.3, 0.7)
+
+
+# ---------------------------------------------------------------------------
+# module globals
+
+nfev = 0
+shared_value = None
+
+
+def counts_evaluations(x, y):
+    global nfev
+    nfev += 1
+    return x * x * y
+
+
+def writes_and_reads_back(x, y):
+    global shared_value
+    shared_value = x * y
+
+    def scaled():
+        return shared_value * 2.0          # a nested function reads the same global
+
+    z = shared_value + 1.0
+    return scaled() * z + shared_value
+
+
+class TestModuleGlobals:
+    def test_the_write_happens_once_per_call(self):
+        global nfev
+        for run in (lambda: grad(counts_evaluations)(1.5, 2.0),
+                    lambda: dplus.lift_dplus(counts_evaluations)(1.5, 2.0),
+                    lambda: dplus.value_and_grad(counts_evaluations)(1.5, 2.0)):
+            nfev = 0
+            run()
+            assert nfev == 1
+            with general_paths_only():
+                run()
+            assert nfev == 2
+
+    @pytest.mark.parametrize("args", INPUTS)
+    def test_value_written_and_read_back_carries_its_sensitivity(self, args):
+        check_first_order(writes_and_reads_back, *args)
+        check_second_order(writes_and_reads_back, *args)
+        check_first_order(counts_evaluations, *args)
+        check_second_order(counts_evaluations, *args)
+
+    def test_global_value_after_the_call_is_pythons(self):
+        writes_and_reads_back(2.0, 3.0)
+        plain = shared_value
+        grad(writes_and_reads_back)(2.0, 3.0)
+        assert shared_value == plain == 6.0
+
+    def test_reads_as_python_reads_a_global(self):
+        def undefined(x):
+            global name_that_is_not_defined
+            return x * name_that_is_not_defined
+
+        def builtin(x):
+            global len
+            return x * len([1, 2])
+
+        with pytest.raises(NameError, match="name_that_is_not_defined"):
+            grad(undefined)(1.0)
+        assert grad(builtin)(1.0) == (2.0,)
