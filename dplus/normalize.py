@@ -826,6 +826,11 @@ class Normalizer:
 
     def e_NamedExpr(self, e: ast.NamedExpr) -> Atom:
         v = self.expr(e.value)
+        if getattr(e, "dp_global", False):  # (name := v) of a name declared global
+            namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
+            target = ast.Subscript(value=namespace, slice=_const(e.target.id), ctx=ast.Store())
+            self.stmt(ast.copy_location(ast.Assign(targets=[target], value=v), e))
+            return v
         self.check_store(e.target.id, e)
         self.emit(_assign(e.target.id, v, e))
         return self.load_name(e.target.id, e)
@@ -1080,6 +1085,12 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
         self.names = set(names)
 
     def visit_Global(self, node: ast.Global) -> ast.Global:
+        return node
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.NamedExpr:
+        node.value = self.visit(node.value)
+        if node.target.id in self.names:
+            node.dp_global = True  # (its target must stay a name: Normalizer.e_NamedExpr writes it)
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
