@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import numbers
 import operator
 import types
 from typing import Any, Callable
@@ -279,6 +280,8 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
     if not isinstance(s, dict):
         if is_zero_sensitivity(s):
             return  # (a method read from it, with nothing captured: its sensitivity is ``()``)
+        if isinstance(v, numbers.Number):
+            raise NonDifferentiableError(_exact_number_message(v))
         raise SensitivityError(
             f"the sensitivity of a {type(v).__name__} object is a dict of attribute sensitivities, "
             f"not a {type(s).__name__}"
@@ -292,6 +295,15 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             handover(Abox, e, sk)
         else:
             entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _exact_number_message(v: Any) -> str:
+    kind = f"{type(v).__module__}.{type(v).__qualname__}"
+    return (
+        f"sensitivity reached a {kind} value ({v!r}): exact numbers such as fractions.Fraction and "
+        "decimal.Decimal are not differentiable in dplus (their digits are integers, which carry no "
+        "sensitivity). Fix: compute with floats, e.g. float(...) of the constant, outside the path "
+        "from the arguments to the result")
 
 
 def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:

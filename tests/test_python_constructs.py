@@ -186,3 +186,112 @@ class TestModuleGlobals:
         with pytest.raises(NameError, match="name_that_is_not_defined"):
             grad(undefined)(1.0)
         assert grad(builtin)(1.0) == (2.0,)
+
+
+# ---------------------------------------------------------------------------
+# the standard library's containers and algorithms
+
+import bisect  # noqa: E402
+import collections  # noqa: E402
+import decimal  # noqa: E402
+import fractions  # noqa: E402
+import heapq  # noqa: E402
+
+
+def heap_operations(x, y):
+    h = []
+    for v in (x, y, x * y, 2.0):
+        heapq.heappush(h, v * v)
+    a = heapq.heappop(h)
+    b = heapq.heappushpop(h, x)
+    c = heapq.heapreplace(h, y * 3.0)
+    return a * 2.0 + b * c + sum(h)
+
+
+def heapify_and_selection(x, y):
+    xs = [x, y, x * y, 2.0, y - x]
+    heapq.heapify(xs)
+    smallest = heapq.heappop(xs)
+    return smallest * xs[0] + sum(heapq.nsmallest(2, xs)) + max(heapq.nlargest(2, [x, y, 1.5], key=abs))
+
+
+def heap_merge(x, y):
+    a = list(heapq.merge([x, 2.0], [y, 3.0], [1.5 * x]))
+    b = list(heapq.merge([3.0, y], [x], reverse=True))
+    return a[0] * a[1] + a[-1] * b[0] + b[1]
+
+
+def bisect_and_insort(x, y):
+    xs = sorted([x, y, 1.0])
+    i = bisect.bisect_left(xs, 1.2)
+    j = bisect.bisect_right(xs, 0.0)
+    bisect.insort(xs, x * y)
+    bisect.insort_left(xs, y + 0.5)
+    return xs[i] * xs[j] + xs[-1] * xs[0]
+
+
+def ordered_dict_moves(x, y):
+    d = collections.OrderedDict()
+    d["a"] = x
+    d["b"] = y * x
+    d["c"] = y
+    d.move_to_end("a")
+    _, v = d.popitem()
+    _, w = d.popitem(last=False)
+    return v * w + sum(d.values()) + sum(dict(d).values())
+
+
+def counter_and_defaultdict(x, y):
+    c = collections.Counter()
+    c["a"] += x
+    c["b"] += y * x
+    c["a"] += y
+    d = collections.defaultdict(list)
+    d[0].append(x)
+    d[1].append(y)
+    d[0].append(x * y)
+    plain = {"p": x, "q": y}
+    _, last = plain.popitem()
+    return c["a"] * c["b"] + c.total() + c.most_common(1)[0][1] + sum(d[0]) * d[1][0] + last * x
+
+
+class TestStandardLibrary:
+    @pytest.mark.parametrize("f", [heap_operations, heapify_and_selection, heap_merge, bisect_and_insort,
+                                   ordered_dict_moves, counter_and_defaultdict])
+    @pytest.mark.parametrize("args", INPUTS)
+    def test_first_order(self, f, args):
+        check_first_order(f, *args)
+
+    def test_merge_keeps_pythons_order(self):
+        assert dplus.lift_dplus(lambda: heapq.merge([3, 1], [2]))().primal == list(heapq.merge([3, 1], [2]))
+        assert dplus.lift_dplus(lambda: heapq.merge([1, 3], [2, 2], reverse=False))().primal == [1, 2, 2, 3]
+
+    def test_the_bisect_index_carries_no_sensitivity(self):
+        def f(xs, v):
+            return bisect.bisect_left(xs, v) * v
+
+        assert grad(f)([1.0, 2.0, 3.0], 2.5) == ([0.0, 0.0, 0.0], 2.0)
+
+    def test_second_order_through_these_lists_refused_by_name(self):
+        for f in (heap_operations, bisect_and_insort, ordered_dict_moves):
+            with pytest.raises(dplus.NonDifferentiableError, match="derivatives of derivatives"):
+                dplus.hessian(f)(1.3, 0.7)
+
+    @pytest.mark.parametrize("make", [lambda: fractions.Fraction(1, 3), lambda: decimal.Decimal("1.5")])
+    def test_exact_numbers_refused_as_not_differentiable(self, make):
+        def f(x):
+            return float(make()) * x
+
+        with pytest.raises(dplus.NonDifferentiableError, match="not differentiable") as info:
+            grad(f)(2.0)
+        assert "attribute" not in str(info.value)
+        assert f(2.0) == float(make()) * 2.0
+
+    def test_deque_refused_by_name(self):
+        def f(x, y):
+            d = collections.deque([x, y], maxlen=3)
+            d.appendleft(x * y)
+            return d.popleft() * d[0]
+
+        with pytest.raises(dplus.DplusError, match="deque"):
+            grad(f)(1.5, 2.0)
