@@ -74,6 +74,9 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
         return transform_of_plus(plus_function_for(P.__dplus_source__))
     if isinstance(P, types.FunctionType):
         return plus_function_for(P)
+    refusal = getattr(type(P), "__dplus_again_refusal__", None)
+    if refusal is not None:  # a plus-function object of dplus's own (functools.cache's)
+        raise NonDifferentiableError(refusal)
     raise NonDifferentiableError(
         f"dplus cannot differentiate {describe_callable(P)} again: it is not a Python function. "
         "Register a rule for its transform with dplus.register_primitive"

@@ -651,11 +651,14 @@ class Normalizer:
     def s_FunctionDef(self, s: ast.FunctionDef) -> None:
         if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(s.body)):
             raise self.unsupported(s, f"the generator function {s.name!r} (yield)", "return a list instead")
+        decorators = [self.expr(d) for d in s.decorator_list]  # (evaluated first, as Python does)
         defaults = [self.expr(d) for d in s.args.defaults]
         kw_defaults = [self.expr(d) if d is not None else None for d in s.args.kw_defaults]
-        if s.decorator_list:
-            raise self.unsupported(s, f"a decorated nested function {s.name!r}", "apply the decorator outside differentiated code")
         self.nested_function(s, s.name, s.body, defaults, kw_defaults, False)
+        # a decorator is a call applied to the plus-function, the nearest first
+        for decorator in reversed(decorators):
+            decorated = self.temp(ast.Call(func=decorator, args=[self.load_name(s.name, s)], keywords=[]), s)
+            self.emit_assign_name(s.name, decorated, s)
 
     def s_AsyncFunctionDef(self, s: ast.AST) -> None:
         raise self.unsupported(s, "an async function")

@@ -67,7 +67,7 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
     t = lookup_transform(f)  # bound methods of registered functions included
     if t is not None:
         return t
-    if is_plus_function(f):
+    if is_plus_function(f) or getattr(type(f), "__dplus_plus_object__", False):
         return f
     if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
         # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
@@ -116,7 +116,7 @@ def call(f: Any, *args: Any, **kwargs: Any) -> ProcResult:
 
 def as_plain_callable(a: Any) -> Any:
     """A plus-function handed to foreign code becomes a callable returning primals."""
-    if callable(a) and is_plus_function(a):
+    if callable(a) and (is_plus_function(a) or getattr(type(a), "__dplus_plus_object__", False)):
 
         def primal_only(*args: Any, **kwargs: Any) -> Any:
             return a(*args, **kwargs).primal
