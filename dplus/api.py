@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from typing import Any, Callable, Literal, overload
 
 from .boxes import BoxSensitivities
@@ -26,6 +28,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
         from .transformer import transform_of_plus
 
         return transform_of_plus(f)
+    _refuse_generator_function(f)
     t = lookup_transform(f)
     if t is not None:
         return t
@@ -34,6 +37,19 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     if can_transform(f):
         return _public(plus_function_for(f))
     return current_unknown_transform()(f, describe_callable(f))
+
+
+def _refuse_generator_function(f: Any) -> None:
+    """A generator function differentiated directly: inside differentiated code it gives the
+    list of its values (``normalize._YieldsToList``), which as a result would change what
+    the program returns."""
+    if inspect.isgeneratorfunction(f):
+        from .errors import UnsupportedSyntaxError
+
+        raise UnsupportedSyntaxError(
+            f"the generator function {getattr(f, '__qualname__', f)!r} cannot be differentiated by dplus as a "
+            "whole: its result is a generator. Differentiate a function that consumes it instead "
+            "(sum(g(x)), list(g(x)), a for loop), where its values are differentiated")
 
 
 def _lift(f: Any) -> Callable[..., ProcResult]:
@@ -45,6 +61,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
         )
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
+    _refuse_generator_function(f)
     from .transformer import plus_function_for, can_transform
 
     if can_transform(f):

@@ -649,8 +649,6 @@ class Normalizer:
     s_ImportFrom = s_Import
 
     def s_FunctionDef(self, s: ast.FunctionDef) -> None:
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(s.body)):
-            raise self.unsupported(s, f"the generator function {s.name!r} (yield)", "return a list instead")
         decorators = [self.expr(d) for d in s.decorator_list]  # (evaluated first, as Python does)
         defaults = [self.expr(d) for d in s.args.defaults]
         kw_defaults = [self.expr(d) if d is not None else None for d in s.args.kw_defaults]
@@ -1077,6 +1075,62 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
+class _YieldsToList(ast.NodeTransformer):
+    """A generator function's body, differentiated: it runs to completion when called and
+    returns the list of the values it yielded, in order (as generator expressions, ``map``
+    and ``zip`` give lists inside differentiated code), so each value's sensitivity comes
+    back to the expression that yielded it. What needs the generator itself is refused:
+    the value of a ``yield`` expression (``send``) and a generator's ``return`` value."""
+
+    def __init__(self, out: str, name: str, filename: str) -> None:
+        self.out = out
+        self.name = name
+        self.filename = filename
+
+    def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        start = ast.copy_location(ast.Assign(targets=[_name(self.out, ast.Store())], value=ast.List(elts=[], ctx=ast.Load())), body[0])
+        new = [self.visit(_deepcopy(st)) for st in body]
+        end = ast.copy_location(ast.Return(value=_name(self.out)), body[-1])
+        return [start] + new + [end]
+
+    def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", "?")
+        err = UnsupportedSyntaxError(
+            f"{what} in the generator function {self.name!r} cannot be differentiated by dplus ({self.filename}, line "
+            f"{line}): inside differentiated code a generator runs to completion and gives the list of its values; "
+            "use only `yield value` and `yield from iterable` statements")
+        err.filename = self.filename
+        err.lineno = line if isinstance(line, int) else None
+        return err
+
+    def _collect(self, method: str, value: ast.expr, like: ast.AST) -> ast.Expr:
+        call = ast.Call(func=ast.Attribute(value=_name(self.out), attr=method, ctx=ast.Load()), args=[value], keywords=[])
+        return ast.copy_location(ast.Expr(value=call), like)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        v = node.value
+        if isinstance(v, ast.Yield):
+            return self._collect("append", self.visit(v.value) if v.value is not None else _const(None), node)
+        if isinstance(v, ast.YieldFrom):
+            return self._collect("extend", self.visit(v.value), node)
+        return self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            raise self._refuse(node, "a generator's return value")
+        return ast.copy_location(ast.Return(value=_name(self.out)), node)
+
+    def visit_Yield(self, node: ast.Yield) -> ast.AST:
+        raise self._refuse(node, "the value of a yield expression (generator.send)")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
+        return node  # (its own yields are its own)
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
 class _ModuleNamespaceAccess(ast.NodeTransformer):
     """Reads and writes of the names a function declares ``global`` become reads and writes
     of the module's namespace, ``globals()[name]``: the namespace is a mutable container
@@ -1157,7 +1211,10 @@ _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def _walk_no_scopes_body(body: list[ast.stmt]):
     for s in body:
-        yield from _walk_no_scopes(s)
+        if isinstance(s, _NEW_SCOPES):
+            yield s  # (a def or class of the body: its own body is another scope)
+        else:
+            yield from _walk_no_scopes(s)
 
 
 def normalize_function(
@@ -1174,9 +1231,7 @@ def normalize_function(
     if is_lambda and not isinstance(node.body, list):
         pass
     if isinstance(node, ast.FunctionDef) and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)):
-        raise UnsupportedSyntaxError(
-            f"the generator function {name!r} (yield) cannot be differentiated by dplus ({filename}, line {node.lineno}): return a list instead"
-        )
+        body = _YieldsToList(namer.fresh("yielded"), name, filename).function_body(body)
     boxed = set(scope.boxed) | boxed_from_outside
     if scope.globals_:
         body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]

@@ -295,3 +295,201 @@ class TestStandardLibrary:
 
         with pytest.raises(dplus.DplusError, match="deque"):
             grad(f)(1.5, 2.0)
+
+
+# ---------------------------------------------------------------------------
+# definitions inside a differentiated function: decorators
+
+import functools  # noqa: E402
+
+CALLS: list = []
+
+
+def cached_nested(x, y):
+    @functools.cache
+    def scaled(n):
+        CALLS.append(n)
+        return x * n * y
+
+    return scaled(2) + scaled(2) * scaled(3) + scaled(3) * x
+
+
+def lru_cached_recursion(x, y):
+    @functools.lru_cache(maxsize=None)
+    def fib(n):
+        return x if n < 2 else fib(n - 1) + fib(n - 2) * y
+
+    return fib(7) * fib.cache_info().hits
+
+
+def bounded_cache(x, y):
+    @functools.lru_cache(maxsize=1)
+    def sq(n):
+        CALLS.append(n)
+        return x * n * y
+
+    return sq(2) + sq(3) + sq(2) * sq(2)
+
+
+@dplus.define_dplus
+def twice(g):
+    def wrapped(*args):
+        return 2.0 * g(*args)
+
+    return wrapped
+
+
+def user_decorators(x, y):
+    def add_y(g):
+        return lambda n: g(n) + y
+
+    @twice
+    @add_y
+    def h(n):
+        return x * n
+
+    return h(3.0) * x
+
+
+class TestNestedDecorators:
+    @pytest.mark.parametrize("f", [cached_nested, lru_cached_recursion, bounded_cache, user_decorators])
+    @pytest.mark.parametrize("args", INPUTS)
+    def test_first_order(self, f, args):
+        check_first_order(f, *args)
+
+    @pytest.mark.parametrize("f", [cached_nested, bounded_cache])
+    def test_the_cache_calls_as_python_does(self, f):
+        CALLS.clear()
+        f(1.5, 2.0)
+        plain = list(CALLS)
+        CALLS.clear()
+        grad(f)(1.5, 2.0)
+        assert CALLS == plain
+        CALLS.clear()
+        with general_paths_only():
+            grad(f)(1.5, 2.0)
+        assert CALLS == plain
+
+    def test_user_decorators_second_order(self):
+        for args in INPUTS:
+            check_second_order(user_decorators, *args)
+
+    def test_cache_second_order_refused_by_name(self):
+        with pytest.raises(dplus.NonDifferentiableError, match="functools.cache"):
+            dplus.hessian(cached_nested)(1.3, 0.7)
+
+    def test_class_statement_still_refused(self):
+        def f(x):
+            class Local:
+                pass
+
+            return x
+
+        with pytest.raises(dplus.UnsupportedSyntaxError, match="class"):
+            grad(f)(1.0)
+
+
+# ---------------------------------------------------------------------------
+# generators
+
+
+def nested_generator(x, y):
+    def g(n):
+        for i in range(n):
+            yield x * i + y
+
+    return sum(g(4)) * max(g(3))
+
+
+def generator_consumers(x, y):
+    def g(n):
+        yield x
+        yield from (y * i for i in range(n))
+        if n > 1:
+            return
+        yield 100.0
+
+    values = list(g(3))
+    total = 0.0
+    for a, b in zip(g(3), sorted(g(3))):
+        total += a * b
+    return values[1] * max(g(2)) + total + sum(v * v for v in g(2))
+
+
+@dplus.define_dplus
+def powers(x, n):
+    for i in range(n):
+        yield x ** i
+
+
+def module_generator(x, y):
+    return sum(powers(x, 4)) * y + min(powers(y, 3))
+
+
+class TestGenerators:
+    @pytest.mark.parametrize("f", [nested_generator, generator_consumers, module_generator])
+    @pytest.mark.parametrize("args", INPUTS)
+    def test_first_order(self, f, args):
+        check_first_order(f, *args)
+
+    def test_second_order_refused_by_name(self):
+        with pytest.raises(dplus.NonDifferentiableError, match="derivatives of derivatives"):
+            dplus.hessian(nested_generator)(1.3, 0.7)
+
+    def test_the_generator_function_itself_refused(self):
+        with pytest.raises(dplus.UnsupportedSyntaxError, match="generator"):
+            grad(powers)(2.0, 3)
+
+    def test_send_and_return_values_refused(self):
+        def sends(x):
+            def g():
+                received = yield x
+                yield received
+
+            return sum(g())
+
+        def returns(x):
+            def g():
+                yield x
+                return 5
+
+            return sum(g())
+
+        for f, what in ((sends, "yield expression"), (returns, "return value")):
+            with pytest.raises(dplus.UnsupportedSyntaxError, match=what):
+                grad(f)(1.0)
+
+    def test_generator_iter_method_refused_by_name(self):
+        class Node:
+            def __init__(self, v, kids=()):
+                self.v = v
+                self.kids = kids
+
+            def __iter__(self):
+                yield self.v
+                for k in self.kids:
+                    yield from k
+
+        def f(x):
+            n = Node(x, (Node(x * 2.0), Node(3.0)))
+            return sum(v * v for v in tuple(n))
+
+        with pytest.raises(dplus.NonDifferentiableError, match="Node"):
+            grad(f)(1.5)
+
+
+# ---------------------------------------------------------------------------
+# frame introspection
+
+
+class TestIntrospection:
+    def test_locals_vars_globals_are_the_users(self):
+        def f(x, y):
+            z = x * y
+            names = sorted(locals())
+            assert names == ["x", "y", "z"]
+            assert "TestIntrospection" in globals()
+            return locals()["z"] * vars()["x"]
+
+        for args in INPUTS:
+            check_first_order(f, *args)  # (second order: a dict, refused as lists and dicts are)
