@@ -46,10 +46,14 @@ def _refuse_generator_function(f: Any) -> None:
     if inspect.isgeneratorfunction(f):
         from .errors import UnsupportedSyntaxError
 
-        raise UnsupportedSyntaxError(
-            f"the generator function {getattr(f, '__qualname__', f)!r} cannot be differentiated by dplus as a "
-            "whole: its result is a generator. Differentiate a function that consumes it instead "
-            "(sum(g(x)), list(g(x)), a for loop), where its values are differentiated")
+        code = f.__code__
+        err = UnsupportedSyntaxError(
+            f"the generator function {f.__qualname__!r} (yield) cannot be differentiated by dplus as a whole "
+            f"({code.co_filename}, line {code.co_firstlineno}): its result is a generator. Differentiate a function "
+            "that consumes it instead (sum(g(x)), list(g(x)), a for loop), where its values are differentiated")
+        err.filename = code.co_filename
+        err.lineno = code.co_firstlineno
+        raise err
 
 
 def _lift(f: Any) -> Callable[..., ProcResult]:
