@@ -109,6 +109,7 @@ class _CachingDecorator:
     that makes the cache."""
 
     __dplus_plus_object__ = True
+    __dplus_again_refusal__ = CachedPlus.__dplus_again_refusal__
 
     def __init__(self, maxsize: int | None, typed: bool) -> None:
         self.maxsize = maxsize
