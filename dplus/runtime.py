@@ -4,6 +4,7 @@ mutable values in and out of the box-sensitivity map.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import numbers
@@ -160,7 +161,7 @@ def keyword_sensitivity(g: tuple, pos: int, name: str) -> Any:
 def _type_is_tracked(t: type) -> bool:
     if issubclass(t, KeywordDict):
         return False
-    if issubclass(t, (list, dict, set, Box)):
+    if issubclass(t, (list, dict, set, Box, collections.deque)):
         return True
     if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, ProcResult, BaseException)):
         return False
@@ -254,6 +255,19 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
                 handover(Abox, e, sk)
             else:
                 entry[k] = add(entry[k], sk) if k in entry else sk
+        return
+    if isinstance(v, collections.deque):
+        items = _as_items(s, len(v), v)  # (a deque's sensitivity is a list, by position)
+        if items is None:
+            return
+        entry = Abox.list_entry(v, len(v))
+        for i, si in enumerate(items):
+            if si is gen_zero or si is None:
+                continue
+            if is_tracked_mutable(v[i]):
+                handover(Abox, v[i], si)
+            else:
+                entry[i] = add(entry[i], si)
         return
     if t is set or isinstance(v, set):
         # (its elements are hashable values: their sensitivities stay in the set's entry)
@@ -438,6 +452,8 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
             stack.append(v.value)
         elif isinstance(v, set):
             pass  # (its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            stack.extend(items)
         else:  # a dict's or an object's (key, value) pairs
             stack.extend(x for _, x in items)
         out.append((v, items))
@@ -450,7 +466,7 @@ def _container_items(v: Any) -> tuple | None:
         return tuple(v)
     if isinstance(v, dict):
         return tuple(v.items())
-    if isinstance(v, set):
+    if isinstance(v, (set, collections.deque)):
         return tuple(v)
     if type(v) is Box:
         return (v.value,)
@@ -577,6 +593,8 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.items = snapshot(v.value, _memo)
         elif isinstance(v, set):
             snap.items = v  # (folded as the set it is: its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            snap.items = v  # (folded as the deque it is)
         elif t is not CellKey:
             snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
         return snap
@@ -643,6 +661,14 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
+    if isinstance(v, collections.deque):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+        if type(entry) is list and len(entry) == len(v):
+            base = [add(b, e) for b, e in zip(base, entry)]
+        out = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
+        _memo[key] = out
+        return out
     if isinstance(v, (set, frozenset)):
         # (a set made outside has no values its elements' sensitivities could go back to, and
         # a gradient shaped like a set does not exist)

@@ -5,6 +5,7 @@ Each general-path operation returns a ProcResult; the rest move sensitivities ar
 
 from __future__ import annotations
 
+import collections
 import inspect
 import operator
 import sys
@@ -707,7 +708,7 @@ def list_length(itv: Any) -> Any:
         return itv.index, len(itv.source)
     if type(itv) is set or type(itv) is frozenset:
         return tuple(itv)  # (its order: the set may change before the loop's reverse)
-    return len(itv) if type(itv) is list or isinstance(itv, list) else -1
+    return len(itv) if type(itv) is list or isinstance(itv, (list, collections.deque)) else -1
 
 
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) -> Any:
@@ -719,7 +720,7 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
     t = type(itv)
-    if t is list or isinstance(itv, list):
+    if t is list or isinstance(itv, (list, collections.deque)):
         n = len(itv) if length < 0 else length
         if len(sens) < n:  # the loop broke early
             sens.extend([Z] * (n - len(sens)))
@@ -756,7 +757,7 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
     t = type(itv)
     if t is range:
         return _NULL
-    if t is list or isinstance(itv, list):
+    if t is list or isinstance(itv, (list, collections.deque)):
         return _ListRouter(itv, len(itv) if length < 0 else length)
     if t is tuple:
         return _TupleRouter(len(itv))

@@ -18,6 +18,7 @@ Rules that take iterables and return lists need three things:
 
 from __future__ import annotations
 
+import collections
 import itertools
 import sys
 from typing import Any
@@ -154,8 +155,8 @@ def _kind_of_sequence(x: Any) -> int | None:
         return LIST
     if t is tuple:
         return TUPLE
-    if isinstance(x, list):
-        return LIST
+    if isinstance(x, (list, collections.deque)):
+        return LIST  # (a deque's sensitivity is a list, by position, kept in Abox as a list's)
     if isinstance(x, tuple):
         return TUPLE
     if isinstance(x, (range, str, bytes, bytearray, memoryview)):

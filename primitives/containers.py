@@ -27,7 +27,7 @@ from typing import Any
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
-from dplus.registry import register_primitive
+from dplus.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
@@ -43,7 +43,7 @@ def register_attribute(cls: type, name: str, transform: Any) -> None:
 
 
 def _conform_items(items: list, like: Any) -> Any:
-    if isinstance(like, list):
+    if isinstance(like, (list, collections.deque)):  # (a deque's sensitivity is a list, by position)
         return list(items)
     if isinstance(like, tuple):
         return tuple(items)
@@ -93,7 +93,7 @@ def read_global_plus(namespace: dict, name: str) -> ProcResult:
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     t = type(obj)
     v = obj[idx]
-    if t is list or isinstance(obj, list):
+    if t is list or isinstance(obj, (list, collections.deque)):  # (a deque: by position, as a list)
         n = len(obj)
         if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
             i = idx + n if idx < 0 else idx
@@ -312,6 +312,8 @@ def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
 
 def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     t = type(obj)
+    if isinstance(obj, collections.deque):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(collections.deque.__setitem__), obj, idx, v)
     if t is list or isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
@@ -398,6 +400,8 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    if isinstance(obj, collections.deque):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(collections.deque.__delitem__), obj, idx)
     if isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):

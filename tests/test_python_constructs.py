@@ -255,6 +255,36 @@ def counter_and_defaultdict(x, y):
     return c["a"] * c["b"] + c.total() + c.most_common(1)[0][1] + sum(d[0]) * d[1][0] + last * x
 
 
+def deque_moves(x, y):
+    d = collections.deque([x, y, x * y], maxlen=4)
+    d.append(y * 2.0)
+    d.append(x + 1.0)          # pushes x out
+    d.appendleft(y * y)        # pushes x + 1 out
+    d.rotate(2)
+    v = d.popleft()
+    w = d.pop()
+    d.extend([x, y])
+    d.extendleft((y, 3.0))
+    t = 0.0
+    for e in d:
+        t += e * e
+    return v * w + d[0] * d[-1] + sum(d) + t + max(d) + len(d)
+
+
+def deque_as_window(x, y):
+    d = collections.deque()
+    for v in (x, y, x * y):
+        d.append(v)
+        if len(d) > 2:
+            d.popleft()
+    d[0] = d[0] * x
+    d.remove(d[1])
+    d.insert(0, y)
+    e = d.copy()
+    e.reverse()
+    return sum(e) * d[0] + list(d)[-1] + sorted(d)[0]
+
+
 class TestStandardLibrary:
     @pytest.mark.parametrize("f", [heap_operations, heapify_and_selection, heap_merge, bisect_and_insort,
                                    ordered_dict_moves, counter_and_defaultdict])
@@ -287,14 +317,22 @@ class TestStandardLibrary:
         assert "attribute" not in str(info.value)
         assert f(2.0) == float(make()) * 2.0
 
-    def test_deque_refused_by_name(self):
-        def f(x, y):
-            d = collections.deque([x, y], maxlen=3)
-            d.appendleft(x * y)
-            return d.popleft() * d[0]
+    @pytest.mark.parametrize("f", [deque_moves, deque_as_window])
+    @pytest.mark.parametrize("args", INPUTS)
+    def test_deque_first_order(self, f, args):
+        check_first_order(f, *args)
 
-        with pytest.raises(dplus.DplusError, match="deque"):
-            grad(f)(1.5, 2.0)
+    def test_deque_arguments_and_maxlen(self):
+        def last_two(xs):
+            d = collections.deque(xs, maxlen=2)
+            return d[0] * d[1]
+
+        assert grad(last_two)([1.0, 2.0, 3.0]) == ([0.0, 3.0, 2.0],)
+        assert grad(lambda d: d[0] * d[1])(collections.deque([2.0, 3.0])) == (collections.deque([3.0, 2.0]),)
+
+    def test_deque_second_order_refused_by_name(self):
+        with pytest.raises(dplus.NonDifferentiableError, match="derivatives of derivatives"):
+            dplus.hessian(deque_moves)(1.3, 0.7)
 
 
 # ---------------------------------------------------------------------------
