@@ -162,7 +162,13 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         r = call(method, obj, idx)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
-    return _unknown_read(obj, v, f"indexing a {t.__name__}")
+    return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _a_type_name(t: type) -> str:
+    """``a list``, ``an array.array``: the type as the user writes it, with its article."""
+    name = t.__qualname__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def scatter_add(like: Any, idx: Any, A: Any) -> Any:
@@ -217,7 +223,7 @@ def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
         if not is_zero_sensitivity(A):
             raise UnknownTransformError(
                 f"no derivative is known for {what}, and its result received a non-zero sensitivity. "
-                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or arrays"
+                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or NumPy arrays"
             )
         return (), Z, None
 

@@ -531,3 +531,16 @@ class TestIntrospection:
 
         for args in INPUTS:
             check_first_order(f, *args)  # (second order: a dict, refused as lists and dicts are)
+
+
+class TestArrayModule:
+    def test_array_array_refused_by_name(self):
+        import array
+
+        def f(x, y):
+            a = array.array("d", [x, y])
+            return a[0] * a[1]
+
+        with pytest.raises(dplus.DplusError, match="an array.array") as info:
+            grad(f)(1.5, 2.0)
+        assert "NumPy" in str(info.value)
