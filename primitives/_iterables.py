@@ -149,13 +149,16 @@ class Seq:
         return arr.reshape(self.value.shape) if arr.size == self.value.size else arr
 
 
+_LIST_LIKE = (list, collections.deque)  # (a constant for rule code differentiated again)
+
+
 def _kind_of_sequence(x: Any) -> int | None:
     t = type(x)
     if t is list:
         return LIST
     if t is tuple:
         return TUPLE
-    if isinstance(x, (list, collections.deque)):
+    if isinstance(x, _LIST_LIKE):
         return LIST  # (a deque's sensitivity is a list, by position, kept in Abox as a list's)
     if isinstance(x, tuple):
         return TUPLE

@@ -42,8 +42,16 @@ def register_attribute(cls: type, name: str, transform: Any) -> None:
     _ATTR_RULES[(cls, name)] = transform
 
 
+# (module constants: rule code differentiated again reads them as constants, not as
+# attributes of a module)
+_DEQUE = collections.deque
+_LIST_LIKE = (list, collections.deque)
+_DEQUE_SETITEM = collections.deque.__setitem__
+_DEQUE_DELITEM = collections.deque.__delitem__
+
+
 def _conform_items(items: list, like: Any) -> Any:
-    if isinstance(like, (list, collections.deque)):  # (a deque's sensitivity is a list, by position)
+    if isinstance(like, _LIST_LIKE):  # (a deque's sensitivity is a list, by position)
         return list(items)
     if isinstance(like, tuple):
         return tuple(items)
@@ -93,7 +101,7 @@ def read_global_plus(namespace: dict, name: str) -> ProcResult:
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     t = type(obj)
     v = obj[idx]
-    if t is list or isinstance(obj, (list, collections.deque)):  # (a deque: by position, as a list)
+    if t is list or isinstance(obj, _LIST_LIKE):  # (a deque: by position, as a list)
         n = len(obj)
         if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
             i = idx + n if idx < 0 else idx
@@ -318,8 +326,8 @@ def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
 
 def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     t = type(obj)
-    if isinstance(obj, collections.deque):  # (the deque rules: primitives.collections_stdlib)
-        return apply_transform(lookup_transform(collections.deque.__setitem__), obj, idx, v)
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_SETITEM), obj, idx, v)
     if t is list or isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
@@ -406,8 +414,8 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
-    if isinstance(obj, collections.deque):  # (the deque rules: primitives.collections_stdlib)
-        return apply_transform(lookup_transform(collections.deque.__delitem__), obj, idx)
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_DELITEM), obj, idx)
     if isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
