@@ -698,6 +698,7 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 
 defnondiff(_box_entries_reach)
 defnondiff(_sensitivity_reaches_mutable)
+defnondiff(_sensitivity_reaches_set)
 defnondiff(cell_stash)
 register_primitive(BoxSensitivities.pop, _abox_pop_rule)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)

@@ -21,7 +21,7 @@ from dplus.result import ProcResult
 from dplus.runtime import apply_transform, handover
 
 from .containers import set_entry, set_sensitivity
-from .operators import UNSHARED_IN_PLACE
+from .operators import SET_OPERATORS, UNSHARED_IN_PLACE
 
 
 def _is_set(x: Any) -> bool:
@@ -232,8 +232,16 @@ def _in_place_operator(fn: Any, method: Any) -> Any:
     return rule
 
 
+# (``-`` and ``-=`` keep the arithmetic rule, which hands two sets to SET_OPERATORS: a
+# wrapper around it would change what its derivatives of derivatives run for numbers)
 for _fn, _method in _MAKING_OPERATORS.items():
-    _on_sets(_fn, _making(_fn.__name__, _fn))
+    if _fn is operator.sub:
+        SET_OPERATORS[_fn] = _making(_fn.__name__, _fn)
+    else:
+        _on_sets(_fn, _making(_fn.__name__, _fn))
 for _fn, _method in _UPDATING_OPERATORS.items():
-    _on_sets(_fn, _in_place_operator(_fn, _method))
-    _on_sets(UNSHARED_IN_PLACE[_fn], _in_place_operator(_fn, _method))
+    if _fn is operator.isub:
+        SET_OPERATORS[_fn] = SET_OPERATORS[UNSHARED_IN_PLACE[_fn]] = _in_place_operator(_fn, _method)
+    else:
+        _on_sets(_fn, _in_place_operator(_fn, _method))
+        _on_sets(UNSHARED_IN_PLACE[_fn], _in_place_operator(_fn, _method))
