@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from typing import Any, Callable, Literal, overload
 
 from .boxes import BoxSensitivities
@@ -27,6 +29,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
         from .transformer import transform_of_plus
 
         return transform_of_plus(f)
+    _refuse_generator_function(f)
     t = lookup_transform(f)
     if t is not None:
         return t
@@ -35,6 +38,23 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     if can_transform(f):
         return _public(plus_function_for(f))
     return current_unknown_transform()(f, describe_callable(f))
+
+
+def _refuse_generator_function(f: Any) -> None:
+    """A generator function differentiated directly: inside differentiated code it gives the
+    list of its values (``normalize._YieldsToList``), which as a result would change what
+    the program returns."""
+    if inspect.isgeneratorfunction(f):
+        from .errors import UnsupportedSyntaxError
+
+        code = f.__code__
+        err = UnsupportedSyntaxError(
+            f"the generator function {f.__qualname__!r} (yield) cannot be differentiated by dplus as a whole "
+            f"({code.co_filename}, line {code.co_firstlineno}): its result is a generator. Differentiate a function "
+            "that consumes it instead (sum(g(x)), list(g(x)), a for loop), where its values are differentiated")
+        err.filename = code.co_filename
+        err.lineno = code.co_firstlineno
+        raise err
 
 
 def _lift(f: Any) -> Callable[..., ProcResult]:
@@ -46,6 +66,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
         )
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
+    _refuse_generator_function(f)
     from .transformer import plus_function_for, can_transform
 
     if can_transform(f):

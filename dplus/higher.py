@@ -35,6 +35,8 @@ from .registry import is_registered_transform, next_order_form, register_primiti
 from .result import ProcResult
 from .rules import defnondiff
 from .primitives import _iterables
+from .primitives import containers as _containers
+from .primitives import sets as _sets
 from .primitives.containers import gather_slice, register_attribute, scatter_slice
 from .runtime import (CellKey, KeywordDict, Snapshot, apply_transform, changed_since, fold, handover, is_tracked_mutable, lift,
                       snapshot, watch_call)
@@ -82,6 +84,9 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
         return transform_of_plus(plus_function_for(P.__dplus_source__))
     if isinstance(P, types.FunctionType):
         return plus_function_for(P)
+    refusal = getattr(type(P), "__dplus_again_refusal__", None)
+    if refusal is not None:  # a plus-function object of dplus's own (functools.cache's)
+        raise NonDifferentiableError(refusal)
     raise NonDifferentiableError(
         f"dplus cannot differentiate {describe_callable(P)} again: it is not a Python function. "
         "Register a rule for its transform with dplus.register_primitive"
@@ -338,7 +343,25 @@ def _sensitivity_reaches_mutable(v: Any, s: Any) -> bool:
                for i, e in enumerate(v))
 
 
+def _sensitivity_reaches_set(v: Any, s: Any) -> bool:
+    """A set or frozenset in ``v`` (or in the tuple ``v``) gets a part of ``s`` not structurally zero."""
+    if s is Z or s is None:
+        return False
+    if isinstance(v, (set, frozenset)):
+        return True
+    if type(v) is not tuple:
+        return False
+    n = len(v)
+    return any(isinstance(e, (set, frozenset)) and tuple_part(s, i, n) is not Z and tuple_part(s, i, n) is not None
+               for i, e in enumerate(v))
+
+
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
+    if _sensitivity_reaches_set(v, s):
+        raise NonDifferentiableError(
+            "derivatives of derivatives through the elements of sets are not supported yet; "
+            "keep such values in tuples inside functions differentiated more than once"
+        )
     if not _sensitivity_reaches_mutable(v, s):
         r = runtime_ops.accumulate(adj, v, s, Abox)
         return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
@@ -494,7 +517,7 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
         return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
     if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
-            "derivatives of derivatives of loops over lists or arrays are not supported yet; "
+            "derivatives of derivatives of loops over lists, sets or arrays are not supported yet; "
             "loop over a tuple, or over range(len(xs)) and index"
         )
     runtime_ops.route_back(route, i, A, Abox)
@@ -679,6 +702,7 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 
 defnondiff(_sensitivity_reaches_mutable)
 defnondiff(holds_mutables)
+defnondiff(_sensitivity_reaches_set)
 defnondiff(cell_stash)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
@@ -1032,3 +1056,14 @@ _refused_seq_sens = _unsupported_again(
     "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
     "again, and pass lists, tuples or arrays rather than iterators")
 register_primitive(_iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity")
+
+# A set's sensitivity is a dict keyed by its elements, made and read by these helpers of the
+# set rules: refused at the next order, naming sets.
+_SETS_AGAIN = "the elements of sets"
+_SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
+for _helper_module, _helper_name in (
+    (_containers, "set_sensitivity"), (_containers, "set_entry"), (_containers, "set_items_sensitivities"),
+    (_iterables, "set_sens"), (_sets, "_route"),
+):
+    _helper = getattr(_helper_module, _helper_name)
+    register_primitive(_helper, _unsupported_again(_helper, _SETS_AGAIN, _SETS_FIX), note="internal: refused at the next order")

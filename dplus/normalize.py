@@ -331,11 +331,7 @@ class Normalizer:
         return node
 
     def check_store(self, name: str, s: ast.AST) -> None:
-        if name in self.scope.globals_:
-            raise self.unsupported(
-                s, f"assigning the module global {name!r} (global {name})",
-                "return the value instead, or keep it in a mutable container passed as an argument",
-            )
+        pass  # (the names declared global are read and written as globals()[name])
 
     def emit_assign_name(self, name: str, value: ast.expr, like: ast.AST) -> None:
         self.check_store(name, like)
@@ -684,7 +680,7 @@ class Normalizer:
         self.emit(ast.copy_location(ast.Assert(test=test, msg=msg), s))
 
     def s_Global(self, s: ast.Global) -> None:
-        pass  # reads are plain global reads; writes were rejected in check_store
+        pass  # reads and writes of these names are globals()[name] (_ModuleNamespaceAccess)
 
     def s_Nonlocal(self, s: ast.Nonlocal) -> None:
         self.emit(s)
@@ -695,13 +691,14 @@ class Normalizer:
     s_ImportFrom = s_Import
 
     def s_FunctionDef(self, s: ast.FunctionDef) -> None:
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(s.body)):
-            raise self.unsupported(s, f"the generator function {s.name!r} (yield)", "return a list instead")
+        decorators = [self.expr(d) for d in s.decorator_list]  # (evaluated first, as Python does)
         defaults = [self.expr(d) for d in s.args.defaults]
         kw_defaults = [self.expr(d) if d is not None else None for d in s.args.kw_defaults]
-        if s.decorator_list:
-            raise self.unsupported(s, f"a decorated nested function {s.name!r}", "apply the decorator outside differentiated code")
         self.nested_function(s, s.name, s.body, defaults, kw_defaults, False)
+        # a decorator is a call applied to the plus-function, the nearest first
+        for decorator in reversed(decorators):
+            decorated = self.temp(ast.Call(func=decorator, args=[self.load_name(s.name, s)], keywords=[]), s)
+            self.emit_assign_name(s.name, decorated, s)
 
     def s_AsyncFunctionDef(self, s: ast.AST) -> None:
         raise self.unsupported(s, "an async function")
@@ -872,6 +869,11 @@ class Normalizer:
 
     def e_NamedExpr(self, e: ast.NamedExpr) -> Atom:
         v = self.expr(e.value)
+        if getattr(e, "dp_global", False):  # (name := v) of a name declared global
+            namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
+            target = ast.Subscript(value=namespace, slice=_const(e.target.id), ctx=ast.Store())
+            self.stmt(ast.copy_location(ast.Assign(targets=[target], value=v), e))
+            return v
         self.check_store(e.target.id, e)
         self.emit(_assign(e.target.id, v, e))
         return self.load_name(e.target.id, e)
@@ -975,6 +977,8 @@ class Normalizer:
     def e_Subscript(self, e: ast.Subscript) -> Atom:
         obj = self.expr(e.value)
         idx = self.slice_(e.slice)
+        if getattr(e, "dp_global", False):
+            return self.temp(_internal("read_global", [obj, idx]), e)
         return self.temp(ast.Subscript(value=obj, slice=idx, ctx=ast.Load()), e)
 
     def e_Slice(self, e: ast.Slice) -> Atom:
@@ -1116,6 +1120,116 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
+class _YieldsToList(ast.NodeTransformer):
+    """A generator function's body, differentiated: it runs to completion when called and
+    returns the list of the values it yielded, in order (as generator expressions, ``map``
+    and ``zip`` give lists inside differentiated code), so each value's sensitivity comes
+    back to the expression that yielded it. What needs the generator itself is refused:
+    the value of a ``yield`` expression (``send``) and a generator's ``return`` value."""
+
+    def __init__(self, out: str, name: str, filename: str) -> None:
+        self.out = out
+        self.name = name
+        self.filename = filename
+
+    def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        start = ast.copy_location(ast.Assign(targets=[_name(self.out, ast.Store())], value=ast.List(elts=[], ctx=ast.Load())), body[0])
+        new = [self.visit(_deepcopy(st)) for st in body]
+        end = ast.copy_location(ast.Return(value=_name(self.out)), body[-1])
+        return [start] + new + [end]
+
+    def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", "?")
+        err = UnsupportedSyntaxError(
+            f"{what} in the generator function {self.name!r} cannot be differentiated by dplus ({self.filename}, line "
+            f"{line}): inside differentiated code a generator runs to completion and gives the list of its values; "
+            "use only `yield value` and `yield from iterable` statements")
+        err.filename = self.filename
+        err.lineno = line if isinstance(line, int) else None
+        return err
+
+    def _collect(self, method: str, value: ast.expr, like: ast.AST) -> ast.Expr:
+        call = ast.Call(func=ast.Attribute(value=_name(self.out), attr=method, ctx=ast.Load()), args=[value], keywords=[])
+        return ast.copy_location(ast.Expr(value=call), like)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        v = node.value
+        if isinstance(v, ast.Yield):
+            return self._collect("append", self.visit(v.value) if v.value is not None else _const(None), node)
+        if isinstance(v, ast.YieldFrom):
+            return self._collect("extend", self.visit(v.value), node)
+        return self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            raise self._refuse(node, "a generator's return value")
+        return ast.copy_location(ast.Return(value=_name(self.out)), node)
+
+    def visit_Yield(self, node: ast.Yield) -> ast.AST:
+        raise self._refuse(node, "the value of a yield expression (generator.send)")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
+        return node  # (its own yields are its own)
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
+class _ModuleNamespaceAccess(ast.NodeTransformer):
+    """Reads and writes of the names a function declares ``global`` become reads and writes
+    of the module's namespace, ``globals()[name]``: the namespace is a mutable container
+    (a dict), so a write happens as in Python, once per call, and a value written and read
+    back carries its sensitivity (SPEC section 5). Functions nested inside that do not bind
+    the name read the same global, so their reads are rewritten too."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = set(names)
+
+    def visit_Global(self, node: ast.Global) -> ast.Global:
+        return node
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.NamedExpr:
+        node.value = self.visit(node.value)
+        if node.target.id in self.names:
+            node.dp_global = True  # (its target must stay a name: Normalizer.e_NamedExpr writes it)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id not in self.names:
+            return node
+        namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
+        access = ast.copy_location(ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node)
+        access.dp_global = True  # (a read falls back to the builtins, or raises NameError, as Python's)
+        return access
+
+    def _nested(self, node: Any, params: list[str], body: list[ast.AST]) -> Any:
+        declared = {n for st in body for sub in _walk_no_scopes(st) if isinstance(sub, ast.Global) for n in sub.names}
+        bound = set(params) | {sub.id for st in body for sub in _walk_no_scopes(st)
+                               if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+        inner = _ModuleNamespaceAccess((self.names - bound) | declared)
+        for field in ("decorator_list",):
+            setattr(node, field, [self.visit(d) for d in getattr(node, field, [])])
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [self.visit(d) if d is not None else None for d in node.args.kw_defaults]
+        if isinstance(node.body, list):
+            node.body = [inner.visit(st) for st in node.body]
+        else:
+            node.body = inner.visit(node.body)
+        return node
+
+    @staticmethod
+    def _params(args: ast.arguments) -> list[str]:
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        return [a.arg for a in every]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        return self._nested(node, self._params(node.args), node.body)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return self._nested(node, self._params(node.args), [node.body])
+
+
 def _deepcopy(node: ast.AST) -> ast.AST:
     import copy
 
@@ -1142,7 +1256,10 @@ _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def _walk_no_scopes_body(body: list[ast.stmt]):
     for s in body:
-        yield from _walk_no_scopes(s)
+        if isinstance(s, _NEW_SCOPES):
+            yield s  # (a def or class of the body: its own body is another scope)
+        else:
+            yield from _walk_no_scopes(s)
 
 
 def normalize_function(
@@ -1159,10 +1276,10 @@ def normalize_function(
     if is_lambda and not isinstance(node.body, list):
         pass
     if isinstance(node, ast.FunctionDef) and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)):
-        raise UnsupportedSyntaxError(
-            f"the generator function {name!r} (yield) cannot be differentiated by dplus ({filename}, line {node.lineno}): return a list instead"
-        )
+        body = _YieldsToList(namer.fresh("yielded"), name, filename).function_body(body)
     boxed = set(scope.boxed) | boxed_from_outside
+    if scope.globals_:
+        body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]
     n = Normalizer(scope, namer, filename, globals_, boxed)
     stmts = n.function_body(body)
     ir = IRFunction(name, node.args, stmts, scope, n.retval, filename, node.lineno, n.children, is_lambda, n.boxed, n.ret_flag,

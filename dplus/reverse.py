@@ -1463,7 +1463,8 @@ class FunctionBuilder:
             op = getattr(v, "dp_op", None)
             if op is not None:
                 fn_name = {"unpack": "unpack_plus", "unpack_star": "unpack_star_plus", "match_args": "match_args_plus",
-                           "callmethod": "callmethod", "user_namespace": "user_namespace_plus"}[op]
+                           "callmethod": "callmethod", "user_namespace": "user_namespace_plus",
+                           "read_global": "read_global_plus"}[op]
                 return self.call_like(name, self.rt(fn_name), list(v.args), list(v.keywords), s,
                                       native=self.native_append(name, v) if op == "callmethod" else None)
             if getattr(v, "dp_live", False):

@@ -4,9 +4,11 @@ mutable values in and out of the box-sensitivity map.
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import itertools
+import numbers
 import operator
 import sys
 import types
@@ -68,7 +70,7 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
     t = lookup_transform(f)  # bound methods of registered functions included
     if t is not None:
         return t
-    if is_plus_function(f):
+    if is_plus_function(f) or getattr(type(f), "__dplus_plus_object__", False):
         return f
     if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
         # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
@@ -137,7 +139,7 @@ def call(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
 
 def as_plain_callable(a: Any) -> Any:
     """A plus-function handed to foreign code becomes a callable returning primals."""
-    if callable(a) and is_plus_function(a):
+    if callable(a) and (is_plus_function(a) or getattr(type(a), "__dplus_plus_object__", False)):
 
         def primal_only(*args: Any, **kwargs: Any) -> Any:
             return a(*args, **kwargs).primal
@@ -181,9 +183,9 @@ def keyword_sensitivity(g: tuple, pos: int, name: str) -> Any:
 def _type_is_tracked(t: type) -> bool:
     if issubclass(t, KeywordDict):
         return False
-    if issubclass(t, (list, dict, Box)):
+    if issubclass(t, (list, dict, set, Box, collections.deque)):
         return True
-    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, set, ProcResult, BaseException, enum.Enum)):
+    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, ProcResult, BaseException, enum.Enum)):
         return False
     if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return False
@@ -276,6 +278,30 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             else:
                 entry[k] = add(entry[k], sk) if k in entry else sk
         return
+    if isinstance(v, collections.deque):
+        items = _as_items(s, len(v), v)  # (a deque's sensitivity is a list, by position)
+        if items is None:
+            return
+        entry = Abox.list_entry(v, len(v))
+        for i, si in enumerate(items):
+            if si is gen_zero or si is None:
+                continue
+            if is_tracked_mutable(v[i]):
+                handover(Abox, v[i], si)
+            else:
+                entry[i] = add(entry[i], si)
+        return
+    if t is set or isinstance(v, set):
+        # (its elements are hashable values: their sensitivities stay in the set's entry)
+        if not isinstance(s, dict):
+            raise SensitivityError(
+                f"a {type(s).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
+                "from element to sensitivity")
+        entry = Abox.map_entry(v)
+        for k, sk in s.items():
+            if sk is not gen_zero and sk is not None:
+                entry[k] = add(entry[k], sk) if k in entry else sk
+        return
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if is_tracked_mutable(v.value):
@@ -288,6 +314,10 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         return
     # a user object: its sensitivity is a dict of attribute sensitivities
     if not isinstance(s, dict):
+        if is_zero_sensitivity(s):
+            return  # (a method read from it, with nothing captured: its sensitivity is ``()``)
+        if isinstance(v, numbers.Number):
+            raise NonDifferentiableError(_exact_number_message(v))
         raise SensitivityError(
             f"the sensitivity of a {type(v).__name__} object is a dict of attribute sensitivities, "
             f"not a {type(s).__name__}"
@@ -301,6 +331,15 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             handover(Abox, e, sk)
         else:
             entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _exact_number_message(v: Any) -> str:
+    kind = f"{type(v).__module__}.{type(v).__qualname__}"
+    return (
+        f"sensitivity reached a {kind} value ({v!r}): exact numbers such as fractions.Fraction and "
+        "decimal.Decimal are not differentiable in dplus (their digits are integers, which carry no "
+        "sensitivity). Fix: compute with floats, e.g. float(...) of the constant, outside the path "
+        "from the arguments to the result")
 
 
 def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
@@ -433,6 +472,10 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
                 stack.extend(items)
         elif t is Box:
             stack.append(v.value)
+        elif isinstance(v, set):
+            pass  # (its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            stack.extend(items)
         else:  # a dict's or an object's (key, value) pairs
             stack.extend(x for _, x in items)
         out.append((v, items))
@@ -445,6 +488,8 @@ def _container_items(v: Any) -> tuple | None:
         return tuple(v)
     if isinstance(v, dict):
         return tuple(v.items())
+    if isinstance(v, (set, collections.deque)):
+        return tuple(v)
     if type(v) is Box:
         return (v.value,)
     try:
@@ -568,6 +613,10 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
         elif t is Box:
             snap.items = snapshot(v.value, _memo)
+        elif isinstance(v, set):
+            snap.items = v  # (folded as the set it is: its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            snap.items = v  # (folded as the deque it is)
         elif t is not CellKey:
             snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
         return snap
@@ -634,12 +683,24 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
-    if (t is set or t is frozenset) and isinstance(s, dict):
-        # (a loop over the set gave its elements sensitivities; a set made outside has no values
-        # they could go back to, and a gradient shaped like a set does not exist)
-        if any(not is_zero_sensitivity(x) for x in s.values()):
+    if isinstance(v, collections.deque):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+        if type(entry) is list and len(entry) == len(v):
+            base = [add(b, e) for b, e in zip(base, entry)]
+        out = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
+        _memo[key] = out
+        return out
+    if isinstance(v, (set, frozenset)):
+        # (a set made outside has no values its elements' sensitivities could go back to, and
+        # a gradient shaped like a set does not exist)
+        parts = list(s.values()) if isinstance(s, dict) else []
+        entry = Abox.get(v) if Abox is not None and isinstance(v, set) else gen_zero
+        if isinstance(entry, dict):
+            parts.extend(entry.values())
+        if any(not is_zero_sensitivity(x) for x in parts):
             raise NonDifferentiableError(
-                "sensitivity reached the elements of a set iterated by a for loop, and the set comes from outside "
+                "sensitivity reached the elements of a set that comes from outside "
                 "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
                 "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)")
         s = gen_zero

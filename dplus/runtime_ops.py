@@ -5,6 +5,7 @@ Each general-path operation returns a ProcResult; the rest move sensitivities ar
 
 from __future__ import annotations
 
+import collections
 import inspect
 import operator
 import sys
@@ -25,6 +26,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     getattr_plus,
     getitem_plus,
     match_args_plus,
+    read_global_plus,
     setattr_plus,
     setitem_plus,
     unpack_plus,
@@ -48,6 +50,7 @@ _PLUS_CODE_IDS = _PLUS_CODES._items
 _NUMERIC = (int, float, complex)
 _NUMBERS = frozenset({int, float})
 _FLOATS = frozenset({float})
+_LABELS = frozenset({int, bool})
 
 
 def replay_segment(program: tuple, rec: tuple, adjoints: tuple, Abox: BoxSensitivities) -> tuple:
@@ -774,6 +777,8 @@ class _SetRouter:
         if A is Z or A is None:
             return
         e = self.order[i]
+        if type(e) is int or type(e) is bool:
+            return  # (integers in a set are labels: see primitives.containers.set_sensitivity)
         self.sens[e] = add(self.sens[e], A) if e in self.sens else A
 
     def result(self) -> Any:
@@ -790,7 +795,7 @@ def list_length(itv: Any) -> Any:
         return itv.index, len(itv.source)
     if type(itv) is set or type(itv) is frozenset:
         return tuple(itv)  # (its order: the set may change before the loop's reverse)
-    return len(itv) if type(itv) is list or isinstance(itv, list) else -1
+    return len(itv) if type(itv) is list or isinstance(itv, (list, collections.deque)) else -1
 
 
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) -> Any:
@@ -802,7 +807,7 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
     t = type(itv)
-    if t is list or isinstance(itv, list):
+    if t is list or isinstance(itv, (list, collections.deque)):
         n = len(itv) if length < 0 else length
         if len(sens) < n:  # the loop broke early
             sens.extend([Z] * (n - len(sens)))
@@ -839,7 +844,7 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
     t = type(itv)
     if t is range:
         return _NULL
-    if t is list or isinstance(itv, list):
+    if t is list or isinstance(itv, (list, collections.deque)):
         return _ListRouter(itv, len(itv) if length < 0 else length)
     if t is tuple:
         return _TupleRouter(len(itv))
@@ -855,7 +860,10 @@ def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
     if is_ndarray(itv):
         return _ArrayRouter(itv)
     if t is set or t is frozenset:
-        return _SetRouter(length if type(length) is tuple else tuple(itv))
+        order = length if type(length) is tuple else tuple(itv)
+        if _LABELS.issuperset(map(type, order)):
+            return _NULL  # integers in a set are labels (primitives.containers.set_sensitivity)
+        return _SetRouter(order)
     if isinstance(itv, (set, frozenset)):
         return _RaisingRouter("set")
     return _RaisingRouter(t.__name__)

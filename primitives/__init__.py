@@ -5,6 +5,10 @@ from dplus.registry import register_lazy_rules
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
 from . import containers  # noqa: F401
+from . import sets  # noqa: F401
+from . import stdlib_algorithms  # noqa: F401
+from . import collections_stdlib  # noqa: F401
+from . import caching  # noqa: F401
 from . import builtins  # noqa: F401
 from . import functional  # noqa: F401
 from . import cmath  # noqa: F401

@@ -18,6 +18,7 @@ Rules that take iterables and return lists need three things:
 
 from __future__ import annotations
 
+import collections
 import itertools
 import sys
 from typing import Any
@@ -38,13 +39,13 @@ from dplus.rules import inline_rule_for
 from dplus.runtime import ItemColumns, accumulate, handover
 
 __all__ = [
-    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER", "LIVE",
+    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER", "LIVE", "SET",
     "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
     "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
     "fast_rule", "all_float", "Calls", "columns", "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE = range(7)
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET = range(8)
 
 
 
@@ -110,7 +111,9 @@ class Seq:
             return total
         if k == LIVE:
             return _live_sens(self.value, s, Abox, self.lengths, len(self.items))
-        # OTHER: an iterator, generator, set, dict (keys), view or user iterable
+        if k == SET:
+            return set_sens(self.items, s, Abox)
+        # OTHER: an iterator, generator, dict (keys), view or user iterable
         items = self.items
         for i, si in enumerate(s):
             if si is gen_zero or si is None:
@@ -174,14 +177,17 @@ def _live_sens(live: Any, s: list, Abox: BoxSensitivities | None, lengths: tuple
     return gen_zero
 
 
+_LIST_LIKE = (list, collections.deque)  # (a constant for rule code differentiated again)
+
+
 def _kind_of_sequence(x: Any) -> int | None:
     t = type(x)
     if t is list:
         return LIST
     if t is tuple:
         return TUPLE
-    if isinstance(x, list):
-        return LIST
+    if isinstance(x, _LIST_LIKE):
+        return LIST  # (a deque's sensitivity is a list, by position, kept in Abox as a list's)
     if isinstance(x, tuple):
         return TUPLE
     if isinstance(x, (range, str, bytes, bytearray, memoryview)):
@@ -190,7 +196,23 @@ def _kind_of_sequence(x: Any) -> int | None:
         return ARRAY
     if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime_ops":
         return LIVE
+    if t is set or t is frozenset:
+        return SET
     return None
+
+
+def set_sens(items: list, s: list, Abox: BoxSensitivities | None) -> Any:
+    """A set's sensitivity from those of its elements in iteration order ``items``: a dict from
+    element to sensitivity, as a loop over the set gives (``gen_zero`` when all are zero)."""
+    out: dict = {}
+    for e, si in zip(items, s):
+        if si is gen_zero or si is None or type(e) is int or type(e) is bool:
+            continue  # (integers in a set are labels: see primitives.containers.set_sensitivity)
+        if Abox is not None:
+            si = settle(e, si, Abox)
+        if not is_zero_sensitivity(si):
+            out[e] = add(out[e], si) if e in out else si
+    return out or gen_zero
 
 
 def seq(x: Any, fn: str, arg: str) -> Seq:

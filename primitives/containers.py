@@ -16,6 +16,7 @@ Decisions (documented in docs/containers.md):
 
 from __future__ import annotations
 
+import builtins as builtins_module
 import collections
 import functools
 import operator
@@ -26,7 +27,7 @@ from typing import Any
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
-from dplus.registry import register_primitive
+from dplus.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
@@ -41,8 +42,16 @@ def register_attribute(cls: type, name: str, transform: Any) -> None:
     _ATTR_RULES[(cls, name)] = transform
 
 
+# (module constants: rule code differentiated again reads them as constants, not as
+# attributes of a module)
+_DEQUE = collections.deque
+_LIST_LIKE = (list, collections.deque)
+_DEQUE_SETITEM = collections.deque.__setitem__
+_DEQUE_DELITEM = collections.deque.__delitem__
+
+
 def _conform_items(items: list, like: Any) -> Any:
-    if isinstance(like, list):
+    if isinstance(like, _LIST_LIKE):  # (a deque's sensitivity is a list, by position)
         return list(items)
     if isinstance(like, tuple):
         return tuple(items)
@@ -79,10 +88,20 @@ register_primitive(gather_slice, lambda S, rng, n: ProcResult(
     gather_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None)))
 
 
+def read_global_plus(namespace: dict, name: str) -> ProcResult:
+    """A read of a name the function declares ``global``: the module's namespace read as a
+    dict (``getitem_plus``), or, as Python reads a global, the builtins, or ``NameError``."""
+    if name in namespace:
+        return apply_transform(getitem_plus, namespace, name)
+    if hasattr(builtins_module, name):
+        return ProcResult(getattr(builtins_module, name), lambda A, Abox: ((), Z, None))
+    raise NameError(f"name {name!r} is not defined")
+
+
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     t = type(obj)
     v = obj[idx]
-    if t is list or isinstance(obj, list):
+    if t is list or isinstance(obj, _LIST_LIKE):  # (a deque: by position, as a list)
         n = len(obj)
         if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
             i = idx + n if idx < 0 else idx
@@ -151,7 +170,13 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         r = call(method, obj, idx)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
-    return _unknown_read(obj, v, f"indexing a {t.__name__}")
+    return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _a_type_name(t: type) -> str:
+    """``a list``, ``an array.array``: the type as the user writes it, with its article."""
+    name = t.__qualname__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def scatter_add(like: Any, idx: Any, A: Any) -> Any:
@@ -206,7 +231,7 @@ def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
         if not is_zero_sensitivity(A):
             raise UnknownTransformError(
                 f"no derivative is known for {what}, and its result received a non-zero sensitivity. "
-                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or arrays"
+                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or NumPy arrays"
             )
         return (), Z, None
 
@@ -301,6 +326,8 @@ def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
 
 def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     t = type(obj)
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_SETITEM), obj, idx, v)
     if t is list or isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
@@ -387,6 +414,8 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_DELITEM), obj, idx)
     if isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
@@ -472,18 +501,50 @@ def build_list(*items: Any) -> ProcResult:
     return ProcResult(lst, list_display_backprop)
 
 
+# Integers and booleans in a set are labels (indices, counts, flags): their elements carry
+# no sensitivity, so a set of integer constants is as free of derivatives at every order as
+# the constants are.
+_LABELS = frozenset({int, bool})
+
+
+def set_sensitivity(order: Any, sens: Any) -> Any:
+    """A set's sensitivity (a dict from element to sensitivity) from the sensitivities ``sens``
+    of its elements in the iteration ``order`` (``Z`` when all are zero)."""
+    out: dict = {}
+    for e, se in zip(order, sens):
+        if se is Z or se is None or type(e) in _LABELS or is_zero_sensitivity(se):
+            continue
+        out[e] = add(out[e], se) if e in out else se
+    return out or Z
+
+
+def set_entry(s: Any, A: Any, Abox: BoxSensitivities) -> Any:
+    """The sensitivity of the set ``s`` where its creation is reversed: ``A`` handed in
+    directly plus, for a (mutable) ``set``, its entry taken out of ``Abox``; a dict or ``Z``."""
+    if type(s) is not set and not isinstance(s, set) or Abox is None:
+        return _as_set_sensitivity(A)
+    if A is not Z and A is not None:
+        handover(Abox, s, A)
+    return Abox.pop(s, Z)
+
+
+def _as_set_sensitivity(A: Any) -> Any:
+    if A is Z or A is None or isinstance(A, dict):
+        return Z if A is None else A
+    if is_zero_sensitivity(A):
+        return Z
+    raise NonDifferentiableError(
+        f"a {type(A).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
+        "from element to sensitivity. Fix: use a list or a tuple")
+
+
 def set_items_sensitivities(items: Any, A: Any) -> list:
     """The sensitivities of the ``items`` a set was made from, given the set's: a dict from
-    element to sensitivity (a loop over the set gives one). Of equal items only the first is
-    in the set: it gets the element's sensitivity, the others none."""
-    if A is Z or A is None:
+    element to sensitivity. Of equal items only the first is in the set: it gets the
+    element's sensitivity, the others none."""
+    A = _as_set_sensitivity(A)
+    if A is Z:
         return [Z] * len(items)
-    if not isinstance(A, dict):
-        if is_zero_sensitivity(A):
-            return [Z] * len(items)
-        raise NonDifferentiableError(
-            f"a {type(A).__name__} was given as the sensitivity of a set; only a loop over a set gives its "
-            "elements sensitivities. Fix: use a list or a tuple")
     seen: set = set()
     out = []
     for x in items:
@@ -499,15 +560,15 @@ def build_set(*items: Any) -> ProcResult:
     s = set(items)
 
     def set_display_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        return ((),) + tuple(set_items_sensitivities(items, A))
+        return ((),) + tuple(set_items_sensitivities(items, set_entry(s, A, Abox)))
 
     return ProcResult(s, set_display_backprop)
 
 
-def set_plus(*args: Any) -> ProcResult:
-    """``set(iterable)``: a list's or a tuple's elements get the sensitivities a loop over the set
-    gives its elements (see :func:`set_items_sensitivities`)."""
-    s = set(*args)
+def _set_from_iterable(make: Any, args: tuple) -> ProcResult:
+    """``set(iterable)`` / ``frozenset(iterable)``: each element's sensitivity goes back to the
+    item it was made from (of equal items, the first: the one the set keeps)."""
+    s = make(*args)
     if not args:
         return ProcResult(s, lambda A, Abox: ((),))
     x = args[0]
@@ -515,7 +576,7 @@ def set_plus(*args: Any) -> ProcResult:
         items = tuple(x)
 
         def set_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            parts = set_items_sensitivities(items, A)
+            parts = set_items_sensitivities(items, set_entry(s, A, Abox))
             if all(p is Z for p in parts):
                 return (), Z
             if type(x) is tuple:
@@ -524,15 +585,29 @@ def set_plus(*args: Any) -> ProcResult:
             return (), Z
 
         return ProcResult(s, set_constructor_backprop)
+    if isinstance(x, (set, frozenset)):
+        def set_copy_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            return (), set_entry(s, A, Abox)
+
+        return ProcResult(s, set_copy_backprop)
 
     def set_other_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if not is_zero_sensitivity(A) and not (isinstance(A, dict) and all(is_zero_sensitivity(v) for v in A.values())):
+        sens = set_entry(s, A, Abox)
+        if sens is not Z and not all(is_zero_sensitivity(v) for v in sens.values()):
             raise NonDifferentiableError(
-                f"set(): sensitivity reached the elements of a {type(x).__name__}, which has nowhere to send "
-                "it. Fix: make the set from a list or a tuple")
+                f"{make.__name__}(): sensitivity reached the elements of a {type(x).__name__}, which has "
+                f"nowhere to send it. Fix: make the {make.__name__} from a list or a tuple")
         return (), Z
 
     return ProcResult(s, set_other_backprop)
+
+
+def set_plus(*args: Any) -> ProcResult:
+    return _set_from_iterable(set, args)
+
+
+def frozenset_plus(*args: Any) -> ProcResult:
+    return _set_from_iterable(frozenset, args)
 
 
 def build_dict(spec: tuple, *parts: Any) -> ProcResult:
@@ -626,24 +701,30 @@ def build_list_star(spec: tuple, *parts: Any) -> ProcResult:
 def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
     items, lengths = _star_parts(spec, parts)
 
-    def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if not is_zero_sensitivity(A):
-            raise NonDifferentiableError("sets carry no sensitivity in dplus; use a list or a tuple")
-        return ((),) + (Z,) * len(parts)
+    s = set(items)
 
-    return ProcResult(set(items), set_star_backprop)
+    def set_star_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        sens = set_items_sensitivities(items, set_entry(s, A, Abox))
+        return _split_star(spec, parts, lengths, sens)
+
+    return ProcResult(s, set_star_backprop)
 
 
 # ---------------------------------------------------------------------------
 # unpacking: a, b = v   and   a, *rest, b = v
 
 
-def _sequence_sensitivity(v: Any, items: list) -> Any:
+def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
+    """The sensitivity of the iterable ``v`` from those of the ``items`` iterating it gave;
+    ``order``: those items themselves (a set's sensitivity is keyed by element, and the set
+    may have changed since it was iterated)."""
     if all(s is Z or s is None for s in items):
         return Z
     if isinstance(v, (list, tuple)):
         return _conform_items(items, v)
-    if isinstance(v, (dict, str, bytes, range, set, frozenset)):
+    if isinstance(v, (set, frozenset)):
+        return set_sensitivity(tuple(v) if order is None else order, items)
+    if isinstance(v, (dict, str, bytes, range)):
         return Z
     if is_ndarray(v):
         return array_from_parts(v, items)
@@ -691,7 +772,7 @@ def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
         entry = Abox.pop(rest, Z)
         mid = entry if entry is not Z else [Z] * len(rest)
         full = list(parts[:before]) + list(mid) + list(parts[before + 1 :])
-        return (), _sequence_sensitivity(v, full), None, None
+        return (), _sequence_sensitivity(v, full, items), None, None
 
     return ProcResult(t, unpack_star_backprop)
 
@@ -721,7 +802,7 @@ def list_plus(*args: Any) -> ProcResult:
         entry = Abox.pop(lst, Z)
         if entry is Z:
             return (), Z
-        return (), _sequence_sensitivity(src, entry)
+        return (), _sequence_sensitivity(src, entry, lst)
 
     return ProcResult(lst, list_constructor_backprop)
 
@@ -738,7 +819,7 @@ def tuple_plus(*args: Any) -> ProcResult:
             return (), Z
         if type(src) is tuple:
             return (), A
-        return (), _sequence_sensitivity(src, tuple_items(A, n))
+        return (), _sequence_sensitivity(src, tuple_items(A, n), t)
 
     return ProcResult(t, tuple_constructor_backprop)
 
@@ -1221,6 +1302,7 @@ register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) 
 register_primitive(setattr, setattr_plus)
 register_primitive(set, set_plus, note="set(iterable): the elements of a list or tuple get the sensitivities a "
                    "for loop over the set gives them (the first of equal elements)")
+register_primitive(frozenset, frozenset_plus, note="as set(iterable)")
 register_primitive(delattr, delattr_plus)
 
 

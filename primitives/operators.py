@@ -218,6 +218,9 @@ def _is_seq(v: Any) -> bool:
 
 _SPECIAL: dict[Any, tuple[str | None, str, str | None]] = {}
 
+# ``a - b`` and ``a -= b`` on two sets: their rules, by operator (filled by primitives.sets)
+SET_OPERATORS: dict[Any, Any] = {}
+
 
 def _lift_method(m: Any) -> Callable[..., ProcResult]:
     from dplus.api import lift_dplus  # local: the API imports the rule library
@@ -489,6 +492,8 @@ def _binary(
             return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if seq is not None and (_is_seq(x) or _is_seq(y)):
             return seq(x, y)
+        if fn in SET_OPERATORS and isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
+            return apply_transform(SET_OPERATORS[fn], x, y)
         return _user_binary(fn, x, y)
 
     name = getattr(fn, "__name__", "op")

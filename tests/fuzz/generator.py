@@ -49,6 +49,12 @@ FEATURES = (
     "misc",         # walrus, assert, with, del, pass, f-strings
     "numpy",        # float64 arrays of shapes (3,), (2,), (2, 3), (3, 3): ufuncs, broadcasting, reductions,
                     # @ / dot / einsum, reshapes, slicing and fancy indexing, rows, stack/concatenate, where
+    # the Python of issue #28:
+    "sets",         # set displays, add/update, set operators, frozenset, sets of integer constants
+    "globals",      # global TOTAL; TOTAL = ...; read back in the same call
+    "heapq_bisect", # heapq push/pop/pushpop/heapify/nsmallest/merge, bisect/insort on float lists
+    "nested_decorators",  # @functools.cache / lru_cache / a user decorator on a nested def
+    "generators",   # nested generator functions (yield, yield from) consumed by sum/max/sorted/list/for
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
@@ -301,6 +307,7 @@ class Generator:
         self.in_loop_with_else = False
         self.in_try_with_else = False
         self.in_branch = False
+        self.declared_total = False  # ``global TOTAL`` emitted in f (once: later lines use it)
         self.returned_before = False  # a return inside a block came earlier in this function
         self.array_params: set[str] = set()  # array arguments of f (in-place writes to these are refused)
         self.array_helpers: list[str] = []    # module-level helpers taking an array and a float
@@ -491,7 +498,8 @@ class Generator:
         # NumPy scalars (unpacked elements, np.float64 arithmetic) must leave f as a float
         self.emit(f"return float({result})" if "numpy" in self.features else f"return {result}")
         body = self.lines
-        head = ["import math", "import functools", "import contextlib", "import numpy as np", "import dplus", "", "SCALE = 0.75", "COUNTER = 0", ""]
+        head = ["import math", "import functools", "import contextlib", "import heapq", "import bisect", "import numpy as np",
+                "import dplus", "", "SCALE = 0.75", "COUNTER = 0", "TOTAL = 0.0", ""]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
@@ -1235,6 +1243,93 @@ def st_misc(g):
         st_walrus(g)
 
 
+# ----- issue #28: sets, globals, heapq/bisect, decorators and generators inside f ------------
+
+
+def st_sets(g):
+    r = g.rng
+    s, v = g.fresh("s"), g.fresh("v")
+    form = r.randint(0, 3)
+    if form == 0:
+        g.emit(f"{s} = {{{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}}}")
+        g.emit(f"{s}.add({g.float_expr(1)})")
+        g.emit(f"{v} = sum({s}) + max({s}) * min({s})")
+    elif form == 1:
+        g.emit(f"{s} = set()")
+        g.emit(f"for {g.fresh('k')} in range(3):")
+        item = g.fresh("e")
+        g.emit(f"    {item} = {g.float_expr(1)}")
+        g.emit(f"    {s}.update([{item}, {item} * 0.5])")
+        g.emit(f"{v} = sorted({s})[0] + sum(sorted({s})[-2:])")
+    elif form == 2:
+        a = g.float_expr(1)
+        g.emit(f"{s} = {{{a}, {g.float_expr(0)}}} | {{{g.float_expr(1)}}}")
+        g.emit(f"{v} = sum({s} - {{{a}}}) + max(frozenset([{g.float_expr(1)}, {g.float_expr(0)}]))")
+    else:
+        k = g.fresh("k")
+        g.emit(f"{v} = sum({k} * {g.float_expr(1)} for {k} in {{1, 2, 3}})")
+    g.bind(v, "float")
+
+
+def st_globals(g):
+    if g.func_depth != 0 or g.in_loop_with_else or g.in_try_with_else:
+        return False
+    v = g.fresh("v")
+    if not g.declared_total:
+        g.emit("global TOTAL")
+        g.declared_total = True
+    g.emit(f"TOTAL = {g.float_expr(1)}")
+    g.emit(f"{v} = TOTAL * {g.float_expr(1)} + TOTAL")
+    g.bind(v, "float")
+
+
+def st_heapq_bisect(g):
+    r = g.rng
+    h, v = g.fresh("h"), g.fresh("v")
+    form = r.randint(0, 2)
+    if form == 0:
+        g.emit(f"{h} = []")
+        for _ in range(3):
+            g.emit(f"heapq.heappush({h}, {g.float_expr(1)})")
+        g.emit(f"{v} = heapq.heappop({h}) * {g.float_expr(0)} + heapq.heappushpop({h}, {g.float_expr(1)}) + {h}[0]")
+    elif form == 1:
+        g.emit(f"{h} = [{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}, {g.float_expr(1)}]")
+        g.emit(f"heapq.heapify({h})")
+        g.emit(f"{v} = sum(heapq.nsmallest(2, {h})) + max(heapq.merge(sorted({h}), [{g.float_expr(0)}]))")
+    else:
+        g.emit(f"{h} = sorted([{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}])")
+        g.emit(f"bisect.insort({h}, {g.float_expr(1)})")
+        g.emit(f"{v} = {h}[bisect.bisect_left({h}, 0.25) % len({h})] * {h}[-1]")
+    g.bind(v, "float")
+
+
+def st_nested_decorator(g):
+    if not closure_allowed(g):
+        return False
+    r = g.rng
+    fn, k, v = g.fresh("c"), g.fresh("k"), g.fresh("v")
+    g.emit(r.choice(("@functools.cache", "@functools.lru_cache(maxsize=None)", "@functools.lru_cache(maxsize=1)")))
+    g.emit(f"def {fn}({k}):")
+    g.emit(f"    return {g.float_expr(1)} * {k}")
+    g.emit(f"{v} = {fn}(2) + {fn}(2) * {fn}(3) + {fn}(2)")
+    g.bind(v, "float")
+
+
+def st_generators(g):
+    if not closure_allowed(g):
+        return False
+    r = g.rng
+    gen, n, i, v = g.fresh("gen"), g.fresh("n"), g.fresh("i"), g.fresh("v")
+    g.emit(f"def {gen}({n}):")
+    g.emit(f"    for {i} in range({n}):")
+    g.emit(f"        yield {g.float_expr(1)} * {i}")
+    g.emit(f"    yield from [{g.float_expr(1)}, {g.float_expr(0)}]")
+    consumer = r.choice((f"sum({gen}(3))", f"max({gen}(2))", f"sorted({gen}(3))[-1]", f"list({gen}(2))[1]",
+                         f"sum(a * b for a, b in zip({gen}(2), {gen}(3)))"))
+    g.emit(f"{v} = {consumer}")
+    g.bind(v, "float")
+
+
 # (feature, weight, compound, production).  Compound productions get rarer with nesting depth.
 STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("arith", 4.0, False, st_assign),
@@ -1259,6 +1354,11 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("comprehensions", 0.6, False, st_comprehension),
     ("exceptions", 0.6, True, st_try),
     ("misc", 0.5, False, st_misc),
+    ("sets", 0.6, False, st_sets),
+    ("globals", 0.4, False, st_globals),
+    ("heapq_bisect", 0.6, False, st_heapq_bisect),
+    ("nested_decorators", 0.5, False, st_nested_decorator),
+    ("generators", 0.5, False, st_generators),
 ]
 
 
