@@ -46,6 +46,26 @@ def _fix_fn_error(fn: Any) -> str:
 
 
 _SOURCE_CACHE = CodeMap()
+_DECLARED_GLOBAL: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def names_declared_global_in(filename: str) -> frozenset[str]:
+    """The names some function of the file ``filename`` declares ``global`` (and so may write
+    into the module's namespace while it is differentiated): every function of the module
+    reads them through the namespace, so that what one writes carries its sensitivity to
+    what another reads. Empty when the file cannot be read."""
+    lines = linecache.getlines(filename)
+    key = (filename, len(lines))
+    found = _DECLARED_GLOBAL.get(key)
+    if found is None:
+        try:
+            tree = ast.parse("".join(lines)) if lines else None
+        except SyntaxError:
+            tree = None
+        found = frozenset(n for node in (walk(tree) if tree is not None else ()) if isinstance(node, ast.Global)
+                          for n in node.names)
+        _DECLARED_GLOBAL[key] = found
+    return found
 _LAMBDAS_BY_LINE: dict[tuple[str, int], dict[int, list[ast.Lambda]]] = {}
 
 

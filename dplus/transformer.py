@@ -33,7 +33,7 @@ from . import reverse
 from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
-from .source import function_source
+from .source import function_source, names_declared_global_in
 from .trees import child_blocks, nesting_depth, unparse, walk
 
 __all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
@@ -274,6 +274,12 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     guards, checks = inline_calls(f, node) if inlines else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
+    written_globals = names_declared_global_in(src.filename)
+    if written_globals:
+        # a global another function of the module may write while differentiated is read
+        # through the module's namespace here too (normalize._ModuleNamespaceAccess)
+        loads = {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        scope.globals_ |= (loads & written_globals) - set(scope.assigned) - set(freevars) - set(scope.nonlocals)
     resolve_free(scope, set(), set(freevars))
     boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
     taken = {n.id for n in walk(node) if isinstance(n, ast.Name)} | set(scope.params)
