@@ -322,15 +322,24 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             f"the sensitivity of a {type(v).__name__} object is a dict of attribute sensitivities, "
             f"not a {type(s).__name__}"
         )
-    entry = Abox.map_entry(v)
-    for k, sk in s.items():
-        if sk is gen_zero or sk is None:
-            continue
-        e = getattr(v, k, None)
-        if is_tracked_mutable(e):
-            handover(Abox, e, sk)
-        else:
-            entry[k] = add(entry[k], sk) if k in entry else sk
+    if id(v) in _HANDING_OBJECTS:
+        return  # an object graph with a cycle: this object's sensitivity is being handed over already
+    _HANDING_OBJECTS.add(id(v))
+    try:
+        entry = Abox.map_entry(v)
+        for k, sk in s.items():
+            if sk is gen_zero or sk is None:
+                continue
+            e = getattr(v, k, None)
+            if is_tracked_mutable(e):
+                handover(Abox, e, sk)
+            else:
+                entry[k] = add(entry[k], sk) if k in entry else sk
+    finally:
+        _HANDING_OBJECTS.discard(id(v))
+
+
+_HANDING_OBJECTS: set[int] = set()
 
 
 def _exact_number_message(v: Any) -> str:

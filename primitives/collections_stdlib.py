@@ -62,7 +62,10 @@ register_primitive(_OD.move_to_end, move_to_end_plus, note="moves no value: sens
 def _register_counter_methods() -> None:
     from dplus.transformer import lazy_transform  # (the transformer imports the rule library)
 
-    for name in ("total", "most_common", "update", "subtract", "copy", "__add__", "__sub__", "__or__", "__and__",
+    # (not update: its fast path calls super().update, which the transformed method resolves
+    # back to Counter.update, recursing; it runs as an unknown function, refused if its
+    # result needs a sensitivity)
+    for name in ("total", "most_common", "subtract", "copy", "__add__", "__sub__", "__or__", "__and__",
                  "__pos__", "__neg__", "__iadd__", "__isub__", "__ior__", "__iand__", "_keep_positive"):
         fn = getattr(collections.Counter, name)
         register_primitive(fn, lazy_transform(fn), note="derived from the Python source of collections.Counter")

@@ -39,11 +39,6 @@ def test_column_stack_of_one_vector():
     check_grads(lambda x, y: np.column_stack([x, y]), arr(4), arr(4), order=1)
 
 
-LISTS_AT_SECOND_ORDER = pytest.mark.xfail(
-    strict=True, reason="engine limit: derivatives of derivatives through lists are not supported (higher.py)")
-
-
-@LISTS_AT_SECOND_ORDER
 def test_column_stack_of_a_list_second_order():
     check_grads(lambda x, y: np.column_stack([x, y]), arr(4), arr(4))
 
@@ -148,13 +143,8 @@ def test_complex_arguments_follow_one_convention():
 
 from numpy_api_table import ENTRIES  # noqa: E402
 
-# second order needs sensitivities through lists (np.split's list of parts, np.select's,
-# np.block's and np.linalg.multi_dot's list arguments), or a reverse pass that writes in place (np.sort
-# along an axis, primitives/numpy.py): engine limits
-SECOND_ORDER_LIMITS = {"dsplit", "dsplit/sum", "hsplit", "vsplit", "split", "array_split", "select",
-                       "select/default", "multi_dot", "block", "block/mixed", "block/1d"}
-IN_PLACE_REVERSE = pytest.mark.xfail(
-    strict=True, reason="engine limit: np.sort's reverse pass along an axis writes in place (np.put_along_axis)")
+# (second order through lists, and np.sort along an axis, were engine limits when these rules
+# were written: issue #20's change made them work; they are checked with the others)
 # refused by name with a NonDifferentiableError and the fix
 REFUSED = {"pad/reflect-odd", "pad/linear_ramp", "pad/mean", "pad/maximum", "r_", "r_/scalars", "r_/slice", "r_/2d",
            "r_/directive", "c_", "c_/2d"}
@@ -171,22 +161,9 @@ def test_numpy_api_first_order(name):
     check_grads(fn, *make(), order=1)
 
 
-@pytest.mark.parametrize("name", [n for n in _COVERED if n not in SECOND_ORDER_LIMITS | {"sort/axis0"}])
+@pytest.mark.parametrize("name", _COVERED)
 def test_numpy_api_second_order(name):
     fn, make = _BY_NAME[name]
-    check_grads(fn, *make(), order=2)
-
-
-@pytest.mark.parametrize("name", sorted(SECOND_ORDER_LIMITS))
-@LISTS_AT_SECOND_ORDER
-def test_numpy_api_second_order_engine_limits(name):
-    fn, make = _BY_NAME[name]
-    check_grads(fn, *make(), order=2)
-
-
-@IN_PLACE_REVERSE
-def test_sort_along_an_axis_second_order():
-    fn, make = _BY_NAME["sort/axis0"]
     check_grads(fn, *make(), order=2)
 
 
