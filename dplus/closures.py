@@ -5,6 +5,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from .portable import if_picklable
+
 __all__ = ["PlusInfo", "register_plus_code", "plus_info", "closure_values", "is_plus_function"]
 
 
@@ -105,3 +107,48 @@ def closure_values(fn: Any) -> tuple:
 
 
 _REGISTERED_IDS = _registered_ids()
+
+
+# ---------------------------------------------------------------------------
+# the records of generated code travel with a function pickled by value (dplus.portable)
+
+
+class GeneratedCodes:
+    """The plus-code records of a generated function's code and of the code nested in it."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple:
+        records = []
+        for code in _nested_codes(self.code):
+            info = plus_info_of_code(code)
+            if info is not None:
+                # the origin is needed only to differentiate the copy again; one that cannot be
+                # pickled (its globals hold a cluster client, a lock) stays behind
+                records.append((code, info.source_fn_code, info.by_value_freevars, if_picklable(info.origin)))
+        return (_arrive, (self.code, tuple(records)))
+
+
+def _nested_codes(code: types.CodeType) -> list[types.CodeType]:
+    out = [code]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out.extend(_nested_codes(c))
+    return out
+
+
+def _arrive(code: types.CodeType, records: tuple) -> GeneratedCodes:
+    for c, source_fn_code, by_value, origin in records:
+        if plus_info_of_code(c) is None:
+            register_plus_code(c, PlusInfo(source_fn_code, by_value, origin))
+    return GeneratedCodes(code)
+
+
+def remember_generated(fn: Any) -> None:
+    try:
+        fn.__dplus_codes__ = GeneratedCodes(fn.__code__)
+    except (AttributeError, TypeError):
+        pass

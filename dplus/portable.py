@@ -56,7 +56,7 @@ class SourceFile:
 _trying = threading.local()
 
 
-def _if_picklable(value: Any) -> Any:
+def if_picklable(value: Any) -> Any:
     """``value`` if it can be pickled, else None. (Within a trial, nested handles do not try
     again: the outer trial decides for all of them, or trials would nest exponentially.)"""
     if getattr(_trying, "active", False):
@@ -85,7 +85,7 @@ class CarriedRule:
         self.rule = rule
 
     def __reduce__(self) -> tuple:
-        return (CarriedRule, (_if_picklable(self.rule),))
+        return (CarriedRule, (if_picklable(self.rule),))
 
 
 _BY_FILE: dict[str, SourceFile] = {}
@@ -134,48 +134,3 @@ def carried_rule(f: Any) -> Any:
         return None
     rule = f.__dict__.get("__dplus_rule__")
     return rule.rule if isinstance(rule, CarriedRule) else rule
-
-
-class GeneratedCodes:
-    """The plus-code records of a generated function's code and of the code nested in it."""
-
-    __slots__ = ("code",)
-
-    def __init__(self, code: types.CodeType) -> None:
-        self.code = code
-
-    def __reduce__(self) -> tuple:
-        from .closures import plus_info_of_code
-
-        records = []
-        for code in _nested_codes(self.code):
-            info = plus_info_of_code(code)
-            if info is not None:
-                # the origin is needed only to differentiate the copy again; one that cannot be
-                # pickled (its globals hold a cluster client, a lock) stays behind
-                records.append((code, info.source_fn_code, info.by_value_freevars, _if_picklable(info.origin)))
-        return (_arrive, (self.code, tuple(records)))
-
-
-def _nested_codes(code: types.CodeType) -> list[types.CodeType]:
-    out = [code]
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            out.extend(_nested_codes(c))
-    return out
-
-
-def _arrive(code: types.CodeType, records: tuple) -> GeneratedCodes:
-    from .closures import PlusInfo, plus_info_of_code, register_plus_code
-
-    for c, source_fn_code, by_value, origin in records:
-        if plus_info_of_code(c) is None:
-            register_plus_code(c, PlusInfo(source_fn_code, by_value, origin))
-    return GeneratedCodes(code)
-
-
-def remember_generated(fn: Any) -> None:
-    try:
-        fn.__dplus_codes__ = GeneratedCodes(fn.__code__)
-    except (AttributeError, TypeError):
-        pass

@@ -21,8 +21,7 @@ from typing import Any, Callable, Iterator
 
 import attrs
 
-from .closures import CodeMap, PlusInfo, plus_info, register_plus_code
-from .portable import remember_generated
+from .closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
 from .errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
 from .linear import gen_zero

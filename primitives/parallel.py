@@ -19,7 +19,7 @@ from typing import Any
 
 from dplus import parallel
 from dplus.linear import gen_zero
-from dplus.portable import remember_generated
+from dplus.closures import remember_generated
 from dplus.registry import register_next_order_form, register_primitive
 from dplus.result import ProcResult
 
