@@ -13,10 +13,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
-FORMS = ["a{j} * a{k} * 0.5", "math.sin(a{j}) * a{k}", "math.tanh(a{j} + a{k})", "a{j} - 0.3 * a{k}",
-         "math.cos(a{j}) + a{k} * 0.1"]
+FORMS = [
+    "a{j} * a{k} * 0.5",
+    "math.sin(a{j}) * a{k}",
+    "math.tanh(a{j} + a{k})",
+    "a{j} - 0.3 * a{k}",
+    "math.cos(a{j}) + a{k} * 0.1",
+]
 
 
 def straight_line(n: int, name: str, seed: int = 0) -> str:
@@ -33,12 +39,21 @@ def straight_line(n: int, name: str, seed: int = 0) -> str:
 def loop_heavy(n: int, name: str, seed: int = 0) -> str:
     """Loops of five lines (a header and four updates of four variables), ``n`` lines in all."""
     rnd = random.Random(seed)
-    lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y", "    a2 = x * y", "    a3 = x - y"]
+    lines = [
+        "import math",
+        f"def {name}(x, y):",
+        "    a0 = x",
+        "    a1 = y",
+        "    a2 = x * y",
+        "    a3 = x - y",
+    ]
     for _ in range(max(1, n // 5)):
         lines.append(f"    for i in range({rnd.randrange(2, 5)}):")
         for t in range(4):
             j, k = rnd.randrange(4), rnd.randrange(4)
-            lines.append(f"        a{t} = 0.5 * a{t} + 0.1 * ({rnd.choice(FORMS).format(j=j, k=k)})")
+            lines.append(
+                f"        a{t} = 0.5 * a{t} + 0.1 * ({rnd.choice(FORMS).format(j=j, k=k)})"
+            )
     lines.append("    return a0 + a1 + a2 + a3")
     return "\n".join(lines) + "\n"
 
@@ -49,22 +64,33 @@ def branchy(n: int, name: str, seed: int = 0) -> str:
     lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y"]
     for i in range(2, max(3, n // 4) + 2):
         j, k = rnd.randrange(i), rnd.randrange(i)
-        lines += [f"    if a{j} > a{k}:", f"        a{i} = " + rnd.choice(FORMS).format(j=j, k=k),
-                  "    else:", f"        a{i} = " + rnd.choice(FORMS).format(j=k, k=j)]
+        lines += [
+            f"    if a{j} > a{k}:",
+            f"        a{i} = " + rnd.choice(FORMS).format(j=j, k=k),
+            "    else:",
+            f"        a{i} = " + rnd.choice(FORMS).format(j=k, k=j),
+        ]
     lines.append(f"    return a{i}")
     return "\n".join(lines) + "\n"
 
 
 def long_expression(n: int, name: str, seed: int = 0) -> str:
     """``return`` of a sum of ``n`` terms such as ``math.sin(x * 0.001) * y ** 2``."""
-    terms = [f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2" if i % 2 else f"{0.5 + (i % 7) * 0.1} * x * y"
-             for i in range(n)]
+    terms = [
+        f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2"
+        if i % 2
+        else f"{0.5 + (i % 7) * 0.1} * x * y"
+        for i in range(n)
+    ]
     return f"import math\ndef {name}(x, y):\n    return " + " + ".join(terms) + "\n"
 
 
 FAMILIES: list[tuple[str, Callable[[int, str], str]]] = [
-    ("straight-line", straight_line), ("loop-heavy", loop_heavy), ("branchy", branchy),
-    ("one expression (terms)", long_expression)]
+    ("straight-line", straight_line),
+    ("loop-heavy", loop_heavy),
+    ("branchy", branchy),
+    ("one expression (terms)", long_expression),
+]
 
 
 def load(directory: Path, name: str, source: str, module_math: Any = None) -> Callable:
@@ -89,11 +115,17 @@ def run_bigfn(cfg: Any, out: Any) -> None:
         out(f"Transformation of big functions: error: {type(e).__name__}: {e}")
         return
     jax, jnp = _jax()
-    out("Transformation of big functions (first dplus.grad(f)(x, y), transformation included; ms per source line, per term for one expression):")
-    header = ["family", "lines", "dplus first call", "ms / line"] + (["jax jit(grad) compile", "ms / line"] if jax else [])
+    out(
+        "Transformation of big functions (first dplus.grad(f)(x, y), transformation included; ms per source line, per term for one expression):"
+    )
+    header = ["family", "lines", "dplus first call", "ms / line"] + (
+        ["jax jit(grad) compile", "ms / line"] if jax else []
+    )
     rows = []
     old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 100_000))  # CPython compiles a 10^4-term expression only so
+    sys.setrecursionlimit(
+        max(old_limit, 100_000)
+    )  # CPython compiles a 10^4-term expression only so
     try:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
@@ -113,14 +145,23 @@ def run_bigfn(cfg: Any, out: Any) -> None:
                     except Exception as e:
                         row += [f"error: {type(e).__name__}", ""]
                     if jax:
-                        row += _jax_cell(jax, jnp, directory, name, source, unit) if size in jax_sizes else ["", ""]
+                        row += (
+                            _jax_cell(jax, jnp, directory, name, source, unit)
+                            if size in jax_sizes
+                            else ["", ""]
+                        )
                     rows.append(row)
                     print(f"[bigfn] {label} {size}: {row[2:]}", file=sys.stderr)
     finally:
         sys.setrecursionlimit(old_limit)
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     for r in [header] + rows:
-        out("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        out(
+            "  "
+            + "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+            )
+        )
     out()
 
 

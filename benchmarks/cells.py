@@ -52,11 +52,17 @@ def _short_error(e: BaseException) -> str:
 def _error_detail(e: BaseException) -> str:
     """The error and where it was raised (innermost frame), on one line."""
     tb = traceback.extract_tb(e.__traceback__)
-    where = f" (raised at {os.path.relpath(tb[-1].filename)}:{tb[-1].lineno} in {tb[-1].name})" if tb else ""
+    where = (
+        f" (raised at {os.path.relpath(tb[-1].filename)}:{tb[-1].lineno} in {tb[-1].name})"
+        if tb
+        else ""
+    )
     return _short_error(e) + where
 
 
-def run_cell(tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: float, cap: float) -> Cell:
+def run_cell(
+    tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: float, cap: float
+) -> Cell:
     """Check ``tool``'s gradient of ``w`` at ``args`` against ``ref`` (the hand-written
     gradient; ``None`` for the primal) then time it within about ``budget`` seconds."""
     if not tool.available():
@@ -66,7 +72,11 @@ def run_cell(tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: fl
         prepared = tool.prepare(w, args)
         first, raw = call_once(prepared.run, cap)
     except TooSlow as e:
-        return Cell("too_slow", msg=f"too slow (>{e.cap:g}s)", detail=f"the first call did not finish in {e.cap:g} s")
+        return Cell(
+            "too_slow",
+            msg=f"too slow (>{e.cap:g}s)",
+            detail=f"the first call did not finish in {e.cap:g} s",
+        )
     except RecursionError as e:
         return Cell("error", msg=_short_error(e), detail=_short_error(e))
     except Exception as e:
@@ -77,10 +87,16 @@ def run_cell(tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: fl
             got = prepared.to_wrt(raw)
             err = max_rel_error(got, ref)
         except Exception as e:
-            return Cell("wrong", msg="WRONG", detail=f"gradient has the wrong shape: {_short_error(e)}")
+            return Cell(
+                "wrong", msg="WRONG", detail=f"gradient has the wrong shape: {_short_error(e)}"
+            )
         if not err <= REL_TOL:
-            return Cell("wrong", msg="WRONG", err=err,
-                        detail=f"max relative error {err:.3g} against the hand-written gradient")
+            return Cell(
+                "wrong",
+                msg="WRONG",
+                err=err,
+                detail=f"max relative error {err:.3g} against the hand-written gradient",
+            )
     del raw
     try:
         if prepared.compile is not None:
@@ -91,11 +107,24 @@ def run_cell(tool: Tool, w: Workload, args: tuple, ref: tuple | None, budget: fl
             t = autorange(prepared.run, budget, first=first, cap=cap)
             compile_s = None
     except TooSlow as e:
-        return Cell("too_slow", msg=f"too slow (>{e.cap:g}s)", first=first, err=err,
-                    detail=f"first call {first:.3g} s, a later one exceeded {e.cap:g} s")
+        return Cell(
+            "too_slow",
+            msg=f"too slow (>{e.cap:g}s)",
+            first=first,
+            err=err,
+            detail=f"first call {first:.3g} s, a later one exceeded {e.cap:g} s",
+        )
     except Exception as e:
         return Cell("error", msg=_short_error(e), detail=_error_detail(e))
-    return Cell("ok", seconds=t.seconds, best=t.best, compile=compile_s, first=first, err=err, detail=t.describe())
+    return Cell(
+        "ok",
+        seconds=t.seconds,
+        best=t.best,
+        compile=compile_s,
+        first=first,
+        err=err,
+        detail=t.describe(),
+    )
 
 
 # --------------------------------------------------------------------------
@@ -137,8 +166,14 @@ class JitWorker:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("JAX_PLATFORMS", "cpu")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.cells"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.cells"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+        )
         self._buf = b""
 
     def stop(self) -> None:
@@ -148,11 +183,14 @@ class JitWorker:
             self.proc.wait()
             self.proc = None
 
-    def run(self, tool: str, workload: str, size: int | None, budget: float, cap: float,
-            timeout: float) -> Cell:
+    def run(
+        self, tool: str, workload: str, size: int | None, budget: float, cap: float, timeout: float
+    ) -> Cell:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        assert (
+            self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        )
         req = {"tool": tool, "workload": workload, "size": size, "budget": budget, "cap": cap}
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
@@ -166,18 +204,23 @@ class JitWorker:
                     line, self._buf = self._buf.split(b"\n", 1)
                     text = line.decode(errors="replace")
                     if text.startswith(_MARK):
-                        return Cell(**json.loads(text[len(_MARK):]))
+                        return Cell(**json.loads(text[len(_MARK) :]))
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.stop()
-                    return Cell("too_slow", msg=f"too slow (>{timeout:.0f}s)",
-                                detail=f"compile + check did not finish in {timeout:.0f} s (worker killed)")
+                    return Cell(
+                        "too_slow",
+                        msg=f"too slow (>{timeout:.0f}s)",
+                        detail=f"compile + check did not finish in {timeout:.0f} s (worker killed)",
+                    )
                 if not sel.select(timeout=left):
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     self.stop()
-                    return Cell("error", msg="worker died", detail="the jax-jit worker process exited")
+                    return Cell(
+                        "error", msg="worker died", detail="the jax-jit worker process exited"
+                    )
                 self._buf += chunk
         finally:
             sel.close()

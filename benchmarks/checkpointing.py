@@ -77,7 +77,12 @@ def _cell(n: int, schedule: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "checkpoint_cell.py"
         script.write_text(CHILD)
-        r = subprocess.run([sys.executable, str(script), str(n), schedule], capture_output=True, text=True, timeout=3600)
+        r = subprocess.run(
+            [sys.executable, str(script), str(n), schedule],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
     if r.returncode:
         return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(r.stdout)
@@ -85,8 +90,10 @@ def _cell(n: int, schedule: str) -> dict:
 
 def run_checkpointing(cfg: Any, out: Any) -> None:
     sizes = [10_000] if cfg.quick else [10_000, 100_000, 1_000_000]
-    out("Checkpointing a long simulation (4 particles, n Euler steps; gradient in c and v0; each cell a fresh process, after a warm-up call;"
-        " memory: growth of peak RSS during the call):")
+    out(
+        "Checkpointing a long simulation (4 particles, n Euler steps; gradient in c and v0; each cell a fresh process, after a warm-up call;"
+        " memory: growth of peak RSS during the call):"
+    )
     header = ["n", "schedule", "time", "ratio to primal", "peak memory", "gradient matches plain"]
     rows = []
     for n in sizes:
@@ -99,13 +106,47 @@ def run_checkpointing(cfg: Any, out: Any) -> None:
                 continue
             if schedule == "plain":
                 reference = cell["grad"]
-            same = "reference" if schedule == "plain" else (
-                "yes" if reference is not None and all(abs(a - b) <= 1e-9 * max(1.0, abs(b)) for a, b in zip(cell["grad"], reference))
-                else "NO" if reference is not None else "?")
-            ratio = cell["time"] / primal["time"] if "time" in primal and primal["time"] > 0 else float("nan")
-            rows.append([f"{n:,}", schedule, f"{cell['time']:.2f} s", f"{ratio:.1f}x", f"{cell['peak_mib']:.1f} MiB", same])
+            same = (
+                "reference"
+                if schedule == "plain"
+                else (
+                    "yes"
+                    if reference is not None
+                    and all(
+                        abs(a - b) <= 1e-9 * max(1.0, abs(b))
+                        for a, b in zip(cell["grad"], reference)
+                    )
+                    else "NO"
+                    if reference is not None
+                    else "?"
+                )
+            )
+            ratio = (
+                cell["time"] / primal["time"]
+                if "time" in primal and primal["time"] > 0
+                else float("nan")
+            )
+            rows.append(
+                [
+                    f"{n:,}",
+                    schedule,
+                    f"{cell['time']:.2f} s",
+                    f"{ratio:.1f}x",
+                    f"{cell['peak_mib']:.1f} MiB",
+                    same,
+                ]
+            )
         if "time" in primal:
-            rows.append([f"{n:,}", "(primal)", f"{primal['time']:.3f} s", "1x", f"{primal['peak_mib']:.1f} MiB", ""])
+            rows.append(
+                [
+                    f"{n:,}",
+                    "(primal)",
+                    f"{primal['time']:.3f} s",
+                    "1x",
+                    f"{primal['peak_mib']:.1f} MiB",
+                    "",
+                ]
+            )
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     out("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for r in rows:

@@ -90,8 +90,13 @@ def _cell(workload: str, size: int, workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "parallel_cell.py"
         script.write_text(CHILD)
-        r = subprocess.run([sys.executable, str(script), workload, str(size), str(workers)], capture_output=True,
-                           text=True, timeout=3600, cwd=tmp)
+        r = subprocess.run(
+            [sys.executable, str(script), workload, str(size), str(workers)],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            cwd=tmp,
+        )
     if r.returncode:
         return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -103,10 +108,22 @@ def run_parallel(cfg: Any, out: Any) -> None:
     except ImportError:
         out("dplus.parallel.map: dask[distributed] is not installed; skipped")
         return
-    cases = [("ensemble", 2_000 if cfg.quick else 20_000, "16 particle simulations, {size:,} steps each"),
-             ("examples", 10_000 if cfg.quick else 100_000, "sum of per-example losses, {size:,} examples")]
-    out("dplus.parallel.map (gradient time, best of 3 after a warm-up; workers are processes of a LocalCluster, "
-        "1 thread each):")
+    cases = [
+        (
+            "ensemble",
+            2_000 if cfg.quick else 20_000,
+            "16 particle simulations, {size:,} steps each",
+        ),
+        (
+            "examples",
+            10_000 if cfg.quick else 100_000,
+            "sum of per-example losses, {size:,} examples",
+        ),
+    ]
+    out(
+        "dplus.parallel.map (gradient time, best of 3 after a warm-up; workers are processes of a LocalCluster, "
+        "1 thread each):"
+    )
     header = ["workload", "where", "gradient time", "speed-up vs 1 worker", "gradient matches"]
     rows = []
     for workload, size, title in cases:
@@ -115,16 +132,30 @@ def run_parallel(cfg: Any, out: Any) -> None:
         one_worker = None
         for workers in (0, 1, 2):
             cell = reference if workers == 0 else _cell(workload, size, workers)
-            where = "in process (no client)" if workers == 0 else f"LocalCluster, {workers} worker{'s' * (workers > 1)}"
+            where = (
+                "in process (no client)"
+                if workers == 0
+                else f"LocalCluster, {workers} worker{'s' * (workers > 1)}"
+            )
             if "error" in cell:
                 rows.append([label, where, "error: " + cell["error"][:80], "", ""])
                 continue
             if workers == 1:
                 one_worker = cell["time"]
             speed = f"{one_worker / cell['time']:.2f}x" if workers == 2 and one_worker else ""
-            same = "reference" if workers == 0 else (
-                "yes" if "grad" in reference and all(abs(a - b) <= 1e-9 * max(1.0, abs(b)) for a, b in zip(cell["grad"], reference["grad"]))
-                else "NO")
+            same = (
+                "reference"
+                if workers == 0
+                else (
+                    "yes"
+                    if "grad" in reference
+                    and all(
+                        abs(a - b) <= 1e-9 * max(1.0, abs(b))
+                        for a, b in zip(cell["grad"], reference["grad"])
+                    )
+                    else "NO"
+                )
+            )
             rows.append([label, where, f"{cell['time']:.3f} s", speed, same])
         if "primal_time" in reference:
             rows.append([label, "primal, in process", f"{reference['primal_time']:.3f} s", "", ""])

@@ -12,7 +12,8 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import funcs
 from .cells import REL_TOL, Cell, JitWorker, run_cell
@@ -37,7 +38,7 @@ class Config:
     tools: list[str]
 
     @classmethod
-    def make(cls, quick: bool, tools: list[str]) -> "Config":
+    def make(cls, quick: bool, tools: list[str]) -> Config:
         if quick:
             return cls(True, budget=0.2, cap=1.0, repeats=3, jit_compile_cap=3.0, tools=tools)
         return cls(False, budget=1.5, cap=5.0, repeats=5, jit_compile_cap=40.0, tools=tools)
@@ -139,7 +140,11 @@ def cell_text(cell: Cell | None, notes: Notes, label: str, width: int = 30) -> s
         n = notes.add(label, f"WRONG: {cell.detail}")
         return f"WRONG [{n}]"
     if cell.status == "too_slow":
-        extra = f"; first call {cell.first:.3g} s" if cell.first and "first call" not in cell.detail else ""
+        extra = (
+            f"; first call {cell.first:.3g} s"
+            if cell.first and "first call" not in cell.detail
+            else ""
+        )
         n = notes.add(label, f"{cell.detail}{extra}")
         return f"{cell.msg} [{n}]"
     n = notes.add(label, cell.detail or cell.msg)
@@ -189,7 +194,11 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
         for w in workloads:
             try:
                 e = w.check_hand_grad()
-                at = "" if w.size_label == "-" else f", at {w.size_label} = {w.check_size or w.default_size}"
+                at = (
+                    ""
+                    if w.size_label == "-"
+                    else f", at {w.size_label} = {w.check_size or w.default_size}"
+                )
                 fd_lines.append(f"  {w.name:12} ok (max relative error {e:.1e}{at})")
                 hand_ok = True
             except Exception as ex:
@@ -200,16 +209,27 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
             for t in tools:
                 progress(f"{w.name} / {t.name}")
                 if t.name == "jax-jit" and t.available():
-                    cell = worker.run(t.name, w.name, None, cfg.budget, cfg.jit_compile_cap,
-                                      timeout=cfg.jit_compile_cap + 3 * cfg.budget + 6.0)
+                    cell = worker.run(
+                        t.name,
+                        w.name,
+                        None,
+                        cfg.budget,
+                        cfg.jit_compile_cap,
+                        timeout=cfg.jit_compile_cap + 3 * cfg.budget + 6.0,
+                    )
                 elif t.is_ad and ref is None:
-                    cell = Cell("error", msg="hand-written gradient failed its check",
-                                detail="not timed: the reference gradient failed the finite-difference check")
+                    cell = Cell(
+                        "error",
+                        msg="hand-written gradient failed its check",
+                        detail="not timed: the reference gradient failed the finite-difference check",
+                    )
                 else:
                     cell = run_cell(t, w, args, ref, cfg.budget, cfg.cap)
                 results[(w.name, t.name)] = cell
-                progress(f"{w.name} / {t.name}: {cell.status} "
-                         f"{fmt_seconds(cell.seconds) if cell.seconds is not None else cell.msg}")
+                progress(
+                    f"{w.name} / {t.name}: {cell.status} "
+                    f"{fmt_seconds(cell.seconds) if cell.seconds is not None else cell.msg}"
+                )
     finally:
         worker.stop()
 
@@ -242,8 +262,11 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
             for n in tools:
                 c = results[(w.name, n)]
                 ok = c.ok and b.ok and time_of(c) is not None and time_of(b)
-                row.append(fmt_ratio(time_of(c) / time_of(b)) if ok else
-                           (_short_status(c) if base == "primal" else _short_status(c, b)))
+                row.append(
+                    fmt_ratio(time_of(c) / time_of(b))
+                    if ok
+                    else (_short_status(c) if base == "primal" else _short_status(c, b))
+                )
             rows.append(row)
         out(title)
         out(render_table(["workload"] + tools, rows))
@@ -251,15 +274,28 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
 
     if "primal" in names:
         ratio_tools = [n for n in names if n != "primal"]
-        ratio_table("Gradient time / primal time (same plain-Python primal for every tool; lower is better):",
-                    ratio_tools, "primal", lambda c: c.seconds)
+        ratio_table(
+            "Gradient time / primal time (same plain-Python primal for every tool; lower is better):",
+            ratio_tools,
+            "primal",
+            lambda c: c.seconds,
+        )
         # on a shared machine the medians carry other load, and it does not fall on every cell alike
-        ratio_table("The same ratios from the fastest repeat of each cell (least disturbed by other load):",
-                    ratio_tools, "primal", lambda c: c.best)
+        ratio_table(
+            "The same ratios from the fastest repeat of each cell (least disturbed by other load):",
+            ratio_tools,
+            "primal",
+            lambda c: c.best,
+        )
 
     if "dplus" in names and any(results[(w.name, "dplus")].ok for w in workloads):
         others = [n for n in names if n not in ("primal", "hand", "dplus")]
-        ratio_table("Other tool's time / dplus time (> 1: dplus is faster):", others, "dplus", lambda c: c.seconds)
+        ratio_table(
+            "Other tool's time / dplus time (> 1: dplus is faster):",
+            others,
+            "dplus",
+            lambda c: c.seconds,
+        )
 
     if notes.items:
         out("Notes:")
@@ -275,7 +311,9 @@ def run_table(cfg: Config, workloads: list, out: Report) -> dict:
 def _short_status(c: Cell, d: Cell | None = None) -> str:
     if d is not None and not d.ok:
         return "-"
-    return {"too_slow": "too slow", "wrong": "WRONG", "error": "error", "n/a": "n/a"}.get(c.status, "-")
+    return {"too_slow": "too slow", "wrong": "WRONG", "error": "error", "n/a": "n/a"}.get(
+        c.status, "-"
+    )
 
 
 # --------------------------------------------------------------------------
@@ -313,10 +351,21 @@ def run_scaling(cfg: Config, out: Report) -> None:
             for c in cells:
                 if c.ok:
                     c.seconds = c.best
-            rows.append([name, f"{w.size_label} {n} -> {4 * n}", tname,
-                         cell_text(a, notes, f"scaling {name} {tname} at {n}"),
-                         cell_text(b, notes, f"scaling {name} {tname} at {4 * n}"), ratio])
-    out(render_table(["workload", "size", "tool", "t(size)", "t(4 size)", "ratio"], rows, align_left=3))
+            rows.append(
+                [
+                    name,
+                    f"{w.size_label} {n} -> {4 * n}",
+                    tname,
+                    cell_text(a, notes, f"scaling {name} {tname} at {n}"),
+                    cell_text(b, notes, f"scaling {name} {tname} at {4 * n}"),
+                    ratio,
+                ]
+            )
+    out(
+        render_table(
+            ["workload", "size", "tool", "t(size)", "t(4 size)", "ratio"], rows, align_left=3
+        )
+    )
     for i, text in enumerate(notes.items, 1):
         out(f"  [{i}] {text.splitlines()[0]}")
     out()
@@ -336,7 +385,11 @@ def run_memory(cfg: Config, out: Report) -> None:
         args = w.args(steps)
         g(*args)  # transform outside the measurement
         peaks = {}
-        for label, fn, size in [("primal", w.primal, steps), ("dplus", g, steps), ("dplus", g, 4 * steps)]:
+        for label, fn, size in [
+            ("primal", w.primal, steps),
+            ("dplus", g, steps),
+            ("dplus", g, 4 * steps),
+        ]:
             a = w.args(size)
             gc.collect()
             tracemalloc.start()
@@ -351,9 +404,13 @@ def run_memory(cfg: Config, out: Report) -> None:
                 tracemalloc.stop()
             peaks[(label, size)] = peak
             ops = size * 4
-            out(f"  {label:6} {w.size_label}={size:5}: peak {_kb(peak):>14}  ({peak / ops:,.0f} bytes per particle-step)")
+            out(
+                f"  {label:6} {w.size_label}={size:5}: peak {_kb(peak):>14}  ({peak / ops:,.0f} bytes per particle-step)"
+            )
         r = peaks[("dplus", 4 * steps)] / max(peaks[("dplus", steps)], 1)
-        out(f"  dplus peak at {4 * steps} / at {steps} steps: {r:.2f} (about 4: the record is proportional to the work)")
+        out(
+            f"  dplus peak at {4 * steps} / at {steps} steps: {r:.2f} (about 4: the record is proportional to the work)"
+        )
 
         n_small, n_big = 10, 50
         rep_steps = 100 if not cfg.quick else 20
@@ -373,9 +430,11 @@ def run_memory(cfg: Config, out: Report) -> None:
         growth = cur[n_big] - cur[n_small]
         per_call = growth / (n_big - n_small)
         verdict = "no significant growth" if per_call < 1024 else "GROWS"
-        out(f"  {n_big} repeated gradients ({rep_steps} steps): traced memory after {n_small} calls {_kb(cur[n_small])}, "
+        out(
+            f"  {n_big} repeated gradients ({rep_steps} steps): traced memory after {n_small} calls {_kb(cur[n_small])}, "
             f"after {n_big} calls {_kb(cur[n_big])}: {growth / 1024:+,.1f} KiB, {per_call:+,.0f} bytes per call "
-            f"({verdict}; one gradient's record is ~{peaks[('dplus', steps)] * rep_steps / steps / 1024:,.0f} KiB)")
+            f"({verdict}; one gradient's record is ~{peaks[('dplus', steps)] * rep_steps / steps / 1024:,.0f} KiB)"
+        )
     except TooSlow as e:
         out(f"  too slow: {e}")
     except Exception as e:
@@ -387,7 +446,9 @@ def run_nested(cfg: Config, out: Report) -> None:
     out("Nested derivatives with dplus (order k = grad1 applied k times). 'first call' includes")
     out("transforming the code of order k-1; 'time' is a later call; 'code' is the bytecode of")
     out("the plus-functions generated for order k (all of them: the function, the rules it")
-    out("differentiates again, the tower of grad/grad1 wrappers), and '/prev' its growth per order:")
+    out(
+        "differentiates again, the tower of grad/grad1 wrappers), and '/prev' its growth per order:"
+    )
     try:
         dplus = _dplus()
         from dplus import transformer
@@ -406,25 +467,64 @@ def run_nested(cfg: Config, out: Report) -> None:
             try:
                 logged = len(transformer.COMPILE_LOG)
                 fn = dplus.grad1(fn)
-                t1, v = call_once(lambda: fn(x), 60.0 if cfg.quick else 300.0)  # includes the transform
+                t1, v = call_once(
+                    lambda: fn(x), 60.0 if cfg.quick else 300.0
+                )  # includes the transform
                 code = sum(size for _, _, size in transformer.COMPILE_LOG[logged:])
                 ref = deriv(x, k)
                 err = abs(v - ref) / max(abs(ref), 1e-300)
                 check = "ok" if err <= 1e-8 else f"WRONG ({v!r} vs {ref!r})"
                 t = autorange(lambda: fn(x), cfg.budget, first=t1, repeats=cfg.repeats, cap=cfg.cap)
-                rows.append([label, str(k), fmt_seconds(t1), fmt_seconds(t.seconds), fmt_ratio(t.seconds / tp.seconds),
-                             fmt_ratio(t.seconds / prev), f"{code:,} B",
-                             fmt_ratio(code / prev_code) if prev_code else "", check])
+                rows.append(
+                    [
+                        label,
+                        str(k),
+                        fmt_seconds(t1),
+                        fmt_seconds(t.seconds),
+                        fmt_ratio(t.seconds / tp.seconds),
+                        fmt_ratio(t.seconds / prev),
+                        f"{code:,} B",
+                        fmt_ratio(code / prev_code) if prev_code else "",
+                        check,
+                    ]
+                )
                 prev, prev_code = t.seconds, code
             except TooSlow as e:
                 rows.append([label, str(k), "too slow", "-", "-", "-", "-", "-", str(e)])
                 break
             except Exception as e:
                 msg = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                rows.append([label, str(k), "-", "-", "-", "-", "-", "-", msg if len(msg) <= 80 else msg[:77] + "..."])
+                rows.append(
+                    [
+                        label,
+                        str(k),
+                        "-",
+                        "-",
+                        "-",
+                        "-",
+                        "-",
+                        "-",
+                        msg if len(msg) <= 80 else msg[:77] + "...",
+                    ]
+                )
                 break
-    out(render_table(["function", "order", "first call", "time", "/primal", "/prev", "code", "/prev", "value"],
-                     rows, align_left=1))
+    out(
+        render_table(
+            [
+                "function",
+                "order",
+                "first call",
+                "time",
+                "/primal",
+                "/prev",
+                "code",
+                "/prev",
+                "value",
+            ],
+            rows,
+            align_left=1,
+        )
+    )
     out()
 
 
@@ -456,12 +556,18 @@ def run_transform(cfg: Config, out: Report) -> None:
         t = autorange(lambda: g(x, y), cfg.budget, repeats=cfg.repeats)
         tp = autorange(lambda: f(x, y), cfg.budget, repeats=cfg.repeats)
         out(f"  first  dplus.grad(f)(x, y): {fmt_seconds(t_first):>10}   (transforms the source)")
-        out(f"  second dplus.grad(f)(x, y): {fmt_seconds(t_second):>10}   (new grad object, cached transform)")
-        out(f"  steady g(x, y):             {fmt_seconds(t.seconds):>10}   (primal {fmt_seconds(tp.seconds)}, "
-            f"ratio {fmt_ratio(t.seconds / tp.seconds)})")
-        out(f"  transformation cost ~ {fmt_seconds(max(t_first - t.seconds, 0.0))} the first time in a process "
+        out(
+            f"  second dplus.grad(f)(x, y): {fmt_seconds(t_second):>10}   (new grad object, cached transform)"
+        )
+        out(
+            f"  steady g(x, y):             {fmt_seconds(t.seconds):>10}   (primal {fmt_seconds(tp.seconds)}, "
+            f"ratio {fmt_ratio(t.seconds / tp.seconds)})"
+        )
+        out(
+            f"  transformation cost ~ {fmt_seconds(max(t_first - t.seconds, 0.0))} the first time in a process "
             f"(rule templates parsed), ~ {fmt_seconds(max(t_twin - t.seconds, 0.0))} for each function after "
-            f"(median of 5)")
+            f"(median of 5)"
+        )
     except Exception as e:
         out(f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     out()
@@ -473,11 +579,19 @@ def run_transform(cfg: Config, out: Report) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     p.add_argument("--quick", action="store_true", help="fast smoke run (short time budgets)")
-    p.add_argument("--only", action="append", default=[], metavar="NAME",
-                   help="run only these workloads and/or sections (comma-separated or repeated); "
-                        f"workloads: {', '.join(BY_NAME)}; sections: {', '.join(SECTIONS)}")
-    p.add_argument("--tools", default=",".join(t.name for t in TOOLS),
-                   help="comma-separated tool columns (default: all)")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only these workloads and/or sections (comma-separated or repeated); "
+        f"workloads: {', '.join(BY_NAME)}; sections: {', '.join(SECTIONS)}",
+    )
+    p.add_argument(
+        "--tools",
+        default=",".join(t.name for t in TOOLS),
+        help="comma-separated tool columns (default: all)",
+    )
     p.add_argument("--out", default=None, help="output file (default: benchmarks/results.txt)")
     p.add_argument("--list", action="store_true", help="list workloads and sections, then exit")
     return p.parse_args(argv)
@@ -493,8 +607,11 @@ def main(argv: list[str] | None = None) -> int:
     only = [s.strip() for item in opts.only for s in item.split(",") if s.strip()]
     unknown = [s for s in only if s not in BY_NAME and s not in SECTIONS]
     if unknown:
-        print(f"unknown --only names: {', '.join(unknown)}; workloads: {', '.join(BY_NAME)}; "
-              f"sections: {', '.join(SECTIONS)}", file=sys.stderr)
+        print(
+            f"unknown --only names: {', '.join(unknown)}; workloads: {', '.join(BY_NAME)}; "
+            f"sections: {', '.join(SECTIONS)}",
+            file=sys.stderr,
+        )
         return 2
     tools = [s.strip() for s in opts.tools.split(",") if s.strip()]
     bad = [s for s in tools if s not in {t.name for t in TOOLS}]
@@ -508,30 +625,44 @@ def main(argv: list[str] | None = None) -> int:
     workloads = [w for w in ALL if w.name in only] if only else list(ALL)
     if only and not any(s in BY_NAME for s in only):
         workloads = []
-    sections = [s for s in SECTIONS if s in only] if any(s in SECTIONS for s in only) else (
-        ["table"] if only else [s for s in SECTIONS if s not in OPT_IN])
+    sections = (
+        [s for s in SECTIONS if s in only]
+        if any(s in SECTIONS for s in only)
+        else (["table"] if only else [s for s in SECTIONS if s not in OPT_IN])
+    )
     if workloads and "table" not in sections:
         sections.insert(0, "table")
 
     out = Report()
     start = time.perf_counter()
-    out(f"dplus benchmarks, {datetime.datetime.now().isoformat(timespec='seconds')}, "
+    out(
+        f"dplus benchmarks, {datetime.datetime.now().isoformat(timespec='seconds')}, "
         f"{'quick' if cfg.quick else 'full'} run (about {cfg.budget:g} s per cell, "
-        f"a single call capped at {cfg.cap:g} s, jax-jit compile capped at {cfg.jit_compile_cap:g} s)")
+        f"a single call capped at {cfg.cap:g} s, jax-jit compile capped at {cfg.jit_compile_cap:g} s)"
+    )
     for line in machine_lines():
         out(line)
     out("tools:    " + "; ".join(f"{k} {v}" for k, v in tool_versions()))
     out("status:   " + dplus_status())
     if dplus_setup_error():
         out("          registering workload helpers: " + dplus_setup_error())
-    out(f"checks:   every gradient is compared with the hand-written one (max relative error "
-        f"{REL_TOL:g}) before it is timed")
+    out(
+        f"checks:   every gradient is compared with the hand-written one (max relative error "
+        f"{REL_TOL:g}) before it is timed"
+    )
     out()
     # The dplus-only sections run first, before jax and torch are imported: a process
     # holding their million objects makes every full garbage collection slower, which
     # distorts dplus's scaling ratios (the table runs all tools in one process alike).
-    runners = {"scaling": run_scaling, "memory": run_memory, "nested": run_nested, "transform": run_transform,
-               "bigfn": run_bigfn, "checkpoint": run_checkpointing, "parallel": run_parallel}
+    runners = {
+        "scaling": run_scaling,
+        "memory": run_memory,
+        "nested": run_nested,
+        "transform": run_transform,
+        "bigfn": run_bigfn,
+        "checkpoint": run_checkpointing,
+        "parallel": run_parallel,
+    }
     parts: dict[str, Report] = {}
     for name in sections:
         if name in runners:

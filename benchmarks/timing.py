@@ -13,7 +13,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 __all__ = ["TooSlow", "Timing", "time_limit", "call_once", "autorange", "fmt_seconds"]
 
@@ -37,8 +38,11 @@ def time_limit(cap: float | None) -> Iterator[None]:
     in Python) but not a long call into C (an XLA compile): use a subprocess for those.
     Without SIGALRM, or off the main thread, the block just runs.
     """
-    usable = (cap is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
+    usable = (
+        cap is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
     if not usable:
         yield
         return
@@ -87,8 +91,13 @@ class Timing:
         return f"{fmt_seconds(self.seconds)} (median of {self.repeats}, {self.runs} calls, spread {self.spread:.0%})"
 
 
-def autorange(fn: Callable[[], Any], budget: float, first: float | None = None, repeats: int = 5,
-              cap: float | None = None) -> Timing:
+def autorange(
+    fn: Callable[[], Any],
+    budget: float,
+    first: float | None = None,
+    repeats: int = 5,
+    cap: float | None = None,
+) -> Timing:
     """Median seconds per call of ``fn`` using about ``budget`` seconds in all.
 
     ``first`` is the time of a call already made (e.g. the checked one): when it
@@ -120,8 +129,13 @@ def autorange(fn: Callable[[], Any], budget: float, first: float | None = None, 
             fn()
         times.append((perf() - t0) / number)
     med = statistics.median(times)
-    return Timing(seconds=med, runs=number * repeats, repeats=repeats,
-                  spread=(max(times) - min(times)) / med if med > 0 else 0.0, best=min(times))
+    return Timing(
+        seconds=med,
+        runs=number * repeats,
+        repeats=repeats,
+        spread=(max(times) - min(times)) / med if med > 0 else 0.0,
+        best=min(times),
+    )
 
 
 def fmt_seconds(s: float) -> str:

@@ -24,7 +24,8 @@ import importlib
 import math
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .workloads._base import Workload, leaves, to_floats, unflatten
 
@@ -167,10 +168,18 @@ def _git_rev() -> str:
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--", "dplus", "primitives"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--", "dplus", "primitives"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
     except Exception:
         return ""
     return f" (git {rev}{'+dirty' if dirty else ''})" if rev else ""
@@ -212,7 +221,9 @@ class _JaxBase(Tool):
 
         # one thread, like torch below: XLA's worker threads would otherwise keep the
         # machine's cores busy after each call and slow the cells measured after them
-        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+        os.environ.setdefault(
+            "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        )
         import jax
 
         jax.config.update("jax_enable_x64", True)
@@ -246,8 +257,10 @@ class JaxEager(_JaxBase):
         f = rebind(w.primal, {"math": self.math})
         g = jax.grad(f, argnums=w.wrt)
         jargs = tuple(self._convert(a) if i in w.wrt else a for i, a in enumerate(args))
-        return Prepared(run=lambda: jax.block_until_ready(g(*jargs)),
-                        to_wrt=lambda raw: tuple(to_floats(list(raw))))
+        return Prepared(
+            run=lambda: jax.block_until_ready(g(*jargs)),
+            to_wrt=lambda raw: tuple(to_floats(list(raw))),
+        )
 
 
 def _jnp_max(jnp: Any) -> Callable:
@@ -268,7 +281,7 @@ class JaxJit(_JaxBase):
         static = tuple(i for i, a in enumerate(args) if type(a) is int and i not in w.wrt)
         jitted = jax.jit(jax.grad(f, argnums=w.wrt), static_argnums=static)
         jargs = tuple(a if i in static else self._convert(a) for i, a in enumerate(args))
-        run = lambda: jax.block_until_ready(jitted(*jargs))  # noqa: E731
+        run = lambda: jax.block_until_ready(jitted(*jargs))
         return Prepared(run=run, to_wrt=lambda raw: tuple(to_floats(list(raw))), compile=run)
 
 
@@ -288,21 +301,32 @@ class Torch(Tool):
         def wrap(tf: Callable, mf: Callable) -> Callable:
             def fn(*xs: Any) -> Any:
                 if any(isinstance(x, torch.Tensor) for x in xs):
-                    return tf(*(x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=torch.float64)
-                                for x in xs))
+                    return tf(
+                        *(
+                            x
+                            if isinstance(x, torch.Tensor)
+                            else torch.tensor(x, dtype=torch.float64)
+                            for x in xs
+                        )
+                    )
                 return mf(*xs)
 
             fn.__name__ = mf.__name__
             return fn
 
-        self.math = _math_namespace("torch", {k: wrap(getattr(torch, k), getattr(math, k)) for k in _MATH_FUNCS})
+        self.math = _math_namespace(
+            "torch", {k: wrap(getattr(torch, k), getattr(math, k)) for k in _MATH_FUNCS}
+        )
 
     def prepare(self, w: Workload, args: tuple) -> Prepared:
         torch = self.torch
         f = rebind(w.primal, {"math": self.math})
         wrt_templates = [args[i] for i in w.wrt]
-        flat = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True)
-                for t in wrt_templates for v in leaves(t)]
+        flat = [
+            torch.tensor(float(v), dtype=torch.float64, requires_grad=True)
+            for t in wrt_templates
+            for v in leaves(t)
+        ]
         it = iter(flat)
         targs = list(args)
         for i, t in zip(w.wrt, wrt_templates):

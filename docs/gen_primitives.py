@@ -67,7 +67,9 @@ def module_and_name(fn: Any) -> tuple[str, str]:
     if module is None and type(fn).__name__ == "ufunc":  # scipy.special's ufuncs name no module
         module = _scipy_special_name_of(fn)
     self = getattr(fn, "__self__", None)
-    if module is None and isinstance(self, type):  # classmethods of builtin types: chain.from_iterable
+    if module is None and isinstance(
+        self, type
+    ):  # classmethods of builtin types: chain.from_iterable
         module = self.__module__
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     module = module or "builtins"
@@ -87,7 +89,7 @@ def _scipy_special_name_of(fn: Any) -> str | None:
 def _load_scipy_rules() -> None:
     """Import SciPy's modules, so that their rules are registered and listed."""
     try:
-        import scipy.linalg  # noqa: F401
+        import scipy.linalg
         import scipy.special  # noqa: F401
     except ImportError:
         return
@@ -105,7 +107,9 @@ def is_listed(fn: Any, note: str) -> bool:
     parts = name.split(".")
     if "<locals>" in parts or any(p.startswith("_") for p in parts):
         return False
-    if module == "dplus" or (module.startswith("dplus.") and not module.startswith("dplus.primitives")):
+    if module == "dplus" or (
+        module.startswith("dplus.") and not module.startswith("dplus.primitives")
+    ):
         # the engine's own functions; only public names of dplus are listed
         return getattr(dplus, parts[-1], None) is fn
     return True
@@ -125,7 +129,7 @@ def _lambda_text(g: Any) -> str:
 
     try:
         node = function_source(g).node
-    except Exception:  # noqa: BLE001 - no source: name the function instead
+    except Exception:
         return getattr(g, "__name__", repr(g))
     if isinstance(node, ast.Lambda):
         return ast.unparse(node.body)

@@ -24,24 +24,63 @@ from .policies import (
 from .registry import register_backprop, register_primitive
 from .result import ProcResult, backprop, primal
 
-from . import primitives as _primitives  # noqa: E402,F401  (registers the rule library)
-from . import higher as _higher  # noqa: E402,F401  (rules for derivatives of derivatives)
-from .derived import hessian, hvp, jacobian, jvp, value_and_grad  # noqa: E402
-from .structured import register_gradient_structure  # noqa: E402
-from .gradcheck import GradCheckError, check_grad  # noqa: E402
-from .transformer import generated_source as show  # noqa: E402
+from . import primitives as _primitives  # noqa: F401  (registers the rule library)
+from . import higher as _higher  # noqa: F401  (rules for derivatives of derivatives)
+from .derived import hessian, hvp, jacobian, jvp, value_and_grad
+from .structured import register_gradient_structure
+from .gradcheck import GradCheckError, check_grad
+from .transformer import generated_source as show
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus",
-    "ProcResult", "primal", "backprop",
-    "register_primitive", "register_backprop",
-    "current_unknown_transform", "error_non_zero_sensitivity_transform",
-    "error_unknown_proc_transform", "error_unknown_transform", "transform_from_source",
-    "gen_zero", "add", "scale", "dot", "zero", "coerce_zero", "register_linear_type",
-    "BoxSensitivities", "Box", "box", "unbox", "set_box",
-    "foldl", "apply", "checkpoint", "checkpoint_loop", "parallel", "value_and_grad", "register_gradient_structure", "jacobian", "hessian", "hvp", "jvp", "check_grad", "GradCheckError", "show",
-    "DplusError", "UnknownTransformError", "SensitivityError", "UnsupportedSyntaxError",
-    "SourceUnavailableError", "NonDifferentiableError", "ArgumentError",
+    "lift_dplus",
+    "dplus",
+    "D",
+    "grad",
+    "grad1",
+    "define_dplus",
+    "ProcResult",
+    "primal",
+    "backprop",
+    "register_primitive",
+    "register_backprop",
+    "current_unknown_transform",
+    "error_non_zero_sensitivity_transform",
+    "error_unknown_proc_transform",
+    "error_unknown_transform",
+    "transform_from_source",
+    "gen_zero",
+    "add",
+    "scale",
+    "dot",
+    "zero",
+    "coerce_zero",
+    "register_linear_type",
+    "BoxSensitivities",
+    "Box",
+    "box",
+    "unbox",
+    "set_box",
+    "foldl",
+    "apply",
+    "checkpoint",
+    "checkpoint_loop",
+    "parallel",
+    "value_and_grad",
+    "register_gradient_structure",
+    "jacobian",
+    "hessian",
+    "hvp",
+    "jvp",
+    "check_grad",
+    "GradCheckError",
+    "show",
+    "DplusError",
+    "UnknownTransformError",
+    "SensitivityError",
+    "UnsupportedSyntaxError",
+    "SourceUnavailableError",
+    "NonDifferentiableError",
+    "ArgumentError",
 ]

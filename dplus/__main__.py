@@ -17,7 +17,7 @@ def _demo_loop(x: float, n: int) -> float:
 
 
 def _demo_closure(x: float, y: float) -> float:
-    scale = lambda t: t * y  # noqa: E731 - a closure over y
+    scale = lambda t: t * y
     return scale(x) * scale(x)
 
 
@@ -39,8 +39,12 @@ def demo() -> None:
     h = 1e-6
     fd = (_demo_loop(0.7 + h, 5) - _demo_loop(0.7 - h, 5)) / (2 * h)
     print(f"a loop:       grad(loop)(0.7, 5)       = {g[0]:.12f}   (finite differences: {fd:.12f})")
-    print(f"a closure:    grad(closure)(2.0, 3.0)  = {dplus.grad(_demo_closure)(2.0, 3.0)}   (exact: (36.0, 24.0))")
-    print(f"recursion:    grad(power)(2.0, 3)      = {dplus.grad(_demo_power)(2.0, 3)}   (exact: (12.0, 0))")
+    print(
+        f"a closure:    grad(closure)(2.0, 3.0)  = {dplus.grad(_demo_closure)(2.0, 3.0)}   (exact: (36.0, 24.0))"
+    )
+    print(
+        f"recursion:    grad(power)(2.0, 3)      = {dplus.grad(_demo_power)(2.0, 3)}   (exact: (12.0, 0))"
+    )
     print(f"a list:       grad(smoothness)([1,3,2]) = {dplus.grad(_demo_list)([1.0, 3.0, 2.0])}")
     print(f"second order: grad1(grad1(cos))(0.0)   = {dplus.grad1(dplus.grad1(math.cos))(0.0)}")
     print("\nThe generated code of the closure example (dplus.show):\n")
@@ -75,7 +79,9 @@ def show(target: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dplus", description=__doc__)
     sub = parser.add_subparsers(dest="command")
-    p_show = sub.add_parser("show", help="print the generated reverse-transformed code of module:function")
+    p_show = sub.add_parser(
+        "show", help="print the generated reverse-transformed code of module:function"
+    )
     p_show.add_argument("target", help="module:function, e.g. mypkg.model:loss")
     args = parser.parse_args(argv)
     if args.command == "show":

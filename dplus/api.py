@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-from typing import Any, Callable, Literal, overload
+from typing import Any, Literal, overload
+from collections.abc import Callable
 
 from .boxes import BoxSensitivities
 from .closures import is_plus_function
@@ -51,7 +52,8 @@ def _refuse_generator_function(f: Any) -> None:
         err = UnsupportedSyntaxError(
             f"the generator function {f.__qualname__!r} (yield) cannot be differentiated by dplus as a whole "
             f"({code.co_filename}, line {code.co_firstlineno}): its result is a generator. Differentiate a function "
-            "that consumes it instead (sum(g(x)), list(g(x)), a for loop), where its values are differentiated")
+            "that consumes it instead (sum(g(x)), list(g(x)), a for loop), where its values are differentiated"
+        )
         err.filename = code.co_filename
         err.lineno = code.co_firstlineno
         raise err
@@ -83,8 +85,11 @@ def coerce_sensitivities(out: tuple, P: Any, args: tuple) -> tuple:
         if i < len(args):
             items.append(coerce_zero(s, args[i]))
         else:
-            items.append(coerce_zero(s, s if s is not gen_zero else 0.0) if not isinstance(s, dict) else
-                         {k: (0.0 if v is gen_zero else v) for k, v in s.items()})
+            items.append(
+                coerce_zero(s, s if s is not gen_zero else 0.0)
+                if not isinstance(s, dict)
+                else {k: (0.0 if v is gen_zero else v) for k, v in s.items()}
+            )
     return tuple(items)
 
 
@@ -128,7 +133,9 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     if type(result) is float and type(Aw) is float:
         return Aw  # the common case
     check_conforms(Aw, result, "the sensitivity given")
-    if is_tracked_mutable(result) or (type(result) is tuple and any(map(is_tracked_mutable, result))):
+    if is_tracked_mutable(result) or (
+        type(result) is tuple and any(map(is_tracked_mutable, result))
+    ):
         from .runtime import accumulate
 
         return accumulate(gen_zero, result, Aw, Abox)
@@ -163,7 +170,12 @@ def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
             out.append(s)
-        elif type(a) is Snapshot and a.content == "floats" and s is gen_zero and (r := fold_float_list(a, Abox)) is not None:
+        elif (
+            type(a) is Snapshot
+            and a.content == "floats"
+            and s is gen_zero
+            and (r := fold_float_list(a, Abox)) is not None
+        ):
             out.append(r)  # a list of floats: its entry's floats
         else:
             out.append(fold(a, s, Abox))
@@ -222,18 +234,28 @@ def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
 
 
 @overload
-def grad(f: Any, sensitivity: Any = ..., *, argnums: None = None, has_aux: Literal[False] = False) -> Callable[..., tuple[Any, ...]]:
-    ...
+def grad(
+    f: Any, sensitivity: Any = ..., *, argnums: None = None, has_aux: Literal[False] = False
+) -> Callable[..., tuple[Any, ...]]: ...
 
 
 @overload
-def grad(f: Any, sensitivity: Any = ..., *, argnums: int | tuple[int, ...] | None = None,
-         has_aux: bool = False) -> Callable[..., Any]:
-    ...
+def grad(
+    f: Any,
+    sensitivity: Any = ...,
+    *,
+    argnums: int | tuple[int, ...] | None = None,
+    has_aux: bool = False,
+) -> Callable[..., Any]: ...
 
 
-def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY, *, argnums: int | tuple[int, ...] | None = None,
-         has_aux: bool = False) -> Callable[..., Any]:
+def grad(
+    f: Any,
+    sensitivity: Any = _DEFAULT_SENSITIVITY,
+    *,
+    argnums: int | tuple[int, ...] | None = None,
+    has_aux: bool = False,
+) -> Callable[..., Any]:
     """``grad(f)(*args, **kwargs)`` returns one gradient per positional argument, each shaped like it.
 
     A result that is not a number needs an explicit ``sensitivity`` conforming to it.
@@ -251,9 +273,12 @@ def grad(f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY, *, argnums: int | tupl
     return _make_gradient(_lift(f), f, sensitivity)
 
 
-def _make_gradient(fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY) -> Callable[..., tuple]:
+def _make_gradient(
+    fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY
+) -> Callable[..., tuple]:
     fused = getattr(fplus, "__dplus_fused__", None) if sensitivity is _DEFAULT_SENSITIVITY else None
     if fused is None:
+
         def gradient(*args: Any, **kwargs: Any) -> tuple:
             return _gradient_outermost(fplus, sensitivity, args, kwargs)
     else:
@@ -311,7 +336,9 @@ def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict)
         raise
 
 
-def raise_if_not_accepted(error: TypeError, fplus: Any, what: str, args: tuple, kwargs: dict) -> None:
+def raise_if_not_accepted(
+    error: TypeError, fplus: Any, what: str, args: tuple, kwargs: dict
+) -> None:
     """Raise :class:`ArgumentError` when ``error`` came from calling the differentiated function
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
     import inspect
@@ -344,7 +371,9 @@ def _number_gradient(fplus: Any, args: tuple) -> tuple:
     if type(p) is float:
         out = r.backprop(1.0, Abox)
     else:
-        out = r.backprop(prepare_sensitivity(p, default_sensitivity(p, _DEFAULT_SENSITIVITY), Abox), Abox)
+        out = r.backprop(
+            prepare_sensitivity(p, default_sensitivity(p, _DEFAULT_SENSITIVITY), Abox), Abox
+        )
     return boundary(args, out, Abox)
 
 
@@ -364,10 +393,17 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
         from .runtime_ops import closure_parts
 
         names = G.__code__.co_freevars
-        parts = dict(zip(names, closure_parts(A, len(names)))) if A is not gen_zero and A is not None else {}
+        parts = (
+            dict(zip(names, closure_parts(A, len(names))))
+            if A is not gen_zero and A is not None
+            else {}
+        )
         s = parts.get("sensitivity", gen_zero)
-        return ((), parts.get("fplus", gen_zero)) + tuple(s for _ in rest) + (
-            (KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+        return (
+            ((), parts.get("fplus", gen_zero))
+            + tuple(s for _ in rest)
+            + ((KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+        )
 
     return ProcResult(G, grad_inside_backprop)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .linear import add, gen_zero
 
@@ -64,11 +65,16 @@ class BoxSensitivities:
             stashes = self._stashes = {}
         entry = stashes.get(id(key))
         if entry is None:
-            entry = stashes[id(key)] = (key, [gen_zero, None])  # the key is kept alive: ids stay unique
+            entry = stashes[id(key)] = (
+                key,
+                [gen_zero, None],
+            )  # the key is kept alive: ids stay unique
         return entry[1]
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{type(k).__name__}@{id(k):#x}: {v!r}" for k, v in self._entries.values())
+        inner = ", ".join(
+            f"{type(k).__name__}@{id(k):#x}: {v!r}" for k, v in self._entries.values()
+        )
         return f"BoxSensitivities({{{inner}}})"
 
     def __len__(self) -> int:
@@ -175,8 +181,15 @@ def _box_conforms(sens: Any, primal: Box) -> bool:
 def _register_box_linear_type() -> None:
     from .linear import register_linear_type
 
-    register_linear_type(Box, add=_add_boxes, scale=_scale_box, dot=_dot_boxes, zero=_zero_box,
-                         coerce=_coerce_box, conforms=_box_conforms)
+    register_linear_type(
+        Box,
+        add=_add_boxes,
+        scale=_scale_box,
+        dot=_dot_boxes,
+        zero=_zero_box,
+        coerce=_coerce_box,
+        conforms=_box_conforms,
+    )
 
 
 _register_box_linear_type()

@@ -23,7 +23,8 @@ is a transpose:
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .boxes import Box, BoxSensitivities
 from .linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
@@ -41,7 +42,9 @@ def _value_stash(Abox: BoxSensitivities, key: Any) -> Any:
     return cell_stash(Abox, key)
 
 
-def _add_to_value_entry_dual(Abox: BoxSensitivities, key: Any, A: Any, Abox2: BoxSensitivities) -> None:
+def _add_to_value_entry_dual(
+    Abox: BoxSensitivities, key: Any, A: Any, Abox2: BoxSensitivities
+) -> None:
     from .higher import stash_add
 
     stash_add(_value_stash(Abox, key), A, Abox2)
@@ -214,8 +217,15 @@ def _part(sens: Any, i: Any) -> Any:
     return sens[i] if i < len(sens) else Z
 
 
-def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: BoxSensitivities, seen: set,
-                 elements: Any = None) -> Any:
+def _handed_back(
+    v: Any,
+    s: Any,
+    entries: dict,
+    Abox: BoxSensitivities,
+    Abox2: BoxSensitivities,
+    seen: set,
+    elements: Any = None,
+) -> Any:
     """The transpose of ``handover(Abox, v, s, elements)``: the sensitivity of ``s`` (shaped like ``s``)."""
     if s is Z or s is None:
         return Z
@@ -237,15 +247,30 @@ def _handed_back(v: Any, s: Any, entries: dict, Abox: BoxSensitivities, Abox2: B
     if isinstance(v, list):
         items = _items_of(s)
         held = v if elements is None else elements  # (what handover took the elements from)
-        back = [_element_back(held[i] if i < len(held) else None, items[i], _part(own, i), entries, Abox, Abox2, seen)
-                for i in range(len(items))]
+        back = [
+            _element_back(
+                held[i] if i < len(held) else None,
+                items[i],
+                _part(own, i),
+                entries,
+                Abox,
+                Abox2,
+                seen,
+            )
+            for i in range(len(items))
+        ]
         return _shaped_like_sensitivity(back, s)
     keys = s.keys() if isinstance(s, dict) else ()
     values = v if isinstance(v, dict) else object_attributes(v)
-    return {k: _element_back(values.get(k), s[k], _part(own, k), entries, Abox, Abox2, seen) for k in keys}
+    return {
+        k: _element_back(values.get(k), s[k], _part(own, k), entries, Abox, Abox2, seen)
+        for k in keys
+    }
 
 
-def _element_back(e: Any, se: Any, own: Any, entries: dict, Abox: Any, Abox2: Any, seen: set) -> Any:
+def _element_back(
+    e: Any, se: Any, own: Any, entries: dict, Abox: Any, Abox2: Any, seen: set
+) -> Any:
     if se is Z or se is None:
         return Z
     if is_tracked_mutable(e):
@@ -271,7 +296,9 @@ def _shaped_like_sensitivity(parts: list, s: Any) -> Any:
     return tuple(parts)
 
 
-def handed_over(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> Callable[[BoxSensitivities], Any]:
+def handed_over(
+    Abox: BoxSensitivities, v: Any, s: Any, *elements: Any
+) -> Callable[[BoxSensitivities], Any]:
     """``handover(Abox, v, s, *elements)``, and its transpose: a function of the next order's
     map that returns the sensitivity of ``s``."""
     reachable: dict = {}
@@ -290,7 +317,9 @@ def handed_over(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> Calla
     return transpose
 
 
-def added_to_element(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> Callable[[BoxSensitivities], Any]:
+def added_to_element(
+    Abox: BoxSensitivities, route: Any, i: int, A: Any
+) -> Callable[[BoxSensitivities], Any]:
     """A list router's ``back(i, A, Abox)`` (``A`` added to element ``i`` of the list's entry),
     and its transpose: a function of the next order's map returning ``A``'s sensitivity."""
     existed = route.lst in Abox
@@ -308,7 +337,9 @@ def added_to_element(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> Call
 
 def _handover_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
     transpose = handed_over(Abox, v, s, *elements)
-    return ProcResult(None, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
+    return ProcResult(
+        None, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -323,7 +354,9 @@ def _fold_entries(Abox: BoxSensitivities | None, v: Any) -> dict:
     return _record_entries(Abox, reachable, set(reachable))
 
 
-def _folded_back(v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitivities, seen: set) -> None:
+def _folded_back(
+    v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitivities, seen: set
+) -> None:
     """The transpose of fold's reading of ``v``'s entries: ``F``, the sensitivity of the folded
     value, goes to each entry it read (as an addition to the entry's contents)."""
     if F is Z or F is None:
@@ -354,13 +387,22 @@ def _folded_back(v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitiviti
         if rec is not None and id(v) not in seen:
             seen.add(id(v))
             _entry_back(rec, F, Abox, Abox2)
-        _folded_members_back(v if isinstance(v, (list, dict)) else object_attributes(v), F, entries, Abox, Abox2, seen)
+        _folded_members_back(
+            v if isinstance(v, (list, dict)) else object_attributes(v),
+            F,
+            entries,
+            Abox,
+            Abox2,
+            seen,
+        )
         return
     if isinstance(v, tuple):
         _folded_members_back(v, F, entries, Abox, Abox2, seen)
 
 
-def _folded_members_back(items: Any, F: Any, entries: dict, Abox: Any, Abox2: Any, seen: set) -> None:
+def _folded_members_back(
+    items: Any, F: Any, entries: dict, Abox: Any, Abox2: Any, seen: set
+) -> None:
     if isinstance(items, dict):
         for k, e in items.items():
             _folded_back(e, _part(F, k), entries, Abox, Abox2, seen)
@@ -416,21 +458,56 @@ def holds_mutables(v: Any) -> bool:
 
 # the transposes' helpers run in backprops: at the order after next they are differentiated
 # from their source, as rule code is
-for _helper in (_value_stash, _add_to_value_entry_dual, _take_value_entry_dual, _take_clear_value_entry_dual,
-                _entry_sensitivity, _part, _handed_back, _element_back, _items_of, _shaped_like_sensitivity,
-                _settled, _folded_back, _folded_members_back, _entry_back):
+for _helper in (
+    _value_stash,
+    _add_to_value_entry_dual,
+    _take_value_entry_dual,
+    _take_clear_value_entry_dual,
+    _entry_sensitivity,
+    _part,
+    _handed_back,
+    _element_back,
+    _items_of,
+    _shaped_like_sensitivity,
+    _settled,
+    _folded_back,
+    _folded_members_back,
+    _entry_back,
+):
     _helper.__dplus_derived__ = ("rule helper",)
 
 defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
 
 for _method in (BoxSensitivities.list_entry, BoxSensitivities.map_entry):
-    register_primitive(_method, _made_entry_rule(_method), note="internal: the box-sensitivity map at the next order")
-register_primitive(BoxSensitivities.get, _get_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(BoxSensitivities.__getitem__, _get_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(BoxSensitivities.pop, _pop_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(BoxSensitivities.accumulate, _accumulate_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(BoxSensitivities.__setitem__, _setitem_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(handover, _handover_rule, note="internal: the box-sensitivity map at the next order")
+    register_primitive(
+        _method,
+        _made_entry_rule(_method),
+        note="internal: the box-sensitivity map at the next order",
+    )
+register_primitive(
+    BoxSensitivities.get, _get_rule, note="internal: the box-sensitivity map at the next order"
+)
+register_primitive(
+    BoxSensitivities.__getitem__,
+    _get_rule,
+    note="internal: the box-sensitivity map at the next order",
+)
+register_primitive(
+    BoxSensitivities.pop, _pop_rule, note="internal: the box-sensitivity map at the next order"
+)
+register_primitive(
+    BoxSensitivities.accumulate,
+    _accumulate_rule,
+    note="internal: the box-sensitivity map at the next order",
+)
+register_primitive(
+    BoxSensitivities.__setitem__,
+    _setitem_rule,
+    note="internal: the box-sensitivity map at the next order",
+)
+register_primitive(
+    handover, _handover_rule, note="internal: the box-sensitivity map at the next order"
+)
 
 
 # At the order after next, the functions above are operations of the code differentiated:
@@ -438,7 +515,9 @@ register_primitive(handover, _handover_rule, note="internal: the box-sensitivity
 # same way at every order); what that function closes over is structure, not sensitivity.
 def _handed_over_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) -> ProcResult:
     transpose = handed_over(Abox, v, s, *elements)
-    return ProcResult(transpose, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements))
+    return ProcResult(
+        transpose, lambda A, Abox2: ((), Z, None, transpose(Abox2)) + (None,) * len(elements)
+    )
 
 
 def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> ProcResult:
@@ -457,7 +536,16 @@ def _folded_with_transpose_rule(v: Any, s: Any, Abox: BoxSensitivities | None) -
     return ProcResult((out, transpose), folded_backprop)
 
 
-register_primitive(handed_over, _handed_over_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(added_to_element, _added_to_element_rule, note="internal: the box-sensitivity map at the next order")
-register_primitive(folded_with_transpose, _folded_with_transpose_rule,
-                   note="internal: the box-sensitivity map at the next order")
+register_primitive(
+    handed_over, _handed_over_rule, note="internal: the box-sensitivity map at the next order"
+)
+register_primitive(
+    added_to_element,
+    _added_to_element_rule,
+    note="internal: the box-sensitivity map at the next order",
+)
+register_primitive(
+    folded_with_transpose,
+    _folded_with_transpose_rule,
+    note="internal: the box-sensitivity map at the next order",
+)

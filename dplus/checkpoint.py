@@ -15,7 +15,8 @@ differ (a checkpointed function that draws random numbers or reads state that ch
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from .errors import ArgumentError
 from .portable import remember_source
@@ -63,7 +64,9 @@ def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     return as_plain_callable(f)(*args, **kwargs)
 
 
-def checkpoint_loop(step: Callable[[Any], Any], state: Any, n: int, *, schedule: str = "sqrt") -> Any:
+def checkpoint_loop(
+    step: Callable[[Any], Any], state: Any, n: int, *, schedule: str = "sqrt"
+) -> Any:
     """``for _ in range(n): state = step(state)``, then ``state``.
 
     Under a gradient the forward pass keeps only some of the states:
@@ -86,13 +89,19 @@ def checkpoint_loop(step: Callable[[Any], Any], state: Any, n: int, *, schedule:
 
 def check_loop_arguments(step: Any, n: Any, schedule: Any) -> None:
     if not callable(step):
-        raise ArgumentError(f"dplus.checkpoint_loop expects a step function, got {type(step).__name__} {step!r}")
+        raise ArgumentError(
+            f"dplus.checkpoint_loop expects a step function, got {type(step).__name__} {step!r}"
+        )
     if type(n) is not int and not (hasattr(n, "__index__") and not isinstance(n, float)):
-        raise ArgumentError(f"dplus.checkpoint_loop expects an integer number of steps, got {type(n).__name__} {n!r}")
+        raise ArgumentError(
+            f"dplus.checkpoint_loop expects an integer number of steps, got {type(n).__name__} {n!r}"
+        )
     if n < 0:
         raise ArgumentError(f"dplus.checkpoint_loop expects a number of steps >= 0, got {n}")
     if schedule not in SCHEDULES:
-        raise ArgumentError(f"dplus.checkpoint_loop: schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {schedule!r}")
+        raise ArgumentError(
+            f"dplus.checkpoint_loop: schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {schedule!r}"
+        )
 
 
 checkpoint.__dplus_derived__ = ("helper",)  # type: ignore[attr-defined]

@@ -44,7 +44,9 @@ class PlusInfo:
 
     __slots__ = ("source_fn_code", "by_value_freevars", "origin")
 
-    def __init__(self, source_fn_code: types.CodeType | None, by_value_freevars: tuple[str, ...], origin: Any) -> None:
+    def __init__(
+        self, source_fn_code: types.CodeType | None, by_value_freevars: tuple[str, ...], origin: Any
+    ) -> None:
         self.source_fn_code = source_fn_code  # the user's code object it was made from
         self.by_value_freevars = by_value_freevars  # in the user's co_freevars order
         self.origin = origin  # the transformer's record of the source (for re-transformation)
@@ -98,7 +100,9 @@ def closure_values(fn: Any) -> tuple:
     cells = dict(zip(code.co_freevars, closure))
     info = _PLUS_CODES.get(code)
     if info is not None:
-        return tuple(_cell_value(cells[name]) if name in cells else None for name in info.by_value_freevars)
+        return tuple(
+            _cell_value(cells[name]) if name in cells else None for name in info.by_value_freevars
+        )
     from .registry import is_registered_transform
 
     if is_registered_transform(fn):
@@ -128,7 +132,9 @@ class GeneratedCodes:
             if info is not None:
                 # the origin is needed only to differentiate the copy again; one that cannot be
                 # pickled (its globals hold a cluster client, a lock) stays behind
-                records.append((code, info.source_fn_code, info.by_value_freevars, if_picklable(info.origin)))
+                records.append(
+                    (code, info.source_fn_code, info.by_value_freevars, if_picklable(info.origin))
+                )
         return (_arrive, (self.code, tuple(records)))
 
 

@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
 from .boxes import BoxSensitivities
@@ -74,8 +75,10 @@ def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
         return r.backprop(_unit(y, path))
     np = sys.modules["numpy"]
     rows = [r.backprop(_unit(y, path + (idx,))) for idx in _indexes(shape)]
-    return tuple(np.reshape(np.array([row[i] for row in rows], dtype=float), shape + np.shape(a))
-                 for i, a in enumerate(args))
+    return tuple(
+        np.reshape(np.array([row[i] for row in rows], dtype=float), shape + np.shape(a))
+        for i, a in enumerate(args)
+    )
 
 
 def _unit(v: Any, path: tuple) -> Any:
@@ -123,8 +126,14 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
         out[head] = _place(out[head], rest, value)
         return out
     raise SensitivityError(f"cannot place a Jacobian row inside a {type(out).__name__}")
-def _shaped_by_leaves(v: Any, at_number: Callable[[tuple], Any], at_array: Callable[[Any, tuple], Any],
-                      path: tuple = ()) -> Any:
+
+
+def _shaped_by_leaves(
+    v: Any,
+    at_number: Callable[[tuple], Any],
+    at_array: Callable[[Any, tuple], Any],
+    path: tuple = (),
+) -> Any:
     """``v`` with each number leaf replaced by ``at_number(path)`` and each NumPy array leaf
     by ``at_array(array, path)``; other leaves (bools, strings, ...) are kept."""
     if is_number(v) and type(v) is not bool:
@@ -208,7 +217,9 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
         args = tuple(args)
         v = tuple(v)
         if len(args) != len(v):
-            raise SensitivityError(f"hvp needs one direction per argument: {len(args)} arguments, {len(v)} directions")
+            raise SensitivityError(
+                f"hvp needs one direction per argument: {len(args)} arguments, {len(v)} directions"
+            )
         return gd(*args, *v)[: len(args)]
 
     return hvp_fn
@@ -249,10 +260,14 @@ def _selected(gradients: tuple, args: tuple, argnums: int | tuple[int, ...]) -> 
 
 def _check_argnums(argnums: Any, what: str) -> None:
     numbers = (argnums,) if isinstance(argnums, int) else argnums
-    if not isinstance(numbers, tuple) or not numbers or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in numbers
+    if (
+        not isinstance(numbers, tuple)
+        or not numbers
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in numbers)
     ):
-        raise ArgumentError(f"{what}: argnums must be an int or a non-empty tuple of ints, not {argnums!r}")
+        raise ArgumentError(
+            f"{what}: argnums must be an int or a non-empty tuple of ints, not {argnums!r}"
+        )
 
 
 def _check_positions(argnums: int | tuple[int, ...], args: tuple, what: str) -> None:
@@ -308,7 +323,9 @@ def _loss_of(value: Any, has_aux: bool) -> Any:
     return value[0]
 
 
-def jax_style_grad(f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool) -> Callable[..., Any]:
+def jax_style_grad(
+    f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool
+) -> Callable[..., Any]:
     """``grad(f, argnums=..., has_aux=...)``: JAX's ``grad``, the gradient without the value."""
     vg = value_and_grad(f, argnums, has_aux)
 
@@ -328,7 +345,9 @@ def _jax_style_inside(f: Any, /, *rest: Any, **options: Any) -> Any:
     )
 
 
-register_primitive(value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only")
+register_primitive(
+    value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only"
+)
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 defnondiff(_unit)  # (they depend on the result's shape only)
 defnondiff(_indexes)

@@ -27,7 +27,8 @@ the general way, which raises Python's own error or gives other kinds their own 
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import attrs
 
@@ -39,8 +40,15 @@ from .trees import walk
 __all__ = ["vector_fused_gradient"]
 
 
-def vector_fused_gradient(ir: IRFunction, namer: Namer, helpers: Helpers, globals_: dict, outer_free: tuple[str, ...],
-                          const_names: set[str], specialized: Any) -> ast.FunctionDef | None:
+def vector_fused_gradient(
+    ir: IRFunction,
+    namer: Namer,
+    helpers: Helpers,
+    globals_: dict,
+    outer_free: tuple[str, ...],
+    const_names: set[str],
+    specialized: Any,
+) -> ast.FunctionDef | None:
     """``f__grad`` for ``ir`` with its vector parameters read into scalars, or None."""
     params = [a.arg for a in ir.args.args]
     if not all(isinstance(st, ast.Assign) and len(st.targets) == 1 for st in ir.body):
@@ -80,17 +88,31 @@ def vector_fused_gradient(ir: IRFunction, namer: Namer, helpers: Helpers, global
             new_body.append(ast.copy_location(assign(t, N(s)), st))
     plain = [p for p in params if p not in vectors]
     scalar_params = plain + scalars
-    scope = attrs.evolve(ir.scope, params=scalar_params,
-                         assigned=(ir.scope.assigned - set(vectors)) | set(scalar_params))
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in scalar_params], vararg=None, kwonlyargs=[],
-                         kw_defaults=[], kwarg=None, defaults=[])
+    scope = attrs.evolve(
+        ir.scope,
+        params=scalar_params,
+        assigned=(ir.scope.assigned - set(vectors)) | set(scalar_params),
+    )
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in scalar_params],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
     ir2 = attrs.evolve(ir, body=new_body, args=args, scope=scope)
     b = FunctionBuilder(ir2, namer, helpers, globals_, top_level=True, outer_free=outer_free)
     b.const_names = set(const_names)
     b.specialized = specialized
     b.build()  # (only its analysis is used: the segments and the adjoint names)
-    return b.fused_gradient(scalar_params, signature=params, prologue=_prologue(b, params, vectors),
-                            finish=_finish(b, params, vectors, scalar_params))
+    return b.fused_gradient(
+        scalar_params,
+        signature=params,
+        prologue=_prologue(b, params, vectors),
+        finish=_finish(b, params, vectors, scalar_params),
+    )
 
 
 @attrs.define
@@ -98,14 +120,16 @@ class _Vector:
     name: str
     length: int | None = None  # exact length an unpacking needs
     indexes: set[int] = attrs.field(factory=set)
-    uses: dict[int, tuple["_Vector", str, Any]] = attrs.field(factory=dict)  # id(statement) -> use
+    uses: dict[int, tuple[_Vector, str, Any]] = attrs.field(factory=dict)  # id(statement) -> use
     reads: list[tuple[int, str]] = attrs.field(factory=list)  # (position, scalar) in body order
     scalar_of: dict[int, str] = attrs.field(factory=dict)
     length_name: str = ""  # the generated code's names for its length and its sensitivity
     sens_name: str = ""
 
 
-def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[str, int]) -> _Vector | None:
+def _vector(
+    p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[str, int]
+) -> _Vector | None:
     """How the parameter ``p`` is read, when only at constant positions (else None)."""
     if stores.get(p):
         return None  # rebound
@@ -113,7 +137,11 @@ def _vector(p: str, body: list[ast.stmt], stores: dict[str, int], consts: dict[s
     names = {p}
     loads = 0
     for st in body:
-        loads += sum(1 for n in walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names)
+        loads += sum(
+            1
+            for n in walk(st)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
+        )
         r = read_of(st, names, consts)
         if r is None:
             continue  # (a read some other way is caught by the count below)
@@ -145,20 +173,41 @@ def _prologue(b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector]
     for p in params:
         v = vectors.get(p)
         if v is None:
-            fails.append(ast.Compare(left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(flt)]))
+            fails.append(
+                ast.Compare(
+                    left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(flt)]
+                )
+            )
             continue
-        fails.append(ast.BoolOp(op=ast.And(), values=[
-            ast.Compare(left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(lst)]),
-            ast.Compare(left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(tup)])]))
-    out.append(ast.If(test=ast.BoolOp(op=ast.Or(), values=fails) if len(fails) > 1 else fails[0],
-                      body=[ast.Return(value=C(None))], orelse=[]))
+        fails.append(
+            ast.BoolOp(
+                op=ast.And(),
+                values=[
+                    ast.Compare(
+                        left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(lst)]
+                    ),
+                    ast.Compare(
+                        left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(tup)]
+                    ),
+                ],
+            )
+        )
+    out.append(
+        ast.If(
+            test=ast.BoolOp(op=ast.Or(), values=fails) if len(fails) > 1 else fails[0],
+            body=[ast.Return(value=C(None))],
+            orelse=[],
+        )
+    )
     for p, v in vectors.items():
         n = v.length_name
         out.append(assign(n, call(clone(length), N(p))))
         # an unpacking needs exactly its length; an index k, -n <= k < n
         need = max((k + 1 if k >= 0 else -k for k in v.indexes), default=0)
         if v.length is not None:
-            test: ast.expr | None = ast.Compare(left=N(n), ops=[ast.NotEq()], comparators=[C(v.length)])
+            test: ast.expr | None = ast.Compare(
+                left=N(n), ops=[ast.NotEq()], comparators=[C(v.length)]
+            )
             if need > v.length:
                 test = C(True)  # (an index past the unpacked length: one of them always fails)
         else:
@@ -168,19 +217,39 @@ def _prologue(b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector]
         for k, s in v.reads:
             out.append(assign(s, ast.Subscript(value=N(p), slice=C(k), ctx=ast.Load())))
         # floats only, as the general way would give an unread int its own zero, 0
-        not_floats = [ast.Compare(left=call(clone(typ), N(s)), ops=[ast.IsNot()], comparators=[clone(flt)])
-                      for _, s in v.reads]
+        not_floats = [
+            ast.Compare(left=call(clone(typ), N(s)), ops=[ast.IsNot()], comparators=[clone(flt)])
+            for _, s in v.reads
+        ]
         if len(v.reads) < (v.length or 0) or v.length is None:  # positions not read: all of them
-            not_floats.append(ast.UnaryOp(op=ast.Not(), operand=call(
-                ast.Attribute(value=b.helper(frozenset({float}), "FLOATS"), attr="issuperset", ctx=ast.Load()),
-                call(b.helper(map, "map"), clone(typ), N(p)))))
-        out.append(ast.If(test=ast.BoolOp(op=ast.Or(), values=not_floats) if len(not_floats) > 1 else not_floats[0],
-                          body=[ast.Return(value=C(None))], orelse=[]))
+            not_floats.append(
+                ast.UnaryOp(
+                    op=ast.Not(),
+                    operand=call(
+                        ast.Attribute(
+                            value=b.helper(frozenset({float}), "FLOATS"),
+                            attr="issuperset",
+                            ctx=ast.Load(),
+                        ),
+                        call(b.helper(map, "map"), clone(typ), N(p)),
+                    ),
+                )
+            )
+        out.append(
+            ast.If(
+                test=ast.BoolOp(op=ast.Or(), values=not_floats)
+                if len(not_floats) > 1
+                else not_floats[0],
+                body=[ast.Return(value=C(None))],
+                orelse=[],
+            )
+        )
     return out
 
 
-def _finish(b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector],
-            scalar_params: list[str]) -> Callable[[list[ast.expr]], list[ast.stmt]]:
+def _finish(
+    b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector], scalar_params: list[str]
+) -> Callable[[list[ast.expr]], list[ast.stmt]]:
     """The statements that return the parameters' sensitivities from the scalars'."""
     tup = b.helper(tuple, "tuple")
 
@@ -194,18 +263,38 @@ def _finish(b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector],
                 result.append(of[p])
                 continue
             g = v.sens_name
-            out.append(assign(g, ast.BinOp(left=ast.List(elts=[C(0.0)], ctx=ast.Load()), op=ast.Mult(),
-                                           right=N(v.length_name))))
+            out.append(
+                assign(
+                    g,
+                    ast.BinOp(
+                        left=ast.List(elts=[C(0.0)], ctx=ast.Load()),
+                        op=ast.Mult(),
+                        right=N(v.length_name),
+                    ),
+                )
+            )
             for k, s in v.reads:
-                out.append(ast.AugAssign(target=ast.Subscript(value=N(g), slice=C(k), ctx=ast.Store()),
-                                         op=ast.Add(), value=of[s]))
+                out.append(
+                    ast.AugAssign(
+                        target=ast.Subscript(value=N(g), slice=C(k), ctx=ast.Store()),
+                        op=ast.Add(),
+                        value=of[s],
+                    )
+                )
             # a tuple's sensitivity is a tuple
-            out.append(ast.If(test=ast.Compare(left=call(b.helper(type, "type"), N(p)), ops=[ast.Is()],
-                                               comparators=[clone(tup)]),
-                              body=[assign(g, call(clone(tup), N(g)))], orelse=[]))
+            out.append(
+                ast.If(
+                    test=ast.Compare(
+                        left=call(b.helper(type, "type"), N(p)),
+                        ops=[ast.Is()],
+                        comparators=[clone(tup)],
+                    ),
+                    body=[assign(g, call(clone(tup), N(g)))],
+                    orelse=[],
+                )
+            )
             result.append(N(g))
         out.append(ast.Return(value=ast.Tuple(elts=result, ctx=ast.Load())))
         return out
 
     return finish
-

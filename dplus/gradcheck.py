@@ -19,7 +19,8 @@ from __future__ import annotations
 import copy
 import math
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from .boxes import Box
 from .errors import DplusError
@@ -160,7 +161,9 @@ def _step(x: float, eps: float) -> float:
     return eps * max(1.0, abs(x))
 
 
-def _numeric(f: Callable[..., Any], args: tuple, path: Path, x: Any, sensitivity: Any, eps: float) -> Any:
+def _numeric(
+    f: Callable[..., Any], args: tuple, path: Path, x: Any, sensitivity: Any, eps: float
+) -> Any:
     """Central differences of the objective at the leaf ``path`` (value ``x``)."""
 
     def at(value: Any) -> float:
@@ -173,8 +176,12 @@ def _numeric(f: Callable[..., Any], args: tuple, path: Path, x: Any, sensitivity
         hx = _step(z.real, eps)
         hy = _step(z.imag, eps)
         kind = type(x)
-        dx = (at(kind(complex(z.real + hx, z.imag))) - at(kind(complex(z.real - hx, z.imag)))) / (2 * hx)
-        dy = (at(kind(complex(z.real, z.imag + hy))) - at(kind(complex(z.real, z.imag - hy)))) / (2 * hy)
+        dx = (at(kind(complex(z.real + hx, z.imag))) - at(kind(complex(z.real - hx, z.imag)))) / (
+            2 * hx
+        )
+        dy = (at(kind(complex(z.real, z.imag + hy))) - at(kind(complex(z.real, z.imag - hy)))) / (
+            2 * hy
+        )
         return complex(dx, -dy)
     xf = float(x)
     h = _step(xf, eps)
@@ -237,7 +244,9 @@ def check_grad(
         assert worst is not None
         _, where, a, numeric = worst
         if a is None:
-            detail = "the analytic gradient has no value there (it does not conform to the arguments)"
+            detail = (
+                "the analytic gradient has no value there (it does not conform to the arguments)"
+            )
         else:
             detail = (
                 f"analytic {a!r}, numeric {numeric!r} (central differences, eps={eps:g}); "

@@ -18,18 +18,46 @@ from __future__ import annotations
 
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from . import runtime_ops
 from . import api as _api
-from .api import (D, _D_inside, _dplus_inside, _grad1_inside, _grad_inside, _gradient_outermost, _gradient_steps, _lift,
-                  _make_gradient, _make_gradient1, boundary, default_sensitivity, grad, grad1, prepare_sensitivity)
+from .api import (
+    D,
+    _D_inside,
+    _dplus_inside,
+    _grad1_inside,
+    _grad_inside,
+    _gradient_outermost,
+    _gradient_steps,
+    _lift,
+    _make_gradient,
+    _make_gradient1,
+    boundary,
+    default_sensitivity,
+    grad,
+    grad1,
+    prepare_sensitivity,
+)
 from .result import call_plus, run_backprop
 from .boxes_again import added_to_element, folded_with_transpose, handed_over, holds_mutables
 from .boxes import BoxSensitivities
 from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
-from .linear import OneHot, TupleAccumulator, add, coerce_zero, dot, gen_zero, is_ndarray, is_zero_sensitivity, scale, tuple_items, zero
+from .linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    coerce_zero,
+    dot,
+    gen_zero,
+    is_ndarray,
+    is_zero_sensitivity,
+    scale,
+    tuple_items,
+    zero,
+)
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, next_order_form, register_primitive
 from .result import ProcResult
@@ -38,12 +66,23 @@ from .primitives import _iterables
 from .primitives import containers as _containers
 from .primitives import sets as _sets
 from .primitives.containers import gather_slice, register_attribute, scatter_slice
-from .runtime import (CellKey, KeywordDict, Snapshot, apply_transform, changed_since, fold, handover, is_tracked_mutable, lift,
-                      snapshot, watch_call)
+from .runtime import (
+    CellKey,
+    KeywordDict,
+    Snapshot,
+    apply_transform,
+    changed_since,
+    fold,
+    handover,
+    is_tracked_mutable,
+    lift,
+    snapshot,
+    watch_call,
+)
 
 Z = gen_zero
 
-_TOWER: "weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]]" = weakref.WeakKeyDictionary()
+_TOWER: weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]] = weakref.WeakKeyDictionary()
 _NEST = CodeMap()
 
 
@@ -70,7 +109,11 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
     if form is not None:
         return plus_function_for(form)
     info = plus_info(P)
-    if info is None and isinstance(P, types.FunctionType) and isinstance(P.__dict__.get("__dplus_source__"), types.FunctionType):
+    if (
+        info is None
+        and isinstance(P, types.FunctionType)
+        and isinstance(P.__dict__.get("__dplus_source__"), types.FunctionType)
+    ):
         # a copy unpickled in another process (the code registry is per process): derive it again here
         from .portable import remember_source
 
@@ -116,7 +159,9 @@ def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types
             )
     again = types.FunctionType(code, P.__globals__, code.co_name, P.__defaults__, tuple(closure))
     if P.__kwdefaults__:
-        again.__kwdefaults__ = {k.replace(_prefix_of(P), nest.prefix, 1): v for k, v in P.__kwdefaults__.items()}
+        again.__kwdefaults__ = {
+            k.replace(_prefix_of(P), nest.prefix, 1): v for k, v in P.__kwdefaults__.items()
+        }
     return again
 
 
@@ -163,7 +208,9 @@ def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     sensitivities, as for any call with keywords (``runtime_ops.call`` binds them)."""
     stands_for_itself = is_plus_function(f) and not is_registered_transform(f)
     if kwargs:
-        names = runtime_ops.plain_parameters(f if stands_for_itself else _resolved(lift(f)), args, kwargs)
+        names = runtime_ops.plain_parameters(
+            f if stands_for_itself else _resolved(lift(f)), args, kwargs
+        )
         if names is not None:
             return _call_positionally_tower(_call_tower, f, names, args, kwargs)
     if stands_for_itself:
@@ -184,7 +231,9 @@ def _resolved(P: Any) -> Any:
     return P
 
 
-def _call_positionally_tower(tower: Any, f: Any, names: tuple, args: tuple, kwargs: dict) -> ProcResult:
+def _call_positionally_tower(
+    tower: Any, f: Any, names: tuple, args: tuple, kwargs: dict
+) -> ProcResult:
     """The transform of ``runtime_ops._call_positionally``: keywords to a plus-function with
     plain parameters. The call is made positionally at this order too (through ``tower``,
     the transform of ``call`` or of ``call_plus``), and the backprop it returns is made to
@@ -218,16 +267,23 @@ def _keyword_backprop_plus(inner: Any, names: tuple, npos: int, keywords: tuple)
                 return (Z,), Z, Z
             parts = tuple_items(S, n)
             kw = parts[-1]
-            by_position = parts[: 1 + npos] + tuple(kw.get(k, Z) if isinstance(kw, dict) else Z for k in names[npos:])
+            by_position = parts[: 1 + npos] + tuple(
+                kw.get(k, Z) if isinstance(kw, dict) else Z for k in names[npos:]
+            )
             g = r.backprop(by_position, Abox2)  # ((), inner's, A's, Abox's)
             return (g[1],), g[2], g[3]
 
-        return ProcResult(runtime_ops.keywords_by_name(r.primal, names, npos, keywords), keyword_backprop_plus_backprop)
+        return ProcResult(
+            runtime_ops.keywords_by_name(r.primal, names, npos, keywords),
+            keyword_backprop_plus_backprop,
+        )
 
     return keyword_backprop_plus
 
 
-register_plus_code(_keyword_backprop_plus(None, (), 0, ()).__code__, PlusInfo(None, ("inner",), None))
+register_plus_code(
+    _keyword_backprop_plus(None, (), 0, ()).__code__, PlusInfo(None, ("inner",), None)
+)
 
 
 def _call_transform(T: Any, args: tuple, kwargs: dict) -> ProcResult:
@@ -267,7 +323,11 @@ def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
 
 def _closure_layouts(P: Any, T: Any) -> tuple | None:
     info_p, info_t = plus_info(P), plus_info(T)
-    if info_p is None or info_t is None or tuple(info_p.by_value_freevars) == tuple(info_t.by_value_freevars):
+    if (
+        info_p is None
+        or info_t is None
+        or tuple(info_p.by_value_freevars) == tuple(info_t.by_value_freevars)
+    ):
         return None
     return tuple(info_t.by_value_freevars), tuple(info_p.by_value_freevars)
 
@@ -283,8 +343,10 @@ def relayout_closure(S: Any, names_from: tuple, names_to: tuple) -> Any:
 
 def _relayout_rule(S: Any, names_from: tuple, names_to: tuple) -> ProcResult:
     # a selection by name: its transpose is the selection the other way
-    return ProcResult(relayout_closure(S, names_from, names_to),
-                      lambda A, Abox: ((), relayout_closure(A, names_to, names_from), None, None))
+    return ProcResult(
+        relayout_closure(S, names_from, names_to),
+        lambda A, Abox: ((), relayout_closure(A, names_to, names_from), None, None),
+    )
 
 
 def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
@@ -339,8 +401,10 @@ def _sensitivity_reaches_mutable(v: Any, s: Any) -> bool:
     if type(v) is not tuple:
         return False
     n = len(v)
-    return any(is_tracked_mutable(e) and tuple_part(s, i, n) is not Z and tuple_part(s, i, n) is not None
-               for i, e in enumerate(v))
+    return any(
+        is_tracked_mutable(e) and tuple_part(s, i, n) is not Z and tuple_part(s, i, n) is not None
+        for i, e in enumerate(v)
+    )
 
 
 def _sensitivity_reaches_set(v: Any, s: Any) -> bool:
@@ -352,8 +416,12 @@ def _sensitivity_reaches_set(v: Any, s: Any) -> bool:
     if type(v) is not tuple:
         return False
     n = len(v)
-    return any(isinstance(e, (set, frozenset)) and tuple_part(s, i, n) is not Z and tuple_part(s, i, n) is not None
-               for i, e in enumerate(v))
+    return any(
+        isinstance(e, (set, frozenset))
+        and tuple_part(s, i, n) is not Z
+        and tuple_part(s, i, n) is not None
+        for i, e in enumerate(v)
+    )
 
 
 def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcResult:
@@ -371,11 +439,15 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
     # a tuple holding mutable values: theirs go into their entries, the rest into the adjoint
     n = len(v)
     parts = tuple(tuple_part(s, i, n) for i in range(n))
-    transposes = {i: handed_over(Abox, v[i], parts[i]) for i in range(n) if is_tracked_mutable(v[i])}
+    transposes = {
+        i: handed_over(Abox, v[i], parts[i]) for i in range(n) if is_tracked_mutable(v[i])
+    }
     r = add(adj, tuple(Z if i in transposes else parts[i] for i in range(n)))
 
     def accumulate_tuple_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        back = tuple(transposes[i](Abox2) if i in transposes else tuple_part(A, i, n) for i in range(n))
+        back = tuple(
+            transposes[i](Abox2) if i in transposes else tuple_part(A, i, n) for i in range(n)
+        )
         return (), A, None, back, None
 
     return ProcResult(r, accumulate_tuple_backprop)
@@ -393,7 +465,9 @@ def _procresult_tower(p: Any, b: Any) -> ProcResult:
             return (), Z, Z
         if isinstance(A, ProcResult):
             return (), A.primal, A.backprop
-        raise NonDifferentiableError(f"a {type(A).__name__} was given as the sensitivity of a ProcResult")
+        raise NonDifferentiableError(
+            f"a {type(A).__name__} was given as the sensitivity of a ProcResult"
+        )
 
     return ProcResult(ProcResult(p, b), procresult_backprop)
 
@@ -524,7 +598,9 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
 
 
-def _unsupported_again(fn: Any, what: str | Callable[..., str], fix: str = "") -> Callable[..., ProcResult]:
+def _unsupported_again(
+    fn: Any, what: str | Callable[..., str], fix: str = ""
+) -> Callable[..., ProcResult]:
     """The transform of ``fn`` (rule code) at the next order: ``fn`` runs, and its backprop
     raises, naming ``what`` user code did (a string, or a function of ``fn``'s arguments),
     when the result receives sensitivity."""
@@ -537,7 +613,9 @@ def _unsupported_again(fn: Any, what: str | Callable[..., str], fix: str = "") -
                 A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
             if not is_zero_sensitivity(A):
                 name = what if isinstance(what, str) else what(*args, **kwargs)
-                raise NonDifferentiableError(f"derivatives of derivatives through {name} are not supported yet{fix}")
+                raise NonDifferentiableError(
+                    f"derivatives of derivatives through {name} are not supported yet{fix}"
+                )
             return ((),) + (Z,) * len(args)
 
         return ProcResult(result, again_backprop)
@@ -554,7 +632,10 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
     entry = Abox.get(result, None)
 
     def prepare_mutable_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        parts = [Abox2.pop(entry, Z) if is_tracked_mutable(entry) else Z, stash_take(cell_stash(Abox, result), Abox2)]
+        parts = [
+            Abox2.pop(entry, Z) if is_tracked_mutable(entry) else Z,
+            stash_take(cell_stash(Abox, result), Abox2),
+        ]
         for S in parts:
             if is_zero_sensitivity(S):
                 continue
@@ -573,10 +654,19 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     n = len(args)
     if not holds_mutables(args):
         result = boundary(args, out, Abox)
-        return ProcResult(result, lambda A, Abox2: ((), Z, (Z,) + tuple(fold(result, A, Abox2)) + (Z,) * (len(out) - 1 - n),
-                                                    None))
+        return ProcResult(
+            result,
+            lambda A, Abox2: (
+                (),
+                Z,
+                (Z,) + tuple(fold(result, A, Abox2)) + (Z,) * (len(out) - 1 - n),
+                None,
+            ),
+        )
     folds = [folded_with_transpose(a, s, Abox) for a, s in zip(args, out[1 : 1 + n])]
-    result = tuple(folded for folded, _ in folds)  # (boundary's values: the transposes know these lists)
+    result = tuple(
+        folded for folded, _ in folds
+    )  # (boundary's values: the transposes know these lists)
 
     def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
         # the gradients are new values; mutable ones (lists, dicts) keep their sensitivity in Abox2
@@ -586,8 +676,19 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
     return ProcResult(result, boundary_backprop)
 
 
-for _fn in (_shift_callee, _shift_callee_relayout, _operator_result, _call_tower, _call_transform, _call_on_constants_tower,
-            _call_plus_tower, _call_positionally_tower, _keyword_backprop_plus, _binop_tower, _run_backprop_tower):
+for _fn in (
+    _shift_callee,
+    _shift_callee_relayout,
+    _operator_result,
+    _call_tower,
+    _call_transform,
+    _call_on_constants_tower,
+    _call_plus_tower,
+    _call_positionally_tower,
+    _keyword_backprop_plus,
+    _binop_tower,
+    _run_backprop_tower,
+):
     _fn.__dplus_derived__ = ("tower",)
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
@@ -598,12 +699,27 @@ defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
 defnondiff(runtime_ops.select_binop)
-register_primitive(runtime_ops.call, _call_tower, note="calling a callee from generated code (derivatives of derivatives)")
-register_primitive(runtime_ops.call_on_constants, _call_on_constants_tower,
-                   note="calling a callee on constants from generated code (derivatives of derivatives)")
+register_primitive(
+    runtime_ops.call,
+    _call_tower,
+    note="calling a callee from generated code (derivatives of derivatives)",
+)
+register_primitive(
+    runtime_ops.call_on_constants,
+    _call_on_constants_tower,
+    note="calling a callee on constants from generated code (derivatives of derivatives)",
+)
 register_primitive(run_backprop, _run_backprop_tower)
-register_primitive(call_plus, _call_plus_tower, note="calling a plus-function from outside (derivatives of derivatives)")
-register_primitive(apply_transform, _call_plus_tower, note="calling a rule's transform (derivatives of derivatives)")
+register_primitive(
+    call_plus,
+    _call_plus_tower,
+    note="calling a plus-function from outside (derivatives of derivatives)",
+)
+register_primitive(
+    apply_transform,
+    _call_plus_tower,
+    note="calling a rule's transform (derivatives of derivatives)",
+)
 register_primitive(runtime_ops.binop_plus, _binop_tower)
 register_primitive(runtime_ops.accumulate, _accumulate_tower)
 register_primitive(runtime_ops.add, _add_tower)
@@ -615,6 +731,7 @@ defnondiff(stash_dual)
 defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
 register_primitive(boundary, _boundary_tower)
+
 
 def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
     out = default_sensitivity(result, sensitivity)
@@ -726,15 +843,19 @@ def _onehot_rule(i: int, A: Any, n: int) -> ProcResult:
 
 
 def _tuple_part_rule(S: Any, i: int, n: int) -> ProcResult:
-    return ProcResult(tuple_part(S, i, n), lambda A, Abox: ((), OneHot(i, A, n) if A is not Z else Z, None, None))
+    return ProcResult(
+        tuple_part(S, i, n), lambda A, Abox: ((), OneHot(i, A, n) if A is not Z else Z, None, None)
+    )
 
 
 def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
     if is_ndarray(v):
         # linear in the rows' sensitivities: its transpose hands each row its part
         n = len(parts)
-        return ProcResult(runtime_ops.unpack_sensitivity(v, parts),
-                          lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))))
+        return ProcResult(
+            runtime_ops.unpack_sensitivity(v, parts),
+            lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))),
+        )
     if type(v) is list:
         # a new list of the parts: its sensitivity, kept in Abox2, is theirs
         r = runtime_ops.unpack_sensitivity(v, parts)
@@ -776,7 +897,11 @@ def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tup
             i = len(args)
             by_name[p.name] = Z if all(is_zero_sensitivity(e) for e in extra) else tuple(extra)
         elif p.kind is p.VAR_KEYWORD:
-            rest = {k: v for k, v in (kw.items() if isinstance(kw, dict) else ()) if k not in sig.parameters}
+            rest = {
+                k: v
+                for k, v in (kw.items() if isinstance(kw, dict) else ())
+                if k not in sig.parameters
+            }
             by_name[p.name] = rest if rest else Z
         elif isinstance(kw, dict) and p.name in kw:
             by_name[p.name] = kw[p.name]
@@ -790,7 +915,9 @@ def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, *given_defaults: A
     values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
 
     def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(values)), Abox)
+        out = runtime_ops.unbind_sensitivities(
+            sig, args, kwargs, Z, tuple_items(A, len(values)), Abox
+        )
         kw_sens = out[-1] if kwargs else Z
         if isinstance(kw_sens, dict):
             # ``kwargs`` is the plus-function's ``**`` dict: its sensitivity lives in Abox
@@ -806,7 +933,9 @@ def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, *given_defaults: A
     return ProcResult(values, bind_arguments_backprop)
 
 
-def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any, sens: tuple, Abox: Any) -> ProcResult:
+def _unbind_sensitivities_rule(
+    sig: Any, args: tuple, kwargs: dict, closure: Any, sens: tuple, Abox: Any
+) -> ProcResult:
     out = runtime_ops.unbind_sensitivities(sig, args, kwargs, closure, sens, Abox)
 
     def unbind_sensitivities_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
@@ -815,7 +944,15 @@ def _unbind_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, closure: Any
                 "derivatives of order three and more through keyword arguments are not supported yet; "
                 "pass the arguments by position"
             )
-        return (), None, Z, Z, tuple_items(A, len(out))[0], _parameter_sensitivities(sig, args, kwargs, A), None
+        return (
+            (),
+            None,
+            Z,
+            Z,
+            tuple_items(A, len(out))[0],
+            _parameter_sensitivities(sig, args, kwargs, A),
+            None,
+        )
 
     return ProcResult(out, unbind_sensitivities_backprop)
 
@@ -827,7 +964,9 @@ def _parameter_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, S: Any) -
     def parameter_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is Z:
             return (), None, Z, Z, Z
-        back = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, tuple_items(A, len(out)), Abox)
+        back = runtime_ops.unbind_sensitivities(
+            sig, args, kwargs, Z, tuple_items(A, len(out)), Abox
+        )
         return (), None, Z, Z, back
 
     return ProcResult(out, parameter_sensitivities_backprop)
@@ -855,7 +994,10 @@ register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
 register_primitive(runtime_ops.default_sensitivities, _default_sensitivities_rule)
 register_primitive(_parameter_sensitivities, _parameter_sensitivities_rule)
 register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
-register_primitive(runtime_ops.keyword_sensitivities, _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"))
+register_primitive(
+    runtime_ops.keyword_sensitivities,
+    _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"),
+)
 
 
 def _keyword_sensitivity_rule(g: tuple, pos: int, name: str) -> ProcResult:
@@ -881,7 +1023,9 @@ def _keywords_by_name_rule(out: tuple, names: tuple, npos: int, keywords: tuple)
         back = parts[: 1 + npos] + tuple(by_name.get(k, Z) for k in names[npos : n - 1])
         return (), back, None, None, None
 
-    return ProcResult(runtime_ops.keywords_by_name(out, names, npos, keywords), keywords_by_name_backprop)
+    return ProcResult(
+        runtime_ops.keywords_by_name(out, names, npos, keywords), keywords_by_name_backprop
+    )
 
 
 def _keywords_at_rule(g: tuple, pos: int, names: tuple) -> ProcResult:
@@ -903,7 +1047,9 @@ def _merged_keywords_rule(bound: dict, kwargs: dict) -> ProcResult:
             return (), Z, Z
         by_name = dict(zip(out[0], tuple_items(tuple_items(S, 2)[1], len(out[0]))))
         # ``kwargs`` is a ``**`` dict: its sensitivity lives in Abox
-        handover(Abox, kwargs, {k: by_name[k] for k in kwargs if not is_zero_sensitivity(by_name[k])})
+        handover(
+            Abox, kwargs, {k: by_name[k] for k in kwargs if not is_zero_sensitivity(by_name[k])}
+        )
         return (), KeywordDict({k: by_name[k] for k in bound if k not in kwargs}), Z
 
     return ProcResult(out, merged_keywords_backprop)
@@ -926,10 +1072,16 @@ register_primitive(runtime_ops.merged_keywords, _merged_keywords_rule)
 register_primitive(runtime_ops.call_plus_keywords, _call_plus_keywords_rule)
 register_primitive(runtime_ops.keywords_at, _keywords_at_rule)
 register_primitive(runtime_ops.keywords_by_name, _keywords_by_name_rule)
-register_primitive(runtime_ops.double_star_sensitivity,
-                   _unsupported_again(runtime_ops.double_star_sensitivity, "keyword arguments"))
+register_primitive(
+    runtime_ops.double_star_sensitivity,
+    _unsupported_again(runtime_ops.double_star_sensitivity, "keyword arguments"),
+)
+
+
 def _onehot_value_rule(S: OneHot) -> ProcResult:
-    return ProcResult(S.value, lambda A, Abox: ((), OneHot(S.index, A, S.length) if A is not Z else Z))
+    return ProcResult(
+        S.value, lambda A, Abox: ((), OneHot(S.index, A, S.length) if A is not Z else Z)
+    )
 
 
 def _onehot_int_rule(name: str) -> Callable[[OneHot], ProcResult]:
@@ -965,7 +1117,9 @@ def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., Pr
                 "(pass what it needs as arguments)"
             )
         G = make(fplus, f, *rest)
-        return ProcResult(G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest))
+        return ProcResult(
+            G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest)
+        )
 
     return maker_rule
 
@@ -973,7 +1127,9 @@ def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., Pr
 _make_gradient_rule = _derived_maker_rule(_make_gradient, "grad")
 
 
-def _gradient_outermost_tower(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> ProcResult:
+def _gradient_outermost_tower(
+    fplus: Any, sensitivity: Any, args: tuple, kwargs: dict
+) -> ProcResult:
     """The transform of ``api._gradient_outermost``: ``_gradient_steps`` differentiated from its source."""
     return call_plus(lift(_gradient_steps), fplus, sensitivity, args, kwargs)
 
@@ -1003,7 +1159,11 @@ register_primitive(_api.dplus, _dplus_inside, note="dplus called inside differen
 # again yet: refused naming what the user's code did, never these internals.
 def _iterated(seq: Any, *rest: Any) -> str:
     """What the user's code iterated, for a refusal: ``sum() over a NumPy array``."""
-    kinds = {_iterables.LIST: "a list", _iterables.ARRAY: "a NumPy array", _iterables.REPEAT: "itertools.repeat"}
+    kinds = {
+        _iterables.LIST: "a list",
+        _iterables.ARRAY: "a NumPy array",
+        _iterables.REPEAT: "itertools.repeat",
+    }
     return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
 
 
@@ -1011,7 +1171,10 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
     """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
     Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
     part back (iterators, sets and repeats keep the refusal)."""
-    if sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST) or s is None:
+    if (
+        sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST)
+        or s is None
+    ):
         return _refused_seq_sens(sq, s, Abox)
     r = sq.sens(s, Abox)
 
@@ -1023,7 +1186,10 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
         if S is Z or S is None:
             return (), Z, Z, None
         n = len(s)
-        parts = [tuple_part(S, i, len(sq.items)) if sq.kind == _iterables.TUPLE else S[i] for i in range(n)]
+        parts = [
+            tuple_part(S, i, len(sq.items)) if sq.kind == _iterables.TUPLE else S[i]
+            for i in range(n)
+        ]
         return (), Z, parts if type(s) is list else tuple(parts), None
 
     return ProcResult(r, seq_sens_backprop)
@@ -1042,28 +1208,43 @@ def _seq_rule(value: Any, items: Any, kind: int, fn: str, arg: str) -> ProcResul
 
 def _seq_attribute_rule(name: str) -> Callable[[Any], ProcResult]:
     def seq_attribute_rule(sq: Any) -> ProcResult:
-        return ProcResult(getattr(sq, name), lambda A, Abox: ((), Z if A is Z or A is None else {name: A}))
+        return ProcResult(
+            getattr(sq, name), lambda A, Abox: ((), Z if A is Z or A is None else {name: A})
+        )
 
     return seq_attribute_rule
 
 
-register_primitive(_iterables.Seq, _seq_rule, note="internal: a rule's iterable argument, at the next order")
+register_primitive(
+    _iterables.Seq, _seq_rule, note="internal: a rule's iterable argument, at the next order"
+)
 register_attribute(_iterables.Seq, "items", _seq_attribute_rule("items"))
 register_attribute(_iterables.Seq, "value", _seq_attribute_rule("value"))
 
 _refused_seq_sens = _unsupported_again(
-    _iterables.Seq.sens, _iterated,
+    _iterables.Seq.sens,
+    _iterated,
     "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
-    "again, and pass lists, tuples or arrays rather than iterators")
-register_primitive(_iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity")
+    "again, and pass lists, tuples or arrays rather than iterators",
+)
+register_primitive(
+    _iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity"
+)
 
 # A set's sensitivity is a dict keyed by its elements, made and read by these helpers of the
 # set rules: refused at the next order, naming sets.
 _SETS_AGAIN = "the elements of sets"
 _SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
 for _helper_module, _helper_name in (
-    (_containers, "set_sensitivity"), (_containers, "set_entry"), (_containers, "set_items_sensitivities"),
-    (_iterables, "set_sens"), (_sets, "_route"),
+    (_containers, "set_sensitivity"),
+    (_containers, "set_entry"),
+    (_containers, "set_items_sensitivities"),
+    (_iterables, "set_sens"),
+    (_sets, "_route"),
 ):
     _helper = getattr(_helper_module, _helper_name)
-    register_primitive(_helper, _unsupported_again(_helper, _SETS_AGAIN, _SETS_FIX), note="internal: refused at the next order")
+    register_primitive(
+        _helper,
+        _unsupported_again(_helper, _SETS_AGAIN, _SETS_FIX),
+        note="internal: refused at the next order",
+    )

@@ -49,12 +49,36 @@ __all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
 
 MAX_STATEMENTS = 40
 _MAX_DEPTH = 3  # inlined bodies are searched again for calls, this many levels deep
-_FLAGS_EXCLUDED = 0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200  # *args, **kw, generator, coroutine, async
-_FORBIDDEN = (ast.Return, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
-              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Yield, ast.YieldFrom, ast.Await,
-              ast.For, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Import, ast.ImportFrom,
-              ast.Match, ast.Starred,
-              ast.NamedExpr) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_FLAGS_EXCLUDED = (
+    0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
+)  # *args, **kw, generator, coroutine, async
+_FORBIDDEN = (
+    ast.Return,
+    ast.Global,
+    ast.Nonlocal,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+    ast.For,
+    ast.While,
+    ast.Try,
+    ast.With,
+    ast.AsyncWith,
+    ast.AsyncFor,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Match,
+    ast.Starred,
+    ast.NamedExpr,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _DYNAMIC_NAMES = {"locals", "vars", "globals", "eval", "exec", "super", "dir"}
 
 _GONE = object()  # a guard cell's value once its function has another rule: no global `is` it
@@ -106,16 +130,24 @@ class _Callee:
         self.node = node
         self.params = [a.arg for a in node.args.args]
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body = body[1:]  # the docstring
         self.body = body[:-1]
         self.result = body[-1].value
         self.locals = _bound_names(ast.Module(body=body, type_ignores=[])) | set(self.params)
-        self.reads = {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - self.locals
+        self.reads = {
+            n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        } - self.locals
 
 
-def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords: list) -> _Callee | None:
+def _callee(
+    fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords: list
+) -> _Callee | None:
     """The definition of ``fn`` when a call of it with these arguments may be inlined."""
     if type(fn) is not types.FunctionType or fn is caller or keywords:
         return None
@@ -123,10 +155,18 @@ def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords:
     if t is None or getattr(t, "__dplus_source__", None) is not fn:
         return None  # not define_dplus: no rule, or one written by hand
     code = fn.__code__
-    if (fn.__globals__ is not caller.__globals__ or code.co_filename != caller.__code__.co_filename
-            or fn.__closure__ or fn.__defaults__ or fn.__kwdefaults__ or code.co_flags & _FLAGS_EXCLUDED
-            or code.co_kwonlyargcount or code.co_posonlyargcount or code.co_argcount != len(args)
-            or any(isinstance(a, ast.Starred) for a in args)):
+    if (
+        fn.__globals__ is not caller.__globals__
+        or code.co_filename != caller.__code__.co_filename
+        or fn.__closure__
+        or fn.__defaults__
+        or fn.__kwdefaults__
+        or code.co_flags & _FLAGS_EXCLUDED
+        or code.co_kwonlyargcount
+        or code.co_posonlyargcount
+        or code.co_argcount != len(args)
+        or any(isinstance(a, ast.Starred) for a in args)
+    ):
         return None
     from .source import function_source
 
@@ -147,7 +187,9 @@ def _callee(fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords:
             if isinstance(n, ast.Name) and n.id in _DYNAMIC_NAMES:
                 return None
             statements += isinstance(n, ast.stmt)
-    if statements > MAX_STATEMENTS or any(isinstance(n, _FORBIDDEN[1:]) for n in walk(body[-1].value)):
+    if statements > MAX_STATEMENTS or any(
+        isinstance(n, _FORBIDDEN[1:]) for n in walk(body[-1].value)
+    ):
         return None
     return _Callee(fn, node)
 
@@ -187,8 +229,12 @@ class _Inliner:
     def stmt(self, st: ast.stmt) -> list[ast.stmt]:
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(st, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) \
-                    and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if (
+                isinstance(inner, list)
+                and inner
+                and isinstance(inner[0], ast.stmt)
+                and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ):
                 setattr(st, field, self.block(inner))
         if isinstance(st, ast.Try):
             for h in st.handlers:
@@ -198,8 +244,12 @@ class _Inliner:
             call = st.value
         elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
             call = st.value
-        if call is None or not isinstance(call.func, ast.Name) or call.func.id in self.bound \
-                or len(self.active) >= _MAX_DEPTH:
+        if (
+            call is None
+            or not isinstance(call.func, ast.Name)
+            or call.func.id in self.bound
+            or len(self.active) >= _MAX_DEPTH
+        ):
             return [st]
         fn = self.fn.__globals__.get(call.func.id)
         if fn is None or any(fn is a for a in self.active):
@@ -220,19 +270,29 @@ class _Inliner:
                 temps.append(a)
                 continue
             t = self.fresh(f"{fn.__name__}_arg")
-            out.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=a), st))
+            out.append(
+                ast.copy_location(
+                    ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=a), st
+                )
+            )
             temps.append(ast.Name(id=t, ctx=ast.Load()))
         out = self.block(out)  # an argument that is itself a call of an inlinable function
         renamed = {name: self.fresh(f"{fn.__name__}_{name}") for name in sorted(callee.locals)}
         body: list[ast.stmt] = [
-            ast.copy_location(ast.Assign(targets=[ast.Name(id=renamed[p], ctx=ast.Store())], value=_copy(a)), st)
+            ast.copy_location(
+                ast.Assign(targets=[ast.Name(id=renamed[p], ctx=ast.Store())], value=_copy(a)), st
+            )
             for p, a in zip(callee.params, temps)
         ]
         body += [_rename(s, renamed) for s in callee.body]
         result = _rename(callee.result, renamed)
         if isinstance(st, ast.Assign):
-            body.append(ast.copy_location(ast.Assign(targets=[_rename(st.targets[0], {})], value=result),
-                                          callee.node.body[-1]))
+            body.append(
+                ast.copy_location(
+                    ast.Assign(targets=[_rename(st.targets[0], {})], value=result),
+                    callee.node.body[-1],
+                )
+            )
         elif isinstance(st, ast.Return):
             body.append(ast.copy_location(ast.Return(value=result), callee.node.body[-1]))
         else:
@@ -252,7 +312,11 @@ class _Inliner:
 
 
 def _copy(e: ast.expr) -> ast.expr:
-    return ast.Name(id=e.id, ctx=ast.Load()) if isinstance(e, ast.Name) else ast.Constant(value=e.value)
+    return (
+        ast.Name(id=e.id, ctx=ast.Load())
+        if isinstance(e, ast.Name)
+        else ast.Constant(value=e.value)
+    )
 
 
 def _rename(node: Any, names: dict[str, str]) -> Any:
@@ -265,7 +329,9 @@ def _rename(node: Any, names: dict[str, str]) -> Any:
     return new
 
 
-def inline_calls(fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def inline_calls(
+    fn: types.FunctionType, node: ast.FunctionDef | ast.Lambda
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Inline the calls in ``node`` (``fn``'s definition, changed in place) that may be.
 
     Returns the guard names, with the function each stands for, and the tests the

@@ -16,7 +16,8 @@ import numbers
 import sys
 import types
 from functools import singledispatch
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .errors import SensitivityError
 from .result import ProcResult
@@ -44,9 +45,9 @@ class GenZero:
 
     __slots__ = ()
     __array_ufunc__ = None  # make NumPy defer to our reflected operators
-    _instance: "GenZero | None" = None
+    _instance: GenZero | None = None
 
-    def __new__(cls) -> "GenZero":
+    def __new__(cls) -> GenZero:
         if cls._instance is None:
             cls._instance = object.__new__(cls)
         return cls._instance
@@ -71,7 +72,7 @@ class GenZero:
     def __rsub__(self, other: Any) -> Any:
         return other
 
-    def __mul__(self, other: Any) -> "GenZero":
+    def __mul__(self, other: Any) -> GenZero:
         return self
 
     __rmul__ = __mul__
@@ -79,20 +80,20 @@ class GenZero:
     __matmul__ = __mul__
     __rmatmul__ = __mul__
 
-    def __neg__(self) -> "GenZero":
+    def __neg__(self) -> GenZero:
         return self
 
     __pos__ = __neg__
 
-    def conjugate(self) -> "GenZero":
+    def conjugate(self) -> GenZero:
         return self
 
     @property
-    def real(self) -> "GenZero":
+    def real(self) -> GenZero:
         return self
 
     @property
-    def imag(self) -> "GenZero":
+    def imag(self) -> GenZero:
         return self
 
 
@@ -125,7 +126,18 @@ def is_ndarray(x: Any) -> bool:
     return np is not None and isinstance(x, np.ndarray)
 
 
-_ATOM_TYPES = (type(None), str, bytes, bool, range, type, types.ModuleType, slice, type(Ellipsis), enum.Enum)
+_ATOM_TYPES = (
+    type(None),
+    str,
+    bytes,
+    bool,
+    range,
+    type,
+    types.ModuleType,
+    slice,
+    type(Ellipsis),
+    enum.Enum,
+)
 
 
 def is_atom(x: Any) -> bool:
@@ -172,7 +184,7 @@ class TupleAccumulator:
     def __repr__(self) -> str:
         return f"TupleAccumulator({self.items!r})"
 
-    def add_in_place(self, v: Any) -> "TupleAccumulator":
+    def add_in_place(self, v: Any) -> TupleAccumulator:
         items = self.items
         if type(v) is OneHot:
             items[v.index] = add(items[v.index], v.value)
@@ -210,6 +222,7 @@ def tuple_items(S: Any, n: int) -> tuple:
 
 # --------------------------------------------------------------------------
 # add
+
 
 @singledispatch
 def _add(u: Any, v: Any) -> Any:
@@ -444,7 +457,11 @@ def object_attributes(obj: Any) -> dict:
     """The instance attributes of a user object (``__dict__`` and ``__slots__``)."""
     attrs: dict = {}
     for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()) if not isinstance(getattr(cls, "__slots__", ()), str) else (cls.__slots__,):
+        for name in (
+            getattr(cls, "__slots__", ())
+            if not isinstance(getattr(cls, "__slots__", ()), str)
+            else (cls.__slots__,)
+        ):
             if name in ("__dict__", "__weakref__"):
                 continue
             if hasattr(obj, name):
@@ -520,7 +537,9 @@ def _coerce_dict(u: dict, v: Any) -> dict:
         return {k: coerce_zero(u[k], val) if k in u else zero(val) for k, val in v.items()} | {
             k: a for k, a in u.items() if k not in v
         }
-    if not isinstance(v, (list, tuple)) and (hasattr(v, "__dict__") or hasattr(type(v), "__slots__")):
+    if not isinstance(v, (list, tuple)) and (
+        hasattr(v, "__dict__") or hasattr(type(v), "__slots__")
+    ):
         attrs = object_attributes(v)
         return {k: coerce_zero(u[k], val) if k in u else zero(val) for k, val in attrs.items()}
     return dict(u)

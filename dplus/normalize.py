@@ -27,21 +27,68 @@ Atom = ast.Name | ast.Constant
 
 
 # builtins registered as non-differentiable (primitives/builtins.py) that generated code calls directly
-_NONDIFF_BUILTINS = {name: getattr(builtins, name) for name in (
-    "range", "len", "isinstance", "issubclass", "type", "bool", "any", "all", "id", "hash", "repr", "str",
-    "callable", "hasattr", "ord", "chr", "int", "round")}
-_FRESH_LIST_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")}
+_NONDIFF_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in (
+        "range",
+        "len",
+        "isinstance",
+        "issubclass",
+        "type",
+        "bool",
+        "any",
+        "all",
+        "id",
+        "hash",
+        "repr",
+        "str",
+        "callable",
+        "hasattr",
+        "ord",
+        "chr",
+        "int",
+        "round",
+    )
+}
+_FRESH_LIST_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in ("zip", "enumerate", "map", "filter", "reversed", "sorted")
+}
 _TUPLE_ITEM_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate")}
 _ZIP = {"zip": builtins.zip}
 # builtins that see the caller's namespace (normalize gives them the user's)
-_INTROSPECTION_BUILTINS = {name: getattr(builtins, name) for name in ("locals", "vars", "dir", "globals", "eval", "exec")}
+_INTROSPECTION_BUILTINS = {
+    name: getattr(builtins, name) for name in ("locals", "vars", "dir", "globals", "eval", "exec")
+}
 UNBOUND = "<dplus: a variable not bound yet>"  # (a constant in generated code: a str)
 # lazy in Python: a loop over them sees the writes its body makes into the lists they read
 _LIVE_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate", "reversed")}
 _LIVE_CALLERS = {name: getattr(builtins, name) for name in ("map", "filter")}
 # calls that cannot write into a list: builtins and functions of these modules, by their names
-_PURE_BUILTINS = {"abs", "min", "max", "sum", "len", "range", "float", "int", "round", "pow", "divmod", "isinstance",
-                  "bool", "str", "repr", "type", "print", "complex", "any", "all", "hash", "id"}
+_PURE_BUILTINS = {
+    "abs",
+    "min",
+    "max",
+    "sum",
+    "len",
+    "range",
+    "float",
+    "int",
+    "round",
+    "pow",
+    "divmod",
+    "isinstance",
+    "bool",
+    "str",
+    "repr",
+    "type",
+    "print",
+    "complex",
+    "any",
+    "all",
+    "hash",
+    "id",
+}
 _PURE_MODULES = {"math", "cmath"}
 
 
@@ -71,11 +118,13 @@ class IRFunction:
     retval: str
     filename: str
     lineno: int
-    children: list["IRFunction"] = attrs.field(factory=list)
+    children: list[IRFunction] = attrs.field(factory=list)
     is_lambda: bool = False
     boxed: set[str] = attrs.field(factory=set)
     ret_flag: str | None = None
-    outer_boxed: set[str] = attrs.field(factory=set)  # boxed variables owned by an enclosing function
+    outer_boxed: set[str] = attrs.field(
+        factory=set
+    )  # boxed variables owned by an enclosing function
 
 
 def closure_reads(fdef: ast.AST) -> list[str]:
@@ -84,7 +133,9 @@ def closure_reads(fdef: ast.AST) -> list[str]:
     are. Its ``def`` statement holds no body, so walking it finds none of them."""
     if not hasattr(fdef, "dp_ir"):
         return []
-    defaults = list(getattr(fdef, "dp_defaults", [])) + [d for d in getattr(fdef, "dp_kw_defaults", []) if d is not None]
+    defaults = list(getattr(fdef, "dp_defaults", [])) + [
+        d for d in getattr(fdef, "dp_kw_defaults", []) if d is not None
+    ]
     return sorted(fdef.dp_ir.scope.free) + [d.id for d in defaults if isinstance(d, ast.Name)]
 
 
@@ -111,15 +162,30 @@ def _internal(op: str, args: list[ast.expr]) -> ast.Call:
 
 
 _OP_SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-    ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
 }
 
 
 def _parenthesized(e: ast.expr) -> str:
     """The source of ``e`` as the right operand of a binary operator."""
     text = ast.unparse(e)
-    return f"({text})" if isinstance(e, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Compare, ast.Lambda, ast.NamedExpr)) else text
+    return (
+        f"({text})"
+        if isinstance(e, (ast.BinOp, ast.BoolOp, ast.IfExp, ast.Compare, ast.Lambda, ast.NamedExpr))
+        else text
+    )
 
 
 def _assign(target: str, value: ast.expr, like: ast.AST) -> ast.Assign:
@@ -162,7 +228,9 @@ def _may_escape(stmt: ast.stmt) -> bool:
 
 
 class Normalizer:
-    def __init__(self, scope: Scope, namer: Namer, filename: str, globals_: dict, boxed_here: set[str]) -> None:
+    def __init__(
+        self, scope: Scope, namer: Namer, filename: str, globals_: dict, boxed_here: set[str]
+    ) -> None:
         self.scope = scope
         self.namer = namer
         self.filename = filename
@@ -176,16 +244,29 @@ class Normalizer:
         self.local_names = scope.locals | set(scope.params)
         # names an assignment expression rebinds: read into a temp, so that a read before
         # the rebinding, in the same expression, keeps the value it had (``f(x, (x := 2))``)
-        self.walrus_targets = {n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)}
+        self.walrus_targets = {
+            n.target.id for n in walk(scope.node) if isinstance(n, ast.NamedExpr)
+        }
         body = scope.node.body if isinstance(scope.node.body, list) else []
-        self.unshared = unshared_aug_targets(scope, body, boxed_here, globals_)  # ``a op= b`` may rebind ``a``
+        self.unshared = unshared_aug_targets(
+            scope, body, boxed_here, globals_
+        )  # ``a op= b`` may rebind ``a``
         # dplus's own rule code (differentiated at higher orders) never depends on laziness:
         # its loops stay over lists, whose next-order rules exist
         self.own_code = str(globals_.get("__name__", "")).startswith("dplus.")
         # names bound to a lazy builtin's iterator (``it = map(f, xs)``): Python's live one
-        self.lazy_names = set() if self.own_code else {st.targets[0].id for st in _walk_no_scopes_body(body)
-                           if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-                           and self.makes_lazy_iterator(st.value)}
+        self.lazy_names = (
+            set()
+            if self.own_code
+            else {
+                st.targets[0].id
+                for st in _walk_no_scopes_body(body)
+                if isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and self.makes_lazy_iterator(st.value)
+            }
+        )
 
     # ------------------------------------------------------------------ errors
     def unsupported(self, node: ast.AST, what: str, fix: str = "") -> UnsupportedSyntaxError:
@@ -229,7 +310,14 @@ class Normalizer:
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         _, has_ret = _contains_escape(body, True)
         early = has_ret and not (
-            len([n for n in walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]) == 1
+            len(
+                [
+                    n
+                    for n in walk(ast.Module(body=body, type_ignores=[]))
+                    if isinstance(n, ast.Return)
+                ]
+            )
+            == 1
             and isinstance(body[-1], ast.Return)
             and not any(isinstance(n, ast.Return) for s in body[:-1] for n in _walk_no_scopes(s))
         )
@@ -249,7 +337,9 @@ class Normalizer:
                     rest = self.sub(stmts[i + 1 :])
                     if rest:
                         test = self.temp(ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s)
-                        self.emit(ast.copy_location(ast.If(test=test, body=rest, orelse=[]), stmts[i + 1]))
+                        self.emit(
+                            ast.copy_location(ast.If(test=test, body=rest, orelse=[]), stmts[i + 1])
+                        )
                 return
 
     def escape_flag(self) -> str | None:
@@ -277,8 +367,12 @@ class Normalizer:
 
     def s_Assign(self, s: ast.Assign) -> None:
         value = self.expr(s.value)
-        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in self.lazy_names \
-                and self.makes_lazy_iterator(s.value):
+        if (
+            len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and s.targets[0].id in self.lazy_names
+            and self.makes_lazy_iterator(s.value)
+        ):
             # kept for later: consumed after the program may have changed what it reads
             self.mark_live(self.out[-1])
         for target in s.targets:
@@ -306,13 +400,28 @@ class Normalizer:
             cur = self.temp(ast.Subscript(value=obj, slice=idx, ctx=ast.Load()), s)
             v = self.expr(s.value)
             new = self.temp(self.in_place_op(s, cur, v, shared=True), s)
-            self.emit(ast.copy_location(ast.Assign(targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Store())], value=new), s))
+            self.emit(
+                ast.copy_location(
+                    ast.Assign(
+                        targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Store())], value=new
+                    ),
+                    s,
+                )
+            )
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
             cur = self.temp(ast.Attribute(value=obj, attr=target.attr, ctx=ast.Load()), s)
             v = self.expr(s.value)
             new = self.temp(self.in_place_op(s, cur, v, shared=True), s)
-            self.emit(ast.copy_location(ast.Assign(targets=[ast.Attribute(value=obj, attr=target.attr, ctx=ast.Store())], value=new), s))
+            self.emit(
+                ast.copy_location(
+                    ast.Assign(
+                        targets=[ast.Attribute(value=obj, attr=target.attr, ctx=ast.Store())],
+                        value=new,
+                    ),
+                    s,
+                )
+            )
         else:
             raise self.unsupported(s, "this augmented assignment target")
 
@@ -360,12 +469,23 @@ class Normalizer:
                 value.dp_shared = True
                 return
             self.emit(_assign(target.id, value, like))
-        elif isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) > 0 and all(
-            isinstance(e, ast.Name) and e.id not in self.boxed and e.id not in self.scope.globals_ for e in target.elts
-        ) and len({e.id for e in target.elts}) == len(target.elts) and isinstance(value, ast.Name):
+        elif (
+            isinstance(target, (ast.Tuple, ast.List))
+            and len(target.elts) > 0
+            and all(
+                isinstance(e, ast.Name)
+                and e.id not in self.boxed
+                and e.id not in self.scope.globals_
+                for e in target.elts
+            )
+            and len({e.id for e in target.elts}) == len(target.elts)
+            and isinstance(value, ast.Name)
+        ):
             # a, b = v: unpacked natively; the reverse builds (Aa, Ab) for v
             names = [ast.Name(id=e.id, ctx=ast.Store()) for e in target.elts]
-            node = ast.copy_location(ast.Assign(targets=[ast.Tuple(elts=names, ctx=ast.Store())], value=value), like)
+            node = ast.copy_location(
+                ast.Assign(targets=[ast.Tuple(elts=names, ctx=ast.Store())], value=value), like
+            )
             node.dp_unpack = True
             self.emit(node)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -385,10 +505,25 @@ class Normalizer:
         elif isinstance(target, ast.Subscript):
             obj = self.expr(target.value)
             idx = self.slice_(target.slice)
-            self.emit(ast.copy_location(ast.Assign(targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Store())], value=value), like))
+            self.emit(
+                ast.copy_location(
+                    ast.Assign(
+                        targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Store())], value=value
+                    ),
+                    like,
+                )
+            )
         elif isinstance(target, ast.Attribute):
             obj = self.expr(target.value)
-            self.emit(ast.copy_location(ast.Assign(targets=[ast.Attribute(value=obj, attr=target.attr, ctx=ast.Store())], value=value), like))
+            self.emit(
+                ast.copy_location(
+                    ast.Assign(
+                        targets=[ast.Attribute(value=obj, attr=target.attr, ctx=ast.Store())],
+                        value=value,
+                    ),
+                    like,
+                )
+            )
         else:
             raise self.unsupported(like, f"assignment to {type(target).__name__}")
 
@@ -400,10 +535,19 @@ class Normalizer:
             elif isinstance(t, ast.Subscript):
                 obj = self.expr(t.value)
                 idx = self.slice_(t.slice)
-                self.emit(ast.copy_location(ast.Delete(targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Del())]), s))
+                self.emit(
+                    ast.copy_location(
+                        ast.Delete(targets=[ast.Subscript(value=obj, slice=idx, ctx=ast.Del())]), s
+                    )
+                )
             elif isinstance(t, ast.Attribute):
                 obj = self.expr(t.value)
-                self.emit(ast.copy_location(ast.Delete(targets=[ast.Attribute(value=obj, attr=t.attr, ctx=ast.Del())]), s))
+                self.emit(
+                    ast.copy_location(
+                        ast.Delete(targets=[ast.Attribute(value=obj, attr=t.attr, ctx=ast.Del())]),
+                        s,
+                    )
+                )
             elif isinstance(t, (ast.Tuple, ast.List)):
                 self.s_Delete(ast.copy_location(ast.Delete(targets=t.elts), s))
             else:
@@ -453,7 +597,9 @@ class Normalizer:
         broke = self.namer.fresh("broke") if (orelse and needs) else None
         return _LoopCtx(esc, brk, broke)
 
-    def loop_body(self, ctx: _LoopCtx, prologue: list[ast.stmt], body: list[ast.stmt], like: ast.AST) -> list[ast.stmt]:
+    def loop_body(
+        self, ctx: _LoopCtx, prologue: list[ast.stmt], body: list[ast.stmt], like: ast.AST
+    ) -> list[ast.stmt]:
         saved = self.loop
         self.loop = ctx
         try:
@@ -471,12 +617,17 @@ class Normalizer:
         # iterated as Python does, lazily over the live lists, not over a list of their items
         live = not self.own_code and (
             (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body))
-            or (self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body)))
+            or (self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body))
+        )
         fresh = self.makes_fresh_list(s.iter) and not live
         tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS) and not live
         # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
-        zips = (self.calls_builtin(s.iter, _ZIP) and bool(s.iter.args) and not s.iter.keywords
-                and not any(isinstance(a, ast.Starred) for a in s.iter.args)) and not live
+        zips = (
+            self.calls_builtin(s.iter, _ZIP)
+            and bool(s.iter.args)
+            and not s.iter.keywords
+            and not any(isinstance(a, ast.Starred) for a in s.iter.args)
+        ) and not live
         it = self.expr(s.iter)
         if live:
             self.mark_live(self.out[-1])
@@ -495,7 +646,9 @@ class Normalizer:
             target = _name(elem, ast.Store())
             prologue = self.capture(lambda: self.assign_to(s.target, _name(elem), s))
         body = self.loop_body(ctx, prologue, s.body, s)
-        node = ast.copy_location(ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s)
+        node = ast.copy_location(
+            ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s
+        )
         node.dp_stop = ctx.brk
         node.dp_fresh_iter = fresh
         node.dp_tuple_items = tuple_items
@@ -510,7 +663,9 @@ class Normalizer:
         for node in _walk_no_scopes_body(body):
             if getattr(node, "dp_comp_result", False):
                 continue
-            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
+                node.ctx, (ast.Store, ast.Del)
+            ):
                 return True
             if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
                 return True
@@ -530,18 +685,32 @@ class Normalizer:
         before the loop from items computed as the loop takes them: ``f`` may read what the body
         changes (it is not a builtin or ``math`` function), or the body may write into a list."""
         function = call.args[0] if call.args else None
-        pure = function is None or (isinstance(function, ast.Constant) and function.value is None) \
+        pure = (
+            function is None
+            or (isinstance(function, ast.Constant) and function.value is None)
             or self.is_pure_call(function)
+        )
         return not pure or self.may_write_lists(body)
 
     def is_pure_call(self, func: ast.expr) -> bool:
-        unshadowed = lambda name: name not in self.local_names and name not in self.scope.free  # noqa: E731
+        unshadowed = lambda name: name not in self.local_names and name not in self.scope.free
         if isinstance(func, ast.Name):
-            return (func.id in _PURE_BUILTINS and unshadowed(func.id)
-                    and self.globals.get(func.id, getattr(builtins, func.id)) is getattr(builtins, func.id))
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and unshadowed(func.value.id):
+            return (
+                func.id in _PURE_BUILTINS
+                and unshadowed(func.id)
+                and self.globals.get(func.id, getattr(builtins, func.id))
+                is getattr(builtins, func.id)
+            )
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and unshadowed(func.value.id)
+        ):
             module = self.globals.get(func.value.id)
-            return getattr(module, "__name__", None) in _PURE_MODULES and type(module).__name__ == "module"
+            return (
+                getattr(module, "__name__", None) in _PURE_MODULES
+                and type(module).__name__ == "module"
+            )
         return False
 
     def makes_fresh_list(self, e: ast.expr) -> bool:
@@ -564,10 +733,18 @@ class Normalizer:
             orelse = self.sub(s.orelse)
             if ctx.broke:
                 test = self.temp(ast.UnaryOp(op=ast.Not(), operand=_name(ctx.broke)), s)
-                self.emit(ast.copy_location(ast.If(test=test, body=orelse or [ast.Pass()], orelse=[]), s.orelse[0]))
+                self.emit(
+                    ast.copy_location(
+                        ast.If(test=test, body=orelse or [ast.Pass()], orelse=[]), s.orelse[0]
+                    )
+                )
             else:
                 self.out.extend(orelse)
-        if self.loop is not None and self.ret_flag is not None and _contains_escape(s.body, True)[1]:
+        if (
+            self.loop is not None
+            and self.ret_flag is not None
+            and _contains_escape(s.body, True)[1]
+        ):
             # a return inside the loop leaves the enclosing loop too
             t = self.temp(_name(self.ret_flag), s)
             exit_stmts = self.capture(lambda: self.exit_loops(s))
@@ -607,7 +784,9 @@ class Normalizer:
                 ntest = self.namer.fresh()
                 body = pro + [
                     _assign(ntest, ast.UnaryOp(op=ast.Not(), operand=_name(ctx.brk)), s),
-                    ast.copy_location(ast.If(test=_name(ntest), body=rest or [ast.Pass()], orelse=[]), s),
+                    ast.copy_location(
+                        ast.If(test=_name(ntest), body=rest or [ast.Pass()], orelse=[]), s
+                    ),
                 ]
         finally:
             self.loop = saved
@@ -622,15 +801,21 @@ class Normalizer:
         for h in s.handlers:
             typ = self.expr(h.type) if h.type is not None else None
             hb = self.sub(h.body)
-            handlers.append(ast.copy_location(ast.ExceptHandler(type=typ, name=h.name, body=hb or [ast.Pass()]), h))
+            handlers.append(
+                ast.copy_location(
+                    ast.ExceptHandler(type=typ, name=h.name, body=hb or [ast.Pass()]), h
+                )
+            )
         orelse = self.sub(s.orelse)
         flag = self.escape_flag() if _may_escape(ast.Module(body=s.body, type_ignores=[])) else None
         if orelse and flag is not None:
             # a return (or break, continue) in the body leaves the try without running its
             # else clause: the normalised body only sets the flag and goes on
             test = _name(self.namer.fresh())
-            orelse = [_assign(test.id, ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s.orelse[0]),
-                      ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), s.orelse[0])]
+            orelse = [
+                _assign(test.id, ast.UnaryOp(op=ast.Not(), operand=_name(flag)), s.orelse[0]),
+                ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), s.orelse[0]),
+            ]
         final = self.sub(s.finalbody)
         if not handlers and not final:
             # ``try: ... finally: pass``: the body alone does the same (an exception leaves it as it
@@ -638,7 +823,14 @@ class Normalizer:
             for st in body:
                 self.emit(st)
             return
-        self.emit(ast.copy_location(ast.Try(body=body or [ast.Pass()], handlers=handlers, orelse=orelse, finalbody=final), s))
+        self.emit(
+            ast.copy_location(
+                ast.Try(
+                    body=body or [ast.Pass()], handlers=handlers, orelse=orelse, finalbody=final
+                ),
+                s,
+            )
+        )
 
     def s_TryStar(self, s: ast.AST) -> None:
         raise self.unsupported(s, "try/except* (exception groups)", "use try/except")
@@ -660,7 +852,15 @@ class Normalizer:
         body = self.sub(s.body)
         node_body = body or [ast.Pass()]
         for cm, var, post in reversed(items):
-            node_body = [ast.copy_location(ast.With(items=[ast.withitem(context_expr=cm, optional_vars=var)], body=post + node_body), s)]
+            node_body = [
+                ast.copy_location(
+                    ast.With(
+                        items=[ast.withitem(context_expr=cm, optional_vars=var)],
+                        body=post + node_body,
+                    ),
+                    s,
+                )
+            ]
         self.out.extend(node_body)
 
     def s_Raise(self, s: ast.Raise) -> None:
@@ -675,7 +875,24 @@ class Normalizer:
             m = self.namer.fresh()
             msg_stmts = self.capture(lambda: self.emit(_assign(m, self.expr(s.msg), s)))
             neg = self.temp(ast.UnaryOp(op=ast.Not(), operand=test), s)
-            self.emit(ast.copy_location(ast.If(test=neg, body=msg_stmts + [ast.Raise(exc=ast.Call(func=_name("AssertionError"), args=[_name(m)], keywords=[]), cause=None)], orelse=[]), s))
+            self.emit(
+                ast.copy_location(
+                    ast.If(
+                        test=neg,
+                        body=msg_stmts
+                        + [
+                            ast.Raise(
+                                exc=ast.Call(
+                                    func=_name("AssertionError"), args=[_name(m)], keywords=[]
+                                ),
+                                cause=None,
+                            )
+                        ],
+                        orelse=[],
+                    ),
+                    s,
+                )
+            )
             return
         self.emit(ast.copy_location(ast.Assert(test=test, msg=msg), s))
 
@@ -697,7 +914,9 @@ class Normalizer:
         self.nested_function(s, s.name, s.body, defaults, kw_defaults, False)
         # a decorator is a call applied to the plus-function, the nearest first
         for decorator in reversed(decorators):
-            decorated = self.temp(ast.Call(func=decorator, args=[self.load_name(s.name, s)], keywords=[]), s)
+            decorated = self.temp(
+                ast.Call(func=decorator, args=[self.load_name(s.name, s)], keywords=[]), s
+            )
             self.emit_assign_name(s.name, decorated, s)
 
     def s_AsyncFunctionDef(self, s: ast.AST) -> None:
@@ -710,7 +929,11 @@ class Normalizer:
         raise self.unsupported(s, "async with")
 
     def s_ClassDef(self, s: ast.ClassDef) -> None:
-        raise self.unsupported(s, f"the class definition {s.name!r} inside a differentiated function", "define the class at module level")
+        raise self.unsupported(
+            s,
+            f"the class definition {s.name!r} inside a differentiated function",
+            "define the class at module level",
+        )
 
     def s_Match(self, s: ast.Match) -> None:
         subject = self.expr(s.subject)
@@ -719,7 +942,11 @@ class Normalizer:
             body = self.sub(case.body)
             guard = case.guard  # a condition: evaluated natively, it carries no sensitivity
             prologue = self.capture(lambda: self.capture_bindings(case.pattern, subject, s))
-            cases.append(ast.match_case(pattern=case.pattern, guard=guard, body=prologue + (body or [ast.Pass()])))
+            cases.append(
+                ast.match_case(
+                    pattern=case.pattern, guard=guard, body=prologue + (body or [ast.Pass()])
+                )
+            )
         node = ast.copy_location(ast.Match(subject=subject, cases=cases), s)
         self.emit(node)
 
@@ -754,30 +981,70 @@ class Normalizer:
                 raise self.unsupported(like, "a **rest capture in a mapping pattern")
         elif isinstance(pattern, ast.MatchClass):
             if pattern.patterns:
-                names = self.temp(_internal("match_args", [subject, _const(len(pattern.patterns))]), like)
+                names = self.temp(
+                    _internal("match_args", [subject, _const(len(pattern.patterns))]), like
+                )
                 for i, p in enumerate(pattern.patterns):
-                    attr = self.temp(ast.Subscript(value=names, slice=_const(i), ctx=ast.Load()), like)
-                    part = self.temp(ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like)
+                    attr = self.temp(
+                        ast.Subscript(value=names, slice=_const(i), ctx=ast.Load()), like
+                    )
+                    part = self.temp(
+                        ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like
+                    )
                     self.capture_bindings(p, part, like)
             for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns):
                 part = self.temp(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), like)
                 self.capture_bindings(p, part, like)
         elif isinstance(pattern, ast.MatchOr):
-            if any(isinstance(n, (ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None) for n in walk(pattern)):
-                raise self.unsupported(like, "captures inside an or-pattern", "split the alternatives into separate cases")
+            if any(
+                isinstance(n, (ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None)
+                for n in walk(pattern)
+            ):
+                raise self.unsupported(
+                    like,
+                    "captures inside an or-pattern",
+                    "split the alternatives into separate cases",
+                )
         # MatchValue / MatchSingleton / MatchStar alone bind nothing differentiable
 
-    def nested_function(self, node: ast.AST, name: str, body: list[ast.stmt], defaults: list, kw_defaults: list, is_lambda: bool) -> None:
+    def nested_function(
+        self,
+        node: ast.AST,
+        name: str,
+        body: list[ast.stmt],
+        defaults: list,
+        kw_defaults: list,
+        is_lambda: bool,
+    ) -> None:
         child_scope = next((c for c in self.scope.children if c.node is node), None)
         if child_scope is None or getattr(node, "dp_reanalyse", False):
             # the node was rewritten (a closure inside a comprehension): analyse it afresh
             from .scopes import _analyse, resolve_free
 
             child_scope = _analyse(node)
-            resolve_free(child_scope, self.local_names | self.scope.free | set(self.boxed) | self.namer.generated, set())
-        ir = normalize_function(child_scope, self.namer, self.filename, self.globals, name, is_lambda, self.boxed_visible(child_scope))
+            resolve_free(
+                child_scope,
+                self.local_names | self.scope.free | set(self.boxed) | self.namer.generated,
+                set(),
+            )
+        ir = normalize_function(
+            child_scope,
+            self.namer,
+            self.filename,
+            self.globals,
+            name,
+            is_lambda,
+            self.boxed_visible(child_scope),
+        )
         self.children.append(ir)
-        fdef = ast.FunctionDef(name=name, args=node.args, body=[ast.Pass()], decorator_list=[], returns=None, type_comment=None)
+        fdef = ast.FunctionDef(
+            name=name,
+            args=node.args,
+            body=[ast.Pass()],
+            decorator_list=[],
+            returns=None,
+            type_comment=None,
+        )
         fdef = ast.copy_location(fdef, node)
         fdef.dp_ir = ir
         fdef.dp_defaults = defaults
@@ -813,8 +1080,11 @@ class Normalizer:
 
     def e_UnaryOp(self, e: ast.UnaryOp) -> Atom:
         a = self.expr(e.operand)
-        if (isinstance(e.op, (ast.USub, ast.UAdd)) and isinstance(a, ast.Constant)
-                and type(a.value) in (int, float, complex)):
+        if (
+            isinstance(e.op, (ast.USub, ast.UAdd))
+            and isinstance(a, ast.Constant)
+            and type(a.value) in (int, float, complex)
+        ):
             # a signed number literal (-0.25, x ** -2) is a constant, not an operation
             value = -a.value if isinstance(e.op, ast.USub) else +a.value
             return ast.copy_location(ast.Constant(value=value), e)
@@ -883,8 +1153,12 @@ class Normalizer:
         node = f
         while isinstance(node, ast.Attribute):
             node = node.value
-        if (isinstance(node, ast.Name) and node.id not in self.local_names and node.id not in self.scope.free
-                and node.id not in self.namer.generated):  # (a comprehension's list is a local)
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in self.local_names
+            and node.id not in self.scope.free
+            and node.id not in self.namer.generated
+        ):  # (a comprehension's list is a local)
             return f
         return None
 
@@ -902,13 +1176,19 @@ class Normalizer:
         if name in ("locals", "vars", "dir") and not e.args:
             ns = self.user_namespace(e)
             if name == "dir":
-                return self.expr(ast.copy_location(ast.Call(func=_name("sorted"), args=[ns], keywords=[]), e))
+                return self.expr(
+                    ast.copy_location(ast.Call(func=_name("sorted"), args=[ns], keywords=[]), e)
+                )
             return ns
         if name in ("eval", "exec") and len(e.args) == 1 and not isinstance(e.args[0], ast.Starred):
             source = self.expr(e.args[0])
             g = ast.Call(func=_name("globals"), args=[], keywords=[])
             g.dp_builtin = True
-            node = ast.Call(func=_name(name), args=[source, self.temp(g, e), self.user_namespace(e)], keywords=[])
+            node = ast.Call(
+                func=_name(name),
+                args=[source, self.temp(g, e), self.user_namespace(e)],
+                keywords=[],
+            )
             return self.temp(node, e)
         return None
 
@@ -916,8 +1196,11 @@ class Normalizer:
         """A dict of the user's local variables that are bound here, by value, as ``locals()``
         gives in the plain call; built as a display, so sensitivities reach the variables."""
         sc = self.scope
-        names = [n for n in dict.fromkeys(list(sc.params) + sorted(sc.locals) + sorted(sc.free))
-                 if n not in self.namer.generated and n not in _INTROSPECTION_BUILTINS]
+        names = [
+            n
+            for n in dict.fromkeys(list(sc.params) + sorted(sc.locals) + sorted(sc.free))
+            if n not in self.namer.generated and n not in _INTROSPECTION_BUILTINS
+        ]
         frame = ast.Call(func=_name("locals"), args=[], keywords=[])
         frame.dp_builtin = True  # (only its keys are used: which variables are bound now)
         bound = self.temp(frame, e)
@@ -933,13 +1216,27 @@ class Normalizer:
         special = self.introspection(e)
         if special is not None:
             return special
-        if isinstance(e.func, ast.Name) and e.func.id == "super" and not e.args and not e.keywords and self.scope.params:
+        if (
+            isinstance(e.func, ast.Name)
+            and e.func.id == "super"
+            and not e.args
+            and not e.keywords
+            and self.scope.params
+        ):
             # zero-argument super() reads the __class__ cell and the first argument
-            e = ast.copy_location(ast.Call(func=e.func, args=[_name("__class__"), _name(self.scope.params[0])], keywords=[]), e)
+            e = ast.copy_location(
+                ast.Call(
+                    func=e.func, args=[_name("__class__"), _name(self.scope.params[0])], keywords=[]
+                ),
+                e,
+            )
         func = self.static_callee(e.func)
-        if func is None and isinstance(e.func, ast.Attribute) and not any(
-            isinstance(a, ast.Starred) for a in e.args
-        ) and not any(k.arg is None for k in e.keywords):
+        if (
+            func is None
+            and isinstance(e.func, ast.Attribute)
+            and not any(isinstance(a, ast.Starred) for a in e.args)
+            and not any(k.arg is None for k in e.keywords)
+        ):
             # obj.method(args): one operation, so no bound method is made and wrapped
             obj = self.expr(e.func.value)
             args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
@@ -956,8 +1253,11 @@ class Normalizer:
                 args.append(self.expr(a))
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
         node = ast.Call(func=func, args=args, keywords=keywords)
-        if self.calls_builtin(e, _NONDIFF_BUILTINS) and not any(isinstance(a, ast.Starred) for a in args) \
-                and all(k.arg is not None for k in keywords):
+        if (
+            self.calls_builtin(e, _NONDIFF_BUILTINS)
+            and not any(isinstance(a, ast.Starred) for a in args)
+            and all(k.arg is not None for k in keywords)
+        ):
             node.dp_builtin = True  # zero derivative: called as it is, nothing recorded
         return self.temp(node, e)
 
@@ -982,9 +1282,17 @@ class Normalizer:
         return self.temp(ast.Subscript(value=obj, slice=idx, ctx=ast.Load()), e)
 
     def e_Slice(self, e: ast.Slice) -> Atom:
-        return self.temp(ast.Call(func=_name("slice"), args=[
-            self.expr(x) if x is not None else _const(None) for x in (e.lower, e.upper, e.step)
-        ], keywords=[]), e)
+        return self.temp(
+            ast.Call(
+                func=_name("slice"),
+                args=[
+                    self.expr(x) if x is not None else _const(None)
+                    for x in (e.lower, e.upper, e.step)
+                ],
+                keywords=[],
+            ),
+            e,
+        )
 
     def elements(self, elts: list[ast.expr]) -> list[ast.expr]:
         out: list[ast.expr] = []
@@ -1019,8 +1327,14 @@ class Normalizer:
                 spec = None
                 if v.format_spec is not None:
                     spec = self.expr(v.format_spec)
-                    spec = ast.JoinedStr(values=[ast.FormattedValue(value=spec, conversion=-1, format_spec=None)])
-                values.append(ast.FormattedValue(value=self.expr(v.value), conversion=v.conversion, format_spec=spec))
+                    spec = ast.JoinedStr(
+                        values=[ast.FormattedValue(value=spec, conversion=-1, format_spec=None)]
+                    )
+                values.append(
+                    ast.FormattedValue(
+                        value=self.expr(v.value), conversion=v.conversion, format_spec=spec
+                    )
+                )
             else:
                 values.append(v)
         return self.temp(ast.JoinedStr(values=values), e)
@@ -1033,9 +1347,15 @@ class Normalizer:
         self.nested_function(e, name, body, defaults, kw_defaults, True)
         return _name(name)
 
-    def comprehension(self, e: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, kind: str) -> Atom:
+    def comprehension(
+        self, e: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, kind: str
+    ) -> Atom:
         result = self.namer.fresh("comp")
-        init = {"list": ast.List(elts=[], ctx=ast.Load()), "set": ast.Set(elts=[]), "dict": ast.Dict(keys=[], values=[])}[kind]
+        init = {
+            "list": ast.List(elts=[], ctx=ast.Load()),
+            "set": ast.Set(elts=[]),
+            "dict": ast.Dict(keys=[], values=[]),
+        }[kind]
         if kind == "set":
             init = ast.Call(func=_name("set"), args=[], keywords=[])
             init.dp_builtin = True
@@ -1070,12 +1390,23 @@ class Normalizer:
             body = [ast.copy_location(ast.Assign(targets=[store], value=e.value), e)]
         else:
             meth = "append" if kind == "list" else "add"
-            call = ast.Call(func=ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()), args=[e.elt], keywords=[])
-            call.dp_comp_result = True  # (into the comprehension's own new result: not a write the loop can see)
+            call = ast.Call(
+                func=ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()),
+                args=[e.elt],
+                keywords=[],
+            )
+            call.dp_comp_result = (
+                True  # (into the comprehension's own new result: not a write the loop can see)
+            )
             body = [ast.copy_location(ast.Expr(value=call), e)]
         for cond in reversed(gen.ifs):
             body = [ast.copy_location(ast.If(test=cond, body=body, orelse=[]), cond)]
-        return [ast.copy_location(ast.For(target=gen.target, iter=gen.iter, body=body, orelse=[], type_comment=None), e)]
+        return [
+            ast.copy_location(
+                ast.For(target=gen.target, iter=gen.iter, body=body, orelse=[], type_comment=None),
+                e,
+            )
+        ]
 
     def e_ListComp(self, e: ast.ListComp) -> Atom:
         return self.comprehension(e, "list")
@@ -1113,7 +1444,9 @@ class _Renamer(ast.NodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         # defaults are evaluated where the lambda is made: they see the renamed variables
         node.args.defaults = [self.visit(d) for d in node.args.defaults]
-        node.args.kw_defaults = [self.visit(d) if d is not None else None for d in node.args.kw_defaults]
+        node.args.kw_defaults = [
+            self.visit(d) if d is not None else None for d in node.args.kw_defaults
+        ]
         shadowed = {a.arg for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs}
         inner = _Renamer({k: v for k, v in self.renames.items() if k not in shadowed})
         node.body = inner.visit(node.body)
@@ -1133,7 +1466,12 @@ class _YieldsToList(ast.NodeTransformer):
         self.filename = filename
 
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        start = ast.copy_location(ast.Assign(targets=[_name(self.out, ast.Store())], value=ast.List(elts=[], ctx=ast.Load())), body[0])
+        start = ast.copy_location(
+            ast.Assign(
+                targets=[_name(self.out, ast.Store())], value=ast.List(elts=[], ctx=ast.Load())
+            ),
+            body[0],
+        )
         new = [self.visit(_deepcopy(st)) for st in body]
         end = ast.copy_location(ast.Return(value=_name(self.out)), body[-1])
         return [start] + new + [end]
@@ -1143,25 +1481,34 @@ class _YieldsToList(ast.NodeTransformer):
         err = UnsupportedSyntaxError(
             f"{what} in the generator function {self.name!r} cannot be differentiated by dplus ({self.filename}, line "
             f"{line}): inside differentiated code a generator runs to completion and gives the list of its values; "
-            "use only `yield value` and `yield from iterable` statements")
+            "use only `yield value` and `yield from iterable` statements"
+        )
         err.filename = self.filename
         err.lineno = line if isinstance(line, int) else None
         return err
 
     def _collect(self, method: str, value: ast.expr, like: ast.AST) -> ast.Expr:
-        call = ast.Call(func=ast.Attribute(value=_name(self.out), attr=method, ctx=ast.Load()), args=[value], keywords=[])
+        call = ast.Call(
+            func=ast.Attribute(value=_name(self.out), attr=method, ctx=ast.Load()),
+            args=[value],
+            keywords=[],
+        )
         return ast.copy_location(ast.Expr(value=call), like)
 
     def visit_Expr(self, node: ast.Expr) -> ast.stmt:
         v = node.value
         if isinstance(v, ast.Yield):
-            return self._collect("append", self.visit(v.value) if v.value is not None else _const(None), node)
+            return self._collect(
+                "append", self.visit(v.value) if v.value is not None else _const(None), node
+            )
         if isinstance(v, ast.YieldFrom):
             return self._collect("extend", self.visit(v.value), node)
         return self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> ast.Return:
-        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        if node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None
+        ):
             raise self._refuse(node, "a generator's return value")
         return ast.copy_location(ast.Return(value=_name(self.out)), node)
 
@@ -1199,19 +1546,35 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
         if node.id not in self.names:
             return node
         namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
-        access = ast.copy_location(ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node)
-        access.dp_global = True  # (a read falls back to the builtins, or raises NameError, as Python's)
+        access = ast.copy_location(
+            ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node
+        )
+        access.dp_global = (
+            True  # (a read falls back to the builtins, or raises NameError, as Python's)
+        )
         return access
 
     def _nested(self, node: Any, params: list[str], body: list[ast.AST]) -> Any:
-        declared = {n for st in body for sub in _walk_no_scopes(st) if isinstance(sub, ast.Global) for n in sub.names}
-        bound = set(params) | {sub.id for st in body for sub in _walk_no_scopes(st)
-                               if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+        declared = {
+            n
+            for st in body
+            for sub in _walk_no_scopes(st)
+            if isinstance(sub, ast.Global)
+            for n in sub.names
+        }
+        bound = set(params) | {
+            sub.id
+            for st in body
+            for sub in _walk_no_scopes(st)
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)
+        }
         inner = _ModuleNamespaceAccess((self.names - bound) | declared)
         for field in ("decorator_list",):
             setattr(node, field, [self.visit(d) for d in getattr(node, field, [])])
         node.args.defaults = [self.visit(d) for d in node.args.defaults]
-        node.args.kw_defaults = [self.visit(d) if d is not None else None for d in node.args.kw_defaults]
+        node.args.kw_defaults = [
+            self.visit(d) if d is not None else None for d in node.args.kw_defaults
+        ]
         if isinstance(node.body, list):
             node.body = [inner.visit(st) for st in node.body]
         else:
@@ -1220,7 +1583,12 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
 
     @staticmethod
     def _params(args: ast.arguments) -> list[str]:
-        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        every = (
+            args.posonlyargs
+            + args.args
+            + args.kwonlyargs
+            + [a for a in (args.vararg, args.kwarg) if a]
+        )
         return [a.arg for a in every]
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
@@ -1246,7 +1614,9 @@ def _walk_no_scopes(node: ast.AST):
         for f in n._fields:
             v = getattr(n, f, None)
             if type(v) is list:
-                todo.extend(c for c in v if isinstance(c, ast.AST) and not isinstance(c, _NEW_SCOPES))
+                todo.extend(
+                    c for c in v if isinstance(c, ast.AST) and not isinstance(c, _NEW_SCOPES)
+                )
             elif isinstance(v, ast.AST) and not isinstance(v, _NEW_SCOPES) and f != "ctx":
                 todo.append(v)
 
@@ -1272,16 +1642,34 @@ def normalize_function(
     boxed_from_outside: set[str],
 ) -> IRFunction:
     node = scope.node
-    body = node.body if isinstance(node.body, list) else [ast.copy_location(ast.Return(value=node.body), node.body)]
+    body = (
+        node.body
+        if isinstance(node.body, list)
+        else [ast.copy_location(ast.Return(value=node.body), node.body)]
+    )
     if is_lambda and not isinstance(node.body, list):
         pass
-    if isinstance(node, ast.FunctionDef) and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)):
+    if isinstance(node, ast.FunctionDef) and any(
+        isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)
+    ):
         body = _YieldsToList(namer.fresh("yielded"), name, filename).function_body(body)
     boxed = set(scope.boxed) | boxed_from_outside
     if scope.globals_:
         body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]
     n = Normalizer(scope, namer, filename, globals_, boxed)
     stmts = n.function_body(body)
-    ir = IRFunction(name, node.args, stmts, scope, n.retval, filename, node.lineno, n.children, is_lambda, n.boxed, n.ret_flag,
-                    set(boxed_from_outside))
+    ir = IRFunction(
+        name,
+        node.args,
+        stmts,
+        scope,
+        n.retval,
+        filename,
+        node.lineno,
+        n.children,
+        is_lambda,
+        n.boxed,
+        n.ret_flag,
+        set(boxed_from_outside),
+    )
     return ir

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .errors import ArgumentError, DplusError
 
 __all__ = ["map"]
 
 
-
-def map(f: Callable[[Any], Any], xs: Any, *, client: Any = None, chunks: int | None = None) -> list:  # noqa: A001
+def map(f: Callable[[Any], Any], xs: Any, *, client: Any = None, chunks: int | None = None) -> list:
     """``[f(x) for x in xs]``; with a Dask ``client``, computed in chunks on its workers.
 
     ``chunks``: how many tasks (default: twice the number of workers, at most one per item).
@@ -34,7 +34,10 @@ def map(f: Callable[[Any], Any], xs: Any, *, client: Any = None, chunks: int | N
     items = list(xs)
     if client is None:
         return [f(x) for x in items]
-    futures = [client.submit(run_plain_chunk, f, part, pure=False) for part in split(items, chunk_count(client, chunks, len(items)))]
+    futures = [
+        client.submit(run_plain_chunk, f, part, pure=False)
+        for part in split(items, chunk_count(client, chunks, len(items)))
+    ]
     return list(itertools.chain.from_iterable(client.gather(futures)))
 
 
@@ -46,7 +49,9 @@ def check_arguments(f: Any, client: Any, chunks: Any) -> None:
             f"dplus.parallel.map: client= must be a dask.distributed Client, got {type(client).__name__}"
         )
     if chunks is not None and (type(chunks) is not int or chunks < 1):
-        raise ArgumentError(f"dplus.parallel.map: chunks= must be a positive integer, got {chunks!r}")
+        raise ArgumentError(
+            f"dplus.parallel.map: chunks= must be a positive integer, got {chunks!r}"
+        )
 
 
 def chunk_count(client: Any, chunks: int | None, n: int) -> int:
@@ -104,7 +109,9 @@ def run_backprops(token: str, sensitivities: list) -> tuple:
     from .primitives._iterables import add_closure
 
     with _KEPT_LOCK:
-        bps = _KEPT.get(token)  # (kept until the driver's backprop is garbage-collected: it may run again)
+        bps = _KEPT.get(
+            token
+        )  # (kept until the driver's backprop is garbage-collected: it may run again)
     if bps is None:
         raise DplusError(
             "dplus.parallel.map: the record of a chunk is gone from its worker (the worker restarted or was "

@@ -126,13 +126,15 @@ def _propagate_copies(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
         last = _last_reader(readers.get(t), t, i, reads, live)
         # u must keep its value up to the last read of t (a store in that very
         # statement happens after its right-hand side is read), or be given t back
-        if any(live[k] and not (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
-               for k in _between(storers.get(u, []), i, i if last is None else last)):
+        if any(
+            live[k] and not (_simple(stmts[k]) and _is_name(stmts[k].value, t))  # type: ignore[attr-defined]
+            for k in _between(storers.get(u, []), i, i if last is None else last)
+        ):
             continue
         if last is not None and not _simple(stmts[last]) and u in stores[last]:
             continue
         renamed = []
-        for k in ([] if last is None else _between(readers[t], i, last + 1)):
+        for k in [] if last is None else _between(readers[t], i, last + 1):
             if live[k] and t in reads[k]:
                 x = stmts[k]
                 _rename_loads(x.value if _simple(x) else x, t, u)  # type: ignore[attr-defined]
@@ -149,7 +151,9 @@ def _propagate_copies(stmts: list[ast.stmt], temps: set[str]) -> list[ast.stmt]:
     return [s for s, keep in zip(stmts, live) if keep]
 
 
-def _last_reader(readers: list[int] | None, t: str, i: int, reads: list[set[str]], live: list[bool]) -> int | None:
+def _last_reader(
+    readers: list[int] | None, t: str, i: int, reads: list[set[str]], live: list[bool]
+) -> int | None:
     """The last live statement after ``i`` that reads ``t`` (None: none does). Entries that
     no longer read ``t`` are dropped from ``readers`` on the way."""
     while readers:
@@ -162,7 +166,7 @@ def _last_reader(readers: list[int] | None, t: str, i: int, reads: list[set[str]
 
 def _between(indexes: list[int], lo: int, hi: int) -> list[int]:
     """The entries of the sorted ``indexes`` strictly between ``lo`` and ``hi``."""
-    return indexes[bisect.bisect_right(indexes, lo):bisect.bisect_left(indexes, hi)]
+    return indexes[bisect.bisect_right(indexes, lo) : bisect.bisect_left(indexes, hi)]
 
 
 def _drop_dead_stores(stmts: list[ast.stmt]) -> list[ast.stmt]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextvars
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .errors import UnknownTransformError, describe_callable
 from .linear import gen_zero, is_zero_sensitivity
@@ -51,7 +52,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         def unknown_backprop(A: Any, Abox: Any) -> tuple:
             if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
-            if not is_zero_sensitivity(A) or not is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+            if not is_zero_sensitivity(A) or not is_zero_sensitivity(
+                mutable_sensitivity_of(result, Abox)
+            ):
                 _refuse_internal_again(op)
                 raise UnknownTransformError(
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
@@ -71,7 +74,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
-    unknown_plus.dp_unknown = True  # with constant arguments, a constant (runtime_ops.call_on_constants)
+    unknown_plus.dp_unknown = (
+        True  # with constant arguments, a constant (runtime_ops.call_on_constants)
+    )
     return unknown_plus
 
 
@@ -92,7 +97,9 @@ def _refuse_internal_again(op: Any) -> None:
     if what is None and not str(getattr(fn, "__module__", "") or "").startswith("dplus."):
         return
     if what is not None:
-        raise NonDifferentiableError(f"derivatives of derivatives through {what} are not supported yet{_INTERNAL_FIX}")
+        raise NonDifferentiableError(
+            f"derivatives of derivatives through {what} are not supported yet{_INTERNAL_FIX}"
+        )
     raise NonDifferentiableError(
         f"dplus reached its own {describe_callable(op)}, which has no derivative, while differentiating your "
         "code (most likely at a second or higher order, which does not support this construct yet); "
@@ -133,12 +140,16 @@ def error_unknown_proc_transform(op: Any, op_name: str) -> Any:
     """Raise for any callable with no transform; return non-callables unchanged."""
     if not callable(op):
         return op
-    raise UnknownTransformError(f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}")
+    raise UnknownTransformError(
+        f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}"
+    )
 
 
 def error_unknown_transform(op: Any, op_name: str) -> Any:
     """Raise for everything with no transform: for finding out what is not registered."""
-    raise UnknownTransformError(f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}")
+    raise UnknownTransformError(
+        f"no reverse transform is registered for {_where(op, op_name)}. {_FIX}"
+    )
 
 
 def transform_from_source(op: Any, op_name: str) -> Any:
@@ -151,7 +162,11 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     from .registry import lookup_transform
 
     fn = op.__func__ if type(op) is types.MethodType else op
-    if type(fn) is not types.FunctionType or fn.__module__ is None or fn.__module__.startswith("dplus"):
+    if (
+        type(fn) is not types.FunctionType
+        or fn.__module__ is None
+        or fn.__module__.startswith("dplus")
+    ):
         return error_non_zero_sensitivity_transform(op, op_name)
     from .transformer import plus_function_for
 
@@ -167,7 +182,9 @@ def transform_from_source(op: Any, op_name: str) -> Any:
 
 
 _program_policy: list[Policy] = [error_non_zero_sensitivity_transform]
-_current: contextvars.ContextVar[Policy | None] = contextvars.ContextVar("dplus_unknown_transform", default=None)
+_current: contextvars.ContextVar[Policy | None] = contextvars.ContextVar(
+    "dplus_unknown_transform", default=None
+)
 
 
 class _PolicyScope:

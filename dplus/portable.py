@@ -27,7 +27,14 @@ import threading
 import types
 from typing import Any
 
-__all__ = ["SourceFile", "remember_source", "remember_rule", "carried_lines", "carried_rule", "DEFINED"]
+__all__ = [
+    "SourceFile",
+    "remember_source",
+    "remember_rule",
+    "carried_lines",
+    "carried_rule",
+    "DEFINED",
+]
 
 DEFINED = "define_dplus"
 

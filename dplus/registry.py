@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .errors import DplusError
 from .portable import remember_rule, remember_source
@@ -66,7 +67,9 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     return transform
 
 
-_ON_NEW_RULE: list[Callable[[Any], None]] = []  # called with fn when a rule not derived from its source is registered
+_ON_NEW_RULE: list[
+    Callable[[Any], None]
+] = []  # called with fn when a rule not derived from its source is registered
 
 
 def register_method(cls: type, name: str, transform: Transform, *, note: str = "") -> Transform:
@@ -74,7 +77,9 @@ def register_method(cls: type, name: str, transform: Transform, *, note: str = "
     return register_primitive(getattr(cls, name), transform, note=note)
 
 
-def register_backprop(fn: Any, *, note: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register_backprop(
+    fn: Any, *, note: str = ""
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator for a rule with no shared work between the primal and the backward pass.
 
     The decorated function takes ``fn``'s arguments and returns the backpropagator for

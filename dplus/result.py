@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import attrs
 

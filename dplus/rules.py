@@ -14,7 +14,8 @@ of float fast paths, so no call or closure is made per operation.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .linear import gen_zero
 from .portable import remember_source
@@ -54,7 +55,9 @@ def inline_rules() -> dict[Any, InlineRule]:
     return dict(_INLINE)
 
 
-def defvjp(fn: Any, *grads: Grad | None, inline: bool = True, note: str = "") -> Callable[..., ProcResult]:
+def defvjp(
+    fn: Any, *grads: Grad | None, inline: bool = True, note: str = ""
+) -> Callable[..., ProcResult]:
     """Register the reverse transform of ``fn`` from one gradient function per argument."""
     transform = _vjp_transform(fn, tuple(_no_gradient if g is None else g for g in grads))
     name = getattr(fn, "__name__", "fn")
@@ -143,7 +146,9 @@ def _zero_sensitivities(n: int, kwargs: dict) -> tuple:
     return ((),) + (gen_zero,) * n + (({k: gen_zero for k in kwargs},) if kwargs else ())
 
 
-def defnondiff(fn: Any, *, note: str = "non-differentiable (zero derivative)") -> Callable[..., ProcResult]:
+def defnondiff(
+    fn: Any, *, note: str = "non-differentiable (zero derivative)"
+) -> Callable[..., ProcResult]:
     """Register ``fn`` as having zero derivative in every argument (comparisons, ``len``, ...)."""
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:

@@ -12,7 +12,8 @@ import numbers
 import operator
 import sys
 import types
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
@@ -120,7 +121,9 @@ def _registered_from_carried_rule(f: types.FunctionType) -> Any:
 def _is_rule_closure(f: types.FunctionType) -> bool:
     """A rule's backprop or helper, met again at a higher order: differentiated from its source."""
     module = f.__module__ or ""
-    return module.startswith("dplus.primitives.") or (module.startswith("dplus.") and "<locals>" in f.__qualname__)
+    return module.startswith("dplus.primitives.") or (
+        module.startswith("dplus.") and "<locals>" in f.__qualname__
+    )
 
 
 def apply_transform(T: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
@@ -153,7 +156,14 @@ def as_plain_callable(a: Any) -> Any:
 # mutable values and the box-sensitivity map
 
 _MUTABLE_CACHE: dict[type, bool] = {
-    list: True, dict: True, Box: True, CellKey: True, float: False, int: False, tuple: False, BoxSensitivities: False,
+    list: True,
+    dict: True,
+    Box: True,
+    CellKey: True,
+    float: False,
+    int: False,
+    tuple: False,
+    BoxSensitivities: False,
 }
 
 
@@ -185,11 +195,22 @@ def _type_is_tracked(t: type) -> bool:
         return False
     if issubclass(t, (list, dict, set, Box, collections.deque)):
         return True
-    if issubclass(t, (tuple, str, bytes, int, float, complex, frozenset, ProcResult, BaseException, enum.Enum)):
+    if issubclass(
+        t, (tuple, str, bytes, int, float, complex, frozenset, ProcResult, BaseException, enum.Enum)
+    ):
         return False
-    if issubclass(t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+    if issubclass(
+        t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+    ):
         return False
-    if t.__module__ in ("builtins", "numpy", "functools", "itertools", "types", "typing") or t.__module__.startswith("dplus."):
+    if t.__module__ in (
+        "builtins",
+        "numpy",
+        "functools",
+        "itertools",
+        "types",
+        "typing",
+    ) or t.__module__.startswith("dplus."):
         return False
     return hasattr(t, "__dict__") or bool(getattr(t, "__slots__", ()))
 
@@ -296,7 +317,8 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         if not isinstance(s, dict):
             raise SensitivityError(
                 f"a {type(s).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
-                "from element to sensitivity")
+                "from element to sensitivity"
+            )
         entry = Abox.map_entry(v)
         for k, sk in s.items():
             if sk is not gen_zero and sk is not None:
@@ -348,7 +370,8 @@ def _exact_number_message(v: Any) -> str:
         f"sensitivity reached a {kind} value ({v!r}): exact numbers such as fractions.Fraction and "
         "decimal.Decimal are not differentiable in dplus (their digits are integers, which carry no "
         "sensitivity). Fix: compute with floats, e.g. float(...) of the constant, outside the path "
-        "from the arguments to the result")
+        "from the arguments to the result"
+    )
 
 
 def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
@@ -363,7 +386,8 @@ def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
             raise NonDifferentiableError(
                 f"a list of {len(items)} containers (lists, dicts, objects) was read whole, then resized to "
                 f"{len(v)} elements before its elements' sensitivities could reach them. Fix: read a copy "
-                "(list(xs)) or resize a copy of the list instead")
+                "(list(xs)) or resize a copy of the list instead"
+            )
         entry[i] = add(entry[i], si)
 
 
@@ -372,7 +396,9 @@ def _as_items(s: Any, n: int | None, v: Any) -> list | None:
     ts = type(s)
     if ts is list or ts is tuple:
         if n is not None and len(s) != n:
-            raise SensitivityError(f"a sensitivity of length {len(s)} was given for a list of length {n}")
+            raise SensitivityError(
+                f"a sensitivity of length {len(s)} was given for a list of length {n}"
+            )
         return s
     if ts is OneHot:
         return s.to_list()
@@ -380,7 +406,9 @@ def _as_items(s: Any, n: int | None, v: Any) -> list | None:
         return s.items
     if is_ndarray(s) and (n is None or len(s) == n):
         return list(s)
-    raise SensitivityError(f"a {ts.__name__} was given as the sensitivity of a list of length {len(v) if n is None else n}")
+    raise SensitivityError(
+        f"a {ts.__name__} was given as the sensitivity of a list of length {len(v) if n is None else n}"
+    )
 
 
 def accumulate(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> Any:
@@ -613,7 +641,11 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
             snap.content = "floats"
         elif t is list and _NUMBERS.issuperset(map(type, v)):
             snap.items = v[:]  # numbers only: the layout is the copy
-        elif t is list and _TUPLES.issuperset(map(type, v)) and _FLOATS.issuperset(map(type, _chain(v))):
+        elif (
+            t is list
+            and _TUPLES.issuperset(map(type, v))
+            and _FLOATS.issuperset(map(type, _chain(v)))
+        ):
             snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
             snap.content = "float tuples"
         elif isinstance(v, list):
@@ -672,13 +704,21 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
         if base is None and entry is not gen_zero and len(entry) == len(v):
             # the common case, a list of numbers: one pass, no recursion
-            out = [e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo) for x, e in zip(v, entry)]
+            out = [
+                e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo)
+                for x, e in zip(v, entry)
+            ]
             _memo[key] = out
             return out
         return _fold_list(v, base, entry, Abox, _memo, key)
     if t is tuple or isinstance(v, tuple):
-        if t is tuple and type(s) is tuple and len(s) == len(v) and _FLOATS.issuperset(map(type, s)) \
-                and _NUMBERS.issuperset(map(type, v)):
+        if (
+            t is tuple
+            and type(s) is tuple
+            and len(s) == len(v)
+            and _FLOATS.issuperset(map(type, s))
+            and _NUMBERS.issuperset(map(type, v))
+        ):
             return s  # numbers with their sensitivities: nothing to fold
         if s is gen_zero or s is None:
             items = [gen_zero] * len(v)
@@ -694,7 +734,9 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
     if isinstance(v, collections.deque):
         entry = Abox.get(v) if Abox is not None else gen_zero
-        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+        base = (
+            _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+        )
         if type(entry) is list and len(entry) == len(v):
             base = [add(b, e) for b, e in zip(base, entry)]
         out = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
@@ -711,7 +753,8 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
             raise NonDifferentiableError(
                 "sensitivity reached the elements of a set that comes from outside "
                 "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
-                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)")
+                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)"
+            )
         s = gen_zero
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
@@ -755,7 +798,9 @@ def conform_numpy_sensitivity(v: Any, s: Any) -> Any:
     if isinstance(s, (np.ndarray, np.generic)) and s.dtype == dtype:
         return s
     if dtype.kind in "biu":
-        return zero(v) if isinstance(v, np.ndarray) else s  # (NumPy integer scalars count as numbers)
+        return (
+            zero(v) if isinstance(v, np.ndarray) else s
+        )  # (NumPy integer scalars count as numbers)
     if dtype.kind not in "fc":
         return s
     if dtype.kind == "f" and np.iscomplexobj(s):
@@ -786,15 +831,24 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
-        if snap.content == "float tuples" and base is None and type(entry) is list and len(entry) == len(items) \
-                and _TUPLES.issuperset(map(type, entry)) and _FLOATS.issuperset(map(type, _chain(entry))) \
-                and list(map(len, entry)) == list(map(len, items)):
+        if (
+            snap.content == "float tuples"
+            and base is None
+            and type(entry) is list
+            and len(entry) == len(items)
+            and _TUPLES.issuperset(map(type, entry))
+            and _FLOATS.issuperset(map(type, _chain(entry)))
+            and list(map(len, entry)) == list(map(len, items))
+        ):
             # tuples of floats, each with a tuple of float sensitivities: nothing to fold
             out = entry[:]
             _memo[key] = out
             return out
-        if base is None and snap.content == "floats" and (entry is gen_zero or type(entry) is list
-                                                          and len(entry) == len(items)):
+        if (
+            base is None
+            and snap.content == "floats"
+            and (entry is gen_zero or type(entry) is list and len(entry) == len(items))
+        ):
             # the common case, a list of floats: their sensitivities are the entry's
             out = fold_float_list(snap, Abox)
             if out is None:
@@ -819,7 +873,9 @@ def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict
     """Element by element: the given sensitivities plus the list's ``Abox`` entry."""
     out: list = []
     memo[key] = out
-    if base is None and (entry is gen_zero or len(entry) == len(items) and _ZEROS.issuperset(map(type, entry))):
+    if base is None and (
+        entry is gen_zero or len(entry) == len(items) and _ZEROS.issuperset(map(type, entry))
+    ):
         # no sensitivity for the list itself (the usual case for a list of lists: each row's
         # is in the row's own entry): rows of floats with float entries are copied at once
         append = out.append
@@ -828,7 +884,11 @@ def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict
                 r = memo.get(id(e))
                 if r is None:
                     r = fold_float_list(e, Abox)
-                    r = _fold_snapshot(e, gen_zero, Abox, memo) if r is None else memo.setdefault(id(e), r)
+                    r = (
+                        _fold_snapshot(e, gen_zero, Abox, memo)
+                        if r is None
+                        else memo.setdefault(id(e), r)
+                    )
                 append(r)
             else:
                 append(fold(e, gen_zero, Abox, memo))

@@ -37,12 +37,35 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .errors import DplusError, NonDifferentiableError, SensitivityError
-from .linear import OneHot, TupleAccumulator, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
+from .linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    gen_zero,
+    is_ndarray,
+    is_number,
+    is_zero_sensitivity,
+    tuple_items,
+)
 from .registry import _TRANSFORMS, lookup_transform
 from .rules import defnondiff
-from .result import ProcResult, call_plus  # noqa: F401
-from .runtime import (CellKey, ItemColumns, KeywordDict, accumulate, apply_transform, as_plain_callable,  # noqa: F401
-                      fold, handover, is_tracked_mutable, keyword_sensitivity, keywords_at, layouts, lift, only_floats)
+from .result import ProcResult, call_plus
+from .runtime import (
+    CellKey,
+    ItemColumns,
+    KeywordDict,
+    accumulate,
+    apply_transform,
+    as_plain_callable,  # noqa: F401
+    fold,
+    handover,
+    is_tracked_mutable,
+    keyword_sensitivity,
+    keywords_at,
+    layouts,
+    lift,
+    only_floats,
+)
 
 Z = gen_zero
 _PLUS_CODE_IDS = _PLUS_CODES._items
@@ -91,7 +114,9 @@ def call(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
         if tf is types.FunctionType:
             if id(f) not in _REGISTERED_IDS and id(f.__code__) not in _PLUS_CODE_IDS:
                 t = _TRANSFORMS.get(f)
-                if t is not None:  # the commonest call: a registered function (define_dplus, a rule)
+                if (
+                    t is not None
+                ):  # the commonest call: a registered function (define_dplus, a rule)
                     return t(*args)
         elif tf is types.BuiltinFunctionType or tf is type:  # max, len, zip, enumerate, ...
             t = _TRANSFORMS.get(f)
@@ -141,7 +166,11 @@ def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
     if code.co_flags & (_VARARGS | _VARKW) or code.co_kwonlyargcount or f.__defaults__:
         return None  # it binds keywords itself and reports their sensitivities
     names = code.co_varnames[: code.co_argcount]
-    if len(args) > len(names) or any(k not in names[len(args):] for k in kwargs) or len(args) + len(kwargs) != len(names):
+    if (
+        len(args) > len(names)
+        or any(k not in names[len(args) :] for k in kwargs)
+        or len(args) + len(kwargs) != len(names)
+    ):
         return None  # (a call Python rejects: let it raise its own TypeError)
     return names
 
@@ -159,7 +188,7 @@ def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     names = plain_parameters(f, args, kwargs)
     if names is None:
         return f(*args, **kwargs)
-    full = list(args) + [kwargs[n] for n in names[len(args):]]
+    full = list(args) + [kwargs[n] for n in names[len(args) :]]
     r = f(*full)
     inner = r.backprop
     npos = len(args)
@@ -172,9 +201,14 @@ def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
 
 
 _INPLACE_TO_PLAIN = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
-    operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.imatmul: operator.matmul,
 }
 
 
@@ -253,7 +287,9 @@ def closure_parts(A: Any, n: int) -> tuple:
     """The per-variable parts of a closure's (or a ``*args`` tuple's) sensitivity."""
     parts = tuple_items(A, n)
     if len(parts) != n:
-        raise SensitivityError(f"a closure sensitivity of length {len(parts)} was given for a function closing over {n} variables")
+        raise SensitivityError(
+            f"a closure sensitivity of length {len(parts)} was given for a function closing over {n} variables"
+        )
     return parts
 
 
@@ -430,7 +466,9 @@ class LiveIteration:
             self.it = map(self._call, *args)
         elif fn is filter:
             self.positions = []
-            self.it = self._kept(bool if function is None else as_plain_callable(function), iter(args[0]))
+            self.it = self._kept(
+                bool if function is None else as_plain_callable(function), iter(args[0])
+            )
         else:
             self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
 
@@ -463,16 +501,23 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     iterables, start = args, 0
     if fn is enumerate:  # (its start: the second positional argument or the keyword)
         iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
-    if (fn in _LIVE_BUILTINS and iterables and all(type(a) in _LIVE_ARGS for a in iterables)
-            and any(type(a) is list for a in iterables) and set(kwargs) <= ({"start"} if fn is enumerate else set())
-            and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))):
+    if (
+        fn in _LIVE_BUILTINS
+        and iterables
+        and all(type(a) in _LIVE_ARGS for a in iterables)
+        and any(type(a) is list for a in iterables)
+        and set(kwargs) <= ({"start"} if fn is enumerate else set())
+        and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
+    ):
         args = iterables
         live = LiveIteration(fn, args, start)
 
         def live_iteration_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             parts = Abox.stash_record(live)[1] or {}
             out = tuple(gen_zero if j not in parts else tuple(parts[j]) for j in range(len(args)))
-            return ((),) + out + (None,) * (given - len(args)) + (({"start": None},) if kwargs else ())
+            return (
+                ((),) + out + (None,) * (given - len(args)) + (({"start": None},) if kwargs else ())
+            )
 
         return ProcResult(live, live_iteration_backprop)
     return call(fn, *args, **kwargs)
@@ -485,7 +530,8 @@ def live_iteration_again(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     raise NonDifferentiableError(
         f"derivatives of derivatives of {name}() iterated lazily (kept in a variable, or by a loop that changes "
         f"what it reads) are not supported yet; in a function differentiated more than once, make the list at "
-        f"once, list({name}(...)), where the program does not depend on {name}'s laziness")
+        f"once, list({name}(...)), where the program does not depend on {name}'s laziness"
+    )
 
 
 def _live_call(fn: Any, args: tuple, kwargs: dict) -> ProcResult:
@@ -493,8 +539,12 @@ def _live_call(fn: Any, args: tuple, kwargs: dict) -> ProcResult:
     the function is called as the loop takes items; its closure sensitivity (the sum over the
     calls, collected by the router) and the tuples' go back when the call is reversed."""
     iterables = args[1:]
-    if (kwargs or not iterables or (fn is filter and len(iterables) != 1)
-            or not all(type(a) in _LIVE_ARGS for a in iterables)):
+    if (
+        kwargs
+        or not iterables
+        or (fn is filter and len(iterables) != 1)
+        or not all(type(a) in _LIVE_ARGS for a in iterables)
+    ):
         return call(fn, *args, **kwargs)
     live = LiveIteration(fn, iterables, 0, args[0])
 
@@ -673,7 +723,9 @@ def all_numbers(*lists: list) -> bool:
     return True
 
 
-def zip_lists_back(lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivities, backwards: bool) -> None:
+def zip_lists_back(
+    lists: tuple, lengths: tuple, cols: list, Abox: BoxSensitivities, backwards: bool
+) -> None:
     """The reverse of ``zip`` of lists for a loop that ran over the lists themselves: ``cols[j]``
     holds the sensitivities of ``lists[j]``'s first elements (``None``: zeros), last first
     when ``backwards``, and ``lengths[j]`` is that list's length at the call; they go to the
@@ -714,7 +766,7 @@ class ListIterator:
         self.done = False
         self.by_next: set | None = None  # the positions ``next()`` took (not a loop over it)
 
-    def __iter__(self) -> "ListIterator":
+    def __iter__(self) -> ListIterator:
         return self
 
     def __next__(self) -> Any:
@@ -880,13 +932,19 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     exec(compile(src, "<dplus signature>", "exec"), ns)
     f = ns["_f"]
     f.__defaults__ = tuple(defaults) or None
-    kwonly = [p.name for p in inspect.signature(f).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    kwonly = [
+        p.name
+        for p in inspect.signature(f).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
     kwd = {name: d for name, d in zip(kwonly, kw_defaults) if d is not None}
     f.__kwdefaults__ = kwd or None
     return inspect.signature(f)
 
 
-def bind_arguments(sig: inspect.Signature, args: tuple, kwargs: dict, defaults: tuple | None = None) -> tuple:
+def bind_arguments(
+    sig: inspect.Signature, args: tuple, kwargs: dict, defaults: tuple | None = None
+) -> tuple:
     """The parameters' values, in the signature's order. ``defaults``: a nested function's
     default values (those of ``sig``), whose sensitivities a rule of higher.py hands back."""
     bound = sig.bind(*args, **kwargs)
@@ -907,7 +965,10 @@ def defaults_used(sig: inspect.Signature, args: tuple, kwargs: dict) -> list[tup
     i = 0
     for k, p in enumerate(sig.parameters.values()):
         passed = p.name in kwargs
-        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) and i < npos:
+        if (
+            p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            and i < npos
+        ):
             passed = True
             i += 1
         if p.default is not inspect.Parameter.empty:
@@ -923,7 +984,14 @@ def default_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, sen
     return tuple(sens[k] if used else Z for k, used in defaults_used(sig, args, kwargs))
 
 
-def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, closure: tuple, sens: tuple, Abox: BoxSensitivities) -> tuple:
+def unbind_sensitivities(
+    sig: inspect.Signature,
+    args: tuple,
+    kwargs: dict,
+    closure: tuple,
+    sens: tuple,
+    Abox: BoxSensitivities,
+) -> tuple:
     """Map parameter sensitivities back to the positions and keywords the call used."""
     params = list(sig.parameters.values())
     by_name = dict(zip([p.name for p in params], sens))
@@ -940,7 +1008,11 @@ def unbind_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, clos
             if extra > 0:
                 s = by_name[p.name]
                 # () is how a pass that found nothing for *args says zero
-                items = closure_parts(s, extra) if s is not Z and s is not None and s != () else [Z] * extra
+                items = (
+                    closure_parts(s, extra)
+                    if s is not Z and s is not None and s != ()
+                    else [Z] * extra
+                )
                 pos_sens.extend(items)
                 i += extra
     out = (closure,) + tuple(pos_sens)
@@ -989,7 +1061,9 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     return Z
 
 
-def read_back_into(adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities) -> Any:
+def read_back_into(
+    adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities
+) -> Any:
     """``accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)``: the new adjoint of ``obj``.
 
     A number read from a list or dict (the commonest read in a loop) adds its sensitivity
@@ -1007,13 +1081,21 @@ def read_back_into(adj: Any, obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox
             i = idx + kind if idx < 0 else idx
             entry = Abox.list_entry(obj, kind) if found is None else found[1]
             prev = entry[i]
-            entry[i] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            entry[i] = (
+                A
+                if prev is Z
+                else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            )
             return adj
         if t is dict:
             found = Abox._entries.get(id(obj))
             entry = Abox.map_entry(obj) if found is None else found[1]
             prev = entry.get(idx, Z)
-            entry[idx] = A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            entry[idx] = (
+                A
+                if prev is Z
+                else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+            )
             return adj
     return accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)
 
@@ -1068,7 +1150,9 @@ def store_display_numbers(obj: Any, kind: Any, lst: list, n: int, Abox: BoxSensi
     out = [0.0 if si is Z or si is None else si for si in items]
     for si in out:
         if type(si) is not float and not is_number(si):
-            raise SensitivityError(f"a {type(si).__name__} was given as the sensitivity of a number in a list")
+            raise SensitivityError(
+                f"a {type(si).__name__} was given as the sensitivity of a number in a list"
+            )
     return out
 
 
@@ -1103,13 +1187,24 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
     rule = _METHODS.get(key)
     if rule is None:
         attr_ = getattr(t, name, None)
-        if attr_ is not None and not isinstance(obj, (types.ModuleType, type)) and not (
-            isinstance(attr_, (staticmethod, classmethod)) or isinstance(getattr(obj, "__dict__", None), dict) and name in obj.__dict__
-        ) and callable(attr_):
+        if (
+            attr_ is not None
+            and not isinstance(obj, (types.ModuleType, type))
+            and not (
+                isinstance(attr_, (staticmethod, classmethod))
+                or isinstance(getattr(obj, "__dict__", None), dict)
+                and name in obj.__dict__
+            )
+            and callable(attr_)
+        ):
             rule = lookup_transform(attr_)
             if rule is None and isinstance(attr_, types.FunctionType):
                 rule = lift(attr_)  # a user method: define_dplus'd, or the policy
-            if rule is not None and isinstance(attr_, types.FunctionType) and lookup_transform(attr_) is None:
+            if (
+                rule is not None
+                and isinstance(attr_, types.FunctionType)
+                and lookup_transform(attr_) is None
+            ):
                 rule = None  # do not cache policies: they may change
             if rule is not None:
                 _METHODS[key] = rule
@@ -1141,8 +1236,16 @@ def unpack_back(adj: Any, v: Any, parts: tuple, Abox: BoxSensitivities) -> Any:
     if type(v) is list:
         # the common case: float parts, and the list's first sensitivity (its entry is the parts)
         entries = Abox._entries
-        if len(parts) == len(v) and id(v) not in entries and (
-                len(parts) == 2 and type(parts[0]) is float and type(parts[1]) is float or _FLOATS.issuperset(map(type, parts))):
+        if (
+            len(parts) == len(v)
+            and id(v) not in entries
+            and (
+                len(parts) == 2
+                and type(parts[0]) is float
+                and type(parts[1]) is float
+                or _FLOATS.issuperset(map(type, parts))
+            )
+        ):
             entries[id(v)] = (v, list(parts))
             return adj
         handover(Abox, v, parts)

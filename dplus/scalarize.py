@@ -30,7 +30,8 @@ name rebound between the display and a read still gives the value the list held.
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .normalize import IRFunction, Namer, closure_reads
 from .trees import child_blocks, walk
@@ -57,9 +58,15 @@ def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], d
         if isinstance(n, ast.Name):
             table = loads if isinstance(n.ctx, ast.Load) else stores
             table[n.id] = table.get(n.id, 0) + 1
-    consts = {st.targets[0].id: v for st in _statements(body)
-              if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-              and stores.get(st.targets[0].id) == 1 and (v := int_constant(st.value)) is not None}
+    consts = {
+        st.targets[0].id: v
+        for st in _statements(body)
+        if isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+        and stores.get(st.targets[0].id) == 1
+        and (v := int_constant(st.value)) is not None
+    }
     return stores, loads, consts
 
 
@@ -101,9 +108,14 @@ def _read_by_nested(body: list[ast.stmt]) -> set[str]:
 
 
 def _display(st: ast.stmt) -> tuple[str, list[ast.expr]] | None:
-    if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
-            and isinstance(st.value, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in st.value.elts)
-            and all(isinstance(e, (ast.Name, ast.Constant)) for e in st.value.elts)):
+    if (
+        isinstance(st, ast.Assign)
+        and len(st.targets) == 1
+        and isinstance(st.targets[0], ast.Name)
+        and isinstance(st.value, (ast.List, ast.Tuple))
+        and not any(isinstance(e, ast.Starred) for e in st.value.elts)
+        and all(isinstance(e, (ast.Name, ast.Constant)) for e in st.value.elts)
+    ):
         return st.targets[0].id, st.value.elts
     return None
 
@@ -116,8 +128,14 @@ class _Plan:
         self.uses: list[ast.stmt] = []  # statements that read the list (copies, unpacks, indexes)
 
 
-def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str, int],
-          excluded: set[str], consts: dict[str, int]) -> _Plan | None:
+def _plan(
+    block: list[ast.stmt],
+    i: int,
+    stores: dict[str, int],
+    loads: dict[str, int],
+    excluded: set[str],
+    consts: dict[str, int],
+) -> _Plan | None:
     found = _display(block[i])
     if found is None:
         return None
@@ -126,7 +144,7 @@ def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str
         return None
     plan = _Plan(name, elts)
     n = len(elts)
-    after = ast.Module(body=block[i + 1:], type_ignores=[])
+    after = ast.Module(body=block[i + 1 :], type_ignores=[])
     reads = 0
     pending = [name]
     while pending:
@@ -138,8 +156,12 @@ def _plan(block: list[ast.stmt], i: int, stores: dict[str, int], loads: dict[str
             if kind == "copy":
                 alias = st.targets[0].id  # type: ignore[attr-defined]
                 # (bound in this very block, so it is bound wherever it is read after)
-                if stores.get(alias) != 1 or alias in excluded or alias in plan.aliases \
-                        or not any(st is b for b in block[i + 1:]):
+                if (
+                    stores.get(alias) != 1
+                    or alias in excluded
+                    or alias in plan.aliases
+                    or not any(st is b for b in block[i + 1 :])
+                ):
                     return None
                 plan.aliases.add(alias)
                 pending.append(alias)
@@ -179,8 +201,13 @@ def read_of(st: ast.stmt, names: set[str], consts: dict[str, int]) -> tuple[str,
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             return "unpack", len(target.elts)
         return None
-    if (isinstance(target, ast.Name) and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
-            and value.value.id in names and (k := _key(value.slice, consts)) is not None):
+    if (
+        isinstance(target, ast.Name)
+        and isinstance(value, ast.Subscript)
+        and isinstance(value.value, ast.Name)
+        and value.value.id in names
+        and (k := _key(value.slice, consts)) is not None
+    ):
         return "index", k
     return None
 
@@ -191,18 +218,26 @@ def _use(st: ast.Assign, name: str, n: int, consts: dict[str, int]) -> str | Non
     if r is None:
         return None
     kind, what = r
-    if kind == "copy" or (kind == "unpack" and what == n) or (kind == "index" and type(what) is int and -n <= what < n):
+    if (
+        kind == "copy"
+        or (kind == "unpack" and what == n)
+        or (kind == "index" and type(what) is int and -n <= what < n)
+    ):
         return kind
     return None
 
 
-def _rewrite(block: list[ast.stmt], i: int, plan: _Plan, namer: Namer, consts: dict[str, int]) -> None:
+def _rewrite(
+    block: list[ast.stmt], i: int, plan: _Plan, namer: Namer, consts: dict[str, int]
+) -> None:
     display = block[i]
     parts = [namer.fresh(f"{plan.name.strip('_')[:12]}_{k}_") for k in range(len(plan.elts))]
-    block[i:i + 1] = [ast.copy_location(_assign(p, e), display) for p, e in zip(parts, plan.elts)]
+    block[i : i + 1] = [ast.copy_location(_assign(p, e), display) for p, e in zip(parts, plan.elts)]
     for st in plan.uses:
         value = st.value
-        if isinstance(value, ast.Name) and isinstance(st.targets[0], ast.Name):  # an alias: nothing to do
+        if isinstance(value, ast.Name) and isinstance(
+            st.targets[0], ast.Name
+        ):  # an alias: nothing to do
             st.dp_alias_of = plan.name  # marked, and removed below
             continue
         if isinstance(value, ast.Name):  # unpack
@@ -217,8 +252,11 @@ def _rewrite(block: list[ast.stmt], i: int, plan: _Plan, namer: Namer, consts: d
                 if getattr(st, "dp_alias_of", None):
                     del block_[j]
                     continue
-                new = [ast.copy_location(_assign(t, ast.Name(id=p, ctx=ast.Load())), st) for t, p in st.dp_parts]
-                block_[j:j + 1] = new
+                new = [
+                    ast.copy_location(_assign(t, ast.Name(id=p, ctx=ast.Load())), st)
+                    for t, p in st.dp_parts
+                ]
+                block_[j : j + 1] = new
                 j += len(new)
                 continue
             j += 1
@@ -254,8 +292,12 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
     hoisted: list[tuple[str, Any, str]] = []
     if _writes_containers(ir.body):
         return hoisted  # (a parameter may be changed through another name for it)
-    looped = {id(st) for loop in _statements(ir.body)
-              if isinstance(loop, (ast.For, ast.While)) for st in _statements(loop.body + loop.orelse)}
+    looped = {
+        id(st)
+        for loop in _statements(ir.body)
+        if isinstance(loop, (ast.For, ast.While))
+        for st in _statements(loop.body + loop.orelse)
+    }
     assigns = [st for st in _statements(ir.body) if isinstance(st, ast.Assign)]
     reads: list[ast.Assign] = []
     for p in ir.scope.params:
@@ -271,12 +313,24 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
         names: dict[Any, str] = {}
         for st, key in found:
             if (type(key), key) not in names:
-                names[(type(key), key)] = namer.fresh(f"{p}_{key}_" if isinstance(key, int) or str(key).isidentifier()
-                                                      else f"{p}_")
+                names[(type(key), key)] = namer.fresh(
+                    f"{p}_{key}_" if isinstance(key, int) or str(key).isidentifier() else f"{p}_"
+                )
                 hoisted.append((p, key, names[(type(key), key)]))
                 # (the read on entry keeps the line of the first read it replaces)
-                reads.append(ast.copy_location(_assign(names[(type(key), key)], ast.Subscript(
-                    value=ast.Name(id=p, ctx=ast.Load()), slice=ast.Constant(value=key), ctx=ast.Load())), st))
+                reads.append(
+                    ast.copy_location(
+                        _assign(
+                            names[(type(key), key)],
+                            ast.Subscript(
+                                value=ast.Name(id=p, ctx=ast.Load()),
+                                slice=ast.Constant(value=key),
+                                ctx=ast.Load(),
+                            ),
+                        ),
+                        st,
+                    )
+                )
             st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
     ir.body[0:0] = reads
     return hoisted
@@ -286,7 +340,9 @@ def _writes_containers(body: list[ast.stmt]) -> bool:
     """Whether the function stores into or deletes from an element or attribute, or calls
     a method (``append``, ``update``, ...)."""
     for n in walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(
+            n.ctx, (ast.Store, ast.Del)
+        ):
             return True
         if isinstance(n, ast.Call) and getattr(n, "dp_op", None) == "callmethod":
             return True

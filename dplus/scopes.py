@@ -8,7 +8,7 @@ box-sensitivity map under a per-invocation key, so late binding differentiates c
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 import attrs
 
@@ -28,7 +28,7 @@ class Scope:
     free: set[str]  # names this scope (or scopes inside it) take from enclosing scopes
     assign_sites: dict[str, int]
     assigned_in_loop: set[str]
-    children: list["Scope"]
+    children: list[Scope]
     assign_lines: dict[str, list[int]] = attrs.field(factory=dict)
     defs: set[str] = attrs.field(factory=set)  # names bound by def statements here
     boxed: set[str] = attrs.field(factory=set)  # locals of this scope that are boxed
@@ -164,7 +164,9 @@ class _Collector(ast.NodeVisitor):
 
 def _analyse(node: FunctionNode) -> Scope:
     params = _params(node.args)
-    scope = Scope(node, params, set(params), set(), set(), set(), set(), {p: 1 for p in params}, set(), [])
+    scope = Scope(
+        node, params, set(params), set(), set(), set(), set(), {p: 1 for p in params}, set(), []
+    )
     c = _Collector(scope)
     body = node.body if isinstance(node.body, list) else [node.body]
     for stmt in body:

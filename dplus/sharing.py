@@ -36,53 +36,171 @@ __all__ = ["unshared_aug_targets"]
 
 # attributes of an array that are not views of it, and methods that return new arrays or scalars
 _SAFE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "nbytes", "itemsize"})
-_SAFE_METHODS = frozenset({
-    "sum", "mean", "prod", "max", "min", "std", "var", "dot", "copy", "any", "all", "argmax", "argmin",
-    "tolist", "item", "cumsum", "cumprod", "round", "clip", "trace",
-})
+_SAFE_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "prod",
+        "max",
+        "min",
+        "std",
+        "var",
+        "dot",
+        "copy",
+        "any",
+        "all",
+        "argmax",
+        "argmin",
+        "tolist",
+        "item",
+        "cumsum",
+        "cumprod",
+        "round",
+        "clip",
+        "trace",
+    }
+)
 # NumPy functions that always return a new array (np.array copies unless told not to)
-_FRESH_CONSTRUCTORS = frozenset({
-    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "copy",
-    "arange", "linspace", "eye", "identity",
-})
+_FRESH_CONSTRUCTORS = frozenset(
+    {
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "array",
+        "copy",
+        "arange",
+        "linspace",
+        "eye",
+        "identity",
+    }
+)
 # NumPy functions whose result is a new array or a number, never a view of (or a reference to)
 # an argument: an array read as their argument leaves no reference behind
-_FRESH_RESULT_FUNCTIONS = frozenset({
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "std", "var", "dot", "vdot", "inner", "outer", "matmul",
-    "tensordot", "kron", "trace", "cumsum", "cumprod", "diff", "any", "all", "argmax", "argmin", "allclose",
-    "isclose", "isfinite", "sort", "where", "clip", "maximum", "minimum", "concatenate", "stack", "vstack", "hstack",
-    "take", "repeat", "tile", "roll", "zeros_like", "ones_like", "full_like", "empty_like", "sin", "cos", "tan",
-    "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
-    "sqrt", "square", "abs", "absolute", "sign", "power", "add", "subtract", "multiply", "divide", "negative",
-})
+_FRESH_RESULT_FUNCTIONS = frozenset(
+    {
+        "sum",
+        "mean",
+        "prod",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "std",
+        "var",
+        "dot",
+        "vdot",
+        "inner",
+        "outer",
+        "matmul",
+        "tensordot",
+        "kron",
+        "trace",
+        "cumsum",
+        "cumprod",
+        "diff",
+        "any",
+        "all",
+        "argmax",
+        "argmin",
+        "allclose",
+        "isclose",
+        "isfinite",
+        "sort",
+        "where",
+        "clip",
+        "maximum",
+        "minimum",
+        "concatenate",
+        "stack",
+        "vstack",
+        "hstack",
+        "take",
+        "repeat",
+        "tile",
+        "roll",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "empty_like",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sqrt",
+        "square",
+        "abs",
+        "absolute",
+        "sign",
+        "power",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "negative",
+    }
+)
 _FRESH_RESULT_BUILTINS = frozenset({"float", "int", "len", "bool"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
-def unshared_aug_targets(scope: Scope, body: list[ast.stmt], boxed: set[str], globals_: dict) -> set[str]:
+def unshared_aug_targets(
+    scope: Scope, body: list[ast.stmt], boxed: set[str], globals_: dict
+) -> set[str]:
     """The names whose augmented assignments in ``body`` (the function of ``scope``, whose
     module globals are ``globals_``) may run out of place: no other reference to their
     array can observe the difference."""
-    module_level = {k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free}
+    module_level = {
+        k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free
+    }
     visitor = _Visitor(module_level)
     for s in body:
         visitor.visit(s, None, ())
     captured: set[str] = set()
     for child in scope.children:
         captured |= child.free
-    excluded = set(scope.params) | scope.nonlocals | scope.globals_ | captured | boxed | visitor.other_bindings
+    excluded = (
+        set(scope.params)
+        | scope.nonlocals
+        | scope.globals_
+        | captured
+        | boxed
+        | visitor.other_bindings
+    )
     out = set()
     for name, augs in visitor.augs.items():
         if name in excluded:
             continue
-        renewed = {loop: first for (loop, bound), first in visitor.renewals.items() if bound == name}
-        if not any(_harmful(read, aug, renewed) for read in visitor.leaks.get(name, ()) for aug in augs):
+        renewed = {
+            loop: first for (loop, bound), first in visitor.renewals.items() if bound == name
+        }
+        if not any(
+            _harmful(read, aug, renewed) for read in visitor.leaks.get(name, ()) for aug in augs
+        ):
             out.add(name)
     return out
 
 
-def _harmful(read: tuple[int, tuple], aug: tuple[int, tuple, dict], renewed: dict[int, int]) -> bool:
+def _harmful(
+    read: tuple[int, tuple], aug: tuple[int, tuple, dict], renewed: dict[int, int]
+) -> bool:
     """A read that may keep a reference is harmful if the augmented assignment ``aug`` can
     run after it on the same array. ``renewed``: for a loop (by id), the index of the first
     statement of its body that binds the name to a new array."""
@@ -123,11 +241,17 @@ class _Visitor:
         if isinstance(node, ast.Name):
             self.name(node, parent, loops)
             return
-        self.other_bindings.update(names_bound_by(node))  # def, import, except ... as, match captures
+        self.other_bindings.update(
+            names_bound_by(node)
+        )  # def, import, except ... as, match captures
         if isinstance(node, _NESTED):
             return  # what it reads from here is in ``free`` of its scope
         self.bindings(node)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SAFE_METHODS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _SAFE_METHODS
+        ):
             self.method_calls.add(id(node.func.value))
         is_loop = isinstance(node, _LOOPS)
         inner = loops + (node,) if is_loop else loops
@@ -149,8 +273,12 @@ class _Visitor:
     def note_renewals(self, loop: ast.AST) -> None:
         """The statements ``a = <new array>`` at the top level of the loop's body."""
         for index, st in enumerate(loop.body):
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                    and self.makes_new_array(st.value):
+            if (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+                and self.makes_new_array(st.value)
+            ):
                 self.renewals.setdefault((id(loop), st.targets[0].id), index)
 
     def bindings(self, node: ast.AST) -> None:
@@ -184,20 +312,28 @@ class _Visitor:
         return False
 
     def argument_of_fresh_result(self, node: ast.Name, parent: ast.AST | None) -> bool:
-        return isinstance(parent, ast.Call) and node in parent.args and _fresh_result_call(self, parent)
+        return (
+            isinstance(parent, ast.Call)
+            and node in parent.args
+            and _fresh_result_call(self, parent)
+        )
 
     def name(self, node: ast.Name, parent: ast.AST | None, loops: tuple) -> None:
         if isinstance(node.ctx, ast.Store):
             if not isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self.other_bindings.add(node.id)  # for targets, with ... as, :=, unpacking
             return
-        if isinstance(node.ctx, ast.Del) or id(node) in self.method_calls or not _may_keep(node, parent) \
-                or self.argument_of_fresh_result(node, parent):
+        if (
+            isinstance(node.ctx, ast.Del)
+            or id(node) in self.method_calls
+            or not _may_keep(node, parent)
+            or self.argument_of_fresh_result(node, parent)
+        ):
             return
         self.leaks.setdefault(node.id, []).append((self.clock, loops))
 
 
-def _fresh_result_call(visitor: "_Visitor", call: ast.Call) -> bool:
+def _fresh_result_call(visitor: _Visitor, call: ast.Call) -> bool:
     """``call`` is ``np.<f>(...)`` (``np`` the numpy module) or a builtin whose result never refers
     to its arguments, with no keyword that could write into one (``out=``)."""
     if any(k.arg in ("out", "copy") or k.arg is None for k in call.keywords):
@@ -206,11 +342,17 @@ def _fresh_result_call(visitor: "_Visitor", call: ast.Call) -> bool:
     if isinstance(func, ast.Name):
         import builtins
 
-        return func.id in _FRESH_RESULT_BUILTINS and visitor.globals.get(func.id, getattr(builtins, func.id)) \
-            is getattr(builtins, func.id)
+        return func.id in _FRESH_RESULT_BUILTINS and visitor.globals.get(
+            func.id, getattr(builtins, func.id)
+        ) is getattr(builtins, func.id)
     np = sys.modules.get("numpy")
-    return (np is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-            and func.attr in _FRESH_RESULT_FUNCTIONS and visitor.globals.get(func.value.id) is np)
+    return (
+        np is not None
+        and isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.attr in _FRESH_RESULT_FUNCTIONS
+        and visitor.globals.get(func.value.id) is np
+    )
 
 
 def _may_keep(node: ast.Name, parent: ast.AST | None) -> bool:

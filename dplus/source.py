@@ -62,10 +62,16 @@ def names_declared_global_in(filename: str) -> frozenset[str]:
             tree = ast.parse("".join(lines)) if lines else None
         except SyntaxError:
             tree = None
-        found = frozenset(n for node in (walk(tree) if tree is not None else ()) if isinstance(node, ast.Global)
-                          for n in node.names)
+        found = frozenset(
+            n
+            for node in (walk(tree) if tree is not None else ())
+            if isinstance(node, ast.Global)
+            for n in node.names
+        )
         _DECLARED_GLOBAL[key] = found
     return found
+
+
 _LAMBDAS_BY_LINE: dict[tuple[str, int], dict[int, list[ast.Lambda]]] = {}
 
 
@@ -105,14 +111,20 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
         lines = carried
         filename = getattr(fn.__dplus_origin__, "filename", filename)
         try:
-            block_lines, start = inspect.getblock(lines[code.co_firstlineno - 1 :]), code.co_firstlineno
+            block_lines, start = (
+                inspect.getblock(lines[code.co_firstlineno - 1 :]),
+                code.co_firstlineno,
+            )
         except (TypeError, IndexError, SyntaxError):
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
     elif not lines:
         raise SourceUnavailableError(_fix_fn_error(fn))
     elif filename != code.co_filename:
         try:
-            block_lines, start = inspect.getblock(lines[code.co_firstlineno - 1 :]), code.co_firstlineno
+            block_lines, start = (
+                inspect.getblock(lines[code.co_firstlineno - 1 :]),
+                code.co_firstlineno,
+            )
         except (TypeError, IndexError, SyntaxError):
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
     else:
@@ -133,11 +145,15 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
 # --------------------------------------------------------------------------
 # the source found must be the code that runs (a file edited after import is not)
 
-_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLASSDEREF", "LOAD_CLOSURE"})
+_LOADS = frozenset(
+    {"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLASSDEREF", "LOAD_CLOSURE"}
+)
 _STORES = frozenset({"STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_NAME"})
 _DELETES = frozenset({"DELETE_FAST", "DELETE_DEREF", "DELETE_GLOBAL", "DELETE_NAME"})
 # what differs with the scope a def is compiled in (cells, how a callable is loaded)
-_SCOPE_ONLY = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "PUSH_NULL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG"})
+_SCOPE_ONLY = frozenset(
+    {"MAKE_CELL", "COPY_FREE_VARS", "PUSH_NULL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG"}
+)
 
 
 def _shape(code: types.CodeType, skipped: list[tuple[int, int, int, int]]) -> list:
@@ -163,15 +179,31 @@ def _shape(code: types.CodeType, skipped: list[tuple[int, int, int, int]]) -> li
             out.append(("CALL", ins.arg))
         elif op == "LOAD_CONST":
             v = ins.argval
-            if isinstance(v, str) and ".<locals>." in v:  # a class's __qualname__: where it was compiled
+            if (
+                isinstance(v, str) and ".<locals>." in v
+            ):  # a class's __qualname__: where it was compiled
                 v = v.rsplit(".<locals>.", 1)[1]
-            out.append(("CONST", _shape(v, skipped) if isinstance(v, types.CodeType) else (type(v).__name__, repr(v))))
+            out.append(
+                (
+                    "CONST",
+                    _shape(v, skipped)
+                    if isinstance(v, types.CodeType)
+                    else (type(v).__name__, repr(v)),
+                )
+            )
         elif "JUMP" in op or op.startswith("FOR_ITER") or op.startswith("SEND"):
             out.append((op.replace("BACKWARD", "").replace("FORWARD", ""),))
         elif op in ("KW_NAMES",):
             out.append((op, repr(ins.argval)))
         else:
-            out.append((op, ins.argrepr if isinstance(ins.argval, int) and ins.argrepr else repr(ins.argval)))
+            out.append(
+                (
+                    op,
+                    ins.argrepr
+                    if isinstance(ins.argval, int) and ins.argrepr
+                    else repr(ins.argval),
+                )
+            )
     return out
 
 
@@ -208,19 +240,39 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
     outer = ast.FunctionDef(
         name="_dplus_source_check_",
-        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=outer_body, decorator_list=[], returns=None, type_comment=None)
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
+        body=outer_body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+    )
     module = ast.Module(body=[outer], type_ignores=[])
     ast.fix_missing_locations(module)
-    flags = code.co_flags & sum(getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
+    flags = code.co_flags & sum(
+        getattr(__future__, f).compiler_flag for f in __future__.all_feature_names
+    )
     try:
         compiled = compile(module, code.co_filename, "exec", flags=flags, dont_inherit=True)
     except (SyntaxError, ValueError, TypeError, RecursionError):
         return True
     wrapper = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
-    found = [c for c in wrapper.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
+    found = [
+        c for c in wrapper.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name
+    ]
     # ``assert`` statements are left out: pytest rewrites those of test modules
-    spans = [(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) for n in walk(node) if isinstance(n, ast.Assert)]
+    spans = [
+        (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+        for n in walk(node)
+        if isinstance(n, ast.Assert)
+    ]
     return len(found) == 1 and _shape(found[0], spans) == _shape(code, spans)
 
 
@@ -243,7 +295,14 @@ def _parse_block(block_lines: list[str]) -> tuple[ast.Module, int]:
     raise SyntaxError("could not parse")
 
 
-def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int, all_lines: list[str], filename: str) -> Any:
+def _find_node(
+    fn: Any,
+    code: types.CodeType,
+    block_lines: list[str],
+    start: int,
+    all_lines: list[str],
+    filename: str,
+) -> Any:
     first = code.co_firstlineno
     if code.co_name != "<lambda>":
         try:
@@ -251,7 +310,10 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
         except SyntaxError:
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
         for node in walk(module):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name == code.co_name
+            ):
                 if isinstance(node, ast.AsyncFunctionDef):
                     raise UnsupportedSyntaxError(
                         f"async functions cannot be differentiated: {code.co_name} at {code.co_filename}:{first}"
@@ -290,16 +352,30 @@ def _find_node(fn: Any, code: types.CodeType, block_lines: list[str], start: int
         body_pos = [(p[0], p[2]) for p in positions if p[2] is not None]
         for cand in candidates:
             b = cand.body
-            if any(
-                (b.lineno, b.col_offset) <= pos <= (b.end_lineno, b.end_col_offset) for pos in body_pos
-            ) and _arg_names(cand) == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+            if (
+                any(
+                    (b.lineno, b.col_offset) <= pos <= (b.end_lineno, b.end_col_offset)
+                    for pos in body_pos
+                )
+                and _arg_names(cand)
+                == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            ):
                 inner = [c for c in candidates if c is not cand and _contains(cand, c)]
                 if not any(
-                    any((c.body.lineno, c.body.col_offset) <= pos <= (c.body.end_lineno, c.body.end_col_offset) for pos in body_pos)
+                    any(
+                        (c.body.lineno, c.body.col_offset)
+                        <= pos
+                        <= (c.body.end_lineno, c.body.end_col_offset)
+                        for pos in body_pos
+                    )
                     for c in inner
                 ):
                     return cand
-    matching = [c for c in candidates if _arg_names(c) == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]]
+    matching = [
+        c
+        for c in candidates
+        if _arg_names(c) == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    ]
     if len(matching) == 1:
         return matching[0]
     raise SourceUnavailableError(

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 __all__ = ["register_gradient_structure", "shaped_like"]
 

@@ -17,7 +17,8 @@ import inspect
 import sys
 import threading
 import types
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -35,7 +36,14 @@ from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source, names_declared_global_in
 from .trees import child_blocks, nesting_depth, unparse, walk
 
-__all__ = ["plus_function_for", "can_transform", "lazy_transform", "transform_of_plus", "construct_plus", "generated_source"]
+__all__ = [
+    "plus_function_for",
+    "can_transform",
+    "lazy_transform",
+    "transform_of_plus",
+    "construct_plus",
+    "generated_source",
+]
 
 Z = gen_zero
 
@@ -58,12 +66,18 @@ class Compiled:
     @property
     def source(self) -> str:
         if self._text is None:
-            tree = self.plus_def if self.plus_def is not None else _compile(self.origin, self.nestable, keep_tree=True).plus_def
+            tree = (
+                self.plus_def
+                if self.plus_def is not None
+                else _compile(self.origin, self.nestable, keep_tree=True).plus_def
+            )
             self._text = _readable(tree, self.filename)
             fused = getattr(tree, "dp_fused", None)
             if fused is not None:
-                self._text += ("\n\n# grad(f) on floats, forward and reverse in one function (None: the general way)\n"
-                               + _readable(fused, self.filename).split("\n", 1)[1])
+                self._text += (
+                    "\n\n# grad(f) on floats, forward and reverse in one function (None: the general way)\n"
+                    + _readable(fused, self.filename).split("\n", 1)[1]
+                )
         return self._text
 
 
@@ -112,7 +126,9 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
             t = lookup_transform(call)
             # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
             return _bound_plus(t if t is not None else plus_function_for(call), f, as_object=True)
-        raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source")
+        raise SourceUnavailableError(
+            f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source"
+        )
     return _plus_from(compile_function(f), f)
 
 
@@ -125,8 +141,13 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     fn.__dplus_source__ = f
     remember_generated(fn)  # (for a copy unpickled in another process: dplus.portable)
     if compiled.fused is not None:
-        fn.__dplus_fused__ = types.FunctionType(compiled.fused, f.__globals__, compiled.fused.co_name, None,
-                                                _closure_for(compiled, f, compiled.fused))
+        fn.__dplus_fused__ = types.FunctionType(
+            compiled.fused,
+            f.__globals__,
+            compiled.fused.co_name,
+            None,
+            _closure_for(compiled, f, compiled.fused),
+        )
     return fn
 
 
@@ -154,7 +175,9 @@ class _Unspecialized:
 _UNSPECIALIZED = CodeMap()
 
 
-def _closure_for(compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None) -> tuple:
+def _closure_for(
+    compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None
+) -> tuple:
     user_cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
     cells = []
     for name in (code or compiled.code).co_freevars:
@@ -163,7 +186,9 @@ def _closure_for(compiled: Compiled, f: types.FunctionType, code: types.CodeType
         elif name in compiled.helper_cells:
             cells.append(compiled.helper_cells[name])
         else:
-            raise RuntimeError(f"dplus internal error: no cell for free variable {name!r} of generated code")
+            raise RuntimeError(
+                f"dplus internal error: no cell for free variable {name!r} of generated code"
+            )
     return tuple(cells)
 
 
@@ -236,7 +261,9 @@ def _on_deep_stack(thunk: Callable[[], Any], frames: int) -> Any:
         old_limit = sys.getrecursionlimit()
         raised = max(old_limit, frames)
         sys.setrecursionlimit(raised)
-        old_stack = threading.stack_size(max(threading.stack_size(), frames * _STACK_BYTES_PER_FRAME + (1 << 20)))
+        old_stack = threading.stack_size(
+            max(threading.stack_size(), frames * _STACK_BYTES_PER_FRAME + (1 << 20))
+        )
         try:
             worker = threading.Thread(target=target, name="dplus-transform")
             worker.start()
@@ -256,20 +283,28 @@ def _on_deep_stack(thunk: Callable[[], Any], frames: int) -> Any:
 
 def _reads_own_namespace(node: ast.AST) -> bool:
     """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id in ("locals", "vars", "dir", "eval", "exec") for n in walk(node))
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in ("locals", "vars", "dir", "eval", "exec")
+        for n in walk(node)
+    )
 
 
 @_deep_stack_when_needed
 @_collector_paused
-def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True) -> Compiled:
+def _compile(
+    f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True
+) -> Compiled:
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
     # (not in a function that reads its own namespace: locals() would show the inlined names)
-    inlines = specialize and not nestable and reverse.FAST_PATHS[0] and not _reads_own_namespace(node)
+    inlines = (
+        specialize and not nestable and reverse.FAST_PATHS[0] and not _reads_own_namespace(node)
+    )
     guards, checks = inline_calls(f, node) if inlines else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
@@ -277,8 +312,12 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     if written_globals:
         # a global another function of the module may write while differentiated is read
         # through the module's namespace here too (normalize._ModuleNamespaceAccess)
-        loads = {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        scope.globals_ |= (loads & written_globals) - set(scope.assigned) - set(freevars) - set(scope.nonlocals)
+        loads = {
+            n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        scope.globals_ |= (
+            (loads & written_globals) - set(scope.assigned) - set(freevars) - set(scope.nonlocals)
+        )
     resolve_free(scope, set(), set(freevars))
     boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
     taken = {n.id for n in walk(node) if isinstance(n, ast.Name)} | set(scope.params)
@@ -286,7 +325,9 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     prefix = choose_prefix(taken)
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
-    ir = normalize_function(scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside)
+    ir = normalize_function(
+        scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside
+    )
     hoisted: list = []
     if not nestable and reverse.FAST_PATHS[0]:
         scalarize_lists(ir, namer)  # lists that never leave the function become their elements
@@ -294,25 +335,52 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
             hoisted = hoist_constant_reads(ir, namer)
     helpers = Helpers()
     helpers.values.update(guards)
-    consts = {name for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
-              if _cell_holds(cell, gen_zero)}
-    plus_def = build_plus_function(ir, namer, helpers, f.__globals__, outer_free=freevars, nestable=nestable,
-                                   prefix=prefix, const_names=consts,
-                                   specialized=Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None)
+    consts = {
+        name
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
+        if _cell_holds(cell, gen_zero)
+    }
+    plus_def = build_plus_function(
+        ir,
+        namer,
+        helpers,
+        f.__globals__,
+        outer_free=freevars,
+        nestable=nestable,
+        prefix=prefix,
+        const_names=consts,
+        specialized=Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None,
+    )
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
     factory = ast.FunctionDef(
         name=prefix + "factory",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in list(helpers.values) + user_free], vararg=None,
-                           kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=[plus_def] + ([fused_def] if fused_def is not None else [])
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=n) for n in list(helpers.values) + user_free],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
+        body=[plus_def]
+        + ([fused_def] if fused_def is not None else [])
         + [ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
-        decorator_list=[], returns=None, type_comment=None,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
     # the plus-function is located already; only the factory around it needs a position
-    for node in (factory, factory.args, *factory.args.args, factory.body[-1], factory.body[-1].value):
+    for node in (
+        factory,
+        factory.args,
+        *factory.args.args,
+        factory.body[-1],
+        factory.body[-1].value,
+    ):
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = plus_def.lineno
             node.col_offset = node.end_col_offset = 0
@@ -331,18 +399,42 @@ def _compile(f: types.FunctionType, nestable: bool = False, keep_tree: bool = Fa
     try:
         code = compile(to_compile, filename, "exec")
     except SyntaxError as e:  # pragma: no cover - a transformer bug
-        raise RuntimeError(f"dplus generated invalid code for {describe_callable(f)}: {e}\n{unparse(plus_def)}") from e
+        raise RuntimeError(
+            f"dplus generated invalid code for {describe_callable(f)}: {e}\n{unparse(plus_def)}"
+        ) from e
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    plus_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == plus_def.name)
-    fused_code = None if fused_def is None else next(
-        c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fused_def.name)
+    plus_code = next(
+        c
+        for c in factory_code.co_consts
+        if isinstance(c, types.CodeType) and c.co_name == plus_def.name
+    )
+    fused_code = (
+        None
+        if fused_def is None
+        else next(
+            c
+            for c in factory_code.co_consts
+            if isinstance(c, types.CodeType) and c.co_name == fused_def.name
+        )
+    )
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus_code, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
     remember_guards(guards, helper_cells)
     COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
-    return Compiled(plus_code, helper_cells, f, nestable, plus_def.name, bool(getattr(plus_def, "dp_simple", True)), prefix,
-                    codes, src.filename, plus_def if keep_tree else None, fused_code)
+    return Compiled(
+        plus_code,
+        helper_cells,
+        f,
+        nestable,
+        plus_def.name,
+        bool(getattr(plus_def, "dp_simple", True)),
+        prefix,
+        codes,
+        src.filename,
+        plus_def if keep_tree else None,
+        fused_code,
+    )
 
 
 _NEST_COUNTER = [0]
@@ -374,7 +466,11 @@ def _unique_plus_names(plus_def: ast.FunctionDef) -> dict[str, tuple]:
                     st.name = f"{old}_{k}"
                     # the def is followed by the assignment of the user's name from it
                     nxt = body[i + 1] if i + 1 < len(body) else None
-                    if isinstance(nxt, ast.Assign) and isinstance(nxt.value, ast.Name) and nxt.value.id == old:
+                    if (
+                        isinstance(nxt, ast.Assign)
+                        and isinstance(nxt.value, ast.Name)
+                        and nxt.value.id == old
+                    ):
                         nxt.value.id = st.name
                 by_value[st.name] = getattr(st, "dp_by_value", ())
     return by_value
@@ -390,7 +486,9 @@ def _statement_lists(root: ast.AST) -> Any:
             queue.extend(block)
 
 
-def _register_codes(code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]) -> None:
+def _register_codes(
+    code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]
+) -> None:
     if "__plus" in code.co_name:
         register_plus_code(code, PlusInfo(f.__code__, tuple(by_value.get(code.co_name, ())), f))
         codes[code.co_name] = code
@@ -447,7 +545,9 @@ def generated_source(f: Any) -> str:
     if isinstance(f, types.MethodType):
         target = f.__func__
     if not isinstance(target, types.FunctionType):
-        raise SourceUnavailableError(f"{describe_callable(f)} is not a Python function: it has no generated code to show")
+        raise SourceUnavailableError(
+            f"{describe_callable(f)} is not a Python function: it has no generated code to show"
+        )
     info = plus_info(target)
     if info is not None and getattr(target, "__dplus_source__", None) is not None:
         target = target.__dplus_source__
@@ -458,7 +558,9 @@ def generated_source(f: Any) -> str:
 # bound methods, partials, callable objects
 
 
-def _bound_plus(t: Callable[..., ProcResult], owner: Any, as_object: bool = False) -> Callable[..., ProcResult]:
+def _bound_plus(
+    t: Callable[..., ProcResult], owner: Any, as_object: bool = False
+) -> Callable[..., ProcResult]:
     plus = bind_transform(t, owner, as_object)
     _mark_plus(plus)
     return plus
@@ -469,7 +571,11 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
     from .runtime import KeywordDict
     from .runtime_ops import call_plus_keywords, keywords_at, merged_keywords
 
-    inner_plus = lift(p.func) if not can_transform(p.func) or lookup_transform(p.func) is not None else plus_function_for(p.func)
+    inner_plus = (
+        lift(p.func)
+        if not can_transform(p.func) or lookup_transform(p.func) is not None
+        else plus_function_for(p.func)
+    )
     bound_args = p.args
     bound_kw = KeywordDict(p.keywords)  # (a value: its sensitivity is the partial's third part)
     bound_names = tuple(bound_kw)
@@ -499,7 +605,9 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
     if partial_plus.__code__ not in _EXTRA_PLUS:
         # its sensitivity is the partial's, (func, args, keywords): laid out by these variables
         _EXTRA_PLUS.add(partial_plus.__code__)
-        register_plus_code(partial_plus.__code__, PlusInfo(None, ("inner_plus", "bound_args", "bound_kw"), None))
+        register_plus_code(
+            partial_plus.__code__, PlusInfo(None, ("inner_plus", "bound_args", "bound_kw"), None)
+        )
     return partial_plus
 
 
@@ -545,7 +653,11 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
         return _field_constructor(cls)
     if _is_plain_namedtuple(cls):
         return _namedtuple_constructor(cls)
-    init = cls.__dict__.get("__init__") if "__init__" in cls.__dict__ else getattr(cls, "__init__", None)
+    init = (
+        cls.__dict__.get("__init__")
+        if "__init__" in cls.__dict__
+        else getattr(cls, "__init__", None)
+    )
     if isinstance(init, types.FunctionType):
         t = lookup_transform(init)
         init_plus = t if t is not None else plus_function_for(init)

@@ -10,7 +10,8 @@ type are looked up once.
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 __all__ = ["child_blocks", "clone", "nesting_depth", "substituted", "unparse", "walk"]
 
@@ -105,7 +106,11 @@ def unparse(node: ast.AST) -> str:
     ``-2 ** x``, which Python reads as ``-(2 ** x)``."""
 
     def replace(n: ast.AST) -> ast.AST | None:
-        if n.__class__ is ast.Constant and type(n.value) in (int, float) and str(n.value).startswith("-"):  # type: ignore[attr-defined]
+        if (
+            n.__class__ is ast.Constant
+            and type(n.value) in (int, float)
+            and str(n.value).startswith("-")
+        ):  # type: ignore[attr-defined]
             return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-n.value))  # type: ignore[attr-defined]
         return None
 

@@ -39,14 +39,36 @@ from dplus.rules import inline_rule_for
 from dplus.runtime import ItemColumns, accumulate, handover
 
 __all__ = [
-    "LIST", "TUPLE", "CONST", "ARRAY", "REPEAT", "OTHER", "LIVE", "SET",
-    "Seq", "seq", "lazy_seq", "out_sens", "settle", "items_of", "is_complex", "proj",
-    "unbroadcast", "ensure_abox", "sum_sens", "is_infinite", "add_closure", "check_finite",
-    "fast_rule", "all_float", "Calls", "columns", "rows_of",
+    "LIST",
+    "TUPLE",
+    "CONST",
+    "ARRAY",
+    "REPEAT",
+    "OTHER",
+    "LIVE",
+    "SET",
+    "Seq",
+    "seq",
+    "lazy_seq",
+    "out_sens",
+    "settle",
+    "items_of",
+    "is_complex",
+    "proj",
+    "unbroadcast",
+    "ensure_abox",
+    "sum_sens",
+    "is_infinite",
+    "add_closure",
+    "check_finite",
+    "fast_rule",
+    "all_float",
+    "Calls",
+    "columns",
+    "rows_of",
 ]
 
 LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET = range(8)
-
 
 
 def _np() -> Any:
@@ -340,7 +362,10 @@ def _columns_rule(rows: Any, m: int) -> Any:
 def _rows_of_rule(cols: Any, m: int) -> Any:
     from dplus.result import ProcResult
 
-    return ProcResult(rows_of(cols, m), lambda A, Abox: ((), gen_zero if A is gen_zero or A is None else columns(A, m), None))
+    return ProcResult(
+        rows_of(cols, m),
+        lambda A, Abox: ((), gen_zero if A is gen_zero or A is None else columns(A, m), None),
+    )
 
 
 def _register_columns() -> None:
@@ -502,7 +527,9 @@ class Calls:
                 return None
             if type(A) is float:
                 r = self.results[k]
-                return ((),) + tuple(gen_zero if g is None else g(A, r, *a) for g in self.fast[len(a)][1])
+                return ((),) + tuple(
+                    gen_zero if g is None else g(A, r, *a) for g in self.fast[len(a)][1]
+                )
             bp = self.fp(*a).backprop  # a non-float sensitivity: the full rule, run again
         else:
             A = settle(self.results[k], A, Abox)

@@ -10,7 +10,8 @@ the reverse pass, to record its own reverse pass and run it).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from dplus.errors import NonDifferentiableError
 from dplus.registry import register_primitive
@@ -25,7 +26,11 @@ def _same_values(a: Any, b: Any, eps: float) -> bool:
     import numpy as np
 
     if isinstance(b, (list, tuple)):
-        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(_same_values(x, y, eps) for x, y in zip(a, b))
+        return (
+            isinstance(a, (list, tuple))
+            and len(a) == len(b)
+            and all(_same_values(x, y, eps) for x, y in zip(a, b))
+        )
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
@@ -34,8 +39,15 @@ def _same_values(a: Any, b: Any, eps: float) -> bool:
     # rounding differs between NumPy's algorithm and the composition (which runs in double
     # precision): allow some ulps of the result's dtype, relative to its largest element
     rtol = max(1e-6, 64 * max(eps, float(np.finfo(b.dtype).eps)))
-    return bool(np.allclose(a, b, rtol=rtol, atol=rtol * max(1.0, float(np.max(np.abs(b), initial=0.0))),
-                            equal_nan=True))
+    return bool(
+        np.allclose(
+            a,
+            b,
+            rtol=rtol,
+            atol=rtol * max(1.0, float(np.max(np.abs(b), initial=0.0))),
+            equal_nan=True,
+        )
+    )
 
 
 def widened(x: Any) -> Any:
@@ -55,13 +67,20 @@ def refuse_if_different(composed: Any, result: Any, fn: Any, args: tuple) -> Non
     the arguments): if it does not, its derivative would be a wrong number, so raise instead."""
     import numpy as np
 
-    eps = max([float(np.finfo(a.dtype).eps) for a in args if isinstance(a, np.ndarray) and a.dtype.kind in "fc"],
-              default=0.0)
+    eps = max(
+        [
+            float(np.finfo(a.dtype).eps)
+            for a in args
+            if isinstance(a, np.ndarray) and a.dtype.kind in "fc"
+        ],
+        default=0.0,
+    )
     if not _same_values(composed, result, eps):
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
         raise NonDifferentiableError(
             f"dplus's derivative of {name} does not apply to this call (its composition of rules computes a "
-            "different result here): this is a gap in dplus, please report it with the call")
+            "different result here): this is a gap in dplus, please report it with the call"
+        )
 
 
 def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[..., ProcResult]:
@@ -93,8 +112,13 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
     impl.__dplus_derived__ = ("rule helper",)
     widened.__dplus_derived__ = ("rule helper",)
     module = getattr(fn, "__module__", None) or "numpy"
-    register_primitive(fn, transform, note=note or f"numpy rule: the derivative of {impl.__name__}, a composition of "
-                                                    f"rules computing {module.split('.')[0]}.{name}")
+    register_primitive(
+        fn,
+        transform,
+        note=note
+        or f"numpy rule: the derivative of {impl.__name__}, a composition of "
+        f"rules computing {module.split('.')[0]}.{name}",
+    )
     return transform
 
 

@@ -279,10 +279,16 @@ register_primitive(
 )
 # min(a, b) and max(a, b) of two numbers inline into float fast paths (a ReLU's max(h, 0.0)),
 # the sensitivity going to the argument returned, as above: the first one on ties
-definline(min, lambda A, r, a, b: A if A is gen_zero or not b < a else 0.0,
-          lambda A, r, a, b: A if A is gen_zero or b < a else 0.0)
-definline(max, lambda A, r, a, b: A if A is gen_zero or not b > a else 0.0,
-          lambda A, r, a, b: A if A is gen_zero or b > a else 0.0)
+definline(
+    min,
+    lambda A, r, a, b: A if A is gen_zero or not b < a else 0.0,
+    lambda A, r, a, b: A if A is gen_zero or b < a else 0.0,
+)
+definline(
+    max,
+    lambda A, r, a, b: A if A is gen_zero or not b > a else 0.0,
+    lambda A, r, a, b: A if A is gen_zero or b > a else 0.0,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -313,7 +319,11 @@ def float_plus(*args: Any) -> ProcResult:
     return ProcResult(r, float_backprop)
 
 
-register_primitive(float, _named(float_plus, float), note="float(x): identity derivative for numbers; none for strings.")
+register_primitive(
+    float,
+    _named(float_plus, float),
+    note="float(x): identity derivative for numbers; none for strings.",
+)
 
 
 def _complex_sig(real: Any = 0, imag: Any = _MISSING) -> tuple:
@@ -595,7 +605,12 @@ def _map_floats(function: Any, seqs: list) -> ProcResult | None:
             if g is None:
                 cols.append(None)
             else:
-                cols.append([gen_zero if a is gen_zero or a is None else g(a, r, *xs) for a, r, *xs in zip(so, out, *lists)])
+                cols.append(
+                    [
+                        gen_zero if a is gen_zero or a is None else g(a, r, *xs)
+                        for a, r, *xs in zip(so, out, *lists)
+                    ]
+                )
         return ((), ()) + tuple(sq.sens(c, Abox) for sq, c in zip(seqs, cols))
 
     return ProcResult(out, map_floats_backprop)
@@ -684,7 +699,8 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
             return ((), gen_zero) + tail
         raise NonDifferentiableError(
             f"next(): sensitivity reached an element taken from a {type(it).__name__}, which has nowhere to "
-            "send it. Fix: take the elements from iter() of a list, or index the list")
+            "send it. Fix: take the elements from iter() of a list, or index the list"
+        )
 
     return ProcResult(v, next_backprop)
 
@@ -713,20 +729,46 @@ def _next_live(it: Any, default: tuple) -> ProcResult:
     return ProcResult(v, next_live_backprop)
 
 
-register_primitive(iter, _named(iter_plus, iter),
-                   note="iter(xs): for a list, an iterator whose elements (taken by next or a for loop) "
-                        "send their sensitivities back to the list")
-register_primitive(next, _named(next_plus, next),
-                   note="next(it, default): the element taken gets the sensitivity (from iter() of a list), "
-                        "or the default when it is returned")
+register_primitive(
+    iter,
+    _named(iter_plus, iter),
+    note="iter(xs): for a list, an iterator whose elements (taken by next or a for loop) "
+    "send their sensitivities back to the list",
+)
+register_primitive(
+    next,
+    _named(next_plus, next),
+    note="next(it, default): the element taken gets the sensitivity (from iter() of a list), "
+    "or the default when it is returned",
+)
 
 
 # ---------------------------------------------------------------------------
 # non-differentiable builtins
 
 for _fn in (
-    range, len, isinstance, issubclass, type, bool, any, all, id, hash, repr, str, print,
-    callable, hasattr, ord, chr, format, bin, oct, hex, ascii,
+    range,
+    len,
+    isinstance,
+    issubclass,
+    type,
+    bool,
+    any,
+    all,
+    id,
+    hash,
+    repr,
+    str,
+    print,
+    callable,
+    hasattr,
+    ord,
+    chr,
+    format,
+    bin,
+    oct,
+    hex,
+    ascii,
 ):
     defnondiff(_fn)
 
@@ -747,8 +789,13 @@ def _code_names(code: Any) -> set[str]:
     """The names the code (and code nested in it) reads."""
     import dis
 
-    names = {ins.argval for ins in dis.get_instructions(code)
-             if ins.opname.startswith("LOAD_") and isinstance(ins.argval, str) and ins.opname != "LOAD_CONST"}
+    names = {
+        ins.argval
+        for ins in dis.get_instructions(code)
+        if ins.opname.startswith("LOAD_")
+        and isinstance(ins.argval, str)
+        and ins.opname != "LOAD_CONST"
+    }
     for c in code.co_consts:
         if hasattr(c, "co_names"):
             names |= _code_names(c)
@@ -760,7 +807,9 @@ def _carries_sensitivity(v: Any) -> bool:
 
     if type(v) is bool or v is None or callable(v) and not is_tracked_mutable(v):
         return False
-    return is_number(v) or is_ndarray(v) or isinstance(v, (tuple, list, dict)) or is_tracked_mutable(v)
+    return (
+        is_number(v) or is_ndarray(v) or isinstance(v, (tuple, list, dict)) or is_tracked_mutable(v)
+    )
 
 
 def _reads_differentiable(source: Any, namespaces: tuple) -> list[str]:
@@ -790,12 +839,15 @@ def _is_module_namespace(ns: dict) -> bool:
 def _string_code_error(what: str, names: list[str]) -> NonDifferentiableError:
     return NonDifferentiableError(
         f"{what} of a string cannot be differentiated, and its result needs a sensitivity: the code "
-        f"reads {', '.join(names)}; write the expression in the function itself")
+        f"reads {', '.join(names)}; write the expression in the function itself"
+    )
 
 
 def eval_plus(source: Any, globals_: Any = None, locals_: Any = None) -> ProcResult:
     if globals_ is None:
-        raise NonDifferentiableError("eval inside differentiated code needs its namespaces; pass globals() and locals()")
+        raise NonDifferentiableError(
+            "eval inside differentiated code needs its namespaces; pass globals() and locals()"
+        )
     r = _b.eval(source, globals_, locals_)
     nargs = 1 + (globals_ is not None) + (locals_ is not None)
 
@@ -811,11 +863,16 @@ def eval_plus(source: Any, globals_: Any = None, locals_: Any = None) -> ProcRes
 
 def exec_plus(source: Any, globals_: Any = None, locals_: Any = None, **kwargs: Any) -> ProcResult:
     if globals_ is None:
-        raise NonDifferentiableError("exec inside differentiated code needs its namespaces; pass globals() and locals()")
+        raise NonDifferentiableError(
+            "exec inside differentiated code needs its namespaces; pass globals() and locals()"
+        )
     spaces = [ns for ns in (globals_, locals_) if isinstance(ns, dict)]
     before = [dict(ns) for ns in spaces]
     _b.exec(source, globals_, locals_, **kwargs)
-    written = [[k for k, v in ns.items() if k not in old or old[k] is not v] for ns, old in zip(spaces, before)]
+    written = [
+        [k for k, v in ns.items() if k not in old or old[k] is not v]
+        for ns, old in zip(spaces, before)
+    ]
     nargs = 1 + (globals_ is not None) + (locals_ is not None)
 
     def exec_backprop(A: Any, Abox: Any) -> tuple:
@@ -838,5 +895,13 @@ def exec_plus(source: Any, globals_: Any = None, locals_: Any = None, **kwargs: 
     return ProcResult(None, exec_backprop)
 
 
-register_primitive(_b.eval, eval_plus, note="eval of a string: runs on the user's names; no derivative through the string's code")
-register_primitive(_b.exec, exec_plus, note="exec of a string: runs on the user's names; no derivative through the string's code")
+register_primitive(
+    _b.eval,
+    eval_plus,
+    note="eval of a string: runs on the user's names; no derivative through the string's code",
+)
+register_primitive(
+    _b.exec,
+    exec_plus,
+    note="exec of a string: runs on the user's names; no derivative through the string's code",
+)

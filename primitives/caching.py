@@ -36,7 +36,8 @@ class CachedPlus:
     __dplus_plus_object__ = True
     __dplus_again_refusal__ = (
         "derivatives of derivatives through a function decorated with functools.cache or lru_cache are not "
-        "supported yet; leave the cache out of functions differentiated more than once")
+        "supported yet; leave the cache out of functions differentiated more than once"
+    )
 
     def __init__(self, plus: Any, maxsize: int | None, typed: bool) -> None:
         self.plus = plus
@@ -53,7 +54,9 @@ class CachedPlus:
         if entry is not None:
             self.hits += 1
             self.entries.move_to_end(key)
-            return ProcResult(entry.result.primal, self._hit_backprop(entry, len(args), tuple(kwargs)))
+            return ProcResult(
+                entry.result.primal, self._hit_backprop(entry, len(args), tuple(kwargs))
+            )
         self.misses += 1
         result = self.plus(*args, **kwargs)
         entry = _Entry(result)
@@ -119,7 +122,13 @@ class _CachingDecorator:
         return _cached(plus, self.maxsize, self.typed)
 
 
-register_primitive(functools.cache, cache_plus, note="a cache of plus-function results: hits' sensitivities go to the miss")
-register_primitive(functools.lru_cache, lru_cache_plus, note="as functools.cache, keyed and bounded as Python's")
+register_primitive(
+    functools.cache,
+    cache_plus,
+    note="a cache of plus-function results: hits' sensitivities go to the miss",
+)
+register_primitive(
+    functools.lru_cache, lru_cache_plus, note="as functools.cache, keyed and bounded as Python's"
+)
 defnondiff(CachedPlus.cache_info)
 defnondiff(CachedPlus.cache_clear)

@@ -27,7 +27,12 @@ from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, ru
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.linear import gen_zero, is_ndarray
 from dplus.closures import is_plus_function
-from dplus.registry import is_registered_transform, lookup_transform, register_next_order_form, register_primitive
+from dplus.registry import (
+    is_registered_transform,
+    lookup_transform,
+    register_next_order_form,
+    register_primitive,
+)
 from dplus.result import ProcResult, call_plus
 from dplus.rules import defnondiff
 from dplus.runtime import is_tracked_mutable, lift
@@ -112,7 +117,11 @@ def same_value(u: Any, v: Any) -> bool:
     if is_ndarray(u):
         import numpy as np
 
-        return is_ndarray(v) and u.shape == v.shape and bool(np.array_equal(u, v, equal_nan=u.dtype.kind in "fc"))
+        return (
+            is_ndarray(v)
+            and u.shape == v.shape
+            and bool(np.array_equal(u, v, equal_nan=u.dtype.kind in "fc"))
+        )
     try:
         return bool(u == v)
     except Exception:  # an object whose comparison raises: nothing to compare by
@@ -132,7 +141,9 @@ def check_recomputed(recomputed: Any, original: Any, owner: Any) -> None:
 defnondiff(require_value)
 defnondiff(stands_for_itself)
 defnondiff(plus_of)
-register_primitive(frozen, frozen_plus, note="a copy of a kept value's arrays: the identity for sensitivities")
+register_primitive(
+    frozen, frozen_plus, note="a copy of a kept value's arrays: the identity for sensitivities"
+)
 defnondiff(same_value)
 defnondiff(check_recomputed)
 
@@ -141,7 +152,11 @@ def labelled_plus(checkpointed: Any, f: Any) -> ProcResult:
     return ProcResult(labelled(checkpointed, f), lambda A, Abox: ((), A, gen_zero))
 
 
-register_primitive(labelled, labelled_plus, note="dplus.checkpoint's naming of the function it returns: the identity")
+register_primitive(
+    labelled,
+    labelled_plus,
+    note="dplus.checkpoint's naming of the function it returns: the identity",
+)
 
 
 def run_checkpointed_plus(f: Any, args: tuple, kwargs: dict) -> ProcResult:

@@ -37,7 +37,8 @@ projection above.
 from __future__ import annotations
 
 import cmath
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from dplus.linear import gen_zero, tuple_items
 from dplus.registry import register_primitive
@@ -77,11 +78,21 @@ _holomorphic(cmath.tan, lambda z, r: 1.0 + r * r, "1 + tan² z")
 _holomorphic(cmath.sinh, lambda z, r: cmath.cosh(z), "cosh z")
 _holomorphic(cmath.cosh, lambda z, r: cmath.sinh(z), "sinh z")
 _holomorphic(cmath.tanh, lambda z, r: 1.0 - r * r, "1 - tanh² z")
-_holomorphic(cmath.asin, lambda z, r: 1.0 / (cmath.sqrt(1.0 - z) * cmath.sqrt(1.0 + z)), "1/sqrt(1 - z²)")
-_holomorphic(cmath.acos, lambda z, r: -1.0 / (cmath.sqrt(1.0 - z) * cmath.sqrt(1.0 + z)), "-1/sqrt(1 - z²)")
+_holomorphic(
+    cmath.asin, lambda z, r: 1.0 / (cmath.sqrt(1.0 - z) * cmath.sqrt(1.0 + z)), "1/sqrt(1 - z²)"
+)
+_holomorphic(
+    cmath.acos, lambda z, r: -1.0 / (cmath.sqrt(1.0 - z) * cmath.sqrt(1.0 + z)), "-1/sqrt(1 - z²)"
+)
 _holomorphic(cmath.atan, lambda z, r: 1.0 / (1.0 + z * z), "1/(1 + z²)")
-_holomorphic(cmath.asinh, lambda z, r: 1.0 / (cmath.sqrt(1.0 + 1j * z) * cmath.sqrt(1.0 - 1j * z)), "1/sqrt(1 + z²)")
-_holomorphic(cmath.acosh, lambda z, r: 1.0 / (cmath.sqrt(z - 1.0) * cmath.sqrt(z + 1.0)), "1/sqrt(z² - 1)")
+_holomorphic(
+    cmath.asinh,
+    lambda z, r: 1.0 / (cmath.sqrt(1.0 + 1j * z) * cmath.sqrt(1.0 - 1j * z)),
+    "1/sqrt(1 + z²)",
+)
+_holomorphic(
+    cmath.acosh, lambda z, r: 1.0 / (cmath.sqrt(z - 1.0) * cmath.sqrt(z + 1.0)), "1/sqrt(z² - 1)"
+)
 _holomorphic(cmath.atanh, lambda z, r: 1.0 / ((1.0 - z) * (1.0 + z)), "1/(1 - z²)")
 
 
@@ -157,8 +168,12 @@ def _rect_plus(m: Any, phi: Any) -> ProcResult:
     return ProcResult(r, rect_backprop)
 
 
-register_primitive(cmath.phase, _phase_plus, note="-1j * conj(z) / |z|² (non-holomorphic; see module docs)")
-register_primitive(cmath.polar, _polar_plus, note="conj(z)/|z| for the modulus, -1j conj(z)/|z|² for the phase")
+register_primitive(
+    cmath.phase, _phase_plus, note="-1j * conj(z) / |z|² (non-holomorphic; see module docs)"
+)
+register_primitive(
+    cmath.polar, _polar_plus, note="conj(z)/|z| for the modulus, -1j conj(z)/|z|² for the phase"
+)
 register_primitive(cmath.rect, _rect_plus, note="Re(A e^{i phi}) and Re(A i r)")
 
 for _fn in (cmath.isfinite, cmath.isinf, cmath.isnan, cmath.isclose):
@@ -176,14 +191,21 @@ from .containers import register_attribute  # noqa: E402
 
 def _real_part_plus(z: Any) -> ProcResult:
     r = z.real
-    return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), A.real if isinstance(A, complex) else A))
+    return ProcResult(
+        r, lambda A, Abox: _Z1 if A is gen_zero else ((), A.real if isinstance(A, complex) else A)
+    )
 
 
 def _imag_part_plus(z: Any) -> ProcResult:
     r = z.imag
     if not isinstance(z, complex):
         return ProcResult(r, lambda A, Abox: _Z1)
-    return ProcResult(r, lambda A, Abox: _Z1 if A is gen_zero else ((), -1j * (A.real if isinstance(A, complex) else A)))
+    return ProcResult(
+        r,
+        lambda A, Abox: (
+            _Z1 if A is gen_zero else ((), -1j * (A.real if isinstance(A, complex) else A))
+        ),
+    )
 
 
 def _conjugate_plus(z: Any) -> ProcResult:
@@ -196,4 +218,6 @@ def _conjugate_plus(z: Any) -> ProcResult:
 for _t in (complex, float, int):
     register_attribute(_t, "real", _real_part_plus)
     register_attribute(_t, "imag", _imag_part_plus)
-    register_primitive(_t.conjugate, _conjugate_plus, note="conj(A) (non-holomorphic; see cmath rules)")
+    register_primitive(
+        _t.conjugate, _conjugate_plus, note="conj(A) (non-holomorphic; see cmath rules)"
+    )

@@ -17,8 +17,15 @@ from dplus.registry import register_primitive
 from dplus.result import ProcResult
 from dplus.runtime import handover, is_tracked_mutable
 
-from .containers import (dict_copy_plus, dict_items_plus, dict_keys_plus, dict_pop_plus, dict_setdefault_plus,
-                         dict_update_plus, dict_values_plus)
+from .containers import (
+    dict_copy_plus,
+    dict_items_plus,
+    dict_keys_plus,
+    dict_pop_plus,
+    dict_setdefault_plus,
+    dict_update_plus,
+    dict_values_plus,
+)
 
 
 def dict_popitem_plus(d: dict, *last: Any, **keywords: Any) -> ProcResult:
@@ -39,7 +46,9 @@ def dict_popitem_plus(d: dict, *last: Any, **keywords: Any) -> ProcResult:
     return ProcResult((k, v), popitem_backprop)
 
 
-def move_to_end_plus(d: collections.OrderedDict, key: Any, *last: Any, **keywords: Any) -> ProcResult:
+def move_to_end_plus(
+    d: collections.OrderedDict, key: Any, *last: Any, **keywords: Any
+) -> ProcResult:
     d.move_to_end(key, *last, **keywords)
 
     def move_to_end_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -50,13 +59,25 @@ def move_to_end_plus(d: collections.OrderedDict, key: Any, *last: Any, **keyword
 
 
 _OD = collections.OrderedDict
-for _method, _rule in ((_OD.keys, dict_keys_plus), (_OD.values, dict_values_plus), (_OD.items, dict_items_plus),
-                       (_OD.pop, dict_pop_plus), (_OD.setdefault, dict_setdefault_plus),
-                       (_OD.update, dict_update_plus), (_OD.copy, dict_copy_plus)):
+for _method, _rule in (
+    (_OD.keys, dict_keys_plus),
+    (_OD.values, dict_values_plus),
+    (_OD.items, dict_items_plus),
+    (_OD.pop, dict_pop_plus),
+    (_OD.setdefault, dict_setdefault_plus),
+    (_OD.update, dict_update_plus),
+    (_OD.copy, dict_copy_plus),
+):
     register_primitive(_method, _rule, note="as the dict method")
-register_primitive(_OD.popitem, dict_popitem_plus, note="the popped value's sensitivity goes back to its key")
-register_primitive(dict.popitem, dict_popitem_plus, note="the popped value's sensitivity goes back to its key")
-register_primitive(_OD.move_to_end, move_to_end_plus, note="moves no value: sensitivities are kept by key")
+register_primitive(
+    _OD.popitem, dict_popitem_plus, note="the popped value's sensitivity goes back to its key"
+)
+register_primitive(
+    dict.popitem, dict_popitem_plus, note="the popped value's sensitivity goes back to its key"
+)
+register_primitive(
+    _OD.move_to_end, move_to_end_plus, note="moves no value: sensitivities are kept by key"
+)
 
 
 def _register_counter_methods() -> None:
@@ -65,10 +86,27 @@ def _register_counter_methods() -> None:
     # (not update: its fast path calls super().update, which the transformed method resolves
     # back to Counter.update, recursing; it runs as an unknown function, refused if its
     # result needs a sensitivity)
-    for name in ("total", "most_common", "subtract", "copy", "__add__", "__sub__", "__or__", "__and__",
-                 "__pos__", "__neg__", "__iadd__", "__isub__", "__ior__", "__iand__", "_keep_positive"):
+    for name in (
+        "total",
+        "most_common",
+        "subtract",
+        "copy",
+        "__add__",
+        "__sub__",
+        "__or__",
+        "__and__",
+        "__pos__",
+        "__neg__",
+        "__iadd__",
+        "__isub__",
+        "__ior__",
+        "__iand__",
+        "_keep_positive",
+    ):
         fn = getattr(collections.Counter, name)
-        register_primitive(fn, lazy_transform(fn), note="derived from the Python source of collections.Counter")
+        register_primitive(
+            fn, lazy_transform(fn), note="derived from the Python source of collections.Counter"
+        )
 
 
 _register_counter_methods()
@@ -91,7 +129,9 @@ def _replay(d: collections.deque, change: Any, new_count: int) -> tuple[list, An
     return list(tags), out
 
 
-def _deque_change(name: str, d: collections.deque, change: Any, new_values: list, result: Any) -> ProcResult:
+def _deque_change(
+    name: str, d: collections.deque, change: Any, new_values: list, result: Any
+) -> ProcResult:
     """``change`` applied to ``d`` (and to its tags); ``new_values`` the values the change puts in."""
     n_before = len(d)
     after, returned_tag = _replay(d, change, len(new_values))
@@ -134,8 +174,13 @@ def _values_sensitivity(values: Any, items: list, sens: list) -> Any:
 
 def _popping(name: str, tag_change: Any) -> Any:
     def transform(d: collections.deque, *args: Any) -> ProcResult:
-        return _deque_change(name, d, lambda q, new: tag_change(q, *args), [],
-                             lambda new_sens: ((), Z) + (None,) * len(args))
+        return _deque_change(
+            name,
+            d,
+            lambda q, new: tag_change(q, *args),
+            [],
+            lambda new_sens: ((), Z) + (None,) * len(args),
+        )
 
     transform.__name__ = f"deque_{name}_plus"
     return transform
@@ -146,23 +191,37 @@ def deque_append_plus(d: collections.deque, v: Any) -> ProcResult:
 
 
 def deque_appendleft_plus(d: collections.deque, v: Any) -> ProcResult:
-    return _deque_change("appendleft", d, lambda q, new: q.appendleft(new[0]), [v], lambda s: ((), Z, s[0]))
+    return _deque_change(
+        "appendleft", d, lambda q, new: q.appendleft(new[0]), [v], lambda s: ((), Z, s[0])
+    )
 
 
 def deque_extend_plus(d: collections.deque, values: Any) -> ProcResult:
     items = list(values)
-    return _deque_change("extend", d, lambda q, new: q.extend(new), items,
-                         lambda s: ((), Z, _values_sensitivity(values, items, s)))
+    return _deque_change(
+        "extend",
+        d,
+        lambda q, new: q.extend(new),
+        items,
+        lambda s: ((), Z, _values_sensitivity(values, items, s)),
+    )
 
 
 def deque_extendleft_plus(d: collections.deque, values: Any) -> ProcResult:
     items = list(values)
-    return _deque_change("extendleft", d, lambda q, new: q.extendleft(new), items,
-                         lambda s: ((), Z, _values_sensitivity(values, items, s)))
+    return _deque_change(
+        "extendleft",
+        d,
+        lambda q, new: q.extendleft(new),
+        items,
+        lambda s: ((), Z, _values_sensitivity(values, items, s)),
+    )
 
 
 def deque_insert_plus(d: collections.deque, i: int, v: Any) -> ProcResult:
-    return _deque_change("insert", d, lambda q, new: q.insert(i, new[0]), [v], lambda s: ((), Z, None, s[0]))
+    return _deque_change(
+        "insert", d, lambda q, new: q.insert(i, new[0]), [v], lambda s: ((), Z, None, s[0])
+    )
 
 
 def deque_setitem_plus(d: collections.deque, i: Any, v: Any) -> ProcResult:
@@ -228,19 +287,48 @@ def deque_copy_plus(d: collections.deque) -> ProcResult:
 
 
 _DQ = collections.deque
-register_primitive(_DQ, deque_constructor_plus, note="each element's sensitivity goes back to the item it was made from")
-register_primitive(_DQ.append, deque_append_plus, note="sensitivities follow the elements, maxlen included")
-register_primitive(_DQ.appendleft, deque_appendleft_plus, note="sensitivities follow the elements, maxlen included")
-register_primitive(_DQ.extend, deque_extend_plus, note="sensitivities follow the elements, maxlen included")
-register_primitive(_DQ.extendleft, deque_extendleft_plus, note="sensitivities follow the elements, maxlen included")
+register_primitive(
+    _DQ,
+    deque_constructor_plus,
+    note="each element's sensitivity goes back to the item it was made from",
+)
+register_primitive(
+    _DQ.append, deque_append_plus, note="sensitivities follow the elements, maxlen included"
+)
+register_primitive(
+    _DQ.appendleft, deque_appendleft_plus, note="sensitivities follow the elements, maxlen included"
+)
+register_primitive(
+    _DQ.extend, deque_extend_plus, note="sensitivities follow the elements, maxlen included"
+)
+register_primitive(
+    _DQ.extendleft, deque_extendleft_plus, note="sensitivities follow the elements, maxlen included"
+)
 register_primitive(_DQ.insert, deque_insert_plus, note="sensitivities follow the elements")
 register_primitive(_DQ.__setitem__, deque_setitem_plus, note="d[i] = v")
 register_primitive(_DQ.__delitem__, deque_delitem_plus, note="del d[i]")
-register_primitive(_DQ.pop, _popping("pop", lambda q: q.pop()), note="the popped element's sensitivity goes back to its slot")
-register_primitive(_DQ.popleft, _popping("popleft", lambda q: q.popleft()),
-                   note="the popped element's sensitivity goes back to its slot")
-register_primitive(_DQ.rotate, _popping("rotate", lambda q, *n: q.rotate(*n)), note="sensitivities follow the elements")
-register_primitive(_DQ.reverse, _popping("reverse", lambda q: q.reverse()), note="sensitivities follow the elements")
+register_primitive(
+    _DQ.pop,
+    _popping("pop", lambda q: q.pop()),
+    note="the popped element's sensitivity goes back to its slot",
+)
+register_primitive(
+    _DQ.popleft,
+    _popping("popleft", lambda q: q.popleft()),
+    note="the popped element's sensitivity goes back to its slot",
+)
+register_primitive(
+    _DQ.rotate,
+    _popping("rotate", lambda q, *n: q.rotate(*n)),
+    note="sensitivities follow the elements",
+)
+register_primitive(
+    _DQ.reverse,
+    _popping("reverse", lambda q: q.reverse()),
+    note="sensitivities follow the elements",
+)
 register_primitive(_DQ.remove, deque_remove_plus, note="the removed element is read no more")
-register_primitive(_DQ.clear, _popping("clear", lambda q: q.clear()), note="the removed elements are read no more")
+register_primitive(
+    _DQ.clear, _popping("clear", lambda q: q.clear()), note="the removed elements are read no more"
+)
 register_primitive(_DQ.copy, deque_copy_plus, note="a new deque")

@@ -26,7 +26,15 @@ from typing import Any
 
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
-from dplus.linear import OneHot, add, gen_zero, is_ndarray, is_number, is_zero_sensitivity, tuple_items
+from dplus.linear import (
+    OneHot,
+    add,
+    gen_zero,
+    is_ndarray,
+    is_number,
+    is_zero_sensitivity,
+    tuple_items,
+)
 from dplus.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
 from dplus.result import ProcResult
@@ -82,10 +90,20 @@ def gather_slice(S: Any, rng: range, n: int) -> tuple:
 
 
 # each is the other's transpose, so both differentiate again at any order
-register_primitive(scatter_slice, lambda S, rng, n: ProcResult(
-    scatter_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else gather_slice(A, rng, n), None, None)))
-register_primitive(gather_slice, lambda S, rng, n: ProcResult(
-    gather_slice(S, rng, n), lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None)))
+register_primitive(
+    scatter_slice,
+    lambda S, rng, n: ProcResult(
+        scatter_slice(S, rng, n),
+        lambda A, Abox: ((), Z if A is Z or A is None else gather_slice(A, rng, n), None, None),
+    ),
+)
+register_primitive(
+    gather_slice,
+    lambda S, rng, n: ProcResult(
+        gather_slice(S, rng, n),
+        lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None),
+    ),
+)
 
 
 def read_global_plus(namespace: dict, name: str) -> ProcResult:
@@ -153,7 +171,6 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
 
         return ProcResult(v, tuple_read_backprop)
     if t is dict or isinstance(obj, dict):
-
         return _keyed_read(obj, idx, v)
     if is_ndarray(obj):
 
@@ -175,7 +192,11 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
 
 def _a_type_name(t: type) -> str:
     """``a list``, ``an array.array``: the type as the user writes it, with its article."""
-    name = t.__qualname__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+    name = (
+        t.__qualname__
+        if t.__module__ in ("builtins", "__main__")
+        else f"{t.__module__}.{t.__qualname__}"
+    )
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
@@ -184,7 +205,9 @@ def scatter_add(like: Any, idx: Any, A: Any) -> Any:
     (repeated indices add up): the transpose of reading ``like[idx]``. A function with a
     rule of its own (below), so that the reverse of indexing is differentiable again."""
     np = sys.modules["numpy"]
-    g = np.zeros(np.shape(like), dtype=np.result_type(np.asarray(like).dtype, np.asarray(A).dtype, float))
+    g = np.zeros(
+        np.shape(like), dtype=np.result_type(np.asarray(like).dtype, np.asarray(A).dtype, float)
+    )
     np.add.at(g, idx, A)
     return g
 
@@ -202,7 +225,9 @@ def _scatter_add_plus(like: Any, idx: Any, A: Any) -> ProcResult:
     return ProcResult(scatter_add(like, idx, A), scatter_add_backprop)
 
 
-register_primitive(scatter_add, _scatter_add_plus, note="internal: the transpose of indexing an array (linear)")
+register_primitive(
+    scatter_add, _scatter_add_plus, note="internal: the transpose of indexing an array (linear)"
+)
 
 
 def _add_to_entry(Abox: BoxSensitivities, obj: Any, key: Any, v: Any, A: Any) -> None:
@@ -280,7 +305,6 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         # a named tuple's field: a projection like t[i]
         return apply_transform(getitem_plus, obj, field)
     if is_tracked_mutable(obj) and _instance_has(obj, name):
-
         return _keyed_read(obj, name, v)
     if isinstance(v, types.MethodType) and v.__self__ is obj:
         # a bound method closes over its instance: its sensitivity is (A_self,)
@@ -351,7 +375,12 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
                             entry[j] = Z
                 for e, s in zip(vals, new_sens):
                     pass
-                return (), Z, None, _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z
+                return (
+                    (),
+                    Z,
+                    None,
+                    _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z,
+                )
 
             return ProcResult(None, list_slice_write_backprop)
         i = idx + n if idx < 0 else idx
@@ -399,7 +428,9 @@ def _unknown_write_backprop(what: str) -> Any:
 
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
-        raise NonDifferentiableError(f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported")
+        raise NonDifferentiableError(
+            f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported"
+        )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
     setattr(obj, name, v)
@@ -535,7 +566,8 @@ def _as_set_sensitivity(A: Any) -> Any:
         return Z
     raise NonDifferentiableError(
         f"a {type(A).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
-        "from element to sensitivity. Fix: use a list or a tuple")
+        "from element to sensitivity. Fix: use a list or a tuple"
+    )
 
 
 def set_items_sensitivities(items: Any, A: Any) -> list:
@@ -586,6 +618,7 @@ def _set_from_iterable(make: Any, args: tuple) -> ProcResult:
 
         return ProcResult(s, set_constructor_backprop)
     if isinstance(x, (set, frozenset)):
+
         def set_copy_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             return (), set_entry(s, A, Abox)
 
@@ -596,7 +629,8 @@ def _set_from_iterable(make: Any, args: tuple) -> ProcResult:
         if sens is not Z and not all(is_zero_sensitivity(v) for v in sens.values()):
             raise NonDifferentiableError(
                 f"{make.__name__}(): sensitivity reached the elements of a {type(x).__name__}, which has "
-                f"nowhere to send it. Fix: make the {make.__name__} from a list or a tuple")
+                f"nowhere to send it. Fix: make the {make.__name__} from a list or a tuple"
+            )
         return (), Z
 
     return ProcResult(s, set_other_backprop)
@@ -638,7 +672,9 @@ def build_dict(spec: tuple, *parts: Any) -> ProcResult:
         out: list = [()]
         for pi, (kind, x) in enumerate(plan):
             if kind == "star":
-                sens = {k: entry.get(k, Z) for k in x if origin.get(k) == pi} if entry is not Z else Z
+                sens = (
+                    {k: entry.get(k, Z) for k in x if origin.get(k) == pi} if entry is not Z else Z
+                )
                 out.append(sens if sens else Z)
             else:
                 out.append(None)
@@ -736,7 +772,9 @@ def array_from_parts(v: Any, items: list | tuple) -> Any:
     as unpacking or iterating it gave them; ``Z`` rows are zeros."""
     np = sys.modules["numpy"]
     dtype = np.result_type(v.dtype, float)
-    return np.stack([np.zeros(v.shape[1:], dtype) if s is Z or s is None else np.asarray(s) for s in items])
+    return np.stack(
+        [np.zeros(v.shape[1:], dtype) if s is Z or s is None else np.asarray(s) for s in items]
+    )
 
 
 def unpack_plus(v: Any, n: int) -> ProcResult:
@@ -760,7 +798,9 @@ def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
     items = list(v)
     n = len(items)
     if n < before + after:
-        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {n})")
+        raise ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {n})"
+        )
     rest = items[before : n - after]
     t = tuple(items[:before]) + (rest,) + tuple(items[n - after :])
 
@@ -1040,7 +1080,9 @@ def dict_update_plus(d: dict, /, *args: Any, **kwargs: Any) -> ProcResult:
         pairs = list(args[0]) if not isinstance(args[0], (list, tuple)) else args[0]
     src = dict(*args, **kwargs) if pairs is None else dict(pairs, **kwargs)
     d.update(src)
-    keys = list(args[0]) if args and pairs is None else ()  # (the mapping's keys now: it may change later)
+    keys = (
+        list(args[0]) if args and pairs is None else ()
+    )  # (the mapping's keys now: it may change later)
 
     def update_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(d)
@@ -1087,8 +1129,12 @@ _MERGE_IOR = frozenset(t.__ior__ for t in _MERGING_DICTS)
 
 
 def _merges(x: Any, y: Any) -> bool:
-    return (isinstance(x, dict) and isinstance(y, dict) and type(x).__or__ in _MERGE_OR
-            and type(y).__ror__ in _MERGE_ROR)
+    return (
+        isinstance(x, dict)
+        and isinstance(y, dict)
+        and type(x).__or__ in _MERGE_OR
+        and type(y).__ror__ in _MERGE_ROR
+    )
 
 
 def dict_or_plus(x: Any, y: Any) -> ProcResult:
@@ -1245,18 +1291,32 @@ def set_box_plus(b: Box, v: Any) -> ProcResult:
     return ProcResult(None, lambda A, Abox: ((), Z, inner(A, Abox)[3]))
 
 
-register_primitive(list, list_plus, note="list(iterable): a new list; element sensitivities flow back to the iterable")
+register_primitive(
+    list,
+    list_plus,
+    note="list(iterable): a new list; element sensitivities flow back to the iterable",
+)
 register_primitive(tuple, tuple_plus, note="tuple(iterable)")
 register_primitive(dict, dict_plus, note="dict(mapping or pairs, **kwargs)")
-register_primitive(list.append, list_append_plus, note="moves the appended element's sensitivity out of the list's entry")
+register_primitive(
+    list.append,
+    list_append_plus,
+    note="moves the appended element's sensitivity out of the list's entry",
+)
 register_primitive(list.extend, list_extend_plus)
 register_primitive(list.insert, list_insert_plus)
-register_primitive(list.pop, list_pop_plus, note="puts the popped element's sensitivity back at its index")
+register_primitive(
+    list.pop, list_pop_plus, note="puts the popped element's sensitivity back at its index"
+)
 register_primitive(list.remove, list_remove_plus)
 register_primitive(list.copy, list_copy_plus)
 register_primitive(list.clear, list_clear_plus)
 register_primitive(list.reverse, list_reverse_plus)
-register_primitive(list.sort, list_sort_plus, note="gradients follow the permutation; key= is used for primals only")
+register_primitive(
+    list.sort,
+    list_sort_plus,
+    note="gradients follow the permutation; key= is used for primals only",
+)
 register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
@@ -1264,11 +1324,17 @@ register_primitive(dict.get, dict_get_plus)
 register_primitive(dict.setdefault, dict_setdefault_plus)
 register_primitive(dict.update, dict_update_plus)
 register_primitive(operator.or_, dict_or_plus, note="dict merge; non-differentiable otherwise")
-register_primitive(operator.ior, dict_ior_plus, note="dict update in place; non-differentiable otherwise")
+register_primitive(
+    operator.ior, dict_ior_plus, note="dict update in place; non-differentiable otherwise"
+)
 register_primitive(dict.pop, dict_pop_plus)
-register_primitive(dict.items, dict_items_plus, note="a list of (key, value) pairs inside differentiated code")
+register_primitive(
+    dict.items, dict_items_plus, note="a list of (key, value) pairs inside differentiated code"
+)
 register_primitive(dict.values, dict_values_plus, note="a list inside differentiated code")
-register_primitive(dict.keys, dict_keys_plus, note="a list inside differentiated code; keys carry no sensitivity")
+register_primitive(
+    dict.keys, dict_keys_plus, note="a list inside differentiated code; keys carry no sensitivity"
+)
 register_primitive(dict.copy, dict_copy_plus)
 register_primitive(Box, box_plus, note="a new Box")
 register_primitive(box, box_plus, note="a new Box")
@@ -1277,6 +1343,8 @@ register_primitive(set_box, set_box_plus)
 register_primitive(operator.getitem, getitem_plus, note="xs[i], d[k], t[i], a[idx]")
 register_primitive(operator.setitem, setitem_plus)
 register_primitive(operator.delitem, delitem_plus)
+
+
 def partial_plus(func: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``functools.partial(func, *args, **kwargs)``: its sensitivity is (A_func, A_args, A_keywords)."""
     p = functools.partial(func, *args, **kwargs)
@@ -1297,11 +1365,26 @@ def partial_plus(func: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     return ProcResult(p, partial_backprop)
 
 
-register_primitive(functools.partial, partial_plus, note="a partial application; its sensitivity is (func, args, keywords)")
-register_primitive(getattr, lambda obj, name, *default: getattr_plus(obj, name) if not default or hasattr(obj, name) else ProcResult(default[0], lambda A, Abox: ((), Z, None, A)))
+register_primitive(
+    functools.partial,
+    partial_plus,
+    note="a partial application; its sensitivity is (func, args, keywords)",
+)
+register_primitive(
+    getattr,
+    lambda obj, name, *default: (
+        getattr_plus(obj, name)
+        if not default or hasattr(obj, name)
+        else ProcResult(default[0], lambda A, Abox: ((), Z, None, A))
+    ),
+)
 register_primitive(setattr, setattr_plus)
-register_primitive(set, set_plus, note="set(iterable): the elements of a list or tuple get the sensitivities a "
-                   "for loop over the set gives them (the first of equal elements)")
+register_primitive(
+    set,
+    set_plus,
+    note="set(iterable): the elements of a list or tuple get the sensitivities a "
+    "for loop over the set gives them (the first of equal elements)",
+)
 register_primitive(frozenset, frozenset_plus, note="as set(iterable)")
 register_primitive(delattr, delattr_plus)
 

@@ -144,8 +144,10 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
     items = s.items
     n = len(items)
     has_init = initial is not None
-    fast = func is None and all(type(x) in (float, int, complex) for x in items) and (
-        not has_init or type(initial) in (float, int, complex)
+    fast = (
+        func is None
+        and all(type(x) in (float, int, complex) for x in items)
+        and (not has_init or type(initial) in (float, int, complex))
     )
     if fast:
         out = list(itertools.accumulate(items, initial=initial))
@@ -340,7 +342,7 @@ register_primitive(
 # repeat
 
 
-def _repeat_sig(object: Any, times: Any = _MISSING) -> tuple:  # noqa: A002
+def _repeat_sig(object: Any, times: Any = _MISSING) -> tuple:
     return object, times
 
 
@@ -455,7 +457,9 @@ register_primitive(
 # selections: compress, takewhile, dropwhile; pairwise; zip_longest
 
 
-def _selection_plus(name: str, out_idx: list, s: Any, out: list, nargs: int, data_pos: int) -> ProcResult:
+def _selection_plus(
+    name: str, out_idx: list, s: Any, out: list, nargs: int, data_pos: int
+) -> ProcResult:
     """``out[k] = s.items[out_idx[k]]``: sensitivities go back to the selected elements."""
 
     def selection_backprop(A: Any, Abox: Any) -> tuple:
@@ -504,8 +508,16 @@ def dropwhile_plus(predicate: Any, iterable: Any) -> ProcResult:
 
 for _fn, _t, _what in (
     (itertools.compress, compress_plus, "compress(data, selectors): the selected elements of data"),
-    (itertools.takewhile, takewhile_plus, "takewhile(pred, iterable): the leading elements that pass pred"),
-    (itertools.dropwhile, dropwhile_plus, "dropwhile(pred, iterable): the elements after the leading ones that pass pred"),
+    (
+        itertools.takewhile,
+        takewhile_plus,
+        "takewhile(pred, iterable): the leading elements that pass pred",
+    ),
+    (
+        itertools.dropwhile,
+        dropwhile_plus,
+        "dropwhile(pred, iterable): the elements after the leading ones that pass pred",
+    ),
 ):
     register_primitive(
         _fn,

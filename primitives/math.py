@@ -98,7 +98,16 @@ def digamma(x: float) -> float:
     inv2 = inv * inv
     series = inv2 * (
         1.0 / 12.0
-        - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 * (1.0 / 132.0 - inv2 * (691.0 / 32760.0 - inv2 / 12.0)))))
+        - inv2
+        * (
+            1.0 / 120.0
+            - inv2
+            * (
+                1.0 / 252.0
+                - inv2
+                * (1.0 / 240.0 - inv2 * (1.0 / 132.0 - inv2 * (691.0 / 32760.0 - inv2 / 12.0)))
+            )
+        )
     )
     return acc + math.log(x) - 0.5 * inv - series
 
@@ -147,14 +156,26 @@ _polygamma = polygamma
 defvjp(math.sin, lambda A, r, x: A * math.cos(x))
 defvjp(math.cos, lambda A, r, x: -A * math.sin(x))
 defvjp(math.tan, lambda A, r, x: A * (1.0 + r * r))
-defvjp(math.asin, lambda A, r, x: A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else A * math.inf)
-defvjp(math.acos, lambda A, r, x: -A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else -A * math.inf)
+defvjp(
+    math.asin,
+    lambda A, r, x: (
+        A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else A * math.inf
+    ),
+)
+defvjp(
+    math.acos,
+    lambda A, r, x: (
+        -A / math.sqrt((1.0 - x) * (1.0 + x)) if x != 1.0 and x != -1.0 else -A * math.inf
+    ),
+)
 defvjp(math.atan, lambda A, r, x: A / (1.0 + x * x))
 defvjp(math.sinh, lambda A, r, x: A * math.cosh(x))
 defvjp(math.cosh, lambda A, r, x: A * math.sinh(x))
 defvjp(math.tanh, lambda A, r, x: A * (1.0 - r * r))
 defvjp(math.asinh, lambda A, r, x: A / math.hypot(x, 1.0))
-defvjp(math.acosh, lambda A, r, x: A / math.sqrt((x - 1.0) * (x + 1.0)) if x != 1.0 else A * math.inf)
+defvjp(
+    math.acosh, lambda A, r, x: A / math.sqrt((x - 1.0) * (x + 1.0)) if x != 1.0 else A * math.inf
+)
 defvjp(math.atanh, lambda A, r, x: A / ((1.0 - x) * (1.0 + x)))
 defvjp(math.exp, lambda A, r, x: A * r)
 defvjp(math.expm1, lambda A, r, x: A * (r + 1.0))
@@ -187,7 +208,16 @@ defvjp(
 )
 defvjp(
     math.pow,
-    lambda A, r, x, y: A * (y * r / x if x else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else math.inf) if y else 0.0),
+    lambda A, r, x, y: (
+        A
+        * (
+            y * r / x
+            if x
+            else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else math.inf)
+            if y
+            else 0.0
+        )
+    ),
     lambda A, r, x, y: A * (r * math.log(x) if x > 0 else 0.0),
 )
 defvjp(math.copysign, lambda A, r, x, y: A * math.copysign(1.0, x) * math.copysign(1.0, y), None)

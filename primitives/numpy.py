@@ -66,7 +66,8 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 try:
     import numpy as np
@@ -177,8 +178,13 @@ def _as_array_sens(A: Any, r: Any) -> Any:
 Grad = Callable[..., Any]
 
 
-def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coerce: bool = True,
-            note: str = "") -> Callable[..., ProcResult]:
+def defgrad(
+    fn: Any,
+    *grads: Grad | None,
+    kw: dict[str, int] | None = None,
+    coerce: bool = True,
+    note: str = "",
+) -> Callable[..., ProcResult]:
     """Register ``fn`` from one gradient function per positional argument.
 
     ``grads[i](A, r, *args, **kwargs)`` returns the sensitivity of ``args[i]`` (``None`` in a
@@ -205,7 +211,9 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
             A = _as_array_sens(A, r)
             cargs = _coerce(args, coerced)
             out: tuple = ((),)
-            for i in range(len(args)):  # (a range: enumerate's reverse is not differentiable at order 3)
+            for i in range(
+                len(args)
+            ):  # (a range: enumerate's reverse is not differentiable at order 3)
                 g = grads[i] if i < n else None
                 out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), args[i])),)
             if kwargs:
@@ -254,7 +262,9 @@ def defgrad(fn: Any, *grads: Grad | None, kw: dict[str, int] | None = None, coer
                     return _Z2
                 if type(r) is _ndarray and type(A) is not _ndarray:
                     A = np.full(r.shape, A)
-                if coerce and (type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple):
+                if coerce and (
+                    type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple
+                ):
                     xa, ya = _coerce((x, y), (0, 1))
                     return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
                 return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
@@ -273,8 +283,10 @@ def _coerce(args: tuple, positions: tuple) -> tuple:
     """``args`` with the lists and tuples at ``positions`` read as arrays."""
     for i in positions:
         if i < len(args) and isinstance(args[i], (list, tuple)):
-            return tuple(np.asarray(a) if j in positions and isinstance(a, (list, tuple)) else a
-                         for j, a in enumerate(args))
+            return tuple(
+                np.asarray(a) if j in positions and isinstance(a, (list, tuple)) else a
+                for j, a in enumerate(args)
+            )
     return args
 
 
@@ -295,7 +307,9 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
             A = _as_array_sens(A, r)
             gs = vjp(A, r, *args, **kwargs)
             out: tuple = ((),)
-            for i in range(len(args)):  # (a range: enumerate's reverse is not differentiable at order 3)
+            for i in range(
+                len(args)
+            ):  # (a range: enumerate's reverse is not differentiable at order 3)
                 out = out + ((fit(gs[i], args[i]) if i < len(gs) else Z),)
             if kwargs:
                 out = out + (_kw_sens(kwargs),)
@@ -306,7 +320,9 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
     return _register(fn, transform, note)
 
 
-def _register(fn: Any, transform: Callable[..., ProcResult], note: str) -> Callable[..., ProcResult]:
+def _register(
+    fn: Any, transform: Callable[..., ProcResult], note: str
+) -> Callable[..., ProcResult]:
     name = getattr(fn, "__name__", "fn")
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
     register_primitive(fn, transform, note=note or f"numpy rule: {_name(fn)}")
@@ -342,12 +358,17 @@ def _list_result_sens(r: list, A: Any, Abox: Any) -> list:
     n = len(r)
     items = [Z] * n
     if A is not Z and A is not None:
-        parts = A.to_list() if hasattr(A, "to_list") else (A.items if hasattr(A, "add_in_place") else A)
+        parts = (
+            A.to_list() if hasattr(A, "to_list") else (A.items if hasattr(A, "add_in_place") else A)
+        )
         items = [add(a, b) for a, b in zip(items, parts)]
     entry = Abox.pop(r, Z) if Abox is not None else Z
     if entry is not Z and entry is not None:
         items = [add(a, b) for a, b in zip(items, entry)]
-    return [np.zeros_like(e, dtype=np.result_type(e, float)) if s is Z or s is None else s for s, e in zip(items, r)]
+    return [
+        np.zeros_like(e, dtype=np.result_type(e, float)) if s is Z or s is None else s
+        for s, e in zip(items, r)
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -438,7 +459,9 @@ def _matmul_grads(A: Any, x: Any, y: Any) -> tuple:
     if xa.ndim == 1 and ya.ndim == 1:
         return A * ya, A * xa
     if xa.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
-        return np.matmul(np.expand_dims(A, -2), np.swapaxes(ya, -1, -2)), np.expand_dims(xa, -1) * np.expand_dims(A, -2)
+        return np.matmul(np.expand_dims(A, -2), np.swapaxes(ya, -1, -2)), np.expand_dims(
+            xa, -1
+        ) * np.expand_dims(A, -2)
     if ya.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
         return np.expand_dims(A, -1) * ya, np.matmul(np.expand_dims(A, -2), xa)
     return np.matmul(A, np.swapaxes(ya, -1, -2)), np.matmul(np.swapaxes(xa, -1, -2), A)
@@ -473,7 +496,9 @@ def _prod_grad(A, r, x, axis=None, dtype=None, out=None, keepdims=False, initial
     if where is not True:
         _unsupported("numpy.prod with where=")
     x = np.asarray(x)
-    return _expand(A, x.shape, axis, keepdims, copy=False) * _prod_of_others(x, r, axis, keepdims, initial)
+    return _expand(A, x.shape, axis, keepdims, copy=False) * _prod_of_others(
+        x, r, axis, keepdims, initial
+    )
 
 
 def _prod_of_others(x: Any, r: Any, axis: Any, keepdims: Any, initial: Any = None) -> Any:
@@ -486,7 +511,9 @@ def _prod_of_others(x: Any, r: Any, axis: Any, keepdims: Any, initial: Any = Non
     flat = xt.reshape(xt.shape[: len(rest)] + (-1,))
     ones = np.ones(flat.shape[:-1] + (1,), dtype=flat.dtype)
     left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
-    right = np.flip(np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1)
+    right = np.flip(
+        np.cumprod(np.concatenate([ones, np.flip(flat, -1)[..., :-1]], axis=-1), axis=-1), -1
+    )
     others = (left * right).reshape(xt.shape)
     others = np.transpose(others, np.argsort(rest + axes))
     return others if initial is None else others * initial
@@ -513,12 +540,38 @@ def _var_parts(x, r, axis, ddof, correction, where, mean):
     return x, np.conj(x - np.mean(x, axis=axis, keepdims=True)), _count(x, r) - ddof
 
 
-def _var_grad(A, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+def _var_grad(
+    A,
+    r,
+    x,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=None,
+    correction=None,
+):
     x, d, n = _var_parts(x, r, axis, ddof, correction, where, mean)
     return _expand(A, x.shape, axis, keepdims, copy=False) * d * (2.0 / n)
 
 
-def _std_grad(A, r, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None, correction=None):
+def _std_grad(
+    A,
+    r,
+    x,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=None,
+    correction=None,
+):
     x, d, n = _var_parts(x, r, axis, ddof, correction, where, mean)
     return _expand(_safe_div(A, r), x.shape, axis, keepdims, copy=False) * d / n
 
@@ -566,16 +619,26 @@ def _diff_prepend_grad(A, r, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue)
 
 def _diff_append_grad(A, r, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
     G, p, m = _diff_full_grad(A, a, n, axis, prepend, append)
-    return _diff_slice(G, axis, p + m, None).sum() if np.ndim(append) == 0 else _diff_slice(G, axis, p + m, None)
+    return (
+        _diff_slice(G, axis, p + m, None).sum()
+        if np.ndim(append) == 0
+        else _diff_slice(G, axis, p + m, None)
+    )
 
 
-def _nansum_grad(A, r, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+def _nansum_grad(
+    A, r, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True
+):
     return _sum_grad(A, r, a, axis, dtype, out, keepdims, initial, where) * ~np.isnan(a)
 
 
 def _nanmean_grad(A, r, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     ok = ~np.isnan(a)
-    return _expand(A, np.shape(a), axis, keepdims, copy=False) * ok / np.maximum(np.sum(ok, axis=axis, keepdims=True), 1)
+    return (
+        _expand(A, np.shape(a), axis, keepdims, copy=False)
+        * ok
+        / np.maximum(np.sum(ok, axis=axis, keepdims=True), 1)
+    )
 
 
 # --- ufunc methods: np.add.reduce (a sum), np.multiply.reduce, np.maximum.reduce, ...
@@ -583,7 +646,9 @@ def _nanmean_grad(A, r, a, axis=None, dtype=None, out=None, keepdims=False, *, w
 _REDUCE_GRADS: dict = {}
 
 
-def _reduce_params(array, axis=0, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+def _reduce_params(
+    array, axis=0, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True
+):
     return array, axis, dtype, out, keepdims, initial, where
 
 
@@ -614,7 +679,15 @@ def _ufunc_reduce_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
         if g is None:
             raise NonDifferentiableError(f"dplus has no derivative for numpy.{uf.__name__}.reduce")
         extra = {"initial": initial} if initial is not _NoValue and uf is np.multiply else {}
-        sens = g(_as_array_sens(A, r), r, np.asarray(array), axis=axis, keepdims=keepdims, where=where, **extra)
+        sens = g(
+            _as_array_sens(A, r),
+            r,
+            np.asarray(array),
+            axis=axis,
+            keepdims=keepdims,
+            where=where,
+            **extra,
+        )
         return _ufunc_method_sens(args, kwargs, fit(sens, array))
 
     return ProcResult(r, backprop)
@@ -634,7 +707,9 @@ def _ufunc_accumulate_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
         if A is Z:
             return _ufunc_method_sens(args, kwargs, Z)
         if uf is not np.add:
-            raise NonDifferentiableError(f"dplus has no derivative for numpy.{uf.__name__}.accumulate")
+            raise NonDifferentiableError(
+                f"dplus has no derivative for numpy.{uf.__name__}.accumulate"
+            )
         sens = _cumsum_grad(_as_array_sens(A, r), r, np.asarray(array), axis)
         return _ufunc_method_sens(args, kwargs, fit(sens, array))
 
@@ -650,7 +725,9 @@ def _flat_plus(a: Any) -> ProcResult:
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is Z or A is None:
             return _Z1
-        raise NonDifferentiableError("dplus has no derivative through a.flat: use a.ravel() or a.reshape(-1)")
+        raise NonDifferentiableError(
+            "dplus has no derivative through a.flat: use a.ravel() or a.reshape(-1)"
+        )
 
     return ProcResult(r, backprop)
 
@@ -714,7 +791,9 @@ def _dot_vjp(A, r, a, b, out=None):
         return np.expand_dims(A, -1) * b, np.tensordot(A, a, an - 1)
     # np.dot(a, b)[i..., j..., k] = sum_m a[i..., m] b[j..., m, k]
     ga = np.tensordot(A, np.swapaxes(b, -1, -2), bn - 1)
-    gb = np.swapaxes(np.tensordot(A, a, [list(range(-an - bn + 2, -bn + 1)), list(range(an - 1))]), -1, -2)
+    gb = np.swapaxes(
+        np.tensordot(A, a, [list(range(-an - bn + 2, -bn + 1)), list(range(an - 1))]), -1, -2
+    )
     return ga, gb
 
 
@@ -817,7 +896,9 @@ def _einsum_vjp(A, r, *args, **kwargs):
 
 def _norm_grad(A, r, x, ord=None, axis=None, keepdims=False):
     x = np.asarray(x)
-    matrix = (isinstance(axis, (tuple, list)) and len(axis) == 2) or (axis is None and ord is not None and x.ndim == 2)
+    matrix = (isinstance(axis, (tuple, list)) and len(axis) == 2) or (
+        axis is None and ord is not None and x.ndim == 2
+    )
     if matrix:
         ax = (0, 1) if axis is None else tuple(a % x.ndim for a in axis)
         xm = np.moveaxis(x, ax, (-2, -1))
@@ -857,7 +938,9 @@ def _matrix_norm_grad(A, r, x, ord):
     if ord == 2 or ord == -2:
         u, s, vt = np.linalg.svd(x, full_matrices=False)
         i = 0 if ord == 2 else -1
-        return A * np.conj(u[..., :, i : i + 1 if i == 0 else None] @ vt[..., i : i + 1 if i == 0 else None, :])
+        return A * np.conj(
+            u[..., :, i : i + 1 if i == 0 else None] @ vt[..., i : i + 1 if i == 0 else None, :]
+        )
     if ord in (1, -1, np.inf, -np.inf):
         sum_axis = -2 if ord in (1, -1) else -1  # 1: column sums; inf: row sums
         sums = np.sum(np.abs(x), axis=sum_axis, keepdims=True)
@@ -989,7 +1072,11 @@ def _split_pieces(A: Any, seq: Any, axis: int) -> list:
 
 def _pieces_like(pieces: list, seq: Any) -> Any:
     if isinstance(seq, _ndarray):
-        return np.stack([np.reshape(p, np.shape(e)) for p, e in zip(pieces, seq)]) if len(seq) else np.zeros_like(seq)
+        return (
+            np.stack([np.reshape(p, np.shape(e)) for p, e in zip(pieces, seq)])
+            if len(seq)
+            else np.zeros_like(seq)
+        )
     out = [fit(np.reshape(p, np.shape(e)), e) for p, e in zip(pieces, seq)]
     return tuple(out) if isinstance(seq, tuple) else out
 
@@ -1110,8 +1197,11 @@ def _take_grad(A, r, a, indices, axis=None, out=None, mode="raise"):
     x = np.asarray(a)
     if axis is None:
         flat = x.ravel()
-        return scatter_add(flat, np.ravel(indices) if np.ndim(indices) else indices,
-                           np.ravel(A) if np.ndim(indices) else A).reshape(x.shape)
+        return scatter_add(
+            flat,
+            np.ravel(indices) if np.ndim(indices) else indices,
+            np.ravel(A) if np.ndim(indices) else A,
+        ).reshape(x.shape)
     idx = [slice(None)] * x.ndim
     idx[axis % x.ndim] = indices
     return scatter_add(x, tuple(idx), A)
@@ -1180,7 +1270,11 @@ def _linspace_stop(A, r, start, stop, num=50, endpoint=True, retstep=False, dtyp
 def _linspace_part(A, r, start, stop, num, endpoint, retstep, axis, which):
     if retstep:
         _unsupported("numpy.linspace with retstep=True")
-    t = np.arange(num) / ((num - 1) if endpoint else num) if num > (1 if endpoint else 0) else np.zeros(num)
+    t = (
+        np.arange(num) / ((num - 1) if endpoint else num)
+        if num > (1 if endpoint else 0)
+        else np.zeros(num)
+    )
     w = t if which else 1.0 - t
     A = np.moveaxis(np.asarray(A), axis, 0) if np.ndim(A) > 1 else np.asarray(A)
     return np.tensordot(w, A, axes=(0, 0))
@@ -1275,20 +1369,62 @@ def register_numpy_rules() -> None:
     defgrad(np.multiply, lambda A, r, x, y: A * y, lambda A, r, x, y: A * x)
     defgrad(np.divide, lambda A, r, x, y: A / y, lambda A, r, x, y: -A * r / y)  # np.true_divide
     defgrad(np.power, _power_gx, _power_gy)
-    defgrad(np.float_power, lambda A, r, x, y: _power_gx(A, r, np.asarray(x, float), y),
-            lambda A, r, x, y: _power_gy(A, r, np.asarray(x, float), y))
-    defgrad(np.maximum, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
-    defgrad(np.minimum, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
-    defgrad(np.fmax, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
-    defgrad(np.fmin, lambda A, r, x, y: A * _balanced(x, r, y), lambda A, r, x, y: A * _balanced(y, r, x))
-    defgrad(np.arctan2, lambda A, r, y, x: A * x / (x * x + y * y), lambda A, r, y, x: -A * y / (x * x + y * y))
-    defgrad(np.hypot, lambda A, r, x, y: A * _safe_div(x, r), lambda A, r, x, y: A * _safe_div(y, r))
-    defgrad(np.logaddexp, lambda A, r, x, y: A * np.exp(x - r), lambda A, r, x, y: A * np.exp(y - r))
-    defgrad(np.logaddexp2, lambda A, r, x, y: A * np.exp2(x - r), lambda A, r, x, y: A * np.exp2(y - r))
-    defgrad(np.remainder, lambda A, r, x, y: A, lambda A, r, x, y: -A * np.floor_divide(x, y))  # np.mod
+    defgrad(
+        np.float_power,
+        lambda A, r, x, y: _power_gx(A, r, np.asarray(x, float), y),
+        lambda A, r, x, y: _power_gy(A, r, np.asarray(x, float), y),
+    )
+    defgrad(
+        np.maximum,
+        lambda A, r, x, y: A * _balanced(x, r, y),
+        lambda A, r, x, y: A * _balanced(y, r, x),
+    )
+    defgrad(
+        np.minimum,
+        lambda A, r, x, y: A * _balanced(x, r, y),
+        lambda A, r, x, y: A * _balanced(y, r, x),
+    )
+    defgrad(
+        np.fmax,
+        lambda A, r, x, y: A * _balanced(x, r, y),
+        lambda A, r, x, y: A * _balanced(y, r, x),
+    )
+    defgrad(
+        np.fmin,
+        lambda A, r, x, y: A * _balanced(x, r, y),
+        lambda A, r, x, y: A * _balanced(y, r, x),
+    )
+    defgrad(
+        np.arctan2,
+        lambda A, r, y, x: A * x / (x * x + y * y),
+        lambda A, r, y, x: -A * y / (x * x + y * y),
+    )
+    defgrad(
+        np.hypot, lambda A, r, x, y: A * _safe_div(x, r), lambda A, r, x, y: A * _safe_div(y, r)
+    )
+    defgrad(
+        np.logaddexp, lambda A, r, x, y: A * np.exp(x - r), lambda A, r, x, y: A * np.exp(y - r)
+    )
+    defgrad(
+        np.logaddexp2, lambda A, r, x, y: A * np.exp2(x - r), lambda A, r, x, y: A * np.exp2(y - r)
+    )
+    defgrad(
+        np.remainder, lambda A, r, x, y: A, lambda A, r, x, y: -A * np.floor_divide(x, y)
+    )  # np.mod
     defgrad(np.fmod, lambda A, r, x, y: A, lambda A, r, x, y: -A * np.trunc(np.divide(x, y)))
-    defgrad(np.where, None, lambda A, r, c, x, y: np.where(c, A, 0.0), lambda A, r, c, x, y: np.where(c, 0.0, A))
-    defgrad(np.clip, _clip_x, _clip_lo, _clip_hi, kw={"a": 0, "a_min": 1, "a_max": 2, "min": 1, "max": 2})
+    defgrad(
+        np.where,
+        None,
+        lambda A, r, c, x, y: np.where(c, A, 0.0),
+        lambda A, r, c, x, y: np.where(c, 0.0, A),
+    )
+    defgrad(
+        np.clip,
+        _clip_x,
+        _clip_lo,
+        _clip_hi,
+        kw={"a": 0, "a_min": 1, "a_max": 2, "min": 1, "max": 2},
+    )
     defgrad(nd.clip, _clip_x, _clip_lo, _clip_hi, kw={"min": 1, "max": 2})
 
     # -- reductions (the same gradients serve the functions and the methods)
@@ -1307,12 +1443,34 @@ def register_numpy_rules() -> None:
                 defgrad(fn, g)
     defgrad(np.nansum, _nansum_grad)
     defgrad(np.nanmean, _nanmean_grad)
-    _REDUCE_GRADS.update({np.add: _sum_grad, np.multiply: _prod_grad, np.maximum: _chooser_grad,
-                          np.minimum: _chooser_grad, np.fmax: _chooser_grad, np.fmin: _chooser_grad})
-    _register(np.ufunc.reduce, _ufunc_reduce_plus, "numpy rule: ufunc.reduce (add, multiply, maximum, minimum)")
+    _REDUCE_GRADS.update(
+        {
+            np.add: _sum_grad,
+            np.multiply: _prod_grad,
+            np.maximum: _chooser_grad,
+            np.minimum: _chooser_grad,
+            np.fmax: _chooser_grad,
+            np.fmin: _chooser_grad,
+        }
+    )
+    _register(
+        np.ufunc.reduce,
+        _ufunc_reduce_plus,
+        "numpy rule: ufunc.reduce (add, multiply, maximum, minimum)",
+    )
     _register(np.ufunc.accumulate, _ufunc_accumulate_plus, "numpy rule: ufunc.accumulate (add)")
-    mutating(np.ufunc.at, "Use np.bincount, or build the array with np.zeros and a NumPy expression")
-    defgrad(np.diff, _diff_grad, None, None, _diff_prepend_grad, _diff_append_grad, kw={"prepend": 3, "append": 4})
+    mutating(
+        np.ufunc.at, "Use np.bincount, or build the array with np.zeros and a NumPy expression"
+    )
+    defgrad(
+        np.diff,
+        _diff_grad,
+        None,
+        None,
+        _diff_prepend_grad,
+        _diff_append_grad,
+        kw={"prepend": 3, "append": 4},
+    )
 
     # -- products
     defvjp_joint(np.dot, _dot_vjp)
@@ -1380,13 +1538,27 @@ def register_numpy_rules() -> None:
 
     # -- the same methods on NumPy scalars (np.float64(2.0).sum(), np.max(x).item(), ...)
     gen = np.generic
-    for name, g in (("sum", _sum_grad), ("mean", _mean_grad), ("prod", _prod_grad), ("max", _chooser_grad),
-                    ("min", _chooser_grad), ("var", _var_grad), ("std", _std_grad), ("cumsum", _cumsum_grad),
-                    ("reshape", _reshape_method_grad), ("ravel", _ravel_grad), ("flatten", _ravel_grad),
-                    ("squeeze", _reshape_like), ("transpose", _transpose_method_grad), ("copy", _array_grad),
-                    ("astype", _astype_grad), ("conj", lambda A, r, x: np.conj(A)),
-                    ("conjugate", lambda A, r, x: np.conj(A)), ("item", lambda A, r, x, *args: A),
-                    ("tolist", lambda A, r, x: A)):
+    for name, g in (
+        ("sum", _sum_grad),
+        ("mean", _mean_grad),
+        ("prod", _prod_grad),
+        ("max", _chooser_grad),
+        ("min", _chooser_grad),
+        ("var", _var_grad),
+        ("std", _std_grad),
+        ("cumsum", _cumsum_grad),
+        ("reshape", _reshape_method_grad),
+        ("ravel", _ravel_grad),
+        ("flatten", _ravel_grad),
+        ("squeeze", _reshape_like),
+        ("transpose", _transpose_method_grad),
+        ("copy", _array_grad),
+        ("astype", _astype_grad),
+        ("conj", lambda A, r, x: np.conj(A)),
+        ("conjugate", lambda A, r, x: np.conj(A)),
+        ("item", lambda A, r, x, *args: A),
+        ("tolist", lambda A, r, x: A),
+    ):
         fn = getattr(gen, name, None)
         if fn is not None:
             defgrad(fn, g)
@@ -1420,57 +1592,201 @@ def register_numpy_rules() -> None:
     # -- NumPy scalar types: conversions
     for t in (np.float64, np.float32, np.float16, np.longdouble, np.complex128, np.complex64):
         defgrad(t, lambda A, r, x=0.0: A)
-    nondiff(np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8, np.bool_, np.intp,
-            note="non-differentiable: an integer or bool conversion")
+    nondiff(
+        np.int64,
+        np.int32,
+        np.int16,
+        np.int8,
+        np.uint64,
+        np.uint32,
+        np.uint16,
+        np.uint8,
+        np.bool_,
+        np.intp,
+        note="non-differentiable: an integer or bool conversion",
+    )
 
     # -- constructors: differentiable in the fill value / end points only
     defgrad(np.full, None, _full_grad, kw={"fill_value": 1})
     defgrad(np.full_like, None, _full_like_grad, kw={"fill_value": 1})
     defgrad(np.linspace, _linspace_start, _linspace_stop, kw={"start": 0, "stop": 1})
     nondiff(
-        np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.eye, np.identity,
-        np.arange, np.logspace, np.geomspace, np.tri, np.indices, np.diag_indices, np.tril_indices,
+        np.zeros,
+        np.ones,
+        np.empty,
+        np.zeros_like,
+        np.ones_like,
+        np.empty_like,
+        np.eye,
+        np.identity,
+        np.arange,
+        np.logspace,
+        np.geomspace,
+        np.tri,
+        np.indices,
+        np.diag_indices,
+        np.tril_indices,
         np.triu_indices,
         note="non-differentiable: an array constructor",
     )
 
     # -- piecewise constant, integer- or bool-valued: zero sensitivity
     nondiff(
-        np.sign, np.floor, np.ceil, np.round, _attr(np, "around"), np.rint, np.trunc, np.fix, np.floor_divide,
-        np.heaviside, np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
-        np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan, np.isinf, np.isfinite,
-        np.isneginf, np.isposinf, np.signbit, np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal,
-        np.isscalar, np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero,
-        np.flatnonzero, np.count_nonzero, np.searchsorted, np.digitize, np.shape, np.ndim, np.size,
-        np.all, np.any, np.allclose, np.isclose, np.array_equal, np.array_equiv, np.result_type,
-        np.unravel_index, np.ravel_multi_index, np.bincount,
-        nd.argmax, nd.argmin, nd.argsort, nd.nonzero, nd.all, nd.any,
+        np.sign,
+        np.floor,
+        np.ceil,
+        np.round,
+        _attr(np, "around"),
+        np.rint,
+        np.trunc,
+        np.fix,
+        np.floor_divide,
+        np.heaviside,
+        np.greater,
+        np.greater_equal,
+        np.less,
+        np.less_equal,
+        np.equal,
+        np.not_equal,
+        np.logical_and,
+        np.logical_or,
+        np.logical_not,
+        np.logical_xor,
+        np.isnan,
+        np.isinf,
+        np.isfinite,
+        np.isneginf,
+        np.isposinf,
+        np.signbit,
+        np.iscomplexobj,
+        np.isrealobj,
+        np.iscomplex,
+        np.isreal,
+        np.isscalar,
+        np.argmax,
+        np.argmin,
+        np.argsort,
+        np.argpartition,
+        np.argwhere,
+        np.nonzero,
+        np.flatnonzero,
+        np.count_nonzero,
+        np.searchsorted,
+        np.digitize,
+        np.shape,
+        np.ndim,
+        np.size,
+        np.all,
+        np.any,
+        np.allclose,
+        np.isclose,
+        np.array_equal,
+        np.array_equiv,
+        np.result_type,
+        np.unravel_index,
+        np.ravel_multi_index,
+        np.bincount,
+        nd.argmax,
+        nd.argmin,
+        nd.argsort,
+        nd.nonzero,
+        nd.all,
+        nd.any,
     )
 
     # -- in place: raise
     fresh = "Build a new array instead (np.where, np.concatenate, np.sort(a), a.copy(), ...)"
-    for fn in (nd.fill, nd.sort, nd.put, nd.resize, nd.partition, nd.setfield, _attr(nd, "itemset"), nd.__setitem__,
-               np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis):
+    for fn in (
+        nd.fill,
+        nd.sort,
+        nd.put,
+        nd.resize,
+        nd.partition,
+        nd.setfield,
+        _attr(nd, "itemset"),
+        nd.__setitem__,
+        np.copyto,
+        np.put,
+        np.place,
+        np.putmask,
+        np.fill_diagonal,
+        np.put_along_axis,
+    ):
         mutating(fn, fresh)
-    for name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul", "iand", "ior", "ixor",
-                 "ilshift", "irshift"):
-        mutating(getattr(nd, f"__{name}__", None), "Use the operator that makes a new array (`a = a + b`).")
+    for name in (
+        "iadd",
+        "isub",
+        "imul",
+        "itruediv",
+        "ifloordiv",
+        "imod",
+        "ipow",
+        "imatmul",
+        "iand",
+        "ior",
+        "ixor",
+        "ilshift",
+        "irshift",
+    ):
+        mutating(
+            getattr(nd, f"__{name}__", None),
+            "Use the operator that makes a new array (`a = a + b`).",
+        )
 
     # -- random draws: constants, except the location/scale of normal, uniform, exponential,
     # which get their pathwise (reparameterization) sensitivities
     rs = np.random.RandomState
     gen = np.random.Generator
-    for name in ("random", "random_sample", "rand", "randn", "standard_normal", "integers", "randint",
-                 "choice", "permutation", "bytes", "beta", "binomial", "chisquare", "dirichlet", "f", "gamma",
-                 "geometric", "gumbel", "hypergeometric", "laplace", "logistic", "lognormal", "logseries",
-                 "multinomial", "multivariate_normal", "negative_binomial", "noncentral_chisquare",
-                 "noncentral_f", "pareto", "poisson", "power", "rayleigh", "standard_cauchy",
-                 "standard_exponential", "standard_gamma", "standard_t", "triangular", "vonmises", "wald",
-                 "weibull", "zipf", "seed"):
+    for name in (
+        "random",
+        "random_sample",
+        "rand",
+        "randn",
+        "standard_normal",
+        "integers",
+        "randint",
+        "choice",
+        "permutation",
+        "bytes",
+        "beta",
+        "binomial",
+        "chisquare",
+        "dirichlet",
+        "f",
+        "gamma",
+        "geometric",
+        "gumbel",
+        "hypergeometric",
+        "laplace",
+        "logistic",
+        "lognormal",
+        "logseries",
+        "multinomial",
+        "multivariate_normal",
+        "negative_binomial",
+        "noncentral_chisquare",
+        "noncentral_f",
+        "pareto",
+        "poisson",
+        "power",
+        "rayleigh",
+        "standard_cauchy",
+        "standard_exponential",
+        "standard_gamma",
+        "standard_t",
+        "triangular",
+        "vonmises",
+        "wald",
+        "weibull",
+        "zipf",
+        "seed",
+    ):
         for cls in (rs, gen):
             fn = getattr(cls, name, None)
             if fn is not None:
-                defnondiff(fn, note="random draw: treated as a constant (no derivative in its parameters)")
+                defnondiff(
+                    fn, note="random draw: treated as a constant (no derivative in its parameters)"
+                )
     for cls in (rs, gen):
         defvjp_joint(cls.normal, _method_vjp(_normal_vjp))
         defvjp_joint(cls.uniform, _method_vjp(_uniform_vjp))
@@ -1511,12 +1827,18 @@ def _mark_helpers() -> None:
     """Let the transformer differentiate this module's gradient functions and helpers
     (a gradient that writes into an array raises NonDifferentiableError when differentiated)."""
     for name, obj in list(globals().items()):
-        if callable(obj) and getattr(obj, "__module__", None) == __name__ and type(obj).__name__ == "function":
+        if (
+            callable(obj)
+            and getattr(obj, "__module__", None) == __name__
+            and type(obj).__name__ == "function"
+        ):
             if name not in ("fit", "_fit_plus", "register_numpy_rules", "_mark_helpers"):
                 obj.__dplus_derived__ = ("rule helper",)
 
 
 if np is not None:
     register_numpy_rules()
-    register_primitive(fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)")
+    register_primitive(
+        fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)"
+    )
     _mark_helpers()

@@ -43,7 +43,9 @@ def _T(x):
 
 def _refuse_complex(name: str, a: Any) -> None:
     if np.iscomplexobj(a):
-        raise NonDifferentiableError(f"dplus differentiates numpy.linalg.{name} of real matrices only")
+        raise NonDifferentiableError(
+            f"dplus differentiates numpy.linalg.{name} of real matrices only"
+        )
 
 
 def _read_triangle(G, lower=True):
@@ -85,7 +87,8 @@ def _eigh_grad_from(gw, gV, w, V, lower):
             raise NonDifferentiableError(
                 "the eigenvectors of numpy.linalg.eigh (or scipy.linalg.eigh) are not differentiable at a matrix "
                 "with a repeated eigenvalue: they are not unique there. Differentiate a function of the "
-                "eigenvalues, or of the projector onto the whole eigenspace")
+                "eigenvalues, or of the projector onto the whole eigenspace"
+            )
         n = np.shape(V)[-1]
         gaps = w[..., None, :] - w[..., :, None] + np.eye(n)  # w_j - w_i, 1 on the diagonal
         F = (1.0 - np.eye(n)) / gaps
@@ -97,8 +100,13 @@ def _eigh_grad(A, r, a, UPLO="L"):
     _refuse_complex("eigh", a)
     gw, gV = tuple_items(A, 2)
     w, V = r
-    return _eigh_grad_from(np.asarray(gw) if gw is not Z else Z, np.asarray(gV) if gV is not Z else Z, w, V,
-                           UPLO == "L")
+    return _eigh_grad_from(
+        np.asarray(gw) if gw is not Z else Z,
+        np.asarray(gV) if gV is not Z else Z,
+        w,
+        V,
+        UPLO == "L",
+    )
 
 
 def _eigvalsh_grad(A, r, a, UPLO="L"):
@@ -110,8 +118,10 @@ def _eigvalsh_grad(A, r, a, UPLO="L"):
 def _svd_grad(A, r, a, full_matrices=True, compute_uv=True, hermitian=False):
     _refuse_complex("svd", a)
     if hermitian:
-        raise NonDifferentiableError("dplus has no derivative for numpy.linalg.svd with hermitian=True: "
-                                     "use numpy.linalg.eigh")
+        raise NonDifferentiableError(
+            "dplus has no derivative for numpy.linalg.svd with hermitian=True: "
+            "use numpy.linalg.eigh"
+        )
     if not compute_uv:
         U, s, Vh = np.linalg.svd(a, full_matrices=False)
         return np.matmul(U * A[..., None, :], Vh)
@@ -121,7 +131,8 @@ def _svd_grad(A, r, a, full_matrices=True, compute_uv=True, hermitian=False):
     if full_matrices and m != n and (gU is not Z or gVh is not Z):
         raise NonDifferentiableError(
             "dplus differentiates the factors of numpy.linalg.svd with full_matrices=True for square matrices "
-            "only (the extra columns are not unique): pass full_matrices=False")
+            "only (the extra columns are not unique): pass full_matrices=False"
+        )
     return _svd_factors_grad(U, s, Vh, gU, gs, gVh)
 
 
@@ -136,7 +147,8 @@ def _svd_factors_grad(U, s, Vh, gU, gs, gVh):
         if _repeated(s) or np.any(s == 0):
             raise NonDifferentiableError(
                 "the singular vectors of numpy.linalg.svd are not differentiable at a matrix with repeated or zero "
-                "singular values. Differentiate a function of the singular values instead")
+                "singular values. Differentiate a function of the singular values instead"
+            )
         F = (1.0 - eye) / (s[..., None, :] ** 2 - s[..., :, None] ** 2 + eye)
         if gU is not Z:
             UtgU = np.matmul(_T(U), gU)
@@ -162,7 +174,8 @@ def _pinv(a, rcond=None, hermitian=False, *, rtol=None):
     if _rank_deficient(a):
         raise NonDifferentiableError(
             "dplus differentiates numpy.linalg.pinv of full-rank matrices only: the pseudo-inverse is not "
-            "differentiable where the rank can change")
+            "differentiable where the rank can change"
+        )
     if m >= n:
         return np.matmul(np.linalg.inv(np.matmul(_T(a), a)), _T(a))
     return np.matmul(_T(a), np.linalg.inv(np.matmul(a, _T(a))))
@@ -178,7 +191,8 @@ def _lstsq(a, b, rcond=None):
     if _rank_deficient(a):
         raise NonDifferentiableError(
             "dplus differentiates numpy.linalg.lstsq of full-rank matrices only: the solution is not "
-            "differentiable where the rank can change")
+            "differentiable where the rank can change"
+        )
     if m >= n:
         x = np.linalg.solve(np.matmul(_T(a), a), np.matmul(_T(a), b))
     else:
@@ -230,13 +244,29 @@ def register_numpy_linalg_rules() -> None:
     defnondiff(la.matrix_rank, note="non-differentiable: an integer")
     defnondiff(_rank_deficient, note="internal: a test of a NumPy rule")
     defnondiff(_repeated, note="internal: a test of a NumPy rule")
-    for fn, impl in ((getattr(la, "svdvals", None), _svdvals), (la.pinv, _pinv), (la.lstsq, _lstsq), (la.matrix_power, _matrix_power),
-                     (la.multi_dot, _multi_dot), (getattr(la, "vector_norm", None), _vector_norm),
-                     (getattr(la, "matrix_norm", None), _matrix_norm)):
+    for fn, impl in (
+        (getattr(la, "svdvals", None), _svdvals),
+        (la.pinv, _pinv),
+        (la.lstsq, _lstsq),
+        (la.matrix_power, _matrix_power),
+        (la.multi_dot, _multi_dot),
+        (getattr(la, "vector_norm", None), _vector_norm),
+        (getattr(la, "matrix_norm", None), _matrix_norm),
+    ):
         if fn is not None:
             defcomposite(fn, impl)
-    for helper in (_T, _read_triangle, _cholesky_grad_lower, _cholesky_grad, _eigh_grad_from, _eigh_grad,
-                   _eigvalsh_grad, _svd_grad, _svd_factors_grad, _refuse_complex):
+    for helper in (
+        _T,
+        _read_triangle,
+        _cholesky_grad_lower,
+        _cholesky_grad,
+        _eigh_grad_from,
+        _eigh_grad,
+        _eigvalsh_grad,
+        _svd_grad,
+        _svd_factors_grad,
+        _refuse_complex,
+    ):
         helper.__dplus_derived__ = ("rule helper",)
 
 

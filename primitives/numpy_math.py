@@ -40,7 +40,9 @@ def _finite_parts(x, A):
     """``A`` where ``x`` is finite, 0 where NaN or infinity was replaced (real and imaginary
     parts separately for a complex ``x``)."""
     if np.iscomplexobj(x):
-        return np.where(np.isfinite(np.real(x)), np.real(A), 0.0) + 1j * np.where(np.isfinite(np.imag(x)), np.imag(A), 0.0)
+        return np.where(np.isfinite(np.real(x)), np.real(A), 0.0) + 1j * np.where(
+            np.isfinite(np.imag(x)), np.imag(A), 0.0
+        )
     return np.where(np.isfinite(x), A, 0.0)
 
 
@@ -153,11 +155,17 @@ def _coordinate_differences(g, dx, edge_order):
         last = (g[-1] - g[-2]) / dx[-1]
     else:
         d1, d2 = dx[0], dx[1]
-        first = (-(2.0 * d1 + d2) / (d1 * (d1 + d2))) * g[0] + ((d1 + d2) / (d1 * d2)) * g[1] \
+        first = (
+            (-(2.0 * d1 + d2) / (d1 * (d1 + d2))) * g[0]
+            + ((d1 + d2) / (d1 * d2)) * g[1]
             + (-d1 / (d2 * (d1 + d2))) * g[2]
+        )
         d1, d2 = dx[-2], dx[-1]
-        last = (d2 / (d1 * (d1 + d2))) * g[-3] + (-(d2 + d1) / (d1 * d2)) * g[-2] \
+        last = (
+            (d2 / (d1 * (d1 + d2))) * g[-3]
+            + (-(d2 + d1) / (d1 * d2)) * g[-2]
             + ((2.0 * d2 + d1) / (d2 * (d1 + d2))) * g[-1]
+        )
     return np.concatenate((np.expand_dims(first, 0), inner, np.expand_dims(last, 0)), axis=0)
 
 
@@ -188,15 +196,37 @@ def _nancumsum(a, axis=None, dtype=None, out=None):
     return np.cumsum(np.where(np.isnan(a), 0.0, a), axis=axis)
 
 
-def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
+def _nanvar(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    where=True,
+    mean=None,
+    correction=None,
+):
     kept = ~np.isnan(a)
     count = np.sum(kept, axis=axis, keepdims=True)
     centred = np.where(kept, a - np.nansum(a, axis=axis, keepdims=True) / count, 0.0)
     squares = np.real(centred * np.conj(centred))
-    return np.sum(squares, axis=axis, keepdims=keepdims) / (np.sum(kept, axis=axis, keepdims=keepdims) - ddof)
+    return np.sum(squares, axis=axis, keepdims=keepdims) / (
+        np.sum(kept, axis=axis, keepdims=keepdims) - ddof
+    )
 
 
-def _nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, mean=None, correction=None):
+def _nanstd(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    where=True,
+    mean=None,
+    correction=None,
+):
     return np.sqrt(_nanvar(a, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
@@ -204,7 +234,9 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     a = np.asarray(a)
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
-        scale = np.broadcast_to(np.asarray(np.size(a) / max(np.size(avg), 1), dtype=float), np.shape(avg))
+        scale = np.broadcast_to(
+            np.asarray(np.size(a) / max(np.size(avg), 1), dtype=float), np.shape(avg)
+        )
     else:
         w = np.asarray(weights)
         if np.shape(w) != np.shape(a):  # 1-D weights along `axis`, as NumPy allows
@@ -244,12 +276,28 @@ def _polyval(p, x):
     return y
 
 
-def _quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
-              interpolation=None):
-    if method != "linear" or weights is not None or interpolation is not None or isinstance(axis, (tuple, list)):
+def _quantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
+    if (
+        method != "linear"
+        or weights is not None
+        or interpolation is not None
+        or isinstance(axis, (tuple, list))
+    ):
         raise NonDifferentiableError(
             "dplus differentiates numpy.quantile / percentile / median with method='linear' (the default), no "
-            "weights, and one axis or none")
+            "weights, and one axis or none"
+        )
     x = np.ravel(a) if axis is None else np.moveaxis(np.asarray(a), axis, -1)
     if axis is None:
         x = np.asarray(x)
@@ -273,17 +321,36 @@ def _keep_reduced_dims(v, a, axis, q_ndim):
     return np.expand_dims(v, q_ndim + axis % np.ndim(a))
 
 
-def _percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
-                interpolation=None):
-    return _quantile(a, np.asarray(q) / 100.0, axis=axis, method=method, keepdims=keepdims, weights=weights,
-                     interpolation=interpolation)
+def _percentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+    interpolation=None,
+):
+    return _quantile(
+        a,
+        np.asarray(q) / 100.0,
+        axis=axis,
+        method=method,
+        keepdims=keepdims,
+        weights=weights,
+        interpolation=interpolation,
+    )
 
 
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _quantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
-def _cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+def _cov(
+    m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None
+):
     if fweights is not None or aweights is not None:
         raise NonDifferentiableError("dplus differentiates numpy.cov without fweights/aweights")
     X = np.atleast_2d(m)
@@ -348,7 +415,9 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
     y = f0 + (np.asarray(x) - x0) / (x1 - x0) * (f1 - f0)
     below = np.take(fp, 0) if left is None else left
     above = np.take(fp, -1) if right is None else right
-    return np.where(np.asarray(x) < np.take(xp, 0), below, np.where(np.asarray(x) > np.take(xp, -1), above, y))
+    return np.where(
+        np.asarray(x) < np.take(xp, 0), below, np.where(np.asarray(x) > np.take(xp, -1), above, y)
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -358,26 +427,64 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
 def register_numpy_math_rules() -> None:
     from .numpy import defgrad
 
-    defgrad(np.nan_to_num, _nan_to_num_x, None, _nan_to_num_nan, _nan_to_num_posinf, _nan_to_num_neginf,
-            kw={"x": 0, "nan": 2, "posinf": 3, "neginf": 4})
+    defgrad(
+        np.nan_to_num,
+        _nan_to_num_x,
+        None,
+        _nan_to_num_nan,
+        _nan_to_num_posinf,
+        _nan_to_num_neginf,
+        kw={"x": 0, "nan": 2, "posinf": 3, "neginf": 4},
+    )
     defgrad(np.real_if_close, _real_if_close_grad)
     defgrad(np.angle, _angle_grad)
     defgrad(np.copysign, _copysign_grad, None)
     defgrad(np.ldexp, _ldexp_grad, None)
     defnondiff(_gradient_axes, note="internal: axes of numpy.gradient")
     defnondiff(np.searchsorted, note="non-differentiable: an integer")
-    for fn, impl in ((np.gradient, _gradient), (np.cumprod, _cumprod), (np.nanprod, _nanprod),
-                     (np.nanmax, _nanmax), (np.nanmin, _nanmin), (np.nancumsum, _nancumsum), (np.nanvar, _nanvar),
-                     (np.nanstd, _nanstd), (np.average, _average), (np.ptp, _ptp), (np.vdot, _vdot),
-                     (np.polyval, _polyval), (getattr(np, "trapezoid", None), _trapezoid),
-                     (getattr(np, "vecdot", None), _vecdot), (np.ndarray.cumprod, _cumprod), (np.quantile, _quantile),
-                     (np.percentile, _percentile), (np.median, _median), (np.cov, _cov), (np.corrcoef, _corrcoef),
-                     (np.convolve, _convolve), (np.correlate, _correlate), (np.vander, _vander), (np.interp, _interp)):
+    for fn, impl in (
+        (np.gradient, _gradient),
+        (np.cumprod, _cumprod),
+        (np.nanprod, _nanprod),
+        (np.nanmax, _nanmax),
+        (np.nanmin, _nanmin),
+        (np.nancumsum, _nancumsum),
+        (np.nanvar, _nanvar),
+        (np.nanstd, _nanstd),
+        (np.average, _average),
+        (np.ptp, _ptp),
+        (np.vdot, _vdot),
+        (np.polyval, _polyval),
+        (getattr(np, "trapezoid", None), _trapezoid),
+        (getattr(np, "vecdot", None), _vecdot),
+        (np.ndarray.cumprod, _cumprod),
+        (np.quantile, _quantile),
+        (np.percentile, _percentile),
+        (np.median, _median),
+        (np.cov, _cov),
+        (np.corrcoef, _corrcoef),
+        (np.convolve, _convolve),
+        (np.correlate, _correlate),
+        (np.vander, _vander),
+        (np.interp, _interp),
+    ):
         if fn is not None:
             defcomposite(fn, impl)
-    for helper in (_finite_parts, _replaced_sum, _nan_to_num_x, _nan_to_num_nan, _nan_to_num_posinf,
-                   _nan_to_num_neginf, _real_if_close_grad, _angle_grad, _copysign_grad, _ldexp_grad,
-                   _gradient_along, _uniform_differences, _coordinate_differences):
+    for helper in (
+        _finite_parts,
+        _replaced_sum,
+        _nan_to_num_x,
+        _nan_to_num_nan,
+        _nan_to_num_posinf,
+        _nan_to_num_neginf,
+        _real_if_close_grad,
+        _angle_grad,
+        _copysign_grad,
+        _ldexp_grad,
+        _gradient_along,
+        _uniform_differences,
+        _coordinate_differences,
+    ):
         helper.__dplus_derived__ = ("rule helper",)
 
 

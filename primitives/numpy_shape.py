@@ -78,7 +78,9 @@ def _partition_order(a: Any, r: Any, axis: Any) -> Any:
     up the same)."""
     a_sorted_from = np.argsort(a, axis=axis, kind="stable")
     r_sorted_from = np.argsort(r, axis=axis, kind="stable")
-    return np.take_along_axis(a_sorted_from, np.argsort(r_sorted_from, axis=axis, kind="stable"), axis=axis)
+    return np.take_along_axis(
+        a_sorted_from, np.argsort(r_sorted_from, axis=axis, kind="stable"), axis=axis
+    )
 
 
 def _kron_layout(a_shape: tuple, b_shape: tuple) -> tuple:
@@ -101,7 +103,9 @@ def _pad_index(shape: tuple, pad_width: Any, mode: str, reflect_type: str) -> tu
     copy elements (each axis padded by the same mode applied to its positions)."""
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
     extra = {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
-    return np.ix_(*[np.pad(np.arange(n), tuple(w), mode=mode, **extra) for n, w in zip(shape, widths)])
+    return np.ix_(
+        *[np.pad(np.arange(n), tuple(w), mode=mode, **extra) for n, w in zip(shape, widths)]
+    )
 
 
 def _pad_widths(ndim: int, pad_width: Any) -> tuple:
@@ -145,7 +149,9 @@ def _kron_vjp(A, r, a, b):
 def _take_along_axis_grad(A, r, arr, indices, axis=-1):
     if axis is None:
         flat = np.ravel(arr)
-        return np.reshape(scatter_add(flat, _along_axis_index(indices, 0, flat.shape), A), np.shape(arr))
+        return np.reshape(
+            scatter_add(flat, _along_axis_index(indices, 0, flat.shape), A), np.shape(arr)
+        )
     return scatter_add(arr, _along_axis_index(indices, axis, np.shape(arr)), A)
 
 
@@ -163,7 +169,8 @@ def _cross_vjp(A, r, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         axisa = axisb = axisc = axis
     if np.shape(a)[axisa] != 3 or np.shape(b)[axisb] != 3:
         raise NonDifferentiableError(
-            "dplus differentiates numpy.cross of 3-vectors only: give 2-vectors a zero third component")
+            "dplus differentiates numpy.cross of 3-vectors only: give 2-vectors a zero third component"
+        )
     return np.cross(b, A, axisb, axisc, axisa), np.cross(A, a, axisc, axisa, axisb)
 
 
@@ -178,7 +185,8 @@ def _concatenator_getitem_plus(concatenator: Any, key: Any) -> ProcResult:
         which = "np.c_" if isinstance(concatenator, type(np.c_)) else "np.r_"
         raise NonDifferentiableError(
             f"dplus has no derivative through {which}[...]: the items of a subscript carry no sensitivity. "
-            "Use np.concatenate (for np.r_) or np.column_stack (for np.c_), which are differentiated")
+            "Use np.concatenate (for np.r_) or np.column_stack (for np.c_), which are differentiated"
+        )
 
     return ProcResult(r, concatenator_backprop)
 
@@ -214,7 +222,9 @@ def _pad(array, pad_width, mode="constant", constant_values=0, reflect_type="eve
 def _pad_constant(x, pad_width, constant_values):
     values = np.broadcast_to(np.asarray(constant_values), (np.ndim(x), 2))
     widths = _pad_widths(np.ndim(x), pad_width)
-    for k in range(np.ndim(x)):  # axis by axis, as NumPy does (the corners take the later axes' values)
+    for k in range(
+        np.ndim(x)
+    ):  # axis by axis, as NumPy does (the corners take the later axes' values)
         before = np.full(_side_shape(np.shape(x), k, widths[k][0]), values[k, 0])
         after = np.full(_side_shape(np.shape(x), k, widths[k][1]), values[k, 1])
         x = np.concatenate((before, x, after), axis=k)
@@ -229,10 +239,13 @@ def _pad_without_derivative_plus(x: Any, pad_width: Any, mode: Any, kwargs: dict
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is Z or A is None:
             return (), Z, Z, Z, Z
-        detail = f"mode={mode!r}" + (f", reflect_type={kwargs['reflect_type']!r}" if "reflect_type" in kwargs else "")
+        detail = f"mode={mode!r}" + (
+            f", reflect_type={kwargs['reflect_type']!r}" if "reflect_type" in kwargs else ""
+        )
         raise NonDifferentiableError(
             f"dplus has no derivative for numpy.pad with {detail}: use mode 'constant', 'edge', 'reflect', "
-            "'symmetric' or 'wrap' (reflect_type 'even'), or build the padding with np.concatenate")
+            "'symmetric' or 'wrap' (reflect_type 'even'), or build the padding with np.concatenate"
+        )
 
     return ProcResult(_pad_without_derivative(x, pad_width, mode, kwargs), backprop)
 
@@ -352,21 +365,52 @@ def register_numpy_shape_rules() -> None:
     defcomposite(np.pad, _pad)
     defcomposite(np.diagflat, _diagflat)
     defcomposite(np.broadcast_arrays, _broadcast_arrays)
-    for fn, impl in ((np.compress, _compress), (np.extract, _extract), (np.choose, _choose),
-                     (np.meshgrid, _meshgrid), (np.resize, _resize), (np.block, _block)):
+    for fn, impl in (
+        (np.compress, _compress),
+        (np.extract, _extract),
+        (np.choose, _choose),
+        (np.meshgrid, _meshgrid),
+        (np.resize, _resize),
+        (np.block, _block),
+    ):
         defcomposite(fn, impl)
     if hasattr(np, "matrix_transpose"):
         defcomposite(np.matrix_transpose, _matrix_transpose)
-    register_primitive(_pad_without_derivative, _pad_without_derivative_plus,
-                       note="internal: numpy.pad in a mode dplus has no derivative for")
-    register_primitive(type(np.r_).__getitem__, _concatenator_getitem_plus,
-                       note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them")
-    for helper in (_rollaxis_order, _inverse_order, _along_axis_index, _partition_order, _kron_layout, _pad_index,
-                   _pad_widths, _side_shape, _broadcast_shape,
-                   _meshgrid_view, _block_layout):
+    register_primitive(
+        _pad_without_derivative,
+        _pad_without_derivative_plus,
+        note="internal: numpy.pad in a mode dplus has no derivative for",
+    )
+    register_primitive(
+        type(np.r_).__getitem__,
+        _concatenator_getitem_plus,
+        note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them",
+    )
+    for helper in (
+        _rollaxis_order,
+        _inverse_order,
+        _along_axis_index,
+        _partition_order,
+        _kron_layout,
+        _pad_index,
+        _pad_widths,
+        _side_shape,
+        _broadcast_shape,
+        _meshgrid_view,
+        _block_layout,
+    ):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
-    for helper in (_rot90_grad, _rollaxis_grad, _dstack_grad, _kron_vjp, _take_along_axis_grad, _partition_grad,
-                   _cross_vjp, _pad_constant, _concatenator_getitem_plus):
+    for helper in (
+        _rot90_grad,
+        _rollaxis_grad,
+        _dstack_grad,
+        _kron_vjp,
+        _take_along_axis_grad,
+        _partition_grad,
+        _cross_vjp,
+        _pad_constant,
+        _concatenator_getitem_plus,
+    ):
         helper.__dplus_derived__ = ("rule helper",)
 
 

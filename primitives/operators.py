@@ -68,7 +68,8 @@ import math
 import numbers
 import operator
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
@@ -123,7 +124,9 @@ def _fit_slow(g: Any, v: Any) -> Any:
             g = _unbroadcast(np, np.asarray(g) if not isinstance(g, np.ndarray) else g, v.shape)
             if np.iscomplexobj(g) and not np.iscomplexobj(v):
                 g = g.real
-            if g.dtype != v.dtype and v.dtype.kind in "fc":  # a float32 array gets a float32 sensitivity
+            if (
+                g.dtype != v.dtype and v.dtype.kind in "fc"
+            ):  # a float32 array gets a float32 sensitivity
                 g = g.astype(v.dtype)
             return g
         if isinstance(v, (list, tuple)) and isinstance(g, np.ndarray):
@@ -234,7 +237,12 @@ def _user_binary(fn: Any, x: Any, y: Any) -> ProcResult:
     candidates: list[tuple[Any, Any, str, bool]] = []
     if inplace is not None:
         candidates.append((x, y, inplace, False))
-    if rname is not None and ty is not tx and issubclass(ty, tx) and getattr(ty, rname, None) is not getattr(tx, rname, None):
+    if (
+        rname is not None
+        and ty is not tx
+        and issubclass(ty, tx)
+        and getattr(ty, rname, None) is not getattr(tx, rname, None)
+    ):
         candidates.append((y, x, rname, True))
         candidates.append((x, y, name, False))
     else:
@@ -385,8 +393,15 @@ def sum_tuple_chunks(items: tuple, n: int, k: int) -> tuple:
 
 def _sum_tuple_chunks_rule(items: tuple, n: int, k: int) -> ProcResult:
     # linear; its transpose repeats the sensitivity k times (whose transpose is this again)
-    return ProcResult(sum_tuple_chunks(items, n, k),
-                      lambda A, Abox: ((), gen_zero if A is gen_zero or A is None else tuple_items(A, n) * k, None, None))
+    return ProcResult(
+        sum_tuple_chunks(items, n, k),
+        lambda A, Abox: (
+            (),
+            gen_zero if A is gen_zero or A is None else tuple_items(A, n) * k,
+            None,
+            None,
+        ),
+    )
 
 
 register_primitive(sum_tuple_chunks, _sum_tuple_chunks_rule)
@@ -488,11 +503,19 @@ def _binary(
             return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if _is_text(x) or _is_text(y):
             return ProcResult(comp(x, y), lambda A, Abox: _Z2)
-        if (_is_array_like(x) or _is_array_like(y)) and (_is_numeric(x) or _is_seq(x)) and (_is_numeric(y) or _is_seq(y)):
+        if (
+            (_is_array_like(x) or _is_array_like(y))
+            and (_is_numeric(x) or _is_seq(x))
+            and (_is_numeric(y) or _is_seq(y))
+        ):
             return _numeric_binary(comp(x, y), ggx, ggy, x, y)
         if seq is not None and (_is_seq(x) or _is_seq(y)):
             return seq(x, y)
-        if fn in SET_OPERATORS and isinstance(x, (set, frozenset)) and isinstance(y, (set, frozenset)):
+        if (
+            fn in SET_OPERATORS
+            and isinstance(x, (set, frozenset))
+            and isinstance(y, (set, frozenset))
+        ):
             return apply_transform(SET_OPERATORS[fn], x, y)
         return _user_binary(fn, x, y)
 
@@ -508,7 +531,14 @@ def _binary(
     return transform
 
 
-def _unary(fn: Any, g: Callable[..., Any], *, general: Callable[..., Any] | None = None, inline: bool = True, also: tuple = ()) -> Callable[..., ProcResult]:
+def _unary(
+    fn: Any,
+    g: Callable[..., Any],
+    *,
+    general: Callable[..., Any] | None = None,
+    inline: bool = True,
+    also: tuple = (),
+) -> Callable[..., ProcResult]:
     if inline:
         defvjp(fn, g)
         for other in also:
@@ -650,14 +680,41 @@ _MOD = (lambda A, r, x, y: A, lambda A, r, x, y: -A * (x // y))
 _type = type
 _complex = complex
 _POW = (
-    lambda A, r, x, y: (A * (y * r / x if x else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf) if y else 0.0)).real
-    if r.imag and _type(x) is not _complex
-    else A * (y * r / x if x else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf) if y else 0.0),
-    lambda A, r, x, y: (A * (0.0 if x == 0 else r * cmath.log(x))).real
-    if (r.imag or x.real < 0) and _type(y) is not _complex
-    else A * (0.0 if x == 0 else r * cmath.log(x) if x.imag or y.imag or x.real < 0 else r * math.log(x.real)),
+    lambda A, r, x, y: (
+        (
+            A
+            * (
+                y * r / x
+                if x
+                else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf)
+                if y
+                else 0.0
+            )
+        ).real
+        if r.imag and _type(x) is not _complex
+        else A
+        * (
+            y * r / x
+            if x
+            else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf)
+            if y
+            else 0.0
+        )
+    ),
+    lambda A, r, x, y: (
+        (A * (0.0 if x == 0 else r * cmath.log(x))).real
+        if (r.imag or x.real < 0) and _type(y) is not _complex
+        else A
+        * (
+            0.0
+            if x == 0
+            else r * cmath.log(x)
+            if x.imag or y.imag or x.real < 0
+            else r * math.log(x.real)
+        )
+    ),
 )
-_ABS = lambda A, r, x: A * (x.conjugate() / r if r else 0.0)  # noqa: E731
+_ABS = lambda A, r, x: A * (x.conjugate() / r if r else 0.0)
 _pow_gx, _pow_gy = _POW
 _abs_g = _ABS
 
@@ -715,10 +772,24 @@ def unshared_in_place(inplace_fn: Any) -> Any:
     return compute
 
 
-UNSHARED_IN_PLACE = {fn: unshared_in_place(fn) for fn in (
-    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
-    operator.ipow, operator.imatmul, operator.ilshift, operator.irshift, operator.ior, operator.ixor, operator.iand,
-)}
+UNSHARED_IN_PLACE = {
+    fn: unshared_in_place(fn)
+    for fn in (
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.imatmul,
+        operator.ilshift,
+        operator.irshift,
+        operator.ior,
+        operator.ixor,
+        operator.iand,
+    )
+}
 """The operation of ``a op= b`` on an unshared name, by in-place operator."""
 
 
@@ -756,7 +827,9 @@ _binary(operator.sub, *_SUB)
 _binary(operator.mul, *_MUL, seq=_repeat)
 _binary(operator.truediv, *_DIV)
 _binary(operator.mod, *_MOD)
-_POW_TRANSFORM = _binary(operator.pow, *_POW, general=(_pow_gx_general, _pow_gy_general), real_to_complex=True)
+_POW_TRANSFORM = _binary(
+    operator.pow, *_POW, general=(_pow_gx_general, _pow_gy_general), real_to_complex=True
+)
 
 _IN_PLACE_RULES = (
     (operator.iadd, _ADD, dict(seq=_iconcat)),
@@ -768,17 +841,23 @@ _IN_PLACE_RULES = (
 )
 for _fn, _grads, _options in _IN_PLACE_RULES:
     _binary(_fn, *_grads, compute=_refusing_arrays(_fn), **_options)
-    _binary(UNSHARED_IN_PLACE[_fn], *_grads, compute=UNSHARED_IN_PLACE[_fn], inline=False, **_options)
+    _binary(
+        UNSHARED_IN_PLACE[_fn], *_grads, compute=UNSHARED_IN_PLACE[_fn], inline=False, **_options
+    )
 
 # sequence concatenation: operator.concat / iconcat accept sequences only
 register_primitive(operator.concat, lambda x, y: _concat_plus(x, y, False))
 register_primitive(operator.iconcat, lambda x, y: _concat_plus(x, y, True))
 
 register_primitive(operator.matmul, _matmul_transform(operator.matmul, operator.matmul))
-for _fn, _compute in ((operator.imatmul, _refusing_arrays(operator.imatmul)),
-                      (UNSHARED_IN_PLACE[operator.imatmul], UNSHARED_IN_PLACE[operator.imatmul])):
+for _fn, _compute in (
+    (operator.imatmul, _refusing_arrays(operator.imatmul)),
+    (UNSHARED_IN_PLACE[operator.imatmul], UNSHARED_IN_PLACE[operator.imatmul]),
+):
     register_primitive(_fn, _matmul_transform(_fn, _compute))
-    register_primitive(_compute, _matmul_transform(_fn, _compute))  # (differentiated again at higher orders)
+    register_primitive(
+        _compute, _matmul_transform(_fn, _compute)
+    )  # (differentiated again at higher orders)
 
 _unary(operator.neg, lambda A, r, x: -A)
 _unary(operator.pos, lambda A, r, x: A)
@@ -797,11 +876,21 @@ def _floordiv_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
     return transform
 
 
-register_primitive(operator.floordiv, _floordiv_transform(operator.floordiv, operator.floordiv), note="zero almost everywhere")
-register_primitive(operator.ifloordiv, _floordiv_transform(operator.ifloordiv, _refusing_arrays(operator.ifloordiv)),
-                   note="zero almost everywhere")
-register_primitive(UNSHARED_IN_PLACE[operator.ifloordiv],
-                   _floordiv_transform(operator.ifloordiv, UNSHARED_IN_PLACE[operator.ifloordiv]), note="zero almost everywhere")
+register_primitive(
+    operator.floordiv,
+    _floordiv_transform(operator.floordiv, operator.floordiv),
+    note="zero almost everywhere",
+)
+register_primitive(
+    operator.ifloordiv,
+    _floordiv_transform(operator.ifloordiv, _refusing_arrays(operator.ifloordiv)),
+    note="zero almost everywhere",
+)
+register_primitive(
+    UNSHARED_IN_PLACE[operator.ifloordiv],
+    _floordiv_transform(operator.ifloordiv, UNSHARED_IN_PLACE[operator.ifloordiv]),
+    note="zero almost everywhere",
+)
 
 for _fn in (
     operator.lt, operator.le, operator.eq, operator.ne, operator.ge, operator.gt,
@@ -815,7 +904,11 @@ for _fn in (
 # In-place bitwise operators: non-differentiable; on arrays they refuse as the other in-place
 # operators do (``|=`` on dicts is a dict update, in containers.py).
 for _fn in (operator.iand, operator.ixor, operator.ilshift, operator.irshift):
-    register_primitive(_fn, defnondiff(_refusing_arrays(_fn)), note="non-differentiable (zero derivative); raises on a NumPy array")
+    register_primitive(
+        _fn,
+        defnondiff(_refusing_arrays(_fn)),
+        note="non-differentiable (zero derivative); raises on a NumPy array",
+    )
 for _fn in (operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift):
     defnondiff(UNSHARED_IN_PLACE[_fn])
 

@@ -52,9 +52,13 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return _in_process(f, s, items, args, kwargs)
     parts = parallel.split(items, parallel.chunk_count(client, chunks, len(items)))
     if stands_for_itself(f):
-        remember_generated(f)  # a function made in differentiated code: its code's records go with it
+        remember_generated(
+            f
+        )  # a function made in differentiated code: its code's records go with it
     prefix = uuid.uuid4().hex
-    futures = [client.submit(parallel.run_recorded_chunk, f, part, prefix, pure=False) for part in parts]
+    futures = [
+        client.submit(parallel.run_recorded_chunk, f, part, prefix, pure=False) for part in parts
+    ]
     answers = client.gather(futures)
     results = [r for chunk_results, _, _ in answers for r in chunk_results]
     records = [(token, address, len(part)) for (_, token, address), part in zip(answers, parts)]
@@ -67,7 +71,9 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
             chunk = sens[start : start + n]
             start += n
             placement = {"workers": [address], "allow_other_workers": False} if address else {}
-            pending.append(client.submit(parallel.run_backprops, token, chunk, pure=False, **placement))
+            pending.append(
+                client.submit(parallel.run_backprops, token, chunk, pure=False, **placement)
+            )
         closure: Any = gen_zero
         item_sens: list = []
         for fs, chunk_sens in client.gather(pending):
@@ -84,7 +90,9 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
 
             for address, tokens in by_worker.items():
                 placement = {"workers": [address], "allow_other_workers": False} if address else {}
-                fire_and_forget(client.submit(parallel.drop_records, tokens, pure=False, **placement))
+                fire_and_forget(
+                    client.submit(parallel.drop_records, tokens, pure=False, **placement)
+                )
         except Exception:  # the cluster is gone: so are the records
             pass
 

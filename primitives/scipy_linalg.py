@@ -32,22 +32,29 @@ def _refuse_overwrite(name: str, overwrite_a: bool = False, overwrite_b: bool = 
     if overwrite_a or overwrite_b:
         raise NonDifferentiableError(
             f"dplus cannot differentiate scipy.linalg.{name} with overwrite_a/overwrite_b=True: the reverse pass "
-            "needs the argument it overwrites. Leave them False")
+            "needs the argument it overwrites. Leave them False"
+        )
 
 
 def _triangle(a, lower, unit_diagonal):
     n = np.shape(a)[-1]
-    mask = np.tril(np.ones((n, n)), -1 if unit_diagonal else 0) if lower else \
-        np.triu(np.ones((n, n)), 1 if unit_diagonal else 0)
+    mask = (
+        np.tril(np.ones((n, n)), -1 if unit_diagonal else 0)
+        if lower
+        else np.triu(np.ones((n, n)), 1 if unit_diagonal else 0)
+    )
     return mask
 
 
-def _solve_triangular_vjp(A, r, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                          check_finite=True):
+def _solve_triangular_vjp(
+    A, r, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True
+):
     _refuse_complex("solve_triangular", a)
     _refuse_overwrite("solve_triangular", overwrite_b=overwrite_b)
     transposed = trans in (1, 2, "T", "C")
-    gb = sla.solve_triangular(a, A, trans=0 if transposed else 1, lower=lower, unit_diagonal=unit_diagonal)
+    gb = sla.solve_triangular(
+        a, A, trans=0 if transposed else 1, lower=lower, unit_diagonal=unit_diagonal
+    )
     gb2 = gb if np.ndim(gb) == np.ndim(a) else gb[..., None]
     x2 = r if np.ndim(r) == np.ndim(a) else np.asarray(r)[..., None]
     ga = -np.matmul(x2, _T(gb2)) if transposed else -np.matmul(gb2, _T(x2))
@@ -59,13 +66,25 @@ def _cholesky_grad_scipy(A, r, a, lower=False, overwrite_a=False, check_finite=T
     return _cholesky_grad(A, r, a, upper=not lower)
 
 
-def _solve_vjp(A, r, a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None,
-               transposed=False):
+def _solve_vjp(
+    A,
+    r,
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    check_finite=True,
+    assume_a=None,
+    transposed=False,
+):
     _refuse_complex("solve", a)
     _refuse_overwrite("solve", overwrite_a, overwrite_b)
     if transposed:
-        raise NonDifferentiableError("dplus has no derivative for scipy.linalg.solve with transposed=True: "
-                                     "solve with the transposed matrix instead")
+        raise NonDifferentiableError(
+            "dplus has no derivative for scipy.linalg.solve with transposed=True: "
+            "solve with the transposed matrix instead"
+        )
     gb = np.linalg.solve(_T(a), A if np.ndim(A) == np.ndim(a) else np.asarray(A)[..., None])
     x2 = r if np.ndim(r) == np.ndim(a) else np.asarray(r)[..., None]
     ga = -np.matmul(gb, _T(x2))
@@ -86,19 +105,37 @@ def _det_grad_scipy(A, r, a, overwrite_a=False, check_finite=True):
     return _det_grad(A, r, a)
 
 
-def _eigh_grad_scipy(A, r, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-                     type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+def _eigh_grad_scipy(
+    A,
+    r,
+    a,
+    b=None,
+    *,
+    lower=True,
+    eigvals_only=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    type=1,
+    check_finite=True,
+    subset_by_index=None,
+    subset_by_value=None,
+    driver=None,
+):
     _refuse_complex("eigh", a)
     _refuse_overwrite("eigh", overwrite_a, overwrite_b)
     if b is not None or subset_by_index is not None or subset_by_value is not None:
-        raise NonDifferentiableError("dplus differentiates scipy.linalg.eigh of a standard problem (b=None) "
-                                     "for all eigenvalues only")
+        raise NonDifferentiableError(
+            "dplus differentiates scipy.linalg.eigh of a standard problem (b=None) "
+            "for all eigenvalues only"
+        )
     if eigvals_only:
         w, V = sla.eigh(a, lower=lower)
         return _eigh_grad_from(A, Z, w, V, lower)
     gw, gV = tuple_items(A, 2)
     w, V = r
-    return _eigh_grad_from(np.asarray(gw) if gw is not Z else Z, np.asarray(gV) if gV is not Z else Z, w, V, lower)
+    return _eigh_grad_from(
+        np.asarray(gw) if gw is not Z else Z, np.asarray(gV) if gV is not Z else Z, w, V, lower
+    )
 
 
 def _expm_grad(A, r, a):
@@ -106,8 +143,10 @@ def _expm_grad(A, r, a):
     _refuse_complex("expm", a)
     n = np.shape(a)[-1]
     at = _T(a)
-    block = np.concatenate((np.concatenate((at, A), axis=-1),
-                            np.concatenate((np.zeros(np.shape(a)), at), axis=-1)), axis=-2)
+    block = np.concatenate(
+        (np.concatenate((at, A), axis=-1), np.concatenate((np.zeros(np.shape(a)), at), axis=-1)),
+        axis=-2,
+    )
     return sla.expm(block)[..., :n, n:]
 
 

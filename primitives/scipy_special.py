@@ -43,7 +43,9 @@ def _expand_reduced(v, axis, keepdims, shape):
 
 def _logsumexp_weights(A, r, a, axis=None, b=None, keepdims=False, return_sign=False):
     if return_sign:
-        raise NonDifferentiableError("dplus has no derivative for scipy.special.logsumexp with return_sign=True")
+        raise NonDifferentiableError(
+            "dplus has no derivative for scipy.special.logsumexp with return_sign=True"
+        )
     shape = np.shape(np.asarray(a) if b is None else np.asarray(a) + np.asarray(b))
     weights = np.exp(np.asarray(a) - _expand_reduced(r, axis, keepdims, shape))
     return _expand_reduced(A, axis, keepdims, shape), weights

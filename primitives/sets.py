@@ -57,7 +57,8 @@ class _Operand:
         if any(not is_zero_sensitivity(s) for s in parts.values()):
             raise NonDifferentiableError(
                 f"{name}(): sensitivity reached the elements of a {type(v).__name__}, which has nowhere to "
-                "send it. Fix: pass a list, a tuple or a set")
+                "send it. Fix: pass a list, a tuple or a set"
+            )
         return Z
 
 
@@ -100,7 +101,9 @@ def _new_set(name: str, compute: Any, *args: Any) -> ProcResult:
     return ProcResult(r, set_operation_backprop)
 
 
-def _in_place(name: str, compute: Any, s: set, *args: Any, result_is_set: bool = False) -> ProcResult:
+def _in_place(
+    name: str, compute: Any, s: set, *args: Any, result_is_set: bool = False
+) -> ProcResult:
     """A set changed in place by ``args`` (``s.update(t)``, ``s |= t``, ``s.add(v)``, ...): each
     element it gains takes its sensitivity out of the set's entry, to the operand it came from."""
     operands = [_Operand(a) for a in args]
@@ -184,29 +187,51 @@ def _updating(name: str, method: Any) -> Any:
 for _cls in (set, frozenset):
     for _name in ("union", "intersection", "difference", "symmetric_difference", "copy"):
         _m = getattr(_cls, _name)
-        register_primitive(_m, _making(f"{_cls.__name__}.{_name}", _m),
-                           note="each element's sensitivity goes back to the value that put it in the set")
+        register_primitive(
+            _m,
+            _making(f"{_cls.__name__}.{_name}", _m),
+            note="each element's sensitivity goes back to the value that put it in the set",
+        )
     for _dunder in ("__or__", "__and__", "__sub__", "__xor__"):
         _m = getattr(_cls, _dunder)
         register_primitive(_m, _making(f"{_cls.__name__}.{_dunder}", _m))
 
 for _name in ("update", "symmetric_difference_update"):
-    register_primitive(getattr(set, _name), _updating(f"set.{_name}", getattr(set, _name)),
-                       note="each element added takes its sensitivity to the value added")
+    register_primitive(
+        getattr(set, _name),
+        _updating(f"set.{_name}", getattr(set, _name)),
+        note="each element added takes its sensitivity to the value added",
+    )
 for _name in ("discard", "remove", "clear", "difference_update", "intersection_update"):
-    register_primitive(getattr(set, _name), _removing(getattr(set, _name)), note="removed elements are read no more")
-register_primitive(set.add, set_add_plus, note="the element added takes its sensitivity to the value added")
-register_primitive(set.pop, set_pop_plus, note="the popped element's sensitivity goes back into the set")
+    register_primitive(
+        getattr(set, _name),
+        _removing(getattr(set, _name)),
+        note="removed elements are read no more",
+    )
+register_primitive(
+    set.add, set_add_plus, note="the element added takes its sensitivity to the value added"
+)
+register_primitive(
+    set.pop, set_pop_plus, note="the popped element's sensitivity goes back into the set"
+)
 
 
 # ---------------------------------------------------------------------------
 # operators: on two sets, the set rules; otherwise the rule registered before
 
 
-_MAKING_OPERATORS = {operator.or_: set.__or__, operator.and_: set.__and__, operator.xor: set.__xor__,
-                     operator.sub: set.__sub__}
-_UPDATING_OPERATORS = {operator.ior: set.__ior__, operator.iand: set.__iand__, operator.ixor: set.__ixor__,
-                       operator.isub: set.__isub__}
+_MAKING_OPERATORS = {
+    operator.or_: set.__or__,
+    operator.and_: set.__and__,
+    operator.xor: set.__xor__,
+    operator.sub: set.__sub__,
+}
+_UPDATING_OPERATORS = {
+    operator.ior: set.__ior__,
+    operator.iand: set.__iand__,
+    operator.ixor: set.__ixor__,
+    operator.isub: set.__isub__,
+}
 
 
 def _on_sets(fn: Any, set_rule: Any) -> None:
@@ -241,7 +266,9 @@ for _fn, _method in _MAKING_OPERATORS.items():
         _on_sets(_fn, _making(_fn.__name__, _fn))
 for _fn, _method in _UPDATING_OPERATORS.items():
     if _fn is operator.isub:
-        SET_OPERATORS[_fn] = SET_OPERATORS[UNSHARED_IN_PLACE[_fn]] = _in_place_operator(_fn, _method)
+        SET_OPERATORS[_fn] = SET_OPERATORS[UNSHARED_IN_PLACE[_fn]] = _in_place_operator(
+            _fn, _method
+        )
     else:
         _on_sets(_fn, _in_place_operator(_fn, _method))
         _on_sets(UNSHARED_IN_PLACE[_fn], _in_place_operator(_fn, _method))

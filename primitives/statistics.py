@@ -240,7 +240,11 @@ def _covariance_plus(x: Any, y: Any) -> ProcResult:
         if A is gen_zero:
             return _zeros(2, {})
         a = A / (n - 1)
-        return ((), sx_.sens([a * d for d in _centered(ys)], Abox), sy_.sens([a * d for d in _centered(xs)], Abox))
+        return (
+            (),
+            sx_.sens([a * d for d in _centered(ys)], Abox),
+            sy_.sens([a * d for d in _centered(xs)], Abox),
+        )
 
     return ProcResult(r, covariance_backprop)
 
@@ -265,7 +269,10 @@ def _correlation_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
 
 
 def _linear_regression_plus(x: Any, y: Any, **kwargs: Any) -> ProcResult:
-    sx_, sy_ = _arg(x, statistics.linear_regression, "x"), _arg(y, statistics.linear_regression, "y")
+    sx_, sy_ = (
+        _arg(x, statistics.linear_regression, "x"),
+        _arg(y, statistics.linear_regression, "y"),
+    )
     xs, ys = sx_.items, sy_.items
     r = statistics.linear_regression(xs, ys, **kwargs)
     proportional = kwargs.get("proportional", False)
@@ -307,10 +314,22 @@ _register(statistics.variance, _spread(statistics.variance, True, False), "2(x_i
 _register(statistics.pvariance, _spread(statistics.pvariance, False, False), "2(x_i - m)/n")
 _register(statistics.stdev, _spread(statistics.stdev, True, True), "(x_i - m)/((n-1) r)")
 _register(statistics.pstdev, _spread(statistics.pstdev, False, True), "(x_i - m)/(n r)")
-_register(statistics.median, _order_stat(statistics.median, "median"), "1 (or 1/2 each) for the middle element(s)")
-_register(statistics.median_low, _order_stat(statistics.median_low, "low"), "1 for the element chosen")
-_register(statistics.median_high, _order_stat(statistics.median_high, "high"), "1 for the element chosen")
+_register(
+    statistics.median,
+    _order_stat(statistics.median, "median"),
+    "1 (or 1/2 each) for the middle element(s)",
+)
+_register(
+    statistics.median_low, _order_stat(statistics.median_low, "low"), "1 for the element chosen"
+)
+_register(
+    statistics.median_high, _order_stat(statistics.median_high, "high"), "1 for the element chosen"
+)
 if hasattr(statistics, "covariance"):
     _register(statistics.covariance, _covariance_plus, "(y_i - ȳ)/(n-1) and (x_i - x̄)/(n-1)")
     _register(statistics.correlation, _correlation_plus, "Pearson correlation")
-    _register(statistics.linear_regression, _linear_regression_plus, "slope and intercept of least squares")
+    _register(
+        statistics.linear_regression,
+        _linear_regression_plus,
+        "slope and intercept of least squares",
+    )

@@ -22,10 +22,14 @@ from dplus.registry import register_primitive
 def python_twin(module: types.ModuleType, accelerator: str) -> types.ModuleType:
     """``module`` loaded again from its file under another name, with its C ``accelerator``
     hidden, so that its functions are the Python ones (whose source dplus reads)."""
-    spec = importlib.util.spec_from_file_location(f"dplus._python_{module.__name__}", module.__file__)
+    spec = importlib.util.spec_from_file_location(
+        f"dplus._python_{module.__name__}", module.__file__
+    )
     twin = importlib.util.module_from_spec(spec)
     hidden = sys.modules.get(accelerator)
-    sys.modules[accelerator] = None  # (``from _heapq import *`` then raises ImportError, which the module expects)
+    sys.modules[accelerator] = (
+        None  # (``from _heapq import *`` then raises ImportError, which the module expects)
+    )
     try:
         spec.loader.exec_module(twin)
     finally:
@@ -36,15 +40,24 @@ def python_twin(module: types.ModuleType, accelerator: str) -> types.ModuleType:
     return twin
 
 
-def register_twins(module: types.ModuleType, twin: types.ModuleType, names: tuple[str, ...]) -> None:
+def register_twins(
+    module: types.ModuleType, twin: types.ModuleType, names: tuple[str, ...]
+) -> None:
     from dplus.transformer import lazy_transform  # (the transformer imports the rule library)
 
     for name, fn in vars(twin).items():
         if isinstance(fn, types.FunctionType) and fn.__module__ == twin.__name__:
-            register_primitive(fn, lazy_transform(fn), note="derived from the Python source of the standard library")
+            register_primitive(
+                fn,
+                lazy_transform(fn),
+                note="derived from the Python source of the standard library",
+            )
     for name in names:
-        register_primitive(getattr(module, name), lazy_transform(getattr(twin, name)),
-                           note=f"derived from the Python source of {module.__name__}.{name}")
+        register_primitive(
+            getattr(module, name),
+            lazy_transform(getattr(twin, name)),
+            note=f"derived from the Python source of {module.__name__}.{name}",
+        )
 
 
 _HEAPQ = python_twin(heapq, "_heapq")
@@ -94,7 +107,11 @@ def merge(*iterables: Any, key: Any = None, reverse: bool = False) -> list:
 def _register_documented_forms() -> None:
     from dplus.transformer import lazy_transform
 
-    for fn, documented in ((heapq.nsmallest, nsmallest), (heapq.nlargest, nlargest), (heapq.merge, merge)):
+    for fn, documented in (
+        (heapq.nsmallest, nsmallest),
+        (heapq.nlargest, nlargest),
+        (heapq.merge, merge),
+    ):
         register_primitive(fn, lazy_transform(documented), note=documented.__doc__.splitlines()[0])
 
 

@@ -8,7 +8,7 @@ def len_shadowed(xs):
 
 
 @dplus.define_dplus
-def len(xs):  # noqa: A001  (shadows the builtin: generated code must differentiate it)
+def len(xs):
     s = 0.0
     for x in xs:
         s = s + x * x

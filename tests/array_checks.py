@@ -14,7 +14,8 @@ and the general path (no fast paths) must give the same first-order gradient.
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -72,15 +73,24 @@ def _check_like_arguments(gs: tuple, args: tuple, what: str) -> None:
             assert np.ndim(g) == 0, f"{what}: argument {i} (a number) got {g!r}"
 
 
-def check_grads(f: Callable[..., Any], *args: Any, order: int = 2, rng: np.random.Generator | None = None,
-                rtol: float = 1e-5, atol: float = 1e-7, h: float = 1e-6) -> None:
+def check_grads(
+    f: Callable[..., Any],
+    *args: Any,
+    order: int = 2,
+    rng: np.random.Generator | None = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-7,
+    h: float = 1e-6,
+) -> None:
     """Check ``f``'s derivatives in every argument, at first and (``order=2``) second order."""
     rng = rng if rng is not None else np.random.default_rng(0)
     what = getattr(f, "__name__", "f")
     if isinstance(f, types.FunctionType) and f.__module__.split(".")[0] not in ("numpy", "scipy"):
         f = dplus.define_dplus(f)  # a test's lambda: differentiated from its source
     expected = f(*args)
-    _assert_same(dplus.lift_dplus(f)(*args).primal, expected, what)  # differentiating never changes the result
+    _assert_same(
+        dplus.lift_dplus(f)(*args).primal, expected, what
+    )  # differentiating never changes the result
     S = random_like(expected, rng)
 
     def L(*a: Any) -> Any:
@@ -103,16 +113,27 @@ def check_grads(f: Callable[..., Any], *args: Any, order: int = 2, rng: np.rando
 
 def _assert_same(got: Any, want: Any, what: str) -> None:
     if isinstance(want, (list, tuple)):
-        assert isinstance(got, (list, tuple)) and len(got) == len(want), what + ": the result changed"
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), (
+            what + ": the result changed"
+        )
         for g, w in zip(got, want):
             _assert_same(g, w, what)
         return
-    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype, what + ": the result changed"
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype, (
+        what + ": the result changed"
+    )
     assert np.array_equal(got, want, equal_nan=True), what + ": the result changed"
 
 
-def _check_order(L: Callable[..., Any], args: tuple, rng: np.random.Generator, rtol: float, atol: float,
-                 h: float, what: str) -> None:
+def _check_order(
+    L: Callable[..., Any],
+    args: tuple,
+    rng: np.random.Generator,
+    rtol: float,
+    atol: float,
+    h: float,
+    what: str,
+) -> None:
     before = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
     gs = dplus.grad(L)(*args)
     for a, b in zip(args, before):  # differentiating never changes the arguments
@@ -122,4 +143,6 @@ def _check_order(L: Callable[..., Any], args: tuple, rng: np.random.Generator, r
         vs = tuple(random_like(a, rng) for a in args)
         fd = _directional_fd(L, args, vs, h)
         got = _predicted(gs, vs)
-        assert abs(got - fd) <= atol + rtol * max(abs(fd), 1.0), f"{what}: <grad, v> = {got!r}, finite differences {fd!r}"
+        assert abs(got - fd) <= atol + rtol * max(abs(fd), 1.0), (
+            f"{what}: <grad, v> = {got!r}, finite differences {fd!r}"
+        )

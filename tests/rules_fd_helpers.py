@@ -13,7 +13,8 @@ from __future__ import annotations
 import dis
 import math
 import types
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import dplus
 from dplus import BoxSensitivities, gen_zero
@@ -52,7 +53,9 @@ def expected_sens(fn: Callable[..., Any], args: tuple, A: Any, i: int, rel: floa
     return richardson(lambda t: L_at(t), xf, step(xf, rel))
 
 
-def holomorphic_derivative(f: Callable[[complex], complex], z: complex, rel: float = 1e-4) -> complex:
+def holomorphic_derivative(
+    f: Callable[[complex], complex], z: complex, rel: float = 1e-4
+) -> complex:
     h = step(abs(z), rel)
     d1 = (f(z + h) - f(z - h)) / (2 * h)
     d2 = (f(z + h / 2) - f(z - h / 2)) / h
@@ -91,8 +94,15 @@ def assert_close(a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-9, what: s
     assert close(a, b, rtol, atol), f"{what}: got {a!r}, expected {b!r}"
 
 
-def check_number_rule(fn: Any, args: tuple, diff: tuple[int, ...] | None = None, A: Any = 1.0,
-                      rtol: float = 1e-6, atol: float = 1e-9, rel: float = 1e-4) -> tuple:
+def check_number_rule(
+    fn: Any,
+    args: tuple,
+    diff: tuple[int, ...] | None = None,
+    A: Any = 1.0,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    rel: float = 1e-4,
+) -> tuple:
     """Compare the backprop of ``fn`` at ``args`` with finite differences, argument by argument.
 
     ``diff`` lists the differentiable argument positions (the others must get a zero).
@@ -107,7 +117,9 @@ def check_number_rule(fn: Any, args: tuple, diff: tuple[int, ...] | None = None,
             e = expected_sens(fn, args, A, i, rel)
             assert_close(s, e, rtol, atol, f"{getattr(fn, '__name__', fn)}{args} argument {i}")
             if not isinstance(args[i], complex) and s is not gen_zero:
-                assert not isinstance(s, complex), f"a real argument got a complex sensitivity {s!r}"
+                assert not isinstance(s, complex), (
+                    f"a real argument got a complex sensitivity {s!r}"
+                )
         else:
             assert s is gen_zero or s == 0, f"argument {i} should get no sensitivity, got {s!r}"
     return out
@@ -125,7 +137,9 @@ def check_grad_matches_backprop(fn: Any, args: tuple, out: tuple) -> None:
 
 
 def _loaded_globals(fn) -> set[str]:
-    return {ins.argval for ins in dis.get_instructions(fn) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    return {
+        ins.argval for ins in dis.get_instructions(fn) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+    }
 
 
 def check_inlinable(fn, rule) -> None:
@@ -136,13 +150,17 @@ def check_inlinable(fn, rule) -> None:
             continue
         code = g.__code__
         assert g.__name__ == "<lambda>", f"{fn}: inline gradients must be lambdas"
-        assert g.__closure__ is None and not code.co_freevars, f"{fn}: an inline gradient closes over variables"
+        assert g.__closure__ is None and not code.co_freevars, (
+            f"{fn}: an inline gradient closes over variables"
+        )
         assert not g.__defaults__ and not g.__kwdefaults__
         assert code.co_argcount == rule.arity + 2, f"{fn}: an inline gradient takes (A, r, *args)"
         assert not (code.co_flags & (0x04 | 0x08)), "no *args / **kwargs"
         assert not any(isinstance(c, types.CodeType) for c in code.co_consts), f"{fn}: nested code"
         for name in _loaded_globals(g):
-            assert name in g.__globals__, f"{fn}: inline gradient uses {name!r}, not a global of its module"
+            assert name in g.__globals__, (
+                f"{fn}: inline gradient uses {name!r}, not a global of its module"
+            )
 
 
 # Paths to the number leaves of nested lists and tuples, for finite differences by hand.

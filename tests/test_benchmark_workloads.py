@@ -13,12 +13,20 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from benchmarks.workloads import ALL, max_rel_error  # noqa: E402
+from benchmarks.workloads import ALL, max_rel_error
 
-import dplus  # noqa: E402
-from dplus.transformer import general_paths_only  # noqa: E402
+import dplus
+from dplus.transformer import general_paths_only
 
-SMALL = {"scalar_loop": 30, "dot": 40, "matvec": 6, "mlp": 8, "particles": 25, "dict_model": 20, "recursive": 15}
+SMALL = {
+    "scalar_loop": 30,
+    "dot": 40,
+    "matvec": 6,
+    "mlp": 8,
+    "particles": 25,
+    "dict_model": 20,
+    "recursive": 15,
+}
 
 
 @pytest.mark.parametrize("w", ALL, ids=[w.name for w in ALL])

@@ -26,16 +26,29 @@ def straight_line_source(n: int, name: str, seed: int = 0) -> str:
     lines = ["import math", f"def {name}(x, y):", "    a0 = x", "    a1 = y"]
     for i in range(2, n + 2):
         j, k = rnd.randrange(i), rnd.randrange(i)
-        form = rnd.choice(["a{j} * a{k} * 0.5", "math.sin(a{j}) * a{k}", "math.tanh(a{j} + a{k})",
-                           "a{j} - 0.3 * a{k}", "math.cos(a{j}) + a{k} * 0.1"])
+        form = rnd.choice(
+            [
+                "a{j} * a{k} * 0.5",
+                "math.sin(a{j}) * a{k}",
+                "math.tanh(a{j} + a{k})",
+                "a{j} - 0.3 * a{k}",
+                "math.cos(a{j}) + a{k} * 0.1",
+            ]
+        )
         lines.append(f"    a{i} = " + form.format(j=j, k=k))
     lines.append(f"    return a{n + 1}")
     return "\n".join(lines) + "\n"
 
 
 def long_sum_source(n: int, name: str) -> str:
-    terms = [f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2" if i % 3 == 0 else
-             f"{0.5 + (i % 7) * 0.1} * x * y" if i % 3 == 1 else f"x * {1 + (i % 5) * 0.01}" for i in range(n)]
+    terms = [
+        f"math.sin(x * {0.001 * (i + 1):.4f}) * y ** 2"
+        if i % 3 == 0
+        else f"{0.5 + (i % 7) * 0.1} * x * y"
+        if i % 3 == 1
+        else f"x * {1 + (i % 5) * 0.01}"
+        for i in range(n)
+    ]
     return f"import math\ndef {name}(x, y):\n    return " + " + ".join(terms) + "\n"
 
 
@@ -102,7 +115,10 @@ def test_sum_of_10000_terms(tmp_path):
         value = f(0.3, 0.7)
     h = 1e-6
     with recursion_limit(60000):
-        fd = ((f(0.3 + h, 0.7) - f(0.3 - h, 0.7)) / (2 * h), (f(0.3, 0.7 + h) - f(0.3, 0.7 - h)) / (2 * h))
+        fd = (
+            (f(0.3 + h, 0.7) - f(0.3 - h, 0.7)) / (2 * h),
+            (f(0.3, 0.7 + h) - f(0.3, 0.7 - h)) / (2 * h),
+        )
     scale = max(1.0, abs(value))
     assert abs(gx - fd[0]) < 1e-6 * scale and abs(gy - fd[1]) < 1e-6 * scale, ((gx, gy), fd)
     # the exact gradient, term by term
@@ -133,7 +149,11 @@ def test_expression_nested_2000_deep(tmp_path):
 
 
 def test_second_order_of_a_deep_expression(tmp_path):
-    f = load(tmp_path, "nested_small", nested_source(parens=40, chain=150, negations=60, name="nested_small"))
+    f = load(
+        tmp_path,
+        "nested_small",
+        nested_source(parens=40, chain=150, negations=60, name="nested_small"),
+    )
     for p in [(0.3, 0.7), (-0.2, 0.4)]:
         H = dplus.hessian(f)(*p)
         h = 1e-5
@@ -190,8 +210,11 @@ def _walked_nodes(f) -> int:
             counter[0] += 1
             yield n
 
-    patched = [m for name, m in sys.modules.items()
-               if (name == "dplus" or name.startswith("dplus.")) and getattr(m, "walk", None) is original]
+    patched = [
+        m
+        for name, m in sys.modules.items()
+        if (name == "dplus" or name.startswith("dplus.")) and getattr(m, "walk", None) is original
+    ]
     for m in patched:
         m.walk = counting
     try:

@@ -83,7 +83,7 @@ def closure_checkpointed(x, w):
 
 @define_dplus
 def closure_plain(x, w):
-    scaled = lambda y: math.sin(y) * w + x * y  # noqa: E731
+    scaled = lambda y: math.sin(y) * w + x * y
     return scaled(x * x) * w + scaled(w)
 
 
@@ -185,7 +185,9 @@ define_dplus(oscillator_step)
 def make_sim(n, schedule):
     @define_dplus
     def sim(k, c, x0):
-        return checkpoint_loop(lambda s: oscillator_step(s, k, c), (x0, 0.0), n, schedule=schedule)[0]
+        return checkpoint_loop(lambda s: oscillator_step(s, k, c), (x0, 0.0), n, schedule=schedule)[
+            0
+        ]
 
     return sim
 
@@ -227,18 +229,22 @@ def test_loop_over_array_state():
     A = rng.normal(size=(3, 3)) * 0.3
 
     def sim(theta):
-        return np.sum(checkpoint_loop(lambda u: np.tanh(A @ u) * theta + u * 0.5, np.ones(3) * theta, 30) ** 2)
+        return np.sum(
+            checkpoint_loop(lambda u: np.tanh(A @ u) * theta + u * 0.5, np.ones(3) * theta, 30) ** 2
+        )
 
     def plain(theta):
         u = np.ones(3) * theta
         for _ in range(30):
             u = np.tanh(A @ u) * theta + u * 0.5
-        return np.sum(u ** 2)
+        return np.sum(u**2)
 
     for theta in (0.3, 1.1, -0.8):
         assert math.isclose(grad1(sim)(theta), grad1(plain)(theta), rel_tol=1e-10)
         eps = 1e-6
-        assert math.isclose(grad1(sim)(theta), (plain(theta + eps) - plain(theta - eps)) / (2 * eps), rel_tol=1e-5)
+        assert math.isclose(
+            grad1(sim)(theta), (plain(theta + eps) - plain(theta - eps)) / (2 * eps), rel_tol=1e-5
+        )
 
 
 def test_loop_state_changed_between_passes_is_refused():

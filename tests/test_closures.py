@@ -23,7 +23,7 @@ settings_ = settings(max_examples=25, deadline=None)
 
 def test_closure_captures_outer_variable():
     y = 3.0
-    f = lambda x: x + y  # noqa: E731
+    f = lambda x: x + y
     assert grad(f)(2.0) == (1.0,)
 
 
@@ -38,8 +38,8 @@ def test_closure_sensitivity_of_captured_variable():
 
 
 def f_two_sibling_lambdas(x):
-    h = lambda g: g(x) * 2.0  # noqa: E731
-    s = lambda v: v * v  # noqa: E731
+    h = lambda g: g(x) * 2.0
+    s = lambda v: v * v
     return h(s)
 
 
@@ -62,7 +62,7 @@ def test_two_sibling_defs():
 
 
 def test_identity_through_nested_lambdas():
-    f = lambda x: (lambda y: (lambda z: z)(y))(x)  # noqa: E731
+    f = lambda x: (lambda y: (lambda z: z)(y))(x)
     assert grad1(f)(3.0) == 1.0
 
 
@@ -131,7 +131,7 @@ def test_late_binding():
 
 def f_late_binding_rebind(x):
     y = x
-    g = lambda: y * y  # noqa: E731
+    g = lambda: y * y
     y = x * 3.0
     return g()
 
@@ -347,7 +347,7 @@ def test_recursion_through_box():
 
 
 def f_y_combinator(x, n):
-    Y = lambda f: (lambda g: g(g))(lambda g: f(lambda *a: g(g)(*a)))  # noqa: E731
+    Y = lambda f: (lambda g: g(g))(lambda g: f(lambda *a: g(g)(*a)))
     power = Y(lambda rec: lambda k: 1.0 if k == 0 else x * rec(k - 1))
     return power(n)
 
@@ -377,7 +377,9 @@ def test_mutual_recursion_define_dplus():
         return x if n == 0 else f_ref(x, n - 1) + x
 
     for n in range(6):
-        assert grad(is_even_f)(2.0, n)[0] == pytest.approx((f_ref(2.0 + 1e-6, n) - f_ref(2.0 - 1e-6, n)) / 2e-6, rel=1e-6)
+        assert grad(is_even_f)(2.0, n)[0] == pytest.approx(
+            (f_ref(2.0 + 1e-6, n) - f_ref(2.0 - 1e-6, n)) / 2e-6, rel=1e-6
+        )
 
 
 @define_dplus

@@ -13,7 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dplus
-from dplus import Box, BoxSensitivities, D, box, define_dplus, grad, grad1, lift_dplus, set_box, unbox
+from dplus import (
+    Box,
+    BoxSensitivities,
+    D,
+    box,
+    define_dplus,
+    grad,
+    grad1,
+    lift_dplus,
+    set_box,
+    unbox,
+)
 from dplus.gradcheck import check_grad
 
 floats = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False, allow_infinity=False)
@@ -246,11 +257,17 @@ def test_matrix_as_list_of_lists():
     m = [[1.0, 2.0], [3.0, 4.0]]
     v = [5.0, 6.0]
     # out = [17, 39]
-    assert grad(f_matrix)(m, v) == ([[5 * 39.0, 6 * 39.0], [5 * 17.0, 6 * 17.0]], [39.0 + 3 * 17.0, 2 * 39.0 + 4 * 17.0])
+    assert grad(f_matrix)(m, v) == (
+        [[5 * 39.0, 6 * 39.0], [5 * 17.0, 6 * 17.0]],
+        [39.0 + 3 * 17.0, 2 * 39.0 + 4 * 17.0],
+    )
 
 
 @settings_
-@given(st.lists(st.lists(floats, min_size=2, max_size=2), min_size=2, max_size=3), st.lists(floats, min_size=2, max_size=2))
+@given(
+    st.lists(st.lists(floats, min_size=2, max_size=2), min_size=2, max_size=3),
+    st.lists(floats, min_size=2, max_size=2),
+)
 def test_matrix_fd(m, v):
     check_grad(f_matrix, m, v)
 
@@ -428,7 +445,9 @@ def test_dict_of_parameters_updated_in_a_loop():
 
 
 def test_dict_argument_gradient_has_all_keys():
-    assert grad(lambda d: d["a"] * 2.0)({"a": 1.0, "b": 2.0, "s": "str"}) == ({"a": 2.0, "b": 0.0, "s": None},)
+    assert grad(lambda d: d["a"] * 2.0)({"a": 1.0, "b": 2.0, "s": "str"}) == (
+        {"a": 2.0, "b": 0.0, "s": None},
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -548,7 +567,10 @@ def test_object_nested_in_list():
         objs[0].w = 0.0
         return s
 
-    assert grad(f)([Plain(1.0, 0.0), Plain(2.0, 0.0)], 3.0) == ([{"w": 3.0, "b": 0.0}, {"w": 3.0, "b": 0.0}], 3.0)
+    assert grad(f)([Plain(1.0, 0.0), Plain(2.0, 0.0)], 3.0) == (
+        [{"w": 3.0, "b": 0.0}, {"w": 3.0, "b": 0.0}],
+        3.0,
+    )
 
 
 def test_object_holding_a_list():
@@ -654,7 +676,10 @@ def test_lift_dplus_backprop_uses_abox_for_mutable_args():
     Abox = BoxSensitivities()
     out = r.backprop(1.0, Abox)
     # the list's sensitivity is in Abox (or the returned sensitivity); together they give [5, 3]
-    total = dplus.add(dplus.coerce_zero(out[1], xs), dplus.coerce_zero(Abox.get(xs), xs) if Abox.get(xs) is not dplus.gen_zero else [0.0, 0.0])
+    total = dplus.add(
+        dplus.coerce_zero(out[1], xs),
+        dplus.coerce_zero(Abox.get(xs), xs) if Abox.get(xs) is not dplus.gen_zero else [0.0, 0.0],
+    )
     assert total == [5.0, 3.0]
 
 
@@ -925,7 +950,10 @@ def run_list_program(x, y, program):
     return s
 
 
-OPS = st.tuples(st.sampled_from(["append", "pop", "insert", "set", "extend", "del", "slice", "reverse"]), st.integers(0, 7))
+OPS = st.tuples(
+    st.sampled_from(["append", "pop", "insert", "set", "extend", "del", "slice", "reverse"]),
+    st.integers(0, 7),
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -1135,7 +1163,7 @@ def test_slice_held_in_a_variable_writes_lists(xs, v):
 
 def f_dict_display_twice(x):
     d = {"k": 0.25, "j": 2.0}
-    return d["k"] * x * x + d["j"] * x ** 3
+    return d["k"] * x * x + d["j"] * x**3
 
 
 def test_second_derivative_of_a_function_with_a_dict_display():
@@ -1143,4 +1171,6 @@ def test_second_derivative_of_a_function_with_a_dict_display():
     # has no rule (UnknownTransformError); a sensitivity through the dict's values is
     # still refused (NonDifferentiableError, language.md)
     x = 1.5
-    assert math.isclose(dplus.grad1(dplus.grad1(f_dict_display_twice))(x), 0.5 + 12 * x, rel_tol=1e-12)
+    assert math.isclose(
+        dplus.grad1(dplus.grad1(f_dict_display_twice))(x), 0.5 + 12 * x, rel_tol=1e-12
+    )

@@ -78,7 +78,7 @@ def run_page(path: Path) -> int:
         failure = None
         try:
             exec(compile(source, filename, "exec"), namespace)
-        except BaseException as e:  # noqa: BLE001 - report any failure with its place
+        except BaseException as e:
             failure = (
                 f"docs/{path.name}, python block {number} (line {line}) failed: "
                 f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-8)}"
@@ -132,7 +132,16 @@ def test_primitives_listing_is_fresh() -> None:
 )
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(tmp_path / "site")],
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--quiet",
+            "-d",
+            str(tmp_path / "site"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

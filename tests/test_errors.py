@@ -35,7 +35,9 @@ def _line_of(fn, marker: str) -> int:
     raise AssertionError(f"marker {marker!r} not found")
 
 
-def _assert_unsupported(fn, marker: str, *words: str, def_line_ok: bool = False) -> UnsupportedSyntaxError:
+def _assert_unsupported(
+    fn, marker: str, *words: str, def_line_ok: bool = False
+) -> UnsupportedSyntaxError:
     with pytest.raises(UnsupportedSyntaxError) as info:
         lift_dplus(fn)
     err = info.value
@@ -153,7 +155,11 @@ def test_global_writes_happen_as_in_python():
     # (refused before issue #28; now the module namespace is a container: see
     # tests/test_python_constructs.py for their derivatives)
     global COUNTER
-    for f, expected in ((f_global_write, 3.0), (f_global_augassign, 3.0), (f_global_in_nested, 1.0)):
+    for f, expected in (
+        (f_global_write, 3.0),
+        (f_global_augassign, 3.0),
+        (f_global_in_nested, 1.0),
+    ):
         COUNTER = 0.0
         assert grad1(f)(3.0) == 1.0
         assert COUNTER == expected
@@ -350,7 +356,9 @@ def test_unknown_callable_with_sensitivity_names_it():
     assert THIS_FILE in msg
     assert str(unregistered_helper.__code__.co_firstlineno) in msg
     # and how to fix it
-    assert "define_dplus" in msg and "register_backprop" in msg and "current_unknown_transform" in msg
+    assert (
+        "define_dplus" in msg and "register_backprop" in msg and "current_unknown_transform" in msg
+    )
 
 
 def test_unknown_callable_without_sensitivity_just_runs():
@@ -446,7 +454,13 @@ def test_unknown_callable_receiving_mutable_sensitivity():
 
 
 def test_error_hierarchy():
-    for cls in (UnknownTransformError, SensitivityError, UnsupportedSyntaxError, SourceUnavailableError, dplus.NonDifferentiableError):
+    for cls in (
+        UnknownTransformError,
+        SensitivityError,
+        UnsupportedSyntaxError,
+        SourceUnavailableError,
+        dplus.NonDifferentiableError,
+    ):
         assert issubclass(cls, DplusError)
 
 
@@ -513,7 +527,10 @@ class CallableThing:
         return x * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="UnknownTransformError names a callable object as 'module.<module.Class object at 0x...>'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="UnknownTransformError names a callable object as 'module.<module.Class object at 0x...>'",
+)
 def test_unknown_callable_object_named_by_its_class():
     thing = CallableThing()
 
@@ -567,7 +584,9 @@ def logs_without_reading(c, log):
 
 def test_an_unknown_function_that_changes_what_the_result_reads_is_an_error():
     # the change is invisible to dplus: a gradient would silently miss it
-    with pytest.raises(UnknownTransformError, match=r"Recorder.record.*changed a list it was given"):
+    with pytest.raises(
+        UnknownTransformError, match=r"Recorder.record.*changed a list it was given"
+    ):
         dplus.grad(records_then_reads)(1.5)
     with pytest.raises(UnknownTransformError, match=r"_append_twice.*changed a list it was given"):
         dplus.grad(appends_then_reads)(1.5)

@@ -87,8 +87,11 @@ def test_loop_over_zip_of_objects(xs, data):
 @SETTINGS
 @given(a=floats, y=floats)
 def test_guarded_functions_agree_with_the_general_path(a, y):
-    for f, args in [(product_through_copy, (a, y)), (product_through_unpack, ((a, 1.0), y)),
-                    (product_after_arithmetic_then_unpack, ((a, 2.0), y))]:
+    for f, args in [
+        (product_through_copy, (a, y)),
+        (product_through_unpack, ((a, 1.0), y)),
+        (product_after_arithmetic_then_unpack, ((a, 2.0), y)),
+    ]:
         fast, general = both_ways(f, *args)
         close(fast, general)
 
@@ -256,7 +259,7 @@ def temps_read_in_later_statements(x, y):
     return d + a
 
 
-def parameter_named_like_a_builtin(xs, abs):  # noqa: A002
+def parameter_named_like_a_builtin(xs, abs):
     s = 0.0
     for x in xs:
         s = s + abs(x) * x
@@ -434,9 +437,13 @@ def zip_with_break(xs, ys):
 def test_zip_and_enumerate_loops_agree_with_the_general_path(xs, data):
     ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
     assume(all(abs(x - 1.0) > 1e-3 for x in xs))
-    for f, args in ((zip_item_used_twice, (xs, ys)), (enumerate_weights, (xs,)), (zip_with_break, (xs, ys)),
-                    (zip_of_rows, ([[x, y] for x, y in zip(xs, ys)], ys)),
-                    (zip_of_rows, ([(x, y) for x, y in zip(xs, ys)], ys))):
+    for f, args in (
+        (zip_item_used_twice, (xs, ys)),
+        (enumerate_weights, (xs,)),
+        (zip_with_break, (xs, ys)),
+        (zip_of_rows, ([[x, y] for x, y in zip(xs, ys)], ys)),
+        (zip_of_rows, ([(x, y) for x, y in zip(xs, ys)], ys)),
+    ):
         fast, general = both_ways(f, *args)
         close(fast, general)
         check_fd(f, *args)
@@ -581,23 +588,33 @@ def returns_an_int(x, k):
 @SETTINGS
 @given(floats, st.integers(0, 4), floats)
 def test_numbers_only_grad_agrees_with_the_general_steps(x, n, y):
-    for f, args in [(builds_lists_from_numbers, (x, n, y)), (returns_an_int, (x, n)),
-                    (lambda a, b: a * b, (x, y)), (lambda a, b: a * b, (n, y))]:
+    for f, args in [
+        (builds_lists_from_numbers, (x, n, y)),
+        (returns_an_int, (x, n)),
+        (lambda a, b: a * b, (x, y)),
+        (lambda a, b: a * b, (n, y)),
+    ]:
         fast = dplus.grad(f)(*args)
         general = _explicit_one(f, *args)
         assert [type(v) for v in fast] == [type(v) for v in general], (f, fast, general)
         close(list(fast), list(general))
     h = 1e-6
     fd = (builds_lists_from_numbers(x + h, n, y) - builds_lists_from_numbers(x - h, n, y)) / (2 * h)
-    assert math.isclose(dplus.grad(builds_lists_from_numbers)(x, n, y)[0], fd, rel_tol=1e-5, abs_tol=1e-5)
+    assert math.isclose(
+        dplus.grad(builds_lists_from_numbers)(x, n, y)[0], fd, rel_tol=1e-5, abs_tol=1e-5
+    )
 
 
 def test_numbers_only_grad_of_a_non_number_result_is_the_same_error():
     from dplus import SensitivityError
 
-    with pytest.raises(SensitivityError, match="grad needs a number as the result, but the result is list"):
+    with pytest.raises(
+        SensitivityError, match="grad needs a number as the result, but the result is list"
+    ):
         dplus.grad(lambda x: [x, x])(1.0)
-    with pytest.raises(SensitivityError, match="grad needs a number as the result, but the result is list"):
+    with pytest.raises(
+        SensitivityError, match="grad needs a number as the result, but the result is list"
+    ):
         dplus.grad(lambda x: [x, x])([1.0])
 
 
@@ -627,8 +644,12 @@ def test_module_numbers_agree_with_the_general_path_and_finite_differences():
 
     lines = [ln.strip() for ln in generated_source(uses_module_numbers).splitlines()]
     for name in ("RATE", "OFFSET"):
-        updates = [ln for ln in lines if f"_A_{name}_" in ln.split(" = ")[0] and not ln.endswith("= _dp_Z")]
-        assert updates and all("_dp_accumulate(" in ln or "_dp_replay_segment(" in ln for ln in updates), updates
+        updates = [
+            ln for ln in lines if f"_A_{name}_" in ln.split(" = ")[0] and not ln.endswith("= _dp_Z")
+        ]
+        assert updates and all(
+            "_dp_accumulate(" in ln or "_dp_replay_segment(" in ln for ln in updates
+        ), updates
 
 
 # --------------------------------------------------------------------------
@@ -661,7 +682,9 @@ def test_list_unpacking_agrees_with_the_general_path_and_finite_differences(x0, 
         dn[j] -= h
         fd = (unpacks_lists(up, rows, k) - unpacks_lists(dn, rows, k)) / (2 * h)
         assert math.isclose(fast[0][j], fd, rel_tol=1e-5, abs_tol=1e-5)
-    fd_r = (unpacks_lists(xs, [rows[0], r + h], k) - unpacks_lists(xs, [rows[0], r - h], k)) / (2 * h)
+    fd_r = (unpacks_lists(xs, [rows[0], r + h], k) - unpacks_lists(xs, [rows[0], r - h], k)) / (
+        2 * h
+    )
     assert math.isclose(fast[1][1], fd_r, rel_tol=1e-5, abs_tol=1e-5)
     fd_k = (unpacks_lists(xs, rows, k + h) - unpacks_lists(xs, rows, k - h)) / (2 * h)
     assert math.isclose(fast[2], fd_k, rel_tol=1e-5, abs_tol=1e-5)
@@ -759,7 +782,9 @@ PREFIX_LOOPS = [
 ]
 
 
-@pytest.mark.parametrize("f,make", PREFIX_LOOPS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(PREFIX_LOOPS)])
+@pytest.mark.parametrize(
+    "f,make", PREFIX_LOOPS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(PREFIX_LOOPS)]
+)
 @SETTINGS
 @given(xs=st.lists(floats, min_size=0, max_size=7), c=floats)
 def test_fast_prefix_loops_agree_with_the_general_path_and_finite_differences(f, make, xs, c):
@@ -845,7 +870,7 @@ def test_loop_invariants_are_recorded_once_and_only_when_read(xs):
 def formula(x, y, z):
     a = math.sin(x) * y + x / (1.0 + y * y)
     b = math.exp(-z * z) * a - math.sqrt(1.0 + x * x)
-    return a * b + z ** 3 - 2.0 * x * z
+    return a * b + z**3 - 2.0 * x * z
 
 
 def ignores_y(x, y):
@@ -853,7 +878,7 @@ def ignores_y(x, y):
 
 
 def may_turn_complex(x, p):
-    return x ** p
+    return x**p
 
 
 @dplus.define_dplus
@@ -885,11 +910,16 @@ def test_one_segment_grad_agrees_with_the_general_path_and_finite_differences(x,
     fast, general = both_ways(formula, x, y, z)
     assert all(type(v) is float for v in fast)
     close(fast, general)
-    explicit = dplus.grad(formula, sensitivity=float("1.0"))(x, y, z)  # the ProcResult way, fast segment
+    explicit = dplus.grad(formula, sensitivity=float("1.0"))(
+        x, y, z
+    )  # the ProcResult way, fast segment
     close(fast, explicit)
     for i in range(3):
         assert math.isclose(fast[i], _fd(formula, (x, y, z), i), rel_tol=1e-5, abs_tol=1e-5)
-    assert dplus.grad(ignores_y)(x, y) == (6.0 * x, 0.0)  # an unused float argument: 0.0, as on the general way
+    assert dplus.grad(ignores_y)(x, y) == (
+        6.0 * x,
+        0.0,
+    )  # an unused float argument: 0.0, as on the general way
 
 
 def test_one_segment_grad_falls_back_where_its_guard_or_result_is_not_floats():
@@ -901,7 +931,10 @@ def test_one_segment_grad_falls_back_where_its_guard_or_result_is_not_floats():
     # ints (not floats) and objects skip it; the general way keeps their kinds
     fast, general = both_ways(formula, 1, 2, 0)
     assert fast == general
-    assert dplus.grad(product_through_copy)(Scaled(2.0), 3.0) == both_ways(product_through_copy, Scaled(2.0), 3.0)[1]
+    assert (
+        dplus.grad(product_through_copy)(Scaled(2.0), 3.0)
+        == both_ways(product_through_copy, Scaled(2.0), 3.0)[1]
+    )
     assert _fused(not_one_segment) is None and _fused(dot) is None
     fast, general = both_ways(not_one_segment, 0.3, 1.2)
     close(fast, general)
@@ -941,12 +974,16 @@ def enumerate_index_unused(xs, c):
 
 
 @SETTINGS
-@given(xs=st.lists(floats, min_size=0, max_size=6), extra=st.integers(0, 3), c=floats, data=st.data())
+@given(
+    xs=st.lists(floats, min_size=0, max_size=6), extra=st.integers(0, 3), c=floats, data=st.data()
+)
 def test_item_columns_agree_with_the_general_path_and_exact_values(xs, extra, c, data):
     for f in (zip_three, zip_second_unused, enumerate_index_unused):
         assert "_dp_route_columns(" in dplus.show(f)
     n = len(xs)
-    ys = data.draw(st.lists(floats, min_size=n + extra, max_size=n + extra))  # longer: zip stops at xs
+    ys = data.draw(
+        st.lists(floats, min_size=n + extra, max_size=n + extra)
+    )  # longer: zip stops at xs
     zs = data.draw(st.lists(floats, min_size=n, max_size=n))
     fast, general = both_ways(zip_three, list(xs), list(ys), list(zs))
     close(fast, general)
@@ -1082,11 +1119,22 @@ def store_of_mixed_elements(xs, t, c):
 
 
 @SETTINGS
-@given(pos=st.lists(st.tuples(floats, floats), min_size=1, max_size=3), c=floats, k=st.integers(-4, 3),
-       data=st.data())
-def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differences(pos, c, k, data):
+@given(
+    pos=st.lists(st.tuples(floats, floats), min_size=1, max_size=3),
+    c=floats,
+    k=st.integers(-4, 3),
+    data=st.data(),
+)
+def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differences(
+    pos, c, k, data
+):
     pos = [list(p) for p in pos]
-    vel = [list(v) for v in data.draw(st.lists(st.tuples(floats, floats), min_size=len(pos), max_size=len(pos)))]
+    vel = [
+        list(v)
+        for v in data.draw(
+            st.lists(st.tuples(floats, floats), min_size=len(pos), max_size=len(pos))
+        )
+    ]
     src = dplus.show(step_rows)
     assert "_dp_store_display_numbers(" in src and "pos[k] = _" in src
     if -len(pos) <= k < len(pos):
@@ -1112,7 +1160,9 @@ def test_stores_in_fast_segments_agree_with_the_general_path_and_finite_differen
 # the general variant of an arithmetic segment: its reverse is a replayed program
 
 
-small = st.floats(-1.5, 1.5, allow_nan=False, allow_infinity=False)  # (finite differences stay accurate)
+small = st.floats(
+    -1.5, 1.5, allow_nan=False, allow_infinity=False
+)  # (finite differences stay accurate)
 
 
 class Real(float):
@@ -1176,7 +1226,7 @@ def test_only_floats_is_exactly_every_element_a_float():
 
 
 def whole_powers(x, y):
-    return x ** 2 + (x * y) ** 3 - y ** 1 + x ** 0 + (y + 3.0) ** -2 + x ** 2.0 * y ** 4
+    return x**2 + (x * y) ** 3 - y**1 + x**0 + (y + 3.0) ** -2 + x**2.0 * y**4
 
 
 def test_whole_powers_read_as_the_textbook_rule():

@@ -52,7 +52,9 @@ def same_shape(v, seed):
 
 def approx(u, v, tol=1e-9):
     if isinstance(u, (tuple, list)):
-        return type(u) is type(v) and len(u) == len(v) and all(approx(a, b, tol) for a, b in zip(u, v))
+        return (
+            type(u) is type(v) and len(u) == len(v) and all(approx(a, b, tol) for a, b in zip(u, v))
+        )
     if isinstance(u, dict):
         return u.keys() == v.keys() and all(approx(u[k], v[k], tol) for k in u)
     return abs(u - v) <= tol * max(1.0, abs(u), abs(v))
@@ -69,7 +71,9 @@ def test_vector_space_laws(u):
     assert approx(scale(add(u, v), 3.0), add(scale(u, 3.0), scale(v, 3.0)))  # distributive
     assert approx(scale(scale(u, 2.0), 0.5), u)
     assert abs(dot(u, v) - dot(v, u)) <= 1e-9 * max(1.0, abs(dot(u, v)))  # symmetric
-    assert abs(dot(add(u, w), v) - (dot(u, v) + dot(w, v))) <= 1e-6 * max(1.0, abs(dot(u, v)) + abs(dot(w, v)))
+    assert abs(dot(add(u, w), v) - (dot(u, v) + dot(w, v))) <= 1e-6 * max(
+        1.0, abs(dot(u, v)) + abs(dot(w, v))
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -101,10 +105,12 @@ def test_coerce_zero_replaces_gen_zero_inside_nested_structures(u):
 
 def test_zero_conforms_to_every_kind_of_value():
     assert zero(2.5) == 0.0 and type(zero(3)) is int and zero(1j) == 0j
-    assert zero(True) is None and zero("s") is None and zero(None) is None and zero(range(3)) is None
+    assert (
+        zero(True) is None and zero("s") is None and zero(None) is None and zero(range(3)) is None
+    )
     assert zero((1.0, [2.0, {"a": 3.0}])) == (0.0, [0.0, {"a": 0.0}])
     assert zero(Box(1.0)) == Box(0.0)
-    assert zero(ProcResult(1.0, lambda A, B: ((), A))) .primal == 0.0
+    assert zero(ProcResult(1.0, lambda A, B: ((), A))).primal == 0.0
     assert (zero(np.ones(3)) == 0).all()
 
 
@@ -120,7 +126,9 @@ def test_conformance():
     assert not conforms([1.0, 0.0], (3.0, 4.0))
     assert not conforms([1.0], [1.0, 2.0])
     assert conforms(None, "text") and not conforms(1.0, "text")
-    with pytest.raises(dplus.SensitivityError, match="length 3 given where the result has length 2"):
+    with pytest.raises(
+        dplus.SensitivityError, match="length 3 given where the result has length 2"
+    ):
         dplus.linear.check_conforms([1.0, 2.0, 3.0], [0.0, 0.0])
 
 

@@ -61,13 +61,22 @@ def _same_kinds(a, b):
 
 
 @SETTINGS
-@given(p=st.lists(floats, min_size=3, max_size=3), k=floats, extra=st.lists(floats, max_size=3), as_tuple=st.booleans())
+@given(
+    p=st.lists(floats, min_size=3, max_size=3),
+    k=floats,
+    extra=st.lists(floats, max_size=3),
+    as_tuple=st.booleans(),
+)
 def test_vectors_read_at_positions_agree_with_the_general_path(p, k, extra, as_tuple):
     for f in (energy, ends, through_a_copy, inlined_then_read):
         assert fused(f) is not None, f.__name__
     vec = tuple if as_tuple else list
-    cases = [(energy, (vec(p), k)), (ends, (vec(p + extra), k)), (through_a_copy, (vec(p[:2]),)),
-             (inlined_then_read, (vec(p[:2]), vec([k, 1.0]), vec(p[1:])))]
+    cases = [
+        (energy, (vec(p), k)),
+        (ends, (vec(p + extra), k)),
+        (through_a_copy, (vec(p[:2]),)),
+        (inlined_then_read, (vec(p[:2]), vec([k, 1.0]), vec(p[1:]))),
+    ]
     for f, args in cases:
         fast, general = both_ways(f, *args)
         _same_kinds(fast, general)
@@ -84,8 +93,12 @@ def test_inputs_the_fused_function_refuses_take_the_general_way():
         dplus.grad(ends)([1.0], 1.0)
     assert fused(energy)([1.0, 2.0], 1.0) is None and fused(ends)([1.0], 1.0) is None
     # other kinds: ints, a bool, an int weight, objects
-    for f, args in [(energy, ([1, 2, 3], 2.0)), (ends, ([1.0, 2, 3.0, True], 0.5)), (energy, ([1.0, 2.0, 3.0], 2)),
-                    (through_a_copy, ([1.0, 2.0],))]:
+    for f, args in [
+        (energy, ([1, 2, 3], 2.0)),
+        (ends, ([1.0, 2, 3.0, True], 0.5)),
+        (energy, ([1.0, 2.0, 3.0], 2)),
+        (through_a_copy, ([1.0, 2.0],)),
+    ]:
         fast, general = both_ways(f, *args)
         _same_kinds(fast, general)
         close(list(fast), list(general))

@@ -72,11 +72,14 @@ def plain(f, *args):
         best, calls = saved
 
 
-@pytest.mark.parametrize("f,points", [
-    (writer_then_reader, [(0.3,), (-1.2,), (0.9,)]),
-    (writer_then_nested_reader, [(0.2, 0.7), (-0.4, 1.3)]),
-    (writer_then_shadowing_reader, [(0.5,), (-2.0,)]),
-])
+@pytest.mark.parametrize(
+    "f,points",
+    [
+        (writer_then_reader, [(0.3,), (-1.2,), (0.9,)]),
+        (writer_then_nested_reader, [(0.2, 0.7), (-0.4, 1.3)]),
+        (writer_then_shadowing_reader, [(0.5,), (-2.0,)]),
+    ],
+)
 def test_first_and_second_order(f, points):
     for args in points:
         g = dplus.grad(f)(*args)

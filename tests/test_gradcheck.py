@@ -49,7 +49,9 @@ def two_wrong(x, y):
 
 
 # d/dx is off by 1%, d/dy by 50%: the worst is y
-register_primitive(two_wrong, lambda x, y: ProcResult(x * y, lambda A, Abox: ((), 1.01 * A * y, 1.5 * A * x)))
+register_primitive(
+    two_wrong, lambda x, y: ProcResult(x * y, lambda A, Abox: ((), 1.01 * A * y, 1.5 * A * x))
+)
 
 
 def consume(xs):
@@ -59,14 +61,21 @@ def consume(xs):
     return v
 
 
-register_primitive(consume, lambda xs: (lambda a, b: ProcResult(consume(xs), lambda A, Abox: ((), [A * b, A * a])))(xs[0], xs[1]))
+register_primitive(
+    consume,
+    lambda xs: (lambda a, b: ProcResult(consume(xs), lambda A, Abox: ((), [A * b, A * a])))(
+        xs[0], xs[1]
+    ),
+)
 
 
 def boxed_square(b):
     return b.value * b.value
 
 
-register_primitive(boxed_square, lambda b: ProcResult(boxed_square(b), lambda A, Abox: ((), Box(2 * A * b.value))))
+register_primitive(
+    boxed_square, lambda b: ProcResult(boxed_square(b), lambda A, Abox: ((), Box(2 * A * b.value)))
+)
 
 
 Point = namedtuple("Point", "x y")
@@ -76,7 +85,12 @@ def point_norm(p):
     return math.hypot(p.x, p.y)
 
 
-register_primitive(point_norm, lambda p: ProcResult(point_norm(p), lambda A, Abox: ((), Point(A * p.x / point_norm(p), A * p.y / point_norm(p)))))
+register_primitive(
+    point_norm,
+    lambda p: ProcResult(
+        point_norm(p), lambda A, Abox: ((), Point(A * p.x / point_norm(p), A * p.y / point_norm(p)))
+    ),
+)
 
 
 def array_energy(a):

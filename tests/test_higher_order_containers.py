@@ -146,8 +146,20 @@ def gradient_of_a_box_argument(s):
     return g[0].value[1] * s + g[1]
 
 
-SECOND_AND_THIRD = [list_mutation, dict_mutation, list_built_in_loop, box_rebound, nested_lists, nonlocal_total,
-                    list_unpacked, loop_over_list, loop_over_array, dict_argument, dict_of_lists, sum_of_tuple]
+SECOND_AND_THIRD = [
+    list_mutation,
+    dict_mutation,
+    list_built_in_loop,
+    box_rebound,
+    nested_lists,
+    nonlocal_total,
+    list_unpacked,
+    loop_over_list,
+    loop_over_array,
+    dict_argument,
+    dict_of_lists,
+    sum_of_tuple,
+]
 SECOND = SECOND_AND_THIRD + [object_attributes, list_slice, sum_of_list, gradient_of_a_box_argument]
 
 
@@ -194,7 +206,7 @@ X = np.array([0.3, 0.7, 1.1])
 
 def test_hessian_of_a_function_of_an_array_has_shape_x_x():
     for x in (X, np.array([1.4, -0.2, 0.9])):
-        (H,), = hessian(lambda a: np.sum(np.sin(a) * a))(x)
+        ((H,),) = hessian(lambda a: np.sum(np.sin(a) * a))(x)
         assert H.shape == (3, 3)
         np.testing.assert_allclose(H, np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-12)
         (H2, Hb), (Hb2, hbb) = hessian(lambda a, b: np.sum(np.sin(a) * a) * b)(x, 2.0)
@@ -222,4 +234,6 @@ def test_numpy_rules_whose_reverse_was_refused_at_second_order(name):
 
 def test_dot_at_third_order():
     check_order(lambda s: np.dot(X * s, X * s * s), 3)
-    assert nth(lambda s: np.dot(X * s, X * s * s), 3)(1.2) == pytest.approx(6 * np.dot(X, X), rel=1e-12)
+    assert nth(lambda s: np.dot(X * s, X * s * s), 3)(1.2) == pytest.approx(
+        6 * np.dot(X, X), rel=1e-12
+    )

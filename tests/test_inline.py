@@ -25,6 +25,7 @@ SCALE = 0.3
 
 def fd(f, args, i, h=1e-6):
     """Central difference of ``f`` in argument ``i`` (a number) or each element of a list."""
+
     def at(k, d):
         a = [list(x) if isinstance(x, list) else x for x in args]
         if k is None:
@@ -65,8 +66,12 @@ def steps(x, y, n):
 def qmul(a, b):
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return [aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw]
+    return [
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ]
 
 
 def rotate(q, v):
@@ -202,7 +207,6 @@ def test_a_rule_registered_later_replaces_the_inlined_body():
     assert g(2.0) == (6.0,)
 
 
-
 @dplus.define_dplus  # (the test calls it from a lambda, with keywords)
 def law_with_defaults(x, k=2.0, *rest, scale=1.0, **extra):
     y = law(x)
@@ -236,7 +240,7 @@ def test_a_rebound_global_runs_the_transform_made_without_inlining_for_any_signa
     close(g2(x, r), (2.0 * x, 1.0))
     law = law_b
     try:
-        close(g1(x, k, r), (k * 0.5 * 3.0 * x * x, 0.5 * x ** 3, 1.0))
+        close(g1(x, k, r), (k * 0.5 * 3.0 * x * x, 0.5 * x**3, 1.0))
         close(g2(x, r), (3.0 * x * x, 1.0))
     finally:
         law = law_a
@@ -246,15 +250,20 @@ def test_a_global_rebound_while_an_inlined_call_runs_is_an_error():
     global law
     assert inlined(rebinds_during)
     try:
-        with pytest.raises(dplus.DplusError, match=r"\(law\) was rebound while a differentiated call"):
+        with pytest.raises(
+            dplus.DplusError, match=r"\(law\) was rebound while a differentiated call"
+        ):
             dplus.grad(rebinds_during)(2.0)
     finally:
         law = law_a
     law = law_b  # rebound before the call: the transform made without inlining runs
     try:
-        assert dplus.grad(rebinds_during)(2.0) == (3.0 * 4.0 * 2.0,)  # law_b both times (the swap keeps it)
+        assert dplus.grad(rebinds_during)(2.0) == (
+            3.0 * 4.0 * 2.0,
+        )  # law_b both times (the swap keeps it)
     finally:
         law = law_a
+
 
 # --------------------------------------------------------------------------
 # not inlined: each still differentiated correctly, by a call
@@ -302,6 +311,7 @@ def _make_scaled(k):
     @dplus.define_dplus
     def scaled(v):
         return v * k
+
     return scaled
 
 
@@ -324,7 +334,7 @@ def not_inlined(x):
 
 
 def shadows_a_global_of_the_callee(x):
-    SCALE = 5.0  # noqa: N806  (a local named like reads_scale's global)
+    SCALE = 5.0
     return reads_scale(x) * SCALE
 
 
@@ -349,7 +359,7 @@ def test_functions_that_are_not_inlined_are_called(x):
     # tail_recursive is inlined; the recursive call inside it stays a call
     text = generated_source(inlines_around_recursion)
     assert "_dplus_inline_tail_recursive" in text and "_dplus_inline_recursive" not in text
-    close(dplus.grad(inlines_around_recursion)(x), (2.0 * 1.5 ** 2,))
+    close(dplus.grad(inlines_around_recursion)(x), (2.0 * 1.5**2,))
 
 
 def wrong_count(x):

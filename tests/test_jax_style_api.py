@@ -54,7 +54,9 @@ def loss(p, x):
 @given(floats, floats, floats, floats)
 def test_keyword_arguments_pass_through_and_are_not_differentiated(x, y, scale, shift):
     g = grad(model)(x, y, scale=scale, shift=shift)
-    assert g[0] == pytest.approx(fd(lambda t: model(t, y, scale, shift=shift), x), rel=1e-5, abs=1e-6)
+    assert g[0] == pytest.approx(
+        fd(lambda t: model(t, y, scale, shift=shift), x), rel=1e-5, abs=1e-6
+    )
     assert g[1] == pytest.approx(math.sin(x) * scale, rel=1e-9, abs=1e-12)
     assert len(g) == 2
     Dg = dplus.D(model)(x, y, scale=scale)(1.0)
@@ -161,9 +163,9 @@ def test_errors_at_the_door():
         (math.asin, -1.0, math.inf),
         (math.acos, 1.0, -math.inf),
         (math.acosh, 1.0, math.inf),
-        (lambda x: x ** 0.5, 0.0, math.inf),
+        (lambda x: x**0.5, 0.0, math.inf),
         (lambda x: math.pow(x, 0.25), 0.0, math.inf),
-        (lambda x: x ** 1.5, 0.0, 0.0),
+        (lambda x: x**1.5, 0.0, 0.0),
     ],
 )
 def test_infinite_derivatives_are_inf_as_in_autograd_and_jax(fn, x, expected):
@@ -179,7 +181,9 @@ def test_atan2_at_the_origin_is_nan():
 
 def test_keyword_arguments_at_second_order():
     x = 0.7
-    assert grad1(lambda t: grad(model)(t, 2.0, scale=3.0)[0])(x) == pytest.approx(-math.sin(x) * 6.0)
+    assert grad1(lambda t: grad(model)(t, 2.0, scale=3.0)[0])(x) == pytest.approx(
+        -math.sin(x) * 6.0
+    )
 
 
 def test_jax_style_inside_differentiated_code_is_refused_clearly():

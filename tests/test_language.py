@@ -249,7 +249,9 @@ def f_ifexp(x, y):
     return x * y if x > y else (y * y if y > 0 else x - y)
 
 
-@pytest.mark.parametrize("x,y,expected", [(3.0, 2.0, (2.0, 3.0)), (1.0, 2.0, (0.0, 4.0)), (-3.0, -2.0, (1.0, -1.0))])
+@pytest.mark.parametrize(
+    "x,y,expected", [(3.0, 2.0, (2.0, 3.0)), (1.0, 2.0, (0.0, 4.0)), (-3.0, -2.0, (1.0, -1.0))]
+)
 def test_conditional_expression(x, y, expected):
     assert grad(f_ifexp)(x, y) == expected
 
@@ -320,7 +322,14 @@ def f_chained(x, lo, hi):
     return lo * 1.0
 
 
-@pytest.mark.parametrize("args,expected", [((1.0, 0.0, 2.0), (2.0, 0.0, 0.0)), ((3.0, 0.0, 2.0), (2.0, 0.0, 3.0)), ((-1.0, 0.0, 2.0), (0.0, 1.0, 0.0))])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        ((1.0, 0.0, 2.0), (2.0, 0.0, 0.0)),
+        ((3.0, 0.0, 2.0), (2.0, 0.0, 3.0)),
+        ((-1.0, 0.0, 2.0), (0.0, 1.0, 0.0)),
+    ],
+)
 def test_chained_comparisons(args, expected):
     assert grad(f_chained)(*args) == expected
 
@@ -779,7 +788,9 @@ def f_try_partial_work(x):
     return acc[-1]
 
 
-@pytest.mark.xfail(strict=True, reason="exception leaving a loop inside try raises NonDifferentiableError")
+@pytest.mark.xfail(
+    strict=True, reason="exception leaving a loop inside try raises NonDifferentiableError"
+)
 def test_exception_midway_through_loop():
     # appended x^2, x^3, x^4 before the raise
     assert grad1(f_try_partial_work)(2.0) == 4 * 8.0
@@ -827,7 +838,11 @@ def f_try_nested(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, raises=dplus.NonDifferentiableError, reason="an exception raised inside try/finally nested in try/except: NonDifferentiableError (an exception interrupting a compound statement inside try, language.md)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=dplus.NonDifferentiableError,
+    reason="an exception raised inside try/finally nested in try/except: NonDifferentiableError (an exception interrupting a compound statement inside try, language.md)",
+)
 def test_try_nested_finally():
     assert grad1(f_try_nested)(2.0) == 2 * 3 * 4.0
 
@@ -895,7 +910,9 @@ def f_with_suppress(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="with whose __exit__ suppresses an exception raises NonDifferentiableError")
+@pytest.mark.xfail(
+    strict=True, reason="with whose __exit__ suppresses an exception raises NonDifferentiableError"
+)
 def test_with_suppressing_exception():
     assert grad1(f_with_suppress)(2.0) == 12.0
 
@@ -1089,7 +1106,9 @@ def f_match_mapping(d):
 
 def test_match_mapping():
     assert grad(f_match_mapping)({"kind": "sq", "v": 3.0}) == ({"kind": None, "v": 6.0},)
-    assert grad(f_match_mapping)({"kind": "mul", "a": 3.0, "b": 4.0}) == ({"kind": None, "a": 4.0, "b": 3.0},)
+    assert grad(f_match_mapping)({"kind": "mul", "a": 3.0, "b": 4.0}) == (
+        {"kind": None, "a": 4.0, "b": 3.0},
+    )
 
 
 class Point:
@@ -1177,7 +1196,7 @@ def test_nested_lambda_depth3():
 
 
 def f_lambda_default(x):
-    g = lambda a, k=2.0: a * k  # noqa: E731
+    g = lambda a, k=2.0: a * k
     return g(x) + g(x, k=x)
 
 
@@ -1253,7 +1272,7 @@ def test_call_with_mixed_stars():
 
 
 def f_keyword_only_lambda(x):
-    h = lambda *a, **k: a[0] * k["w"]  # noqa: E731
+    h = lambda *a, **k: a[0] * k["w"]
     return h(x, w=x * x)
 
 
@@ -1281,7 +1300,10 @@ def f_nested_comp(m, v):
 
 
 @settings_
-@given(st.lists(st.lists(floats, min_size=2, max_size=2), min_size=1, max_size=3), st.lists(floats, min_size=2, max_size=2, unique=True))
+@given(
+    st.lists(st.lists(floats, min_size=2, max_size=2), min_size=1, max_size=3),
+    st.lists(floats, min_size=2, max_size=2, unique=True),
+)
 def test_nested_comprehensions(m, v):
     # x != y is a kink: finite differences must not step across it
     assume(abs(v[0] - v[1]) > 1e-3)
@@ -1376,7 +1398,12 @@ def test_slices_tuple():
 
 
 @settings_
-@given(st.lists(floats, min_size=0, max_size=7), st.integers(-8, 8), st.integers(-8, 8), st.sampled_from([None, 1, 2, -1, -2]))
+@given(
+    st.lists(floats, min_size=0, max_size=7),
+    st.integers(-8, 8),
+    st.integers(-8, 8),
+    st.sampled_from([None, 1, 2, -1, -2]),
+)
 def test_slices_property(xs, lo, hi, step):
     def f(v):
         s = 0.0
@@ -1498,7 +1525,9 @@ def f_higher_order(f, x):
 
 def test_function_argument():
     assert grad(f_higher_order)(lift_dplus(lambda v: v * v), 3.0) == ((), 4 * 27.0)
-    assert grad(f_higher_order)(math.sin, 0.5)[1] == pytest.approx(math.cos(math.sin(0.5)) * math.cos(0.5), rel=1e-12)
+    assert grad(f_higher_order)(math.sin, 0.5)[1] == pytest.approx(
+        math.cos(math.sin(0.5)) * math.cos(0.5), rel=1e-12
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -1770,11 +1799,22 @@ def f_higher_order_builtins(xs):
 
 def test_higher_order_builtins_with_lambdas():
     # xs = [1, -2]: a = -2 ; b = 1 ; c = 5 ; d = 1 (the max)
-    assert grad(f_higher_order_builtins)([1.0, -2.0]) == ([-2.0 + 10.0 + 200.0 + 1000.0, 1.0 - 400.0],)
+    assert grad(f_higher_order_builtins)([1.0, -2.0]) == (
+        [-2.0 + 10.0 + 200.0 + 1000.0, 1.0 - 400.0],
+    )
 
 
 def f_number_builtins(x):
-    return x.real * 2.0 + abs(-x) + round(x) + int(x) + float(x) * 3.0 + x**2 + pow(x, 3) + divmod(x, 1.0)[1]
+    return (
+        x.real * 2.0
+        + abs(-x)
+        + round(x)
+        + int(x)
+        + float(x) * 3.0
+        + x**2
+        + pow(x, 3)
+        + divmod(x, 1.0)[1]
+    )
 
 
 def test_number_builtins():
@@ -1817,7 +1857,10 @@ def f_match_or_capture(v):
     return 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="match or-pattern with captures raises UnsupportedSyntaxError (SPEC 7 allows match)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="match or-pattern with captures raises UnsupportedSyntaxError (SPEC 7 allows match)",
+)
 def test_match_or_pattern_with_captures():
     assert grad(f_match_or_capture)([3.0]) == ([2.0],)
     assert grad(f_match_or_capture)((3.0, 4.0)) == ((2.0, 0.0),)
@@ -1830,7 +1873,10 @@ def f_match_mapping_rest(d):
     return 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="match mapping pattern with **rest raises UnsupportedSyntaxError (SPEC 7 allows match)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="match mapping pattern with **rest raises UnsupportedSyntaxError (SPEC 7 allows match)",
+)
 def test_match_mapping_rest():
     assert grad(f_match_mapping_rest)({"a": 3.0, "b": 1.0}) == ({"a": 1.0, "b": 0.0},)
 
@@ -1843,14 +1889,17 @@ def f_except_star(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="try/except* raises UnsupportedSyntaxError (SPEC 7: everything in Python 3.11)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="try/except* raises UnsupportedSyntaxError (SPEC 7: everything in Python 3.11)",
+)
 def test_except_star():
     assert grad1(f_except_star)(3.0) == 2.0
 
 
 # a *args parameter read only on one branch: the backprop once looked its length up
 # under a name the branch had made local (UnboundLocalError on the other branch)
-star_branch = lambda x, *d: x * d[0] if d else x * x  # noqa: E731
+star_branch = lambda x, *d: x * d[0] if d else x * x
 
 
 def star_branch_def(x, *d):
@@ -1868,11 +1917,13 @@ def test_star_args_read_on_one_branch(x, rest):
 
 
 def f_signed_literals(x):
-    return (-2) ** 2 * x + (-2.5).real * x ** -2 - (-x) ** 3 + {"k": -0.25}["k"] * x
+    return (-2) ** 2 * x + (-2.5).real * x**-2 - (-x) ** 3 + {"k": -0.25}["k"] * x
 
 
 def test_signed_number_literals_are_constants_in_first_and_second_derivatives():
     x, h = 1.5, 1e-6
     d1 = grad1(f_signed_literals)
-    assert math.isclose(d1(x), (f_signed_literals(x + h) - f_signed_literals(x - h)) / (2 * h), rel_tol=1e-7)
+    assert math.isclose(
+        d1(x), (f_signed_literals(x + h) - f_signed_literals(x - h)) / (2 * h), rel_tol=1e-7
+    )
     assert math.isclose(grad1(d1)(x), (d1(x + h) - d1(x - h)) / (2 * h), rel_tol=1e-6)

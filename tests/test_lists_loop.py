@@ -90,12 +90,22 @@ def any_power(xs, ys, p):
     # ``s ** p`` of a negative s is complex: tested every iteration, never once
     s = 1.0
     for x, y in zip(xs, ys):
-        s = s ** p * x + y
+        s = s**p * x + y
     return s
 
 
 def test_the_lists_path_is_generated_where_the_guard_can_be_tested_once():
-    for f in (dot, weighted, three, second_unused, same_list_twice, mutated_after, unused_result, whole_power, nested):
+    for f in (
+        dot,
+        weighted,
+        three,
+        second_unused,
+        same_list_twice,
+        mutated_after,
+        unused_result,
+        whole_power,
+        nested,
+    ):
         assert LISTS_PATH in dplus.show(f), f.__name__
     assert LISTS_PATH not in dplus.show(any_power)
     # sensitivities that depend on their own iteration only: comprehensions, in order;
@@ -118,14 +128,23 @@ def test_exact_values():
 
 
 @SETTINGS
-@given(xs=st.lists(floats, min_size=0, max_size=6), extra=st.integers(0, 2), c=floats, data=st.data())
+@given(
+    xs=st.lists(floats, min_size=0, max_size=6), extra=st.integers(0, 2), c=floats, data=st.data()
+)
 def test_agrees_with_the_general_path_and_finite_differences(xs, extra, c, data):
     n = len(xs)
     ys = data.draw(st.lists(floats, min_size=n + extra, max_size=n + extra))
     zs = data.draw(st.lists(floats, min_size=n, max_size=n))
-    cases = [(dot, (xs, ys)), (weighted, (xs, ys, c)), (three, (xs, ys, zs)), (second_unused, (xs, ys)),
-             (same_list_twice, (xs,)), (unused_result, (xs, ys, c)), (whole_power, (xs, ys)),
-             (nested, ([xs, zs], ys))]
+    cases = [
+        (dot, (xs, ys)),
+        (weighted, (xs, ys, c)),
+        (three, (xs, ys, zs)),
+        (second_unused, (xs, ys)),
+        (same_list_twice, (xs,)),
+        (unused_result, (xs, ys, c)),
+        (whole_power, (xs, ys)),
+        (nested, ([xs, zs], ys)),
+    ]
     for f, args in cases:
         fast, general = both_ways(f, *copy.deepcopy(args))
         close(fast, general)
@@ -159,7 +178,11 @@ def test_values_the_entry_test_refuses_take_the_guarded_loop():
     close(fast, general)
 
 
-DOT, WEIGHTED, THREE = dplus.define_dplus(dot), dplus.define_dplus(weighted), dplus.define_dplus(three)
+DOT, WEIGHTED, THREE = (
+    dplus.define_dplus(dot),
+    dplus.define_dplus(weighted),
+    dplus.define_dplus(three),
+)
 
 
 def test_called_from_differentiated_code():
@@ -226,7 +249,10 @@ def unpack_rows_twice(rows, w):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.floats(-2, 2), st.floats(-2, 2)), min_size=1, max_size=5), st.floats(-2, 2))
+@given(
+    st.lists(st.tuples(st.floats(-2, 2), st.floats(-2, 2)), min_size=1, max_size=5),
+    st.floats(-2, 2),
+)
 def test_unpacking_a_list_of_floats_inline_agrees_with_the_general_path(rows, w):
     fast, general = both_ways(unpack_rows_twice, rows, w)
     close(fast, general)

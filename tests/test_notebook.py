@@ -18,8 +18,11 @@ pytest.importorskip("ipykernel")
 def kernel():
     from jupyter_client.manager import start_new_kernel
 
-    manager, client = start_new_kernel(kernel_name="python3", extra_arguments=["--HistoryManager.enabled=False"],
-                                       startup_timeout=120)
+    manager, client = start_new_kernel(
+        kernel_name="python3",
+        extra_arguments=["--HistoryManager.enabled=False"],
+        startup_timeout=120,
+    )
     try:
         yield client
     finally:
@@ -52,7 +55,9 @@ def test_kernel_uses_this_interpreter(kernel):
 
 
 def test_functions_lambdas_and_methods_defined_in_cells(kernel):
-    run_cell(kernel, """
+    run_cell(
+        kernel,
+        """
         import math
         import dplus
         def f(x, y):
@@ -60,17 +65,23 @@ def test_functions_lambdas_and_methods_defined_in_cells(kernel):
             for i in range(3):
                 s = s + math.sin(x * i) * y
             return s
-    """)
-    out = run_cell(kernel, """
+    """,
+    )
+    out = run_cell(
+        kernel,
+        """
         g = dplus.grad(f)(0.5, 2.0)
         expected = (sum(i * math.cos(0.5 * i) * 2.0 for i in range(3)), sum(math.sin(0.5 * i) for i in range(3)))
         print(all(abs(a - b) < 1e-12 for a, b in zip(g, expected)))
         square = lambda x: x * x * 3.0
         print(dplus.grad1(square)(2.0))
         print(dplus.grad1(dplus.grad1(math.cos))(0.0))
-    """)
+    """,
+    )
     assert out.split() == ["True", "12.0", "-1.0"]
-    out = run_cell(kernel, """
+    out = run_cell(
+        kernel,
+        """
         class Spring:
             def __init__(self, k):
                 self.k = k
@@ -80,23 +91,32 @@ def test_functions_lambdas_and_methods_defined_in_cells(kernel):
         def total(k, x):
             return Spring(k).energy(x)
         print(dplus.grad(total)(2.0, 3.0))
-    """)
+    """,
+    )
     assert out.strip() == "(4.5, 6.0)"
     shown = run_cell(kernel, "print(dplus.show(f))")
-    assert "def f__plus" in shown and "s = s + math.sin(x * i) * y" in shown  # the cell's line, quoted
+    assert (
+        "def f__plus" in shown and "s = s + math.sin(x * i) * y" in shown
+    )  # the cell's line, quoted
 
 
 def test_a_function_redefined_in_a_later_cell(kernel):
-    run_cell(kernel, """
+    run_cell(
+        kernel,
+        """
         import dplus
         def h(x):
             return x * x
-    """)
+    """,
+    )
     assert run_cell(kernel, "print(dplus.grad1(h)(3.0))").strip() == "6.0"
-    run_cell(kernel, """
+    run_cell(
+        kernel,
+        """
         def h(x):
             return x * x * x
-    """)
+    """,
+    )
     assert run_cell(kernel, "print(dplus.grad1(h)(3.0))").strip() == "27.0"
     shown = run_cell(kernel, "print(dplus.show(h))")
     assert "return x * x * x" in shown

@@ -25,8 +25,16 @@ def arr(*shape):
 # bugs found by autograd's test suite
 
 
-@pytest.mark.parametrize("ashape,bshape", [((2, 3, 4), (4,)), ((4,), (2, 4, 3)), ((2, 3, 4), (5, 4, 2)),
-                                           ((3, 4), (4,)), ((2, 2, 3, 4), (4,))])
+@pytest.mark.parametrize(
+    "ashape,bshape",
+    [
+        ((2, 3, 4), (4,)),
+        ((4,), (2, 4, 3)),
+        ((2, 3, 4), (5, 4, 2)),
+        ((3, 4), (4,)),
+        ((2, 2, 3, 4), (4,)),
+    ],
+)
 def test_dot_of_nd_arrays_and_vectors(ashape, bshape):
     # np.dot of a 3-D array and a vector raised AxisError in its reverse pass
     check_grads(np.dot, arr(*ashape), arr(*bshape))
@@ -52,13 +60,16 @@ def test_keyword_arguments_named_like_dplus_helpers_parameters():
     # `call(f, *args, **kwargs)` and the other call helpers took a keyword `f=` as their own
     # parameter: "TypeError: call() got multiple values for argument 'f'"
     def g(x):
-        return _many_keywords(x, f=2.0, fn=x, obj=1.5, name=x, T=1.0, P=x, self=2.0, func=1.0, d=1.0)
+        return _many_keywords(
+            x, f=2.0, fn=x, obj=1.5, name=x, T=1.0, P=x, self=2.0, func=1.0, d=1.0
+        )
 
-    assert dplus.grad(g)(3.0) == (24 * 3.0 ** 3,)  # 6 x^4
-    assert dplus.grad(dplus.grad1(g))(3.0) == (72 * 3.0 ** 2,)
+    assert dplus.grad(g)(3.0) == (24 * 3.0**3,)  # 6 x^4
+    assert dplus.grad(dplus.grad1(g))(3.0) == (72 * 3.0**2,)
 
     def through_partial(x):
         import functools
+
         return functools.partial(_many_keywords, func=x)(x, f=x)
 
     assert dplus.grad(through_partial)(3.0) == (27.0,)
@@ -101,7 +112,9 @@ def test_gradients_keep_the_dtype_of_their_argument(dtype):
     for f in _dtype_programs():
         (g,) = dplus.grad(f)(x)
         assert g.dtype == dtype and g.shape == x.shape
-        (want,) = dplus.grad(f)(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64))
+        (want,) = dplus.grad(f)(
+            x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+        )
         tol = 1e-2 if dtype is np.float16 else 1e-5
         np.testing.assert_allclose(g, want, rtol=tol, atol=tol)
     (g,) = dplus.grad(lambda s: s * s)(np.float32(3.0))
@@ -115,7 +128,9 @@ def test_float32_second_order_keeps_the_dtype():
     np.testing.assert_allclose(np.diag(H), 2 * np.cos(x) - x * np.sin(x), rtol=1e-5)
 
 
-@pytest.mark.parametrize("x", [np.array([1, 2, 3]), np.array([True, False, True]), np.arange(3, dtype=np.uint8)])
+@pytest.mark.parametrize(
+    "x", [np.array([1, 2, 3]), np.array([True, False, True]), np.arange(3, dtype=np.uint8)]
+)
 def test_integer_and_bool_arrays_get_no_sensitivity(x):
     # like JAX's grad(..., allow_int=True): an integer array is a constant; its gradient is
     # zeros of its own dtype (not a float gradient, which a float argument would get)
@@ -133,7 +148,10 @@ def test_complex_arguments_follow_one_convention():
     np.testing.assert_allclose(g, 2 * z.real - 1j * (-2 * z.imag))
     (g,) = dplus.grad(lambda z: np.sum(np.abs(z)))(z)
     np.testing.assert_allclose(g, np.conj(z) / np.abs(z))
-    for f in (lambda z: np.sum(np.abs(np.sin(z)) ** 2), lambda z: np.real(np.sum(np.exp(z) * np.conj(z)))):
+    for f in (
+        lambda z: np.sum(np.abs(np.sin(z)) ** 2),
+        lambda z: np.real(np.sum(np.exp(z) * np.conj(z))),
+    ):
         check_grads(f, z)
 
 
@@ -146,8 +164,19 @@ from numpy_api_table import ENTRIES  # noqa: E402
 # (second order through lists, and np.sort along an axis, were engine limits when these rules
 # were written: issue #20's change made them work; they are checked with the others)
 # refused by name with a NonDifferentiableError and the fix
-REFUSED = {"pad/reflect-odd", "pad/linear_ramp", "pad/mean", "pad/maximum", "r_", "r_/scalars", "r_/slice", "r_/2d",
-           "r_/directive", "c_", "c_/2d"}
+REFUSED = {
+    "pad/reflect-odd",
+    "pad/linear_ramp",
+    "pad/mean",
+    "pad/maximum",
+    "r_",
+    "r_/scalars",
+    "r_/slice",
+    "r_/2d",
+    "r_/directive",
+    "c_",
+    "c_/2d",
+}
 # no rule yet: they raise UnknownTransformError when a sensitivity reaches them (never a wrong number)
 NOT_COVERED = {"qr", "eig/values"}
 
@@ -170,7 +199,9 @@ def test_numpy_api_second_order(name):
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_numpy_api_refusals_name_the_fix(name):
     fn, make = _BY_NAME[name]
-    with pytest.raises(dplus.NonDifferentiableError, match="np.concatenate|np.column_stack|mode 'constant'"):
+    with pytest.raises(
+        dplus.NonDifferentiableError, match="np.concatenate|np.column_stack|mode 'constant'"
+    ):
         check_grads(fn, *make(), order=1)
 
 
@@ -181,16 +212,33 @@ def test_numpy_api_gaps_raise(name):
         check_grads(fn, *make(), order=1)
 
 
-@pytest.mark.parametrize("name", ["gradient/coords", "pad/reflect", "convolve", "correlate/longer-same",
-                                  "percentile/array-q", "interp/all", "cumprod", "average/weights", "kron",
-                                  "select/tuples", "lstsq/residuals", "cholesky", "nanstd"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gradient/coords",
+        "pad/reflect",
+        "convolve",
+        "correlate/longer-same",
+        "percentile/array-q",
+        "interp/all",
+        "cumprod",
+        "average/weights",
+        "kron",
+        "select/tuples",
+        "lstsq/residuals",
+        "cholesky",
+        "nanstd",
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_low_precision_arrays_through_the_new_rules(name, dtype):
     fn, make = _BY_NAME[name]
     args64 = make()
     if dtype is np.float16 and name in ("lstsq/residuals", "cholesky"):
         pytest.skip("NumPy's linalg has no float16")
-    args = tuple(x.astype(dtype) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x for x in args64)
+    args = tuple(
+        x.astype(dtype) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x for x in args64
+    )
     f = dplus.define_dplus(fn) if fn.__module__ == "numpy_api_table" else fn
 
     def loss(*a):
@@ -198,13 +246,19 @@ def test_low_precision_arrays_through_the_new_rules(name, dtype):
         return np.sum(np.real(out)) if not isinstance(out, tuple) else np.sum(np.real(out[0]))
 
     got = dplus.grad(loss)(*args)
-    want = dplus.grad(loss)(*tuple(x.astype(np.float64) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
-                                   for x in args))
+    want = dplus.grad(loss)(
+        *tuple(
+            x.astype(np.float64) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
+            for x in args
+        )
+    )
     tol = 5e-2 if dtype is np.float16 else 1e-3
     for g, w, x in zip(got, want, args):
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
             assert g.dtype == dtype
-            np.testing.assert_allclose(g.astype(float), w, rtol=tol, atol=tol * max(1.0, np.max(np.abs(w))))
+            np.testing.assert_allclose(
+                g.astype(float), w, rtol=tol, atol=tol * max(1.0, np.max(np.abs(w)))
+            )
 
 
 def _twice(x):

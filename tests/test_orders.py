@@ -121,7 +121,7 @@ def nonlocal_power(x):
     for _ in range(3):
         step()
     k = 1.0
-    late = lambda y: y * k  # noqa: E731  (reads k when called: k is x by then)
+    late = lambda y: y * k
     k = x
     return late(acc)  # x^5
 
@@ -309,7 +309,7 @@ def mixed(x):
         else:
             bump(v * v)
     scale = 1.5
-    f = lambda t: t * scale + acc  # noqa: E731
+    f = lambda t: t * scale + acc
     return f(x) * math.exp(-x)
 
 

@@ -20,7 +20,9 @@ from path_helpers import close, fd_gradient, fd_hessian  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -80,7 +82,9 @@ def test_arrays(client):
     batches = [rng.normal(size=(5, 3)) for _ in range(4)]
 
     def loss(W):
-        return sum(dplus.parallel.map(lambda X: np.sum(np.tanh(X @ W) ** 2), batches, client=client))
+        return sum(
+            dplus.parallel.map(lambda X: np.sum(np.tanh(X @ W) ** 2), batches, client=client)
+        )
 
     def plain(W):
         return sum(np.sum(np.tanh(X @ W) ** 2) for X in batches)
@@ -88,7 +92,9 @@ def test_arrays(client):
     W = rng.normal(size=(3, 2))
     g = dplus.grad1(loss)(W)
     assert g.shape == W.shape
-    assert np.allclose(g, dplus.grad1(lambda W: sum([np.sum(np.tanh(X @ W) ** 2) for X in batches]))(W), rtol=1e-12)
+    assert np.allclose(
+        g, dplus.grad1(lambda W: sum([np.sum(np.tanh(X @ W) ** 2) for X in batches]))(W), rtol=1e-12
+    )
     eps = 1e-6
     E = np.zeros_like(W)
     E[1, 0] = eps
@@ -99,7 +105,9 @@ def test_plain_call_and_empty(client):
     assert dplus.parallel.map(lambda x: x * 2, [1, 2, 3], client=client) == [2, 4, 6]
     assert dplus.parallel.map(lambda x: x * 2, [], client=client) == []
     assert dplus.parallel.map(lambda x: x + 1, range(4)) == [1, 2, 3, 4]
-    assert grad(lambda w: sum(dplus.parallel.map(lambda x: x * w, [], client=client)) + w)(2.0) == (1.0,)
+    assert grad(lambda w: sum(dplus.parallel.map(lambda x: x * w, [], client=client)) + w)(2.0) == (
+        1.0,
+    )
 
 
 def test_a_captured_list_is_refused_on_the_worker(client):

@@ -30,7 +30,9 @@ def programs(draw):
             a, b = draw(st.sampled_from(avail)), draw(st.sampled_from(avail))
             target, value = draw(st.sampled_from(NAMES + TEMPS)), f"{a} * {b} + 1.0"
         if target in TEMPS and target in assigned:
-            target = draw(st.sampled_from(NAMES))  # temps are assigned once, as the accumulator makes them
+            target = draw(
+                st.sampled_from(NAMES)
+            )  # temps are assigned once, as the accumulator makes them
         if kind == "barrier":  # another statement: an if that may assign
             a, b = draw(st.sampled_from(avail)), draw(st.sampled_from(avail))
             target = draw(st.sampled_from(NAMES))
@@ -61,24 +63,32 @@ def test_simplified_code_leaves_the_same_values(code):
 
 def test_copies_and_overwritten_resets_go():
     code = "t1 = A\nA = Z\nt2 = t1\nt3 = t1\nA = t3 * x\nB = B + t2 * 2.0"
-    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2", "t3"}), type_ignores=[]))
+    out = ast.unparse(
+        ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2", "t3"}), type_ignores=[])
+    )
     assert out == "t1 = A\nA = t1 * x\nB = B + t1 * 2.0"
 
 
 def test_a_round_trip_through_a_temporary_goes():
     code = "t1 = A\nA = Z\nA = t1\nt2 = t1 * x\nB = t2"
-    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2"}), type_ignores=[]))
+    out = ast.unparse(
+        ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2"}), type_ignores=[])
+    )
     assert out == "t2 = A * x\nB = t2"
 
 
 def test_other_statements_are_barriers():
     code = "t1 = A\nif x:\n    B = t1\nt2 = B\nif x:\n    B = 1.0\nA = t2"
-    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2"}), type_ignores=[]))
+    out = ast.unparse(
+        ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1", "t2"}), type_ignores=[])
+    )
     assert out == "if x:\n    B = A\nt2 = B\nif x:\n    B = 1.0\nA = t2"  # B is assigned in between
 
 
 def test_a_copy_read_after_its_source_is_assigned_in_a_barrier_stays():
     code = "t1 = A\nif x > 0.5:\n    A = 2.5\n    B = t1 + 1.0"
-    out = ast.unparse(ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1"}), type_ignores=[]))
+    out = ast.unparse(
+        ast.Module(body=simplify_reverse(ast.parse(code).body, {"t1"}), type_ignores=[])
+    )
     assert out == code
     assert run(out) == run(code)

@@ -13,7 +13,7 @@ import pytest
 cloudpickle = pytest.importorskip("cloudpickle")
 
 MODEL = textwrap.dedent(
-    '''
+    """
     import json, math, sys
     import cloudpickle
     import numpy as np
@@ -69,11 +69,11 @@ MODEL = textwrap.dedent(
         cloudpickle.dump((made, args), fh)
     if expected is not None:
         print(json.dumps(expected))
-    '''
+    """
 )
 
 LOADER = textwrap.dedent(
-    '''
+    """
     import json, sys
     import cloudpickle
     import numpy as np
@@ -85,17 +85,25 @@ LOADER = textwrap.dedent(
         except Exception as e:
             out[k] = f"{type(e).__name__}: {e}"
     print(json.dumps(out))
-    '''
+    """
 )
 
 
 def _run(path, *argv, cwd):
-    r = subprocess.run([sys.executable, str(path), *map(str, argv)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(path), *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("warm", [True, False], ids=["transformed-before-pickling", "pickled-untouched"])
+@pytest.mark.parametrize(
+    "warm", [True, False], ids=["transformed-before-pickling", "pickled-untouched"]
+)
 def test_gradients_work_where_the_source_file_is_gone(tmp_path, warm):
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     home.mkdir()
@@ -115,14 +123,21 @@ def test_gradients_work_where_the_source_file_is_gone(tmp_path, warm):
 
 
 def _run_quiet(path, pickled, cwd):
-    r = subprocess.run([sys.executable, str(path), str(pickled), "cold"], capture_output=True, text=True, cwd=cwd, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(path), str(pickled), "cold"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
 
 
 def test_a_rule_that_cannot_be_pickled_does_not_make_its_function_unpicklable(tmp_path):
     script = tmp_path / "rule.py"
-    script.write_text(textwrap.dedent(
-        '''
+    script.write_text(
+        textwrap.dedent(
+            """
         import threading, cloudpickle, dplus
         lock = threading.Lock()
         def f(x):
@@ -135,8 +150,9 @@ def test_a_rule_that_cannot_be_pickled_does_not_make_its_function_unpicklable(tm
         g = cloudpickle.loads(cloudpickle.dumps(f))
         assert g(3.0) == 6.0
         print("ok")
-        '''
-    ))
+        """
+        )
+    )
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 

@@ -11,7 +11,15 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dplus
-from dplus import BoxSensitivities, D, NonDifferentiableError, UnknownTransformError, gen_zero, grad, lift_dplus
+from dplus import (
+    BoxSensitivities,
+    D,
+    NonDifferentiableError,
+    UnknownTransformError,
+    gen_zero,
+    grad,
+    lift_dplus,
+)
 from dplus.closures import PlusInfo, register_plus_code
 from dplus.linear import coerce_zero, dot
 from dplus.registry import lookup_transform
@@ -123,14 +131,19 @@ def test_sum_complex_and_real_projection():
 def test_sum_arrays_unbroadcast():
     xs = [np.array([1.0, 2.0]), 3.0, np.ones((2, 2))]
     (g,) = grad(sum, sensitivity=np.ones((2, 2)))(xs)
-    assert np.array_equal(g[0], [2.0, 2.0]) and g[1] == 4.0 and np.array_equal(g[2], np.ones((2, 2)))
+    assert (
+        np.array_equal(g[0], [2.0, 2.0]) and g[1] == 4.0 and np.array_equal(g[2], np.ones((2, 2)))
+    )
     (ga,) = grad(sum)(np.array([1.0, 2.0, 3.0]))
     assert np.array_equal(ga, [1.0, 1.0, 1.0])
 
 
 def test_sum_concatenation():
     assert D(sum)([[1.0], [2.0, 3.0]], [])([1.0, 2.0, 3.0]) == ([[1.0], [2.0, 3.0]], [])
-    assert D(sum)([(1.0,), (2.0, 3.0)], (0.5,))((1.0, 2.0, 3.0, 4.0)) == ([(2.0,), (3.0, 4.0)], (1.0,))
+    assert D(sum)([(1.0,), (2.0, 3.0)], (0.5,))((1.0, 2.0, 3.0, 4.0)) == (
+        [(2.0,), (3.0, 4.0)],
+        (1.0,),
+    )
 
 
 def test_sum_generator_materialized_but_not_differentiable():
@@ -177,7 +190,9 @@ def test_min_max_errors_are_pythons():
 
 def test_max_of_lists_result_sensitivity_through_box_map():
     # the result is one of the argument's (mutable) elements: its sensitivity lives in Abox
-    assert D(lambda xss: max(xss, key=sum))([[1.0, 2.0], [3.0, 1.0]])([1.0, 1.0]) == ([[0.0, 0.0], [1.0, 1.0]],)
+    assert D(lambda xss: max(xss, key=sum))([[1.0, 2.0], [3.0, 1.0]])([1.0, 1.0]) == (
+        [[0.0, 0.0], [1.0, 1.0]],
+    )
     r = lookup_transform(max)([[1.0, 2.0], [3.0, 1.0]], key=sum)
     assert r.backprop(gen_zero, BoxSensitivities()) == ((), gen_zero, {"key": gen_zero})
 
@@ -210,7 +225,11 @@ def test_abs_pow_builtins():
 
 
 @settings(max_examples=40, deadline=None)
-@given(nonzero, st.floats(0.1, 3.0), st.complex_numbers(max_magnitude=10).filter(lambda z: abs(z) > 1e-2))
+@given(
+    nonzero,
+    st.floats(0.1, 3.0),
+    st.complex_numbers(max_magnitude=10).filter(lambda z: abs(z) > 1e-2),
+)
 def test_abs_pow_fd(x, y, z):
     fd_check(abs, (x,))
     fd_check(abs, (z,))
@@ -265,7 +284,11 @@ def test_sorted_exact():
     assert grad(sorted, sensitivity=[1.0, 2.0, 3.0])([3.0, 1.0, 2.0]) == ([3.0, 1.0, 2.0],)
     assert grad(sorted, sensitivity=[1.0, 2.0, 3.0])((3.0, 1.0, 2.0)) == ((3.0, 1.0, 2.0),)
     primal, pos, kw = direct(sorted, [3.0, -4.0, 1.0], key=abs, reverse=True, A=[1.0, 2.0, 3.0])
-    assert primal == [-4.0, 3.0, 1.0] and pos == ([2.0, 1.0, 3.0],) and kw == {"key": (), "reverse": None}
+    assert (
+        primal == [-4.0, 3.0, 1.0]
+        and pos == ([2.0, 1.0, 3.0],)
+        and kw == {"key": (), "reverse": None}
+    )
     # stable with ties, like Python's sort, also with reverse=True
     assert direct(sorted, [1.0, 0.0, 1.0], reverse=True, A=[1.0, 2.0, 3.0])[1] == ([1.0, 3.0, 2.0],)
 
@@ -296,7 +319,10 @@ def test_sorted_reversed_fd(xs, w, rev):
 
 
 def test_zip_exact():
-    assert grad(zip, sensitivity=[(1.0, 2.0), (3.0, 4.0)])([2.0, 1.0], (3.0, 4.0)) == ([1.0, 3.0], (2.0, 4.0))
+    assert grad(zip, sensitivity=[(1.0, 2.0), (3.0, 4.0)])([2.0, 1.0], (3.0, 4.0)) == (
+        [1.0, 3.0],
+        (2.0, 4.0),
+    )
     # stops at the shortest; the rest of the longer argument gets zero
     assert D(zip)([1.0, 2.0, 3.0], [5.0])([(1.0, 2.0)]) == ([1.0, 0.0, 0.0], [2.0])
     import itertools
@@ -329,7 +355,10 @@ def test_enumerate_exact():
 
 def test_filter_exact():
     assert grad(filter, sensitivity=[1.0, 2.0])(None, [5.0, 0.0, 6.0]) == (None, [1.0, 0.0, 2.0])
-    assert direct(filter, lambda v: v > 1.0, (0.5, 2.0, 3.0), A=[1.0, 2.0]) == ([2.0, 3.0], ((), (0.0, 1.0, 2.0)))
+    assert direct(filter, lambda v: v > 1.0, (0.5, 2.0, 3.0), A=[1.0, 2.0]) == (
+        [2.0, 3.0],
+        ((), (0.0, 1.0, 2.0)),
+    )
     assert direct(filter, lift_dplus(operator.gt), [], A=[]) == ([], ((), []))
 
 
@@ -338,14 +367,25 @@ def test_filter_exact():
 def test_zip_enumerate_filter_fd(xs, ys):
     n = min(len(xs), len(ys))
     sens = [(0.5 + i, 1.5 - i) for i in range(n)]
-    fd_check(lambda a, b: [t for t in zip(a, b)], (xs, ys), sens=sens, g=grad(zip, sensitivity=sens)(xs, ys))
+    fd_check(
+        lambda a, b: [t for t in zip(a, b)],
+        (xs, ys),
+        sens=sens,
+        g=grad(zip, sensitivity=sens)(xs, ys),
+    )
     sens_e = [(0, 1.0 + i) for i in range(len(xs))]
-    fd_check(lambda a: list(enumerate(a)), (xs,), sens=sens_e, g=grad(enumerate, sensitivity=sens_e)(xs))
+    fd_check(
+        lambda a: list(enumerate(a)), (xs,), sens=sens_e, g=grad(enumerate, sensitivity=sens_e)(xs)
+    )
     pos = [x for x in xs if x > 0]
     assume(all(abs(x) > 1e-3 for x in xs))
     sens_f = [1.0 + i for i in range(len(pos))]
-    fd_check(lambda a: [x for x in a if x > 0], (xs,), sens=sens_f,
-             g=grad(filter, sensitivity=sens_f)(lambda v: v > 0, xs)[1:])
+    fd_check(
+        lambda a: [x for x in a if x > 0],
+        (xs,),
+        sens=sens_f,
+        g=grad(filter, sensitivity=sens_f)(lambda v: v > 0, xs)[1:],
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -355,8 +395,16 @@ def test_zip_enumerate_filter_fd(xs, ys):
 def test_map_with_primitives_and_plus_functions():
     assert grad(map, sensitivity=[1.0, 1.0])(math.sin, [0.0, 1.0]) == ((), [1.0, math.cos(1.0)])
     mul_plus = lift_dplus(operator.mul)
-    assert grad(map, sensitivity=[1.0, 10.0])(mul_plus, [2.0, 1.0], (3.0, 4.0)) == ((), [3.0, 40.0], (2.0, 10.0))
-    assert grad(map, sensitivity=[1.0, 1.0])(operator.mul, [2.0, 1.0], (3.0, 4.0, 9.0)) == ((), [3.0, 4.0], (2.0, 1.0, 0.0))
+    assert grad(map, sensitivity=[1.0, 10.0])(mul_plus, [2.0, 1.0], (3.0, 4.0)) == (
+        (),
+        [3.0, 40.0],
+        (2.0, 10.0),
+    )
+    assert grad(map, sensitivity=[1.0, 1.0])(operator.mul, [2.0, 1.0], (3.0, 4.0, 9.0)) == (
+        (),
+        [3.0, 4.0],
+        (2.0, 1.0, 0.0),
+    )
     assert grad(map, sensitivity=[])(math.sin, []) == ((), [])
 
 
@@ -368,8 +416,16 @@ def test_map_closure_sensitivity_is_summed():
 def test_map_infinite_repeat_and_range():
     import itertools
 
-    assert D(map)(operator.mul, [1.0, 2.0, 3.0], itertools.repeat(5.0))([1.0, 1.0, 1.0]) == ((), [5.0, 5.0, 5.0], 6.0)
-    assert D(map)(operator.mul, [1.0, 2.0, 3.0], range(5))([1.0, 1.0, 1.0]) == ((), [0.0, 1.0, 2.0], None)
+    assert D(map)(operator.mul, [1.0, 2.0, 3.0], itertools.repeat(5.0))([1.0, 1.0, 1.0]) == (
+        (),
+        [5.0, 5.0, 5.0],
+        6.0,
+    )
+    assert D(map)(operator.mul, [1.0, 2.0, 3.0], range(5))([1.0, 1.0, 1.0]) == (
+        (),
+        [0.0, 1.0, 2.0],
+        None,
+    )
 
 
 def test_map_over_lists_hands_sensitivities_to_the_inner_lists():
@@ -402,10 +458,19 @@ def test_map_generator_argument():
 def test_map_fd(xs, ys):
     n = min(len(xs), len(ys))
     sens = [1.0 + 0.5 * i for i in range(n)]
-    fd_check(lambda a, b: list(map(operator.mul, a, b)), (xs, ys), sens=sens,
-             g=grad(map, sensitivity=sens)(operator.mul, xs, ys)[1:])
+    fd_check(
+        lambda a, b: list(map(operator.mul, a, b)),
+        (xs, ys),
+        sens=sens,
+        g=grad(map, sensitivity=sens)(operator.mul, xs, ys)[1:],
+    )
     s1 = [1.0 - 0.25 * i for i in range(len(xs))]
-    fd_check(lambda a: list(map(math.sin, a)), (xs,), sens=s1, g=grad(map, sensitivity=s1)(math.sin, xs)[1:])
+    fd_check(
+        lambda a: list(map(math.sin, a)),
+        (xs,),
+        sens=s1,
+        g=grad(map, sensitivity=s1)(math.sin, xs)[1:],
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -491,10 +556,16 @@ def test_lambdas_exact():
     assert grad(lambda xs: sum(x * x for x in xs))([1.0, 2.0]) == ([2.0, 4.0],)
     assert grad(lambda xs, y: sum(map(lambda x: x * y, xs)))([1.0, 2.0], 3.0) == ([3.0, 3.0], 3.0)
     assert grad(lambda xs: max(xs, key=lambda v: -v))([1.0, 2.0, 3.0]) == ([1.0, 0.0, 0.0],)
-    assert grad(lambda xs: sorted(xs, key=lambda v: -v)[0] * 2)([1.0, 2.0, 3.0]) == ([0.0, 0.0, 2.0],)
+    assert grad(lambda xs: sorted(xs, key=lambda v: -v)[0] * 2)([1.0, 2.0, 3.0]) == (
+        [0.0, 0.0, 2.0],
+    )
     assert grad(f_sorted_then_mutated)([3.0, 1.0, 2.0]) == ([1.0, 2.0, 1.0],)
     assert grad(f_filter_max_key)([3.0, -1.0, -4.0]) == ([1.0, 0.0, 1.0],)
-    assert grad(f_map_closure)([3.0, -1.0, 2.0], (1.0, 2.0), 0.5) == ([1.0, 2.0, 0.0], (3.0, -1.0), 2.0)
+    assert grad(f_map_closure)([3.0, -1.0, 2.0], (1.0, 2.0), 0.5) == (
+        [1.0, 2.0, 0.0],
+        (3.0, -1.0),
+        2.0,
+    )
 
 
 def test_lambda_unknown_function_inside_map():
@@ -504,7 +575,11 @@ def test_lambda_unknown_function_inside_map():
 
 
 @settings(max_examples=40, deadline=None)
-@given(distinct_lists.filter(lambda v: all(abs(x) > 1e-3 for x in v)), st.lists(floats, min_size=1, max_size=5), floats)
+@given(
+    distinct_lists.filter(lambda v: all(abs(x) > 1e-3 for x in v)),
+    st.lists(floats, min_size=1, max_size=5),
+    floats,
+)
 def test_transformed_functions_fd(xs, ys, c):
     ys = [y for y in ys]
     check_grad(f_loops, xs, ys)
@@ -519,6 +594,9 @@ def test_transformed_functions_fd(xs, ys, c):
 def test_map_float_fast_path_falls_back_when_needed():
     # int sensitivities, int elements and complex results leave the float fast path
     assert direct(map, math.sin, [1.0, 2.0], A=[1, 2])[1][1] == [math.cos(1.0), 2 * math.cos(2.0)]
-    assert direct(map, operator.mul, [1, 2.0], (3.0, 4.0), A=[1.0, 1.0]) == ([3.0, 8.0], ((), [3.0, 4.0], (1, 2.0)))
+    assert direct(map, operator.mul, [1, 2.0], (3.0, 4.0), A=[1.0, 1.0]) == (
+        [3.0, 8.0],
+        ((), [3.0, 4.0], (1, 2.0)),
+    )
     primal, (fs, sx, sy) = direct(map, pow, [-8.0, 4.0], [1 / 3, 0.5], A=[1.0, 1.0])
     assert primal == [pow(-8.0, 1 / 3), 2.0] and type(sx[0]) is float and sx[1] == 0.25

@@ -128,7 +128,9 @@ def test_rect(m, phi, A):
     assert type(out[1]) is float and type(out[2]) is float
 
 
-@pytest.mark.parametrize("fn", HOLOMORPHIC + [cmath.phase, cmath.polar, cmath.rect], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", HOLOMORPHIC + [cmath.phase, cmath.polar, cmath.rect], ids=lambda f: f.__name__
+)
 def test_cmath_gen_zero(fn):
     args = (1.0, 0.5) if fn is cmath.rect else (0.5 + 0.5j,)
     assert backprop(fn, *args, A=gen_zero) == ((),) + (gen_zero,) * len(args)
@@ -147,7 +149,9 @@ def test_cmath_non_differentiable(fn):
 def data(lo=-10.0, hi=10.0, min_size=2, max_size=7, gap=0.0):
     s = st.lists(floats(lo, hi), min_size=min_size, max_size=max_size)
     if gap:
-        s = s.filter(lambda xs: all(abs(a - b) > gap for i, a in enumerate(xs) for b in xs[i + 1 :]))
+        s = s.filter(
+            lambda xs: all(abs(a - b) > gap for i, a in enumerate(xs) for b in xs[i + 1 :])
+        )
     return s
 
 
@@ -197,7 +201,11 @@ def test_statistics_one_sequence(fn, d, kind, A):
     assert type(g[0]) is kind and all(v is not gen_zero for v in g[0])
 
 
-@pytest.mark.parametrize("fn", [statistics.variance, statistics.pvariance, statistics.stdev, statistics.pstdev], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [statistics.variance, statistics.pvariance, statistics.stdev, statistics.pstdev],
+    ids=lambda f: f.__name__,
+)
 @SETTINGS
 @given(xs=data(min_size=2), c=floats(-10, 10), as_keyword=st.booleans())
 def test_spread_with_given_mean(fn, xs, c, as_keyword):
@@ -209,9 +217,14 @@ def test_spread_with_given_mean(fn, xs, c, as_keyword):
     assert_close(sc, richardson(lambda t: fn(xs, t), c, step(c)), 1e-6, 1e-8)
 
 
-@pytest.mark.parametrize("fn", [statistics.fmean, statistics.harmonic_mean], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [statistics.fmean, statistics.harmonic_mean], ids=lambda f: f.__name__
+)
 @SETTINGS
-@given(xw=st.integers(1, 6).flatmap(lambda n: st.tuples(data(0.1, 10, n, n), data(0.1, 10, n, n))), as_keyword=st.booleans())
+@given(
+    xw=st.integers(1, 6).flatmap(lambda n: st.tuples(data(0.1, 10, n, n), data(0.1, 10, n, n))),
+    as_keyword=st.booleans(),
+)
 def test_weighted_means(fn, xw, as_keyword):
     xs, ws = xw
     out = backprop(fn, xs, weights=ws) if as_keyword else backprop(fn, xs, ws)
@@ -225,7 +238,10 @@ TWO_SEQ = [statistics.covariance, statistics.correlation]
 
 @pytest.mark.parametrize("fn", TWO_SEQ, ids=lambda f: f.__name__)
 @SETTINGS
-@given(xy=st.integers(3, 7).flatmap(lambda n: st.tuples(data(-10, 10, n, n), data(-10, 10, n, n))), A=floats(-2, 2))
+@given(
+    xy=st.integers(3, 7).flatmap(lambda n: st.tuples(data(-10, 10, n, n), data(-10, 10, n, n))),
+    A=floats(-2, 2),
+)
 def test_two_sequences(fn, xy, A):
     xs, ys = xy
     assume(statistics.pstdev(xs) > 0.1 and statistics.pstdev(ys) > 0.1)
@@ -256,9 +272,24 @@ def test_linear_regression(xy, a, b, proportional):
 
 
 def test_median_even_count_and_ties():
-    assert backprop(statistics.median, [4.0, 1.0, 3.0, 2.0], A=1.0)[1] == [gen_zero, gen_zero, 0.5, 0.5]
-    assert backprop(statistics.median_low, [4.0, 1.0, 3.0, 2.0])[1] == [gen_zero, gen_zero, gen_zero, 1.0]
-    assert backprop(statistics.median_high, [4.0, 1.0, 3.0, 2.0])[1] == [gen_zero, gen_zero, 1.0, gen_zero]
+    assert backprop(statistics.median, [4.0, 1.0, 3.0, 2.0], A=1.0)[1] == [
+        gen_zero,
+        gen_zero,
+        0.5,
+        0.5,
+    ]
+    assert backprop(statistics.median_low, [4.0, 1.0, 3.0, 2.0])[1] == [
+        gen_zero,
+        gen_zero,
+        gen_zero,
+        1.0,
+    ]
+    assert backprop(statistics.median_high, [4.0, 1.0, 3.0, 2.0])[1] == [
+        gen_zero,
+        gen_zero,
+        1.0,
+        gen_zero,
+    ]
 
 
 def test_statistics_other_iterables():
@@ -302,7 +333,10 @@ def test_parts_against_finite_differences(z, a, b):
     from dplus.primitives.containers import getattr_plus
 
     # L = a * Re(z) + b * Im(z): sensitivity dL/dx - i dL/dy = a - i b
-    s = getattr_plus(z, "real").backprop(a, BoxSensitivities())[1] + getattr_plus(z, "imag").backprop(b, BoxSensitivities())[1]
+    s = (
+        getattr_plus(z, "real").backprop(a, BoxSensitivities())[1]
+        + getattr_plus(z, "imag").backprop(b, BoxSensitivities())[1]
+    )
     assert_close(s, complex(a, -b), 1e-12, 1e-12)
     # conjugate: L = Re(A conj(z)), A complex
     A = complex(a, b)

@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dplus
-from dplus import BoxSensitivities, D, NonDifferentiableError, UnknownTransformError, gen_zero, grad, lift_dplus
+from dplus import (
+    BoxSensitivities,
+    D,
+    NonDifferentiableError,
+    UnknownTransformError,
+    gen_zero,
+    grad,
+    lift_dplus,
+)
 from dplus.closures import PlusInfo, register_plus_code
 from dplus.linear import coerce_zero, dot
 from dplus.registry import lookup_transform
@@ -57,7 +65,11 @@ def fd_check(f, args, g, sens=1.0, h=1e-6, rtol=1e-5, atol=1e-6):
     for path in _leaves(args):
         x = _get(args, path)
         num = (L(_set(args, path, x + h)) - L(_set(args, path, x - h))) / (2 * h)
-        assert math.isclose(_get(g, path), num, rel_tol=rtol, abs_tol=atol), (path, _get(g, path), num)
+        assert math.isclose(_get(g, path), num, rel_tol=rtol, abs_tol=atol), (
+            path,
+            _get(g, path),
+            num,
+        )
 
 
 floats = st.floats(-3.0, 3.0, allow_nan=False)
@@ -86,7 +98,11 @@ def unknown_add(a, b):  # a plain Python function dplus knows nothing about
 
 def test_reduce_exact():
     assert grad(functools.reduce)(mul, [2.0, 3.0, 4.0]) == ((), [12.0, 8.0, 6.0])
-    assert grad(functools.reduce)(lift_dplus(mul), [2.0, 3.0, 4.0], 1.0) == ((), [12.0, 8.0, 6.0], 24.0)
+    assert grad(functools.reduce)(lift_dplus(mul), [2.0, 3.0, 4.0], 1.0) == (
+        (),
+        [12.0, 8.0, 6.0],
+        24.0,
+    )
     assert grad(functools.reduce)(mul, [5.0]) == ((), [1.0])
     assert grad(functools.reduce)(mul, (), 5.0) == ((), (), 1.0)
     assert grad(functools.reduce)(operator.add, range(4), 0.5) == ((), None, 1.0)
@@ -97,7 +113,10 @@ def test_reduce_exact():
 def test_reduce_closure_sensitivity():
     # f(a, b) = a*b*y with y closed over; reduce over [2, 3, 4] is 24 y^2: d/dy = 48 y,
     # summed over the two calls (120 + 120 at y = 5)
-    assert grad(functools.reduce)(plus_closure(5.0), [2.0, 3.0, 4.0]) == ((240.0,), [300.0, 200.0, 150.0])
+    assert grad(functools.reduce)(plus_closure(5.0), [2.0, 3.0, 4.0]) == (
+        (240.0,),
+        [300.0, 200.0, 150.0],
+    )
 
 
 def test_reduce_threads_mutable_accumulators():
@@ -111,7 +130,9 @@ def test_reduce_unknown_function_default_policy():
     assert r.primal == 3.0
     assert r.backprop(gen_zero, BoxSensitivities())[2] == [gen_zero, gen_zero]
     with pytest.raises(UnknownTransformError, match="unknown_add"):
-        lookup_transform(functools.reduce)(unknown_add, [1.0, 2.0]).backprop(1.0, BoxSensitivities())
+        lookup_transform(functools.reduce)(unknown_add, [1.0, 2.0]).backprop(
+            1.0, BoxSensitivities()
+        )
 
 
 def test_reduce_generator_raises_only_when_reached():
@@ -137,21 +158,37 @@ def test_reduce_fd(xs, init):
 def test_accumulate_exact():
     assert D(itertools.accumulate)([1.0, 2.0, 3.0])([1.0, 1.0, 1.0]) == ([3.0, 2.0, 1.0],)
     assert direct(itertools.accumulate, [1.0, 2.0], initial=10.0, A=[1.0, 2.0, 4.0]) == (
-        [10.0, 11.0, 13.0], ([6.0, 4.0],), {"initial": 7.0})
+        [10.0, 11.0, 13.0],
+        ([6.0, 4.0],),
+        {"initial": 7.0},
+    )
     assert D(itertools.accumulate)([1.0, 2.0, 3.0], mul)([1.0, 1.0, 1.0]) == ([9.0, 4.0, 2.0], ())
-    assert direct(itertools.accumulate, [1.0, 2.0, 3.0], mul, initial=2.0, A=[1.0, 1.0, 1.0, 1.0]) == (
-        [2.0, 2.0, 4.0, 12.0], ([18.0, 8.0, 4.0], ()), {"initial": 10.0})
+    assert direct(
+        itertools.accumulate, [1.0, 2.0, 3.0], mul, initial=2.0, A=[1.0, 1.0, 1.0, 1.0]
+    ) == ([2.0, 2.0, 4.0, 12.0], ([18.0, 8.0, 4.0], ()), {"initial": 10.0})
     assert direct(itertools.accumulate, [2.0, 3.0], func=lift_dplus(mul), A=[0.0, 1.0]) == (
-        [2.0, 6.0], ([3.0, 2.0],), {"func": ()})
+        [2.0, 6.0],
+        ([3.0, 2.0],),
+        {"func": ()},
+    )
     assert direct(itertools.accumulate, [], A=[]) == ([], ([],))
-    assert direct(itertools.accumulate, [], initial=1.0, A=[5.0]) == ([1.0], ([],), {"initial": 5.0})
+    assert direct(itertools.accumulate, [], initial=1.0, A=[5.0]) == (
+        [1.0],
+        ([],),
+        {"initial": 5.0},
+    )
 
 
 def test_accumulate_closure_and_non_numbers():
     # out = [2, 2*3*y]; sens [0, 1]: d/dy = 6, d/dx0 = 3y, d/dx1 = 2y
-    assert grad(itertools.accumulate, sensitivity=[0.0, 1.0])([2.0, 3.0], plus_closure(5.0)) == ([15.0, 10.0], (6.0,))
+    assert grad(itertools.accumulate, sensitivity=[0.0, 1.0])([2.0, 3.0], plus_closure(5.0)) == (
+        [15.0, 10.0],
+        (6.0,),
+    )
     # default addition of tuples (concatenation) goes through operator.add's rule
-    assert D(itertools.accumulate)([(1.0,), (2.0,)])([(1.0,), (10.0, 20.0)]) == ([(11.0,), (20.0,)],)
+    assert D(itertools.accumulate)([(1.0,), (2.0,)])([(1.0,), (10.0, 20.0)]) == (
+        [(11.0,), (20.0,)],
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -174,8 +211,14 @@ def test_accumulate_fd(xs, init):
 
 
 def test_chain_exact():
-    assert D(itertools.chain)([1.0, 2.0], (3.0,), range(2))([1.0, 2.0, 3.0, 4.0, 5.0]) == ([1.0, 2.0], (3.0,), None)
-    assert D(itertools.chain.from_iterable)([[1.0, 2.0], (3.0,)])([1.0, 2.0, 3.0]) == ([[1.0, 2.0], (3.0,)],)
+    assert D(itertools.chain)([1.0, 2.0], (3.0,), range(2))([1.0, 2.0, 3.0, 4.0, 5.0]) == (
+        [1.0, 2.0],
+        (3.0,),
+        None,
+    )
+    assert D(itertools.chain.from_iterable)([[1.0, 2.0], (3.0,)])([1.0, 2.0, 3.0]) == (
+        [[1.0, 2.0], (3.0,)],
+    )
     assert D(itertools.chain)()([]) == ()
     with pytest.raises(dplus.DplusError, match="infinite"):
         lookup_transform(itertools.chain)([1.0], itertools.count())
@@ -183,26 +226,42 @@ def test_chain_exact():
     assert r.primal == [1.0, 2.0]
     assert r.backprop([1.0, 0.0], BoxSensitivities())[1] == [1.0]
     with pytest.raises(NonDifferentiableError, match=r"chain\(\).*iterables\[1\]"):
-        lookup_transform(itertools.chain)([1.0], iter([2.0])).backprop([1.0, 1.0], BoxSensitivities())
+        lookup_transform(itertools.chain)([1.0], iter([2.0])).backprop(
+            [1.0, 1.0], BoxSensitivities()
+        )
 
 
 def test_product_exact():
-    assert D(itertools.product)([1.0, 2.0], (3.0,))([(1.0, 2.0), (3.0, 4.0)]) == ([1.0, 3.0], (6.0,))
-    assert D(lambda xs: itertools.product(xs, repeat=2))([1.0, 2.0])([(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)]) == ([12.0, 24.0],)
+    assert D(itertools.product)([1.0, 2.0], (3.0,))([(1.0, 2.0), (3.0, 4.0)]) == (
+        [1.0, 3.0],
+        (6.0,),
+    )
+    assert D(lambda xs: itertools.product(xs, repeat=2))([1.0, 2.0])(
+        [(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)]
+    ) == ([12.0, 24.0],)
     primal, pos, kw = direct(itertools.product, [1.0], repeat=0, A=[()])
     assert primal == [()] and pos == ([0.0],) and kw == {"repeat": 0}
 
 
 def test_repeat_exact():
     assert D(itertools.repeat)(2.0, 3)([1.0, 2.0, 3.0]) == (6.0, 0)
-    assert direct(itertools.repeat, 2.0, times=2, A=[1.0, 1.0]) == ([2.0, 2.0], (2.0,), {"times": 0})
+    assert direct(itertools.repeat, 2.0, times=2, A=[1.0, 1.0]) == (
+        [2.0, 2.0],
+        (2.0,),
+        {"times": 0},
+    )
     r = lookup_transform(itertools.repeat)(2.0)
     assert type(r.primal) is itertools.repeat
     assert r.backprop(5.0, BoxSensitivities()) == ((), 5.0)
 
 
 def test_islice_exact():
-    assert D(itertools.islice)([1.0, 2.0, 3.0, 4.0], 1, None, 2)([1.0, 2.0]) == ([0.0, 1.0, 0.0, 2.0], 0, None, 0)
+    assert D(itertools.islice)([1.0, 2.0, 3.0, 4.0], 1, None, 2)([1.0, 2.0]) == (
+        [0.0, 1.0, 0.0, 2.0],
+        0,
+        None,
+        0,
+    )
     assert D(itertools.islice)((1.0, 2.0, 3.0), 2)([1.0, 2.0]) == ((1.0, 2.0, 0.0), 0)
     assert D(itertools.islice)(itertools.repeat(5.0), 3)([1.0, 2.0, 3.0]) == (6.0, 0)
     r = lookup_transform(itertools.islice)(itertools.count(), 3)
@@ -214,8 +273,14 @@ def test_islice_exact():
 
 
 def test_starmap_exact():
-    assert D(itertools.starmap)(mul, [(1.0, 2.0), [3.0, 4.0]])([1.0, 10.0]) == ((), [(2.0, 1.0), [40.0, 30.0]])
-    assert D(itertools.starmap)(plus_closure(2.0), [(1.0, 2.0), (3.0, 4.0)])([1.0, 1.0]) == ((14.0,), [(4.0, 2.0), (8.0, 6.0)])
+    assert D(itertools.starmap)(mul, [(1.0, 2.0), [3.0, 4.0]])([1.0, 10.0]) == (
+        (),
+        [(2.0, 1.0), [40.0, 30.0]],
+    )
+    assert D(itertools.starmap)(plus_closure(2.0), [(1.0, 2.0), (3.0, 4.0)])([1.0, 1.0]) == (
+        (14.0,),
+        [(4.0, 2.0), (8.0, 6.0)],
+    )
     r = lookup_transform(itertools.starmap)(unknown_add, [(1.0, 2.0)])
     assert r.primal == [3.0]
     with pytest.raises(UnknownTransformError):
@@ -242,12 +307,26 @@ def test_iter_tools_fd(xs, ys, start, step):
 
 
 def test_selections_pairwise_zip_longest_exact():
-    assert D(itertools.compress)([1.0, 2.0, 3.0], [1, 0, 1])([1.0, 2.0]) == ([1.0, 0.0, 2.0], [0, 0, 0])
-    assert D(itertools.takewhile)(lambda v: v < 3, (1.0, 2.0, 3.0, 1.0))([1.0, 2.0]) == ((), (1.0, 2.0, 0.0, 0.0))
-    assert D(itertools.dropwhile)(lambda v: v < 2, [1.0, 2.0, 3.0, 1.0])([1.0, 2.0, 3.0]) == ((), [0.0, 1.0, 2.0, 3.0])
+    assert D(itertools.compress)([1.0, 2.0, 3.0], [1, 0, 1])([1.0, 2.0]) == (
+        [1.0, 0.0, 2.0],
+        [0, 0, 0],
+    )
+    assert D(itertools.takewhile)(lambda v: v < 3, (1.0, 2.0, 3.0, 1.0))([1.0, 2.0]) == (
+        (),
+        (1.0, 2.0, 0.0, 0.0),
+    )
+    assert D(itertools.dropwhile)(lambda v: v < 2, [1.0, 2.0, 3.0, 1.0])([1.0, 2.0, 3.0]) == (
+        (),
+        [0.0, 1.0, 2.0, 3.0],
+    )
     assert D(itertools.pairwise)([1.0, 2.0, 3.0])([(1.0, 2.0), (3.0, 4.0)]) == ([1.0, 5.0, 4.0],)
-    assert direct(itertools.zip_longest, [1.0, 2.0, 3.0], (5.0,), fillvalue=0.5, A=[(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)]) == (
-        [(1.0, 5.0), (2.0, 0.5), (3.0, 0.5)], ([1.0, 3.0, 5.0], (2.0,)), {"fillvalue": 10.0})
+    assert direct(
+        itertools.zip_longest,
+        [1.0, 2.0, 3.0],
+        (5.0,),
+        fillvalue=0.5,
+        A=[(1.0, 2.0), (3.0, 4.0), (5.0, 6.0)],
+    ) == ([(1.0, 5.0), (2.0, 0.5), (3.0, 0.5)], ([1.0, 3.0, 5.0], (2.0,)), {"fillvalue": 10.0})
 
 
 @settings(max_examples=40, deadline=None)
@@ -260,7 +339,12 @@ def test_pairwise_zip_longest_fd(xs, ys):
     r = lookup_transform(itertools.zip_longest)(xs, ys, fillvalue=0.25)
     out = r.backprop(sz, BoxSensitivities())
     g = (out[1], out[2], out[3]["fillvalue"])
-    fd_check(lambda a, b, c: itertools.zip_longest(a, b, fillvalue=c), (xs, ys, 0.25), coerce_zero(g, (xs, ys, 0.25)), sz)
+    fd_check(
+        lambda a, b, c: itertools.zip_longest(a, b, fillvalue=c),
+        (xs, ys, 0.25),
+        coerce_zero(g, (xs, ys, 0.25)),
+        sz,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -326,4 +410,7 @@ def test_transformed_fd(xs, ys, y):
 def test_float_fast_path_falls_back_when_needed():
     assert direct(functools.reduce, mul, [2.0, 3.0], A=2) == (6.0, ((), [6.0, 4.0]))
     assert direct(functools.reduce, mul, [2, 3.0], A=1.0) == (6.0, ((), [3.0, 2]))
-    assert direct(itertools.starmap, mul, [(2.0, 3.0), (1, 2.0)], A=[1.0, 2.0]) == ([6.0, 2.0], ((), [(3.0, 2.0), (4.0, 2)]))
+    assert direct(itertools.starmap, mul, [(2.0, 3.0), (1, 2.0)], A=[1.0, 2.0]) == (
+        [6.0, 2.0],
+        ((), [(3.0, 2.0), (4.0, 2)]),
+    )

@@ -98,7 +98,9 @@ def test_one_argument_rules_accept_ints(fn):
 
 def _pair_not_origin(lo: float, hi: float) -> st.SearchStrategy[tuple[float, float]]:
     # atan2(y, x) jumps across the negative x axis (y == 0, x < 0)
-    return st.tuples(floats(lo, hi), floats(lo, hi)).filter(lambda p: math.hypot(*p) > 0.1 and (p[1] > 0 or abs(p[0]) > 0.05))
+    return st.tuples(floats(lo, hi), floats(lo, hi)).filter(
+        lambda p: math.hypot(*p) > 0.1 and (p[1] > 0 or abs(p[0]) > 0.05)
+    )
 
 
 def _quotient_margin(x: float, y: float) -> float:
@@ -205,7 +207,10 @@ def _seq_partials(fn, seq_args, A=1.0, kwargs=None):
 @SETTINGS
 @given(
     pq=st.integers(1, 5).flatmap(
-        lambda n: st.tuples(st.lists(floats(-10, 10), min_size=n, max_size=n), st.lists(floats(-10, 10), min_size=n, max_size=n))
+        lambda n: st.tuples(
+            st.lists(floats(-10, 10), min_size=n, max_size=n),
+            st.lists(floats(-10, 10), min_size=n, max_size=n),
+        )
     ),
     kind=st.sampled_from([list, tuple]),
 )
@@ -222,7 +227,9 @@ def test_dist(pq, kind):
 
 
 @SETTINGS
-@given(xs=st.lists(floats(-100, 100), max_size=8), kind=st.sampled_from([list, tuple]), A=floats(-2, 2))
+@given(
+    xs=st.lists(floats(-100, 100), max_size=8), kind=st.sampled_from([list, tuple]), A=floats(-2, 2)
+)
 def test_fsum(xs, kind, A):
     xs = kind(xs)
     out = backprop(math.fsum, xs, A=A)
@@ -372,7 +379,9 @@ SECOND_ORDER = {fn: x for fn, x in [
 @pytest.mark.parametrize("fn", list(SECOND_ORDER), ids=lambda f: f.__name__)
 def test_second_derivatives(fn):
     x = SECOND_ORDER[fn]
-    assert_close(dplus.grad1(dplus.grad1(fn))(x), _second_difference(fn, x), 1e-5, 1e-6, fn.__name__)
+    assert_close(
+        dplus.grad1(dplus.grad1(fn))(x), _second_difference(fn, x), 1e-5, 1e-6, fn.__name__
+    )
 
 
 @pytest.mark.parametrize("fn", [math.atan2, math.hypot], ids=lambda f: f.__name__)
@@ -385,7 +394,9 @@ def test_mixed_second_derivatives(fn):
             got = row[j]
             hi = [0.0, 0.0]
             hi[j] = h
-            want = (dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]) / (2 * h)
+            want = (
+                dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]
+            ) / (2 * h)
             assert_close(got, want, 1e-5, 1e-7, f"{fn.__name__} d2/d{i}d{j}")
 
 
@@ -411,7 +422,11 @@ def test_gen_zero_sensitivity(fn):
 def test_gen_zero_for_sequence_functions():
     assert backprop(math.fsum, [1.0, 2.0], A=gen_zero) == ((), gen_zero)
     assert backprop(math.prod, [1.0, 2.0], A=gen_zero) == ((), gen_zero)
-    assert backprop(math.prod, [1.0, 2.0], A=gen_zero, start=2.0) == ((), gen_zero, {"start": gen_zero})
+    assert backprop(math.prod, [1.0, 2.0], A=gen_zero, start=2.0) == (
+        (),
+        gen_zero,
+        {"start": gen_zero},
+    )
     assert backprop(math.dist, [1.0], [2.0], A=gen_zero) == ((), gen_zero, gen_zero)
     assert backprop(math.log, 2.0, 10.0, A=gen_zero) == ((), gen_zero, gen_zero)
     assert backprop(math.hypot, A=gen_zero) == ((),)
@@ -420,26 +435,42 @@ def test_gen_zero_for_sequence_functions():
 MATH_INLINE_DOMAIN = {fn: ONE_ARG[fn] for fn in ONE_ARG}
 MATH_INLINE_DOMAIN.update({fn: TWO_ARG[fn][0] for fn in TWO_ARG if fn is not math.log})
 MATH_INLINE_DOMAIN[digamma] = st.one_of(floats(0.1, 50), non_integer(-5, -0.1))
-MATH_INLINE_DOMAIN[polygamma] = st.tuples(st.integers(0, 3), st.one_of(floats(0.2, 50), non_integer(-5, -0.2, 0.1)))
+MATH_INLINE_DOMAIN[polygamma] = st.tuples(
+    st.integers(0, 3), st.one_of(floats(0.2, 50), non_integer(-5, -0.2, 0.1))
+)
 
 
 def test_every_inline_rule_is_inlinable_and_tested():
     from rules_fd_helpers import check_inlinable as check
 
-    import test_rules_operators  # noqa: F401  (its table of operator rules)
+    import test_rules_operators
 
     for fn, rule in inline_rules().items():
-        if getattr(fn, "__module__", None) not in (None, "math", "operator", "builtins", "dplus.primitives.math"):
+        if getattr(fn, "__module__", None) not in (
+            None,
+            "math",
+            "operator",
+            "builtins",
+            "dplus.primitives.math",
+        ):
             continue  # rules registered by other tests or by the documentation's examples
         check(fn, rule)
-        assert fn in MATH_INLINE_DOMAIN or fn in test_rules_operators.OPERATOR_INLINE or fn is math.log, (
-            f"the inline rule of {fn} has no finite-difference test"
-        )
+        assert (
+            fn in MATH_INLINE_DOMAIN or fn in test_rules_operators.OPERATOR_INLINE or fn is math.log
+        ), f"the inline rule of {fn} has no finite-difference test"
 
 
 def test_every_math_rule_is_inline_or_deliberately_not():
     inl = inline_rules()
-    for fn in list(ONE_ARG) + [math.atan2, math.pow, math.copysign, math.fmod, math.remainder, math.ldexp, math.nextafter]:
+    for fn in list(ONE_ARG) + [
+        math.atan2,
+        math.pow,
+        math.copysign,
+        math.fmod,
+        math.remainder,
+        math.ldexp,
+        math.nextafter,
+    ]:
         assert fn in inl, f"{fn.__name__} should have an inline rule"
         check_inlinable(fn, inl[fn])
     assert inl[math.log].arity == 1  # the one-argument call only
@@ -447,7 +478,9 @@ def test_every_math_rule_is_inline_or_deliberately_not():
         assert fn not in inl
 
 
-@pytest.mark.parametrize("fn", [f for f in MATH_INLINE_DOMAIN if f is not math.nextafter], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [f for f in MATH_INLINE_DOMAIN if f is not math.nextafter], ids=lambda f: f.__name__
+)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_math_inline_lambdas_against_finite_differences(fn, data):
@@ -460,7 +493,9 @@ def test_math_inline_lambdas_against_finite_differences(fn, data):
         if g is None:
             continue
         got = g(0.75, r, *args)
-        assert_close(got, expected_sens(fn, args, 0.75, i), 1e-6, 1e-9, f"inline {fn.__name__} arg {i}")
+        assert_close(
+            got, expected_sens(fn, args, 0.75, i), 1e-6, 1e-9, f"inline {fn.__name__} arg {i}"
+        )
         assert g(gen_zero, r, *args) is gen_zero
 
 

@@ -100,12 +100,18 @@ def test_holomorphic_convention():
     assert backprop(operator.add, 2.0, 1j, A=1 + 1j) == ((), 1.0, 1 + 1j)
 
 
-@pytest.mark.parametrize("fn", [operator.neg, operator.pos, operator.abs, builtins.abs], ids=["neg", "pos", "abs", "builtins.abs"])
+@pytest.mark.parametrize(
+    "fn",
+    [operator.neg, operator.pos, operator.abs, builtins.abs],
+    ids=["neg", "pos", "abs", "builtins.abs"],
+)
 @SETTINGS
 @given(data=st.data())
 def test_unary(fn, data):
     x = data.draw(nonzero(numbers()), label="x")
-    A = data.draw(sensitivity_for(x) if fn in (operator.neg, operator.pos) else floats(-2, 2), label="A")
+    A = data.draw(
+        sensitivity_for(x) if fn in (operator.neg, operator.pos) else floats(-2, 2), label="A"
+    )
     check_number_rule(fn, (x,), A=A)
 
 
@@ -122,9 +128,15 @@ def test_abs_details():
 # pow
 
 
-@pytest.mark.parametrize("fn", [operator.pow, operator.ipow, builtins.pow], ids=["pow", "ipow", "builtins.pow"])
+@pytest.mark.parametrize(
+    "fn", [operator.pow, operator.ipow, builtins.pow], ids=["pow", "ipow", "builtins.pow"]
+)
 @SETTINGS
-@given(x=st.one_of(floats(0.1, 10), st.integers(1, 10)), y=st.one_of(floats(-3, 3), st.integers(-3, 3)), A=floats(-2, 2))
+@given(
+    x=st.one_of(floats(0.1, 10), st.integers(1, 10)),
+    y=st.one_of(floats(-3, 3), st.integers(-3, 3)),
+    A=floats(-2, 2),
+)
 def test_pow_positive_base(fn, x, y, A):
     out = check_number_rule(fn, (x, y), A=A, rtol=1e-6, atol=1e-8)
     if A == 1.0:
@@ -146,7 +158,9 @@ def test_pow_negative_base_integer_exponent(x, n, as_float):
 
 
 @SETTINGS
-@given(x=floats(-10, -0.1), y=floats(-3, 3).filter(lambda v: abs(v - round(v)) > 0.05), A=floats(-2, 2))
+@given(
+    x=floats(-10, -0.1), y=floats(-3, 3).filter(lambda v: abs(v - round(v)) > 0.05), A=floats(-2, 2)
+)
 def test_pow_negative_base_fractional_exponent_is_complex(x, y, A):
     assert isinstance(x**y, complex)
     out = check_number_rule(operator.pow, (x, y), A=A, rtol=1e-6, atol=1e-8)
@@ -174,9 +188,18 @@ def test_pow_special_points():
     assert backprop(operator.pow, 0.0, 0.0) == ((), 0.0, 0.0)
     assert backprop(operator.pow, 5.0, 0) == ((), 0.0, math.log(5.0))
     assert backprop(operator.pow, 0, 3) == ((), 0, 0.0)
-    assert backprop(operator.pow, 0.0, 0.5) == ((), math.inf, 0.0)  # d/dx sqrt(x) at 0: inf, as in JAX
+    assert backprop(operator.pow, 0.0, 0.5) == (
+        (),
+        math.inf,
+        0.0,
+    )  # d/dx sqrt(x) at 0: inf, as in JAX
     r = lookup_transform(builtins.pow)(3, 4, 5)
-    assert r.primal == 1 and r.backprop(1.0, BoxSensitivities()) == ((), gen_zero, gen_zero, gen_zero)
+    assert r.primal == 1 and r.backprop(1.0, BoxSensitivities()) == (
+        (),
+        gen_zero,
+        gen_zero,
+        gen_zero,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -247,9 +270,15 @@ ALL = [
 
 
 @pytest.mark.parametrize("fn", ALL, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("args", [(2.0, 3.0), (2, 3), (2.0 + 1j, 3.0), (np.array([2.0, 3.0]), 1.5)], ids=["float", "int", "complex", "array"])
+@pytest.mark.parametrize(
+    "args",
+    [(2.0, 3.0), (2, 3), (2.0 + 1j, 3.0), (np.array([2.0, 3.0]), 1.5)],
+    ids=["float", "int", "complex", "array"],
+)
 def test_gen_zero_sensitivity(fn, args):
-    if fn in (operator.mod, operator.imod, operator.floordiv, operator.ifloordiv) and isinstance(args[0], complex):
+    if fn in (operator.mod, operator.imod, operator.floordiv, operator.ifloordiv) and isinstance(
+        args[0], complex
+    ):
         return
     if isinstance(args[0], np.ndarray):
         fn = UNSHARED_IN_PLACE.get(fn, fn)  # (``a op= b`` on an array nothing else sees)
@@ -273,7 +302,11 @@ def test_gen_zero_operands():
     r = lookup_transform(operator.neg)(gen_zero)
     assert r.primal is gen_zero and r.backprop(1.0, BoxSensitivities()) == ((), gen_zero)
     r = lookup_transform(operator.matmul)(gen_zero, np.eye(2))
-    assert r.primal is gen_zero and r.backprop(np.ones(2), BoxSensitivities()) == ((), gen_zero, gen_zero)
+    assert r.primal is gen_zero and r.backprop(np.ones(2), BoxSensitivities()) == (
+        (),
+        gen_zero,
+        gen_zero,
+    )
 
 
 def test_bool_operands_get_no_sensitivity():
@@ -332,7 +365,9 @@ def test_operator_inline_lambdas_against_finite_differences(fn, data):
     A = 0.75
     for i, g in enumerate(rule.grads):
         got = g(A, r, *args)
-        assert_close(got, expected_sens(fn, args, A, i), 1e-6, 1e-8, f"inline {fn.__name__} argument {i}")
+        assert_close(
+            got, expected_sens(fn, args, A, i), 1e-6, 1e-8, f"inline {fn.__name__} argument {i}"
+        )
         assert g(gen_zero, r, *args) is gen_zero
 
 
@@ -348,12 +383,30 @@ def test_min_and_max_inline_ties_go_to_the_first_argument_as_in_the_builtin_rule
 # NumPy arrays
 
 
-SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)), ((2, 3), ()), ((4, 1, 3), (2, 1))]
+SHAPES = [
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((2, 1), (1, 3)),
+    ((), (2, 2)),
+    ((2, 3), ()),
+    ((4, 1, 3), (2, 1)),
+]
 
 
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
 @pytest.mark.parametrize(
-    "fn", [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.mod, operator.iadd, operator.imul, operator.ipow],
+    "fn",
+    [
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.pow,
+        operator.mod,
+        operator.iadd,
+        operator.imul,
+        operator.ipow,
+    ],
     ids=lambda f: f.__name__,
 )
 def test_array_broadcasting(fn, shapes):
@@ -367,7 +420,11 @@ def test_array_broadcasting(fn, shapes):
     y = float(y) if sy == () else y
     if isinstance(x, np.ndarray):
         fn = UNSHARED_IN_PLACE.get(fn, fn)  # (``a op= b`` on an array nothing else sees)
-    if fn in [UNSHARED_IN_PLACE[f] for f in (operator.iadd, operator.imul, operator.ipow)] and isinstance(x, np.ndarray) and np.broadcast_shapes(np.shape(x), np.shape(y)) != np.shape(x):
+    if (
+        fn in [UNSHARED_IN_PLACE[f] for f in (operator.iadd, operator.imul, operator.ipow)]
+        and isinstance(x, np.ndarray)
+        and np.broadcast_shapes(np.shape(x), np.shape(y)) != np.shape(x)
+    ):
         # NumPy refuses to grow an array in place; so does the rule
         with pytest.raises(ValueError):
             lookup_transform(fn)(x, y)
@@ -386,7 +443,9 @@ def test_inplace_on_unshared_arrays_does_not_mutate():
     assert (a == 1.0).all()
 
 
-@pytest.mark.parametrize("fn", sorted(UNSHARED_IN_PLACE, key=lambda f: f.__name__), ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", sorted(UNSHARED_IN_PLACE, key=lambda f: f.__name__), ids=lambda f: f.__name__
+)
 def test_inplace_operators_refuse_arrays(fn):
     a = np.ones(3, dtype=int)
     with pytest.raises(dplus.NonDifferentiableError, match=f"operator.{fn.__name__}"):
@@ -410,7 +469,15 @@ def test_abs_on_arrays():
     assert np.allclose(backprop(abs, z, A=np.ones(1))[1], [0.6 - 0.8j])
 
 
-MATMUL_SHAPES = [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (1, 3, 4)), ((3,), (5, 3, 2))]
+MATMUL_SHAPES = [
+    ((2, 3), (3, 4)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((3,), (3,)),
+    ((5, 2, 3), (3, 4)),
+    ((5, 2, 3), (1, 3, 4)),
+    ((3,), (5, 3, 2)),
+]
 
 
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
@@ -522,7 +589,10 @@ def test_list_repetition():
 
 
 def test_list_concatenation_through_grad():
-    assert dplus.grad(operator.add, sensitivity=[1.0, 2.0, 3.0])([0.0], [0.0, 0.0]) == ([1.0], [2.0, 3.0])
+    assert dplus.grad(operator.add, sensitivity=[1.0, 2.0, 3.0])([0.0], [0.0, 0.0]) == (
+        [1.0],
+        [2.0, 3.0],
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -555,8 +625,13 @@ def _meters_add_plus(self, other):
 
 
 register_primitive(Meters.__add__, _meters_add_plus)
-register_primitive(Meters.__radd__, lambda self, other: ProcResult(other + self.v, lambda A, Abox: ((), {"v": 2 * A}, A)))
-register_primitive(Meters.__neg__, lambda self: ProcResult(-self.v, lambda A, Abox: ((), {"v": -A})))
+register_primitive(
+    Meters.__radd__,
+    lambda self, other: ProcResult(other + self.v, lambda A, Abox: ((), {"v": 2 * A}, A)),
+)
+register_primitive(
+    Meters.__neg__, lambda self: ProcResult(-self.v, lambda A, Abox: ((), {"v": -A}))
+)
 
 
 def test_user_objects_dispatch_to_special_methods():
@@ -578,7 +653,11 @@ def test_user_objects_dispatch_to_special_methods():
 
 
 @SETTINGS
-@given(x=floats(-10, -0.1), y=floats(-3, 3).filter(lambda v: abs(v - round(v)) > 0.05), A=st.builds(complex, floats(-2, 2), floats(-2, 2)))
+@given(
+    x=floats(-10, -0.1),
+    y=floats(-3, 3).filter(lambda v: abs(v - round(v)) > 0.05),
+    A=st.builds(complex, floats(-2, 2), floats(-2, 2)),
+)
 def test_pow_inline_lambdas_project_for_real_arguments(x, y, A):
     # the float fast path guards the argument types only: (-2.0) ** 0.5 is complex there
     rule = inline_rule_for(operator.pow)
@@ -593,7 +672,9 @@ def test_pow_inline_lambdas_project_for_real_arguments(x, y, A):
 # second derivatives: the rules' gradient code is itself differentiated
 
 
-@pytest.mark.parametrize("fn", [operator.mul, operator.truediv, operator.pow], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [operator.mul, operator.truediv, operator.pow], ids=lambda f: f.__name__
+)
 def test_mixed_second_derivatives(fn):
     x, y = 1.3, 0.7
     h = 1e-5
@@ -603,7 +684,9 @@ def test_mixed_second_derivatives(fn):
             got = row[j]
             hi = [0.0, 0.0]
             hi[j] = h
-            want = (dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]) / (2 * h)
+            want = (
+                dplus.grad(fn)(x + hi[0], y + hi[1])[i] - dplus.grad(fn)(x - hi[0], y - hi[1])[i]
+            ) / (2 * h)
             assert_close(got, want, 1e-5, 1e-7, f"{fn.__name__} d2/d{i}d{j}")
 
 

@@ -146,11 +146,25 @@ def read_before_bound(x, flag):
 
 
 def test_lists_seen_as_lists_are_kept():
-    for f in (returned, passed_on, mutated, iterated, indexed_by_a_variable, alias_bound_in_a_branch,
-              out_of_range, wrong_count, read_before_bound):
+    for f in (
+        returned,
+        passed_on,
+        mutated,
+        iterated,
+        indexed_by_a_variable,
+        alias_bound_in_a_branch,
+        out_of_range,
+        wrong_count,
+        read_before_bound,
+    ):
         assert not replaced(f, "p"), f.__name__
-    for f, args in [(returned, (1.5,)), (passed_on, (1.5,)), (mutated, (1.5,)), (iterated, (1.5,)),
-                    (indexed_by_a_variable, (1.5, 1))]:
+    for f, args in [
+        (returned, (1.5,)),
+        (passed_on, (1.5,)),
+        (mutated, (1.5,)),
+        (iterated, (1.5,)),
+        (indexed_by_a_variable, (1.5, 1)),
+    ]:
         fast, general = both_ways(f, *args)
         close(fast, general)
 
@@ -242,7 +256,12 @@ def changes_a_parameter_it_reads(p, x):
 
 
 @SETTINGS
-@given(a=floats, b=st.floats(0.0, 1.0), c=floats, xs=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=5))
+@given(
+    a=floats,
+    b=st.floats(0.0, 1.0),
+    c=floats,
+    xs=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=5),
+)
 def test_parameters_read_once_agree_with_the_general_path_and_finite_differences(a, b, c, xs):
     assert "_dp_holds_keys(params, ('a', 'b', 'c'))" in generated_source(fit_loss)
     params = {"a": a, "b": b, "c": c}
@@ -265,7 +284,10 @@ def test_keys_missing_on_entry_and_changed_parameters():
     assert dplus.grad(reads_a_missing_key_only_sometimes)({"a": 3.0}, True) == ({"a": 6.0}, None)
     with pytest.raises(KeyError):
         dplus.grad(reads_a_missing_key_only_sometimes)({"a": 3.0}, False)
-    assert dplus.grad(changes_a_parameter_it_reads)({"a": 1.0, "b": 2.0}, 3.0) == ({"a": 5.0, "b": 1.0}, 1.0)
+    assert dplus.grad(changes_a_parameter_it_reads)({"a": 1.0, "b": 2.0}, 3.0) == (
+        {"a": 5.0, "b": 1.0},
+        1.0,
+    )
     SHARED["a"] = 1.0  # (the call above changed it already)
     with pytest.raises(dplus.DplusError, match=r"p\['a'\] changed while a differentiated call"):
         dplus.grad(changes_a_parameter_it_reads)(SHARED, 3.0)  # read on entry, then changed

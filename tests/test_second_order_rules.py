@@ -63,7 +63,12 @@ def check_hvp(f, args, seed=0, h=1e-5, rtol=1e-5, atol=1e-6):
     direction = _random_like(args, rng)
     hv = _flat(dplus.hvp(f)(args, direction))
     g = dplus.grad(f)
-    fd = [(u - d) / (2 * h) for u, d in zip(_flat(g(*_moved(args, direction, h))), _flat(g(*_moved(args, direction, -h))))]
+    fd = [
+        (u - d) / (2 * h)
+        for u, d in zip(
+            _flat(g(*_moved(args, direction, h))), _flat(g(*_moved(args, direction, -h)))
+        )
+    ]
     assert len(hv) == len(fd)
     for a, b in zip(hv, fd):
         assert abs(a - b) <= atol + rtol * max(abs(a), abs(b)), (hv, fd)
@@ -83,24 +88,48 @@ def _points(n, seed, lo=0.3, hi=1.7):
 
 
 MATH = {
-    "sin": lambda x: (math.sin(x)) * x, "cos": lambda x: (math.cos(x)) * x, "tan": lambda x: (math.tan(x)) * x,
-    "exp": lambda x: (math.exp(x)) * x, "log": lambda x: (math.log(x)) * x, "log2": lambda x: (math.log2(x)) * x,
-    "log10": lambda x: (math.log10(x)) * x, "log1p": lambda x: (math.log1p(x)) * x, "expm1": lambda x: (math.expm1(x)) * x,
-    "sqrt": lambda x: (math.sqrt(x)) * x, "tanh": lambda x: (math.tanh(x)) * x, "sinh": lambda x: (math.sinh(x)) * x,
-    "cosh": lambda x: (math.cosh(x)) * x, "asin": lambda x: (math.asin(x / 2)) * x, "acos": lambda x: (math.acos(x / 2)) * x,
-    "atan": lambda x: (math.atan(x)) * x, "asinh": lambda x: (math.asinh(x)) * x, "acosh": lambda x: (math.acosh(1 + x)) * x,
-    "atanh": lambda x: (math.atanh(x / 2)) * x, "erf": lambda x: (math.erf(x)) * x, "erfc": lambda x: (math.erfc(x)) * x,
-    "lgamma": lambda x: (math.lgamma(x)) * x, "gamma": lambda x: (math.gamma(x)) * x, "fabs": lambda x: (math.fabs(x)) * x,
-    "pow": lambda x: (math.pow(x, 2.5)) * x, "degrees": lambda x: (math.degrees(x)) * x, "radians": lambda x: (math.radians(x)) * x,
+    "sin": lambda x: (math.sin(x)) * x,
+    "cos": lambda x: (math.cos(x)) * x,
+    "tan": lambda x: (math.tan(x)) * x,
+    "exp": lambda x: (math.exp(x)) * x,
+    "log": lambda x: (math.log(x)) * x,
+    "log2": lambda x: (math.log2(x)) * x,
+    "log10": lambda x: (math.log10(x)) * x,
+    "log1p": lambda x: (math.log1p(x)) * x,
+    "expm1": lambda x: (math.expm1(x)) * x,
+    "sqrt": lambda x: (math.sqrt(x)) * x,
+    "tanh": lambda x: (math.tanh(x)) * x,
+    "sinh": lambda x: (math.sinh(x)) * x,
+    "cosh": lambda x: (math.cosh(x)) * x,
+    "asin": lambda x: (math.asin(x / 2)) * x,
+    "acos": lambda x: (math.acos(x / 2)) * x,
+    "atan": lambda x: (math.atan(x)) * x,
+    "asinh": lambda x: (math.asinh(x)) * x,
+    "acosh": lambda x: (math.acosh(1 + x)) * x,
+    "atanh": lambda x: (math.atanh(x / 2)) * x,
+    "erf": lambda x: (math.erf(x)) * x,
+    "erfc": lambda x: (math.erfc(x)) * x,
+    "lgamma": lambda x: (math.lgamma(x)) * x,
+    "gamma": lambda x: (math.gamma(x)) * x,
+    "fabs": lambda x: (math.fabs(x)) * x,
+    "pow": lambda x: (math.pow(x, 2.5)) * x,
+    "degrees": lambda x: (math.degrees(x)) * x,
+    "radians": lambda x: (math.radians(x)) * x,
     "cbrt": lambda x: (math.cbrt(x) if hasattr(math, "cbrt") else x ** (1 / 3)) * x,
-    "exp2": lambda x: (math.exp2(x) if hasattr(math, "exp2") else 2 ** x) * x,
+    "exp2": lambda x: (math.exp2(x) if hasattr(math, "exp2") else 2**x) * x,
 }
 MATH2 = {
-    "atan2": lambda x, y: math.atan2(x, y), "hypot": lambda x, y: math.hypot(x, y),
-    "pow2": lambda x, y: math.pow(x, y), "copysign": lambda x, y: math.copysign(x, y) * y,
-    "fmod": lambda x, y: math.fmod(x * 3, y) * x, "dist": lambda x, y: math.dist((x, y), (0.1, 0.2)),
-    "prod": lambda x, y: math.prod([x, y, x]), "fsum": lambda x, y: math.fsum([x * y, x]) ** 2,
-    "sumprod": lambda x, y: (math.sumprod((x, y), (y, x)) if hasattr(math, "sumprod") else 2 * x * y) ** 2,
+    "atan2": lambda x, y: math.atan2(x, y),
+    "hypot": lambda x, y: math.hypot(x, y),
+    "pow2": lambda x, y: math.pow(x, y),
+    "copysign": lambda x, y: math.copysign(x, y) * y,
+    "fmod": lambda x, y: math.fmod(x * 3, y) * x,
+    "dist": lambda x, y: math.dist((x, y), (0.1, 0.2)),
+    "prod": lambda x, y: math.prod([x, y, x]),
+    "fsum": lambda x, y: math.fsum([x * y, x]) ** 2,
+    "sumprod": lambda x, y: (
+        (math.sumprod((x, y), (y, x)) if hasattr(math, "sumprod") else 2 * x * y) ** 2
+    ),
 }
 
 
@@ -128,12 +157,21 @@ def _augmented(x, y):
 
 
 OPERATORS = {
-    "add": lambda x, y: (x + y) ** 2, "sub": lambda x, y: (x - y) ** 3, "mul": lambda x, y: x * y * x,
-    "truediv": lambda x, y: x / y, "pow": lambda x, y: x ** y, "pow_const": lambda x, y: x ** 3 + y ** -2,
-    "neg": lambda x, y: -(x * y) * x, "abs": lambda x, y: abs(x - 2.0) * y, "floordiv": lambda x, y: (x // 0.5) * y * y,
-    "mod": lambda x, y: (x * 3) % y * x, "operator_mul": lambda x, y: operator.mul(x, operator.add(x, y)),
-    "operator_pow": lambda x, y: operator.pow(x, y), "operator_truediv": lambda x, y: operator.truediv(y, x) * y,
-    "augmented": _augmented, "compare": lambda x, y: (x * y if x < y else x / y),
+    "add": lambda x, y: (x + y) ** 2,
+    "sub": lambda x, y: (x - y) ** 3,
+    "mul": lambda x, y: x * y * x,
+    "truediv": lambda x, y: x / y,
+    "pow": lambda x, y: x**y,
+    "pow_const": lambda x, y: x**3 + y**-2,
+    "neg": lambda x, y: -(x * y) * x,
+    "abs": lambda x, y: abs(x - 2.0) * y,
+    "floordiv": lambda x, y: (x // 0.5) * y * y,
+    "mod": lambda x, y: (x * 3) % y * x,
+    "operator_mul": lambda x, y: operator.mul(x, operator.add(x, y)),
+    "operator_pow": lambda x, y: operator.pow(x, y),
+    "operator_truediv": lambda x, y: operator.truediv(y, x) * y,
+    "augmented": _augmented,
+    "compare": lambda x, y: x * y if x < y else x / y,
 }
 
 
@@ -164,8 +202,20 @@ BUILTINS = {
 }
 
 
-@pytest.mark.parametrize("name", [n if n != "list_of_map" else pytest.param(
-    n, marks=pytest.mark.xfail(strict=True, reason="F14: map calls its function through Calls")) for n in sorted(BUILTINS)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        if n != "list_of_map"
+        else pytest.param(
+            n,
+            marks=pytest.mark.xfail(
+                strict=True, reason="F14: map calls its function through Calls"
+            ),
+        )
+        for n in sorted(BUILTINS)
+    ],
+)
 def test_builtins_second_order(name):
     f = BUILTINS[name]
     for k, args in enumerate(_points(2, zlib.crc32(name.encode()) % 1000)):
@@ -215,12 +265,16 @@ def _box_and_object(x, y):
 
 
 CONTAINERS = {
-    "list_methods": _list_methods, "dict_methods": _dict_methods, "nested": _nested_containers,
+    "list_methods": _list_methods,
+    "dict_methods": _dict_methods,
+    "nested": _nested_containers,
     "tuple_unpack": lambda x, y: (lambda a, b: a * b * b)(*(x, y)),
     "list_unpack": lambda x, y: (lambda L: L[0] * L[1] ** 2)([x, y]),
     "slice": lambda x, y: sum([x, y, x * y][1:]) ** 2,
     "comprehension": lambda x, y: sum([v * w for v in (x, y) for w in [x, y]]) * x,
-    "dict_comprehension": lambda x, y: (lambda d: d[0] * d[1] * x)({i: v * v for i, v in enumerate([x, y])}),
+    "dict_comprehension": lambda x, y: (lambda d: d[0] * d[1] * x)(
+        {i: v * v for i, v in enumerate([x, y])}
+    ),
     "box_and_object": _box_and_object,
 }
 
@@ -248,11 +302,27 @@ FUNCTIONAL = {
 # rules that call their function argument through _iterables.Calls (reduce, map, accumulate,
 # starmap, partial of a lambda) are not differentiable again yet (F14 in tests/fuzz/FINDINGS.md):
 # they refuse or raise; sorted/max with a key work
-OPEN_FUNCTIONAL = {"reduce", "reduce_reads_variable", "accumulate", "starmap", "map_reads_variable", "partial"}
+OPEN_FUNCTIONAL = {
+    "reduce",
+    "reduce_reads_variable",
+    "accumulate",
+    "starmap",
+    "map_reads_variable",
+    "partial",
+}
 
 
-@pytest.mark.parametrize("name", [n if n not in OPEN_FUNCTIONAL else pytest.param(
-    n, marks=pytest.mark.xfail(strict=True, reason="F14: Calls is not differentiable again")) for n in sorted(FUNCTIONAL)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        if n not in OPEN_FUNCTIONAL
+        else pytest.param(
+            n, marks=pytest.mark.xfail(strict=True, reason="F14: Calls is not differentiable again")
+        )
+        for n in sorted(FUNCTIONAL)
+    ],
+)
 def test_functional_second_order(name):
     f = FUNCTIONAL[name]
     for k, args in enumerate(_points(2, zlib.crc32(name.encode()) % 1000)):
@@ -298,8 +368,8 @@ _C = np.array([0.5, -1.2, 2.0])
 _M = np.array([[1.0, 0.3, -0.2], [0.1, 0.8, 0.5], [-0.4, 0.2, 1.5]])
 NUMPY = {
     "ufuncs": lambda a: np.sum(np.sin(a) * np.exp(a) + np.log(a) * np.sqrt(a) + np.tanh(a) ** 2),
-    "power": lambda a: np.sum(a ** 3 + np.power(a, 2.5) + 1.0 / a),
-    "reductions": lambda a: np.prod(a) + np.mean(a ** 2) * np.max(a * _C) + np.std(a) + np.var(a * a),
+    "power": lambda a: np.sum(a**3 + np.power(a, 2.5) + 1.0 / a),
+    "reductions": lambda a: np.prod(a) + np.mean(a**2) * np.max(a * _C) + np.std(a) + np.var(a * a),
     "dot": lambda a: np.dot(a, _M @ a) + a @ a * np.sum(a),
     "matmul_outer": lambda a: np.sum(np.outer(a, a) @ _M * np.outer(a, _C)),
     "einsum": lambda a: np.einsum("i,ij,j->", a, _M, a) + np.einsum("ii->", np.outer(a, a) ** 2),
@@ -307,20 +377,31 @@ NUMPY = {
     "sort": lambda a: np.sum(np.sort(a * _C) ** 3 * _C),
     "sort_2d": lambda a: np.sum(np.sort(np.outer(a, _C), axis=0) ** 3 * _M),
     "concatenate": lambda a: np.sum(np.concatenate([a * a, a * _C]) ** 2),
-    "vstack_hstack": lambda a: np.sum(np.vstack([a, a * a]) ** 3) + np.sum(np.hstack([a, _C * a]) ** 2),
-    "stack": lambda a: np.sum(np.stack([a, a ** 2], axis=1) ** 2),
+    "vstack_hstack": lambda a: (
+        np.sum(np.vstack([a, a * a]) ** 3) + np.sum(np.hstack([a, _C * a]) ** 2)
+    ),
+    "stack": lambda a: np.sum(np.stack([a, a**2], axis=1) ** 2),
     "array_of_list": lambda a: np.sum(np.array([a[0] * a[1], a[2]]) ** 3),
     "indexing": lambda a: a[0] * a[2] ** 2 + np.sum(a[1:] ** 3) + np.sum(a[[0, 0, 2]] ** 2),
-    "where_clip": lambda a: np.sum(np.where(a > 1.0, a ** 2, a ** 3) + np.clip(a, 0.5, 1.5) ** 2),
+    "where_clip": lambda a: np.sum(np.where(a > 1.0, a**2, a**3) + np.clip(a, 0.5, 1.5) ** 2),
     "cumsum": lambda a: np.sum(np.cumsum(a) ** 2 + np.cumsum(a * a) * _C),
-    "diagonal": lambda a: np.sum(np.diagonal(np.outer(a, a * a), 1) ** 2) + np.sum(np.diag(np.outer(a, _C), -1) * a[1:]),
+    "diagonal": lambda a: (
+        np.sum(np.diagonal(np.outer(a, a * a), 1) ** 2)
+        + np.sum(np.diag(np.outer(a, _C), -1) * a[1:])
+    ),
     "linalg": lambda a: np.linalg.norm(a * _C) ** 3 + np.linalg.det(_M + np.diag(a)),
-    "solve_inv": lambda a: np.sum(np.linalg.solve(_M + np.diag(a), _C)) + np.sum(np.linalg.inv(_M + np.diag(a * a))),
-    "reshape_transpose": lambda a: np.sum(np.reshape(np.outer(a, a), (9,))[::2] ** 2) + np.sum(np.outer(a, _C).T @ a),
+    "solve_inv": lambda a: (
+        np.sum(np.linalg.solve(_M + np.diag(a), _C)) + np.sum(np.linalg.inv(_M + np.diag(a * a)))
+    ),
+    "reshape_transpose": lambda a: (
+        np.sum(np.reshape(np.outer(a, a), (9,))[::2] ** 2) + np.sum(np.outer(a, _C).T @ a)
+    ),
     "maximum_abs": lambda a: np.sum(np.maximum(a, 1.0) ** 2 + np.abs(a - 1.0) * a),
     "diag_trace": lambda a: np.trace(np.outer(a, a) @ _M) + np.sum(np.diag(np.outer(a, a)) ** 2),
     "logsumexp_like": lambda a: np.log(np.sum(np.exp(a * _C))),
-    "tile_repeat": lambda a: np.sum(np.tile(a, 2) ** 3) + np.sum(np.repeat(a, 2) ** 2 * np.arange(6.0)),
+    "tile_repeat": lambda a: (
+        np.sum(np.tile(a, 2) ** 3) + np.sum(np.repeat(a, 2) ** 2 * np.arange(6.0))
+    ),
 }
 
 

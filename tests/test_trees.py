@@ -32,7 +32,9 @@ def test_clone_copies_every_stateful_node(text):
     assert ast.dump(copy, include_attributes=True) == ast.dump(tree, include_attributes=True)
     originals = {id(n) for n in ast.walk(tree)}
     for n in ast.walk(copy):
-        stateless = isinstance(n, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop))
+        stateless = isinstance(
+            n, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+        )
         assert (id(n) in originals) == stateless, type(n).__name__
     assert copy.body[0].dp_note == [["kept"]] and copy.body[0].dp_note is not tree.body[0].dp_note
     compile(copy, "<clone>", "exec")
@@ -46,9 +48,15 @@ def test_the_engine_uses_these_helpers():
 def test_unparse_reads_back_as_the_same_tree(value):
     from dplus.trees import unparse
 
-    tree = ast.Expression(body=ast.BinOp(
-        left=ast.Attribute(value=ast.Constant(value=value), attr="real", ctx=ast.Load()),
-        op=ast.Add(), right=ast.BinOp(left=ast.Constant(value=value), op=ast.Pow(), right=ast.Constant(value=2))))
+    tree = ast.Expression(
+        body=ast.BinOp(
+            left=ast.Attribute(value=ast.Constant(value=value), attr="real", ctx=ast.Load()),
+            op=ast.Add(),
+            right=ast.BinOp(
+                left=ast.Constant(value=value), op=ast.Pow(), right=ast.Constant(value=2)
+            ),
+        )
+    )
     expected = eval(compile(ast.fix_missing_locations(tree), "<tree>", "eval"))
     got = eval(unparse(tree))
     assert got == expected and str(got) == str(expected)

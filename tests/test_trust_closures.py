@@ -13,7 +13,15 @@ import pytest
 import dplus
 from dplus import D, grad, grad1
 from dplus.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, check_first_order, check_second_order, close, fd_gradient, fd_hessian
+from path_helpers import (
+    both_ways,
+    check_fd,
+    check_first_order,
+    check_second_order,
+    close,
+    fd_gradient,
+    fd_hessian,
+)
 
 INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
 
@@ -31,7 +39,7 @@ def check_both_orders(f, inputs=INPUTS):
 def closure_in_if(x, y):
     if x > 0:
         v = y * 2.0
-        h = lambda: v  # noqa: E731
+        h = lambda: v
         x = h()
     return x
 
@@ -40,8 +48,10 @@ def closure_after_early_return(x, y):
     if x < -10.0:
         return x
     v = y * x + 1.0
+
     def h():
         return v * v
+
     return h()
 
 
@@ -49,7 +59,7 @@ def closure_in_loop_body(x, y):
     s = x
     for i in range(3):
         v = y * s
-        h = lambda a: a + v  # noqa: E731
+        h = lambda a: a + v
         s = h(x)
     return s
 
@@ -60,11 +70,13 @@ def closure_in_else(x, y):
     else:
         w = x * y
         v = w + 1.0
-        g = lambda a: a * v  # noqa: E731
+        g = lambda a: a * v
         return g(x)
 
 
-@pytest.mark.parametrize("f", [closure_in_if, closure_after_early_return, closure_in_loop_body, closure_in_else])
+@pytest.mark.parametrize(
+    "f", [closure_in_if, closure_after_early_return, closure_in_loop_body, closure_in_else]
+)
 def test_closure_in_nested_block_reads_its_variables(f):
     check_both_orders(f)
 
@@ -82,32 +94,38 @@ def test_closure_in_if_reported_case():
 def default_from_variable(x, y):
     def g(p, q=x):
         return p * q
+
     return g(y)
 
 
 def lambda_default(x, y):
-    g = lambda p, q=x * x: p * q  # noqa: E731
+    g = lambda p, q=x * x: p * q
     return g(y) + g(y, y)
 
 
 def keyword_only_default(x, y):
     def g(p, *, q=x, r=2.0):
         return p * q * r
+
     return g(y) + g(x, q=y)
 
 
 def default_partly_passed(x, y):
     z = x * 3.0
+
     def g(p, q=z, r=y):
         return p * q + r * z
+
     return g(y) + g(x, y) + g(x, r=x)
 
 
 def defaults_made_in_loop(x, y):
     fs = ()
     for i in range(3):
+
         def g(p, q=x * (i + 1.0)):
             return p * q
+
         fs = fs + (g,)
     out = 0.0
     for g in fs:
@@ -119,12 +137,20 @@ def default_in_closure_of_closure(x, y):
     def outer(a):
         def inner(b, c=a * x):
             return b * c
+
         return inner(y)
+
     return outer(y)
 
 
-DEFAULTS = [default_from_variable, lambda_default, keyword_only_default, default_partly_passed,
-            defaults_made_in_loop, default_in_closure_of_closure]
+DEFAULTS = [
+    default_from_variable,
+    lambda_default,
+    keyword_only_default,
+    default_partly_passed,
+    defaults_made_in_loop,
+    default_in_closure_of_closure,
+]
 
 
 @pytest.mark.parametrize("f", DEFAULTS)
@@ -138,9 +164,11 @@ def test_default_reported_case():
 
 def test_default_sensitivity_in_closure_sensitivity():
     """A nested function's defaults' sensitivities follow its closure variables'."""
+
     def make(x, y):
         def g(p, q=x):
             return p * q + y
+
         return g
 
     g = make(2.0, 5.0)
@@ -155,6 +183,7 @@ def test_default_sensitivity_in_closure_sensitivity():
 def test_top_level_defaults_stay_constants():
     def scaled(x, k=2.0):
         return x * k
+
     assert grad(scaled)(3.0) == (2.0,)
     assert dplus.lift_dplus(scaled)(3.0).backprop(1.0, dplus.BoxSensitivities()) == ((), 2.0)
 
@@ -165,32 +194,38 @@ def test_top_level_defaults_stay_constants():
 
 def tuple_read_by_uncalled_lambda(x, y):
     t = (x, 2.0)
-    g = lambda p: t[0] * p  # noqa: E731
+    g = lambda p: t[0] * p
     return x * y + 3.0
 
 
 def list_read_by_called_lambda(x, y):
     t = [x, y]
-    g = lambda p: t[0] * p + t[1]  # noqa: E731
+    g = lambda p: t[0] * p + t[1]
     return g(y) * x
 
 
 def tuple_read_by_nested_def(x, y):
     t = (x * y, 2.0)
     a, b = t
+
     def g(p):
         return t[0] * p
+
     return g(a) + b
 
 
 def tuple_as_default(x, y):
     t = (x, y)
+
     def g(p, q=t):
         return p * q[0] * q[1]
+
     return g(x)
 
 
-@pytest.mark.parametrize("f", [tuple_read_by_uncalled_lambda, tuple_read_by_nested_def, tuple_as_default])
+@pytest.mark.parametrize(
+    "f", [tuple_read_by_uncalled_lambda, tuple_read_by_nested_def, tuple_as_default]
+)
 def test_display_read_by_closure(f):
     check_both_orders(f)
 
@@ -226,17 +261,19 @@ def keyword_to_registered_default(x, y):
 def keyword_to_nested_plain(x, y):
     def g(a, k):
         return a * k + k * k
+
     return g(x, k=y) * y
 
 
 def keyword_to_nested_keyword_only(x, y):
     def g(a, *, k, m=2.0):
         return a * k * m
+
     return g(x, k=y) + g(y, m=x, k=x)
 
 
 def keyword_to_lambda_reordered(x, y):
-    g = lambda a, b, c: a * b + c * a  # noqa: E731
+    g = lambda a, b, c: a * b + c * a
     return g(x, c=y, b=x * y)
 
 
@@ -245,16 +282,25 @@ def partial_with_bound_keyword(x, y):
 
 
 def partial_with_call_keyword(x, y):
-    return functools.partial(helper_plain, x)(k=y) + functools.partial(helper_default, k=2.0)(x, k=y)
+    return functools.partial(helper_plain, x)(k=y) + functools.partial(helper_default, k=2.0)(
+        x, k=y
+    )
 
 
 def partial_positional(x, y):
     return functools.partial(helper_plain, x)(y * x)
 
 
-KEYWORDS = [keyword_to_registered_plain, keyword_to_registered_default, keyword_to_nested_plain,
-            keyword_to_nested_keyword_only, keyword_to_lambda_reordered, partial_with_bound_keyword,
-            partial_with_call_keyword, partial_positional]
+KEYWORDS = [
+    keyword_to_registered_plain,
+    keyword_to_registered_default,
+    keyword_to_nested_plain,
+    keyword_to_nested_keyword_only,
+    keyword_to_lambda_reordered,
+    partial_with_bound_keyword,
+    partial_with_call_keyword,
+    partial_positional,
+]
 
 
 @pytest.mark.parametrize("f", KEYWORDS)
@@ -266,14 +312,19 @@ def test_keyword_reported_cases():
     # (the first order was silently (12, 0): define_dplus's wrapper handed keywords to a
     # plus-function answering by position)
     close(grad(keyword_to_registered_plain)(2.0, 3.0), (2 * 2.0 * 9.0, 2 * 2.0 * 2.0 * 3.0))
-    close(dplus.hessian(keyword_to_registered_plain)(2.0, 3.0), ((2 * 9.0, 4 * 2.0 * 3.0), (4 * 2.0 * 3.0, 2 * 2.0 * 2.0)))
-    assert grad1(grad1(lambda x: functools.partial(helper_plain, k=x)(x)))(3.0) == pytest.approx(18.0)
+    close(
+        dplus.hessian(keyword_to_registered_plain)(2.0, 3.0),
+        ((2 * 9.0, 4 * 2.0 * 3.0), (4 * 2.0 * 3.0, 2 * 2.0 * 2.0)),
+    )
+    assert grad1(grad1(lambda x: functools.partial(helper_plain, k=x)(x)))(3.0) == pytest.approx(
+        18.0
+    )
 
 
 def test_grad1_of_grad1_with_keyword():
     for x in (0.3, -1.1, 2.0):
         d2 = grad1(grad1(lambda t: helper_plain(t, k=t * t)))(x)  # t^5
-        assert d2 == pytest.approx(20 * x ** 3)
+        assert d2 == pytest.approx(20 * x**3)
 
 
 def test_keyword_sensitivities_of_plain_parameters_by_name():
@@ -286,7 +337,7 @@ def test_keyword_sensitivities_of_plain_parameters_by_name():
 
 def test_numpy_keyword_second_order():
     np = pytest.importorskip("numpy")
-    f = lambda x: np.sum(np.sin(x * np.ones(3)), axis=0)  # noqa: E731
+    f = lambda x: np.sum(np.sin(x * np.ones(3)), axis=0)
     for x in (0.5, -1.2):
         assert grad1(grad1(f))(x) == pytest.approx(-3 * math.sin(x))
 
@@ -299,9 +350,11 @@ def test_numpy_keyword_second_order():
 def nonlocal_writer_in_if(x, y):
     s = x
     if y > -100:
+
         def add():
             nonlocal s
             s = s * y
+
         add()
     return s
 
@@ -310,9 +363,11 @@ def nonlocal_writer_reads_local_of_block(x, y):
     s = x
     t = y
     if y > -100:
+
         def add():
             nonlocal s
             s = s * t
+
         add()
     return s
 
@@ -321,15 +376,19 @@ def nonlocal_writer_called_twice(x, y):
     s = x
     if x > -100:
         w = y * 0.5
+
         def add():
             nonlocal s
             s = s * w + x
+
         add()
         add()
     return s * y
 
 
-@pytest.mark.parametrize("f", [nonlocal_writer_in_if, nonlocal_writer_reads_local_of_block, nonlocal_writer_called_twice])
+@pytest.mark.parametrize(
+    "f", [nonlocal_writer_in_if, nonlocal_writer_reads_local_of_block, nonlocal_writer_called_twice]
+)
 def test_nonlocal_writer_in_nested_block(f):
     check_both_orders(f)
 
@@ -391,7 +450,9 @@ def test_D_differentiated_with_respect_to_the_sensitivity(f):
 
 def test_D_reported_cases():
     assert grad(lambda v0, v1: D(lambda x: [x, 2.0 * x])(1.0)([v0, v1])[0])(1.0, 1.0) == (1.0, 2.0)
-    assert grad(lambda v0, v1: D(lambda x: {"a": x, "b": 2.0 * x})(1.0)({"a": v0, "b": v1})[0])(1.0, 1.0) == (1.0, 2.0)
+    assert grad(lambda v0, v1: D(lambda x: {"a": x, "b": 2.0 * x})(1.0)({"a": v0, "b": v1})[0])(
+        1.0, 1.0
+    ) == (1.0, 2.0)
     assert grad1(lambda x: D(lambda a: (a * a, a * x))(x)((1.0, 1.0))[0])(1.0) == 3.0
 
 
@@ -429,14 +490,24 @@ def dplus_of_list_result_inside(x, y):
     return r.backprop([x, 1.0])[0] * x
 
 
-@pytest.mark.parametrize("f", [D_closing_over_argument, D_of_outside_function, dplus_backprop_inside,
-                               D_of_outside_function_tuple_result, dplus_of_list_result_inside])
+@pytest.mark.parametrize(
+    "f",
+    [
+        D_closing_over_argument,
+        D_of_outside_function,
+        dplus_backprop_inside,
+        D_of_outside_function_tuple_result,
+        dplus_of_list_result_inside,
+    ],
+)
 def test_D_and_dplus_inside(f):
     for args in INPUTS:
         check_first_order(f, *args)
 
 
-@pytest.mark.parametrize("f", [D_of_outside_function, dplus_backprop_inside, D_of_outside_function_tuple_result])
+@pytest.mark.parametrize(
+    "f", [D_of_outside_function, dplus_backprop_inside, D_of_outside_function_tuple_result]
+)
 def test_D_and_dplus_inside_second_order(f):
     for args in INPUTS:
         check_second_order(f, *args)
@@ -450,11 +521,11 @@ def test_D_of_inside_function_second_order_is_a_clear_error():
 
 def test_grad_with_sensitivity_inside():
     # (raised TypeError: grad's transform inside differentiated code took no keyword)
-    f = lambda x, w: grad(lambda a: [a * a, x * a], sensitivity=[w, 1.0])(x)[0]  # noqa: E731
+    f = lambda x, w: grad(lambda a: [a * a, x * a], sensitivity=[w, 1.0])(x)[0]
     for x, w in INPUTS:
         close(f(x, w), 2 * x * w + x)
         close(grad(f)(x, w), (2 * w + 1.0, 2 * x), tol=1e-9)
-    g = lambda x, w: grad(lambda a: (a * a, x * a), (w, 1.0))(x)[0]  # noqa: E731
+    g = lambda x, w: grad(lambda a: (a * a, x * a), (w, 1.0))(x)[0]
     for x, w in INPUTS:
         close(grad(g)(x, w), (2 * w + 1.0, 2 * x), tol=1e-9)
 
@@ -462,5 +533,7 @@ def test_grad_with_sensitivity_inside():
 def test_backprop_made_outside_is_a_clear_error():
     back = D(lambda x: (x, 2.0 * x))(1.0)
     assert back((1.0, 1.0)) == (3.0,)
-    with pytest.raises(dplus.NonDifferentiableError, match="made outside the code being differentiated"):
+    with pytest.raises(
+        dplus.NonDifferentiableError, match="made outside the code being differentiated"
+    ):
         grad(lambda v0, v1: back((v0, v1))[0])(1.0, 1.0)

@@ -44,7 +44,7 @@ def check_everything(f, *args, second_order=True):
     check_fd(f, *args)
     if second_order and isinstance(args[0], float) and not any(_holds_containers(a) for a in args):
         # (derivatives of derivatives of functions of lists are not supported: numbers and tuples)
-        first = lambda *a: dplus.grad(f)(*a)[0]  # noqa: E731
+        first = lambda *a: dplus.grad(f)(*a)[0]
         check_fd(first, *args)
     return fast
 
@@ -77,11 +77,14 @@ def tuple_copied_then_read_twice(s, u):
     return dot3(w, u) * k + dot3(u, w) + w[1] * k
 
 
-@pytest.mark.parametrize("s, u, v", [
-    (0.5, (1.0, 2.0, 3.0), (0.3, 0.2, 0.1)),
-    (-1.3, (0.7, -0.4, 2.2), (1.5, -0.6, 0.25)),
-    (2.0, (-1.0, 0.5, 0.0), (0.0, 3.0, -2.0)),
-])
+@pytest.mark.parametrize(
+    "s, u, v",
+    [
+        (0.5, (1.0, 2.0, 3.0), (0.3, 0.2, 0.1)),
+        (-1.3, (0.7, -0.4, 2.2), (1.5, -0.6, 0.25)),
+        (2.0, (-1.0, 0.5, 0.0), (0.0, 3.0, -2.0)),
+    ],
+)
 def test_tuple_through_two_helpers(s, u, v):
     check_everything(quaternion_rotation, s, u, v)
     check_everything(tuple_copied_then_read_twice, s, u)
@@ -93,8 +96,12 @@ _TUPLE_SENSITIVITIES = {
     "accumulator": lambda: TupleAccumulator([1.0, 0.5, gen_zero]),
     "gen_zero": lambda: gen_zero,
 }
-_DENSE = {"tuple": (1.0, 2.0, 3.0), "onehot": (0.0, 5.0, 0.0), "accumulator": (1.0, 0.5, 0.0),
-          "gen_zero": (0.0, 0.0, 0.0)}
+_DENSE = {
+    "tuple": (1.0, 2.0, 3.0),
+    "onehot": (0.0, 5.0, 0.0),
+    "accumulator": (1.0, 0.5, 0.0),
+    "gen_zero": (0.0, 0.0, 0.0),
+}
 
 
 @pytest.mark.parametrize("left, right", list(itertools.product(_TUPLE_SENSITIVITIES, repeat=2)))
@@ -218,14 +225,23 @@ def merge_inside(x, y):
     return d1["q"] * d2["q"] + d3["p"] * d3["q"] + a["p"] * d1["p"]
 
 
-@pytest.mark.parametrize("a, b", [
-    ({"p": 1.5, "q": 2.0}, {"q": 3.0, "r": 0.5}),
-    ({"p": -0.7, "q": 0.25}, {"q": 1.75, "r": -2.0}),
-    ({"q": 4.0, "p": 0.5}, {"r": 1.0, "q": -1.5}),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ({"p": 1.5, "q": 2.0}, {"q": 3.0, "r": 0.5}),
+        ({"p": -0.7, "q": 0.25}, {"q": 1.75, "r": -2.0}),
+        ({"q": 4.0, "p": 0.5}, {"r": 1.0, "q": -1.5}),
+    ],
+)
 def test_dict_merges(a, b):
-    for f in (merge_by_dict_call, merge_by_display, merge_by_or, merge_by_ior, merge_by_ior_of_a_copy,
-              merge_pairs_and_keywords):
+    for f in (
+        merge_by_dict_call,
+        merge_by_display,
+        merge_by_or,
+        merge_by_ior,
+        merge_by_ior_of_a_copy,
+        merge_pairs_and_keywords,
+    ):
         g = check_everything(f, a, b)
         assert set(g[0]) == set(a) and set(g[1]) == set(b)
 
@@ -326,7 +342,9 @@ def test_linear_interface_on_boxes():
     from dplus import Box
 
     assert dplus.add(Box(1.0), Box(2.0)) == Box(3.0)
-    assert coerce_zero(dplus.add(Box((1.0, 2.0)), Box(OneHot(0, 1.0, 2))), Box((0.0, 0.0))) == Box((2.0, 2.0))
+    assert coerce_zero(dplus.add(Box((1.0, 2.0)), Box(OneHot(0, 1.0, 2))), Box((0.0, 0.0))) == Box(
+        (2.0, 2.0)
+    )
     assert dplus.add(gen_zero, Box(2.0)) == Box(2.0) and dplus.add(Box(2.0), gen_zero) == Box(2.0)
     assert dplus.scale(Box([1.0, 2.0]), 3.0) == Box([3.0, 6.0])
     assert dplus.dot(Box([1.0, 2.0]), Box([3.0, 4.0])) == 11.0
@@ -378,7 +396,7 @@ def reads_globals(x):
 
 def lists_names(x):
     if x > 0:
-        z = x * 3.0  # noqa: F841
+        z = x * 3.0
     names = dir()
     return len(names) * x + len(locals())
 
@@ -426,8 +444,15 @@ def evaluates_names_without_sensitivity(x):
 
 @pytest.mark.parametrize("x", [1.5, -0.75, 2.25])
 def test_namespace_builtins_see_the_users_names(x):
-    for f in (reads_locals, reads_globals, lists_names, locals_in_a_loop, locals_beside_an_inlinable_call,
-              evaluates_constants, evaluates_names_without_sensitivity):
+    for f in (
+        reads_locals,
+        reads_globals,
+        lists_names,
+        locals_in_a_loop,
+        locals_beside_an_inlinable_call,
+        evaluates_constants,
+        evaluates_names_without_sensitivity,
+    ):
         check_everything(f, x, second_order=False)  # (a dict of the names: first order only)
     assert dplus.lift_dplus(lists_names)(x).primal == lists_names(x)
     with pytest.raises(dplus.DplusError, match="eval of a string"):
@@ -466,6 +491,7 @@ def test_source_check_accepts_code_compiled_elsewhere():
     def outer(k):
         def inner(x):
             return x * k + len([c for c in "ab"])
+
         return inner
 
     assert dplus.grad(outer(2.0))(1.5) == (2.0,)
@@ -487,7 +513,7 @@ def real_part_of_power(x):
 
 
 def power_then_arithmetic(x, b):
-    p = b ** x
+    p = b**x
     q = p * x + 2.0 * x
     return abs(q) + (p * p).real
 
@@ -504,8 +530,11 @@ def test_negative_base_power_gradient_is_real(x):
     # at a whole exponent Python's power is real: the exponent's sensitivity is the real part
     # of r * log(b), r * log|b|
     if float(x).is_integer():
-        assert math.isclose(dplus.grad(real_part_of_power)(x)[0],
-                            (-1.75) ** x * math.log(1.75) * x + (-1.75) ** x, rel_tol=1e-12)
+        assert math.isclose(
+            dplus.grad(real_part_of_power)(x)[0],
+            (-1.75) ** x * math.log(1.75) * x + (-1.75) ** x,
+            rel_tol=1e-12,
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -525,6 +554,7 @@ def deep_local(x, n):
         if k == 0:
             return x
         return down(k - 1) * 1.0001
+
     return down(n)
 
 
@@ -535,9 +565,9 @@ def test_recursion_as_deep_as_the_primal():
     sys.setrecursionlimit(6000)
     try:
         depth = 5000
-        assert deep_power(1.0, depth) == pytest.approx(1.0001 ** depth)
+        assert deep_power(1.0, depth) == pytest.approx(1.0001**depth)
         (g, gn) = dplus.grad(deep_power)(1.0, depth)
-        assert g == pytest.approx(1.0001 ** depth, rel=1e-12) and gn == 0
+        assert g == pytest.approx(1.0001**depth, rel=1e-12) and gn == 0
         with general_paths_only():
             assert dplus.grad(deep_power)(1.0, depth)[0] == pytest.approx(g, rel=1e-12)
         assert dplus.grad(deep_local)(1.0, depth)[0] == pytest.approx(g, rel=1e-12)

@@ -13,7 +13,15 @@ import pytest
 import dplus
 from dplus import grad
 from dplus.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, check_first_order, check_second_order, close, fd_gradient, fd_hessian
+from path_helpers import (
+    both_ways,
+    check_fd,
+    check_first_order,
+    check_second_order,
+    close,
+    fd_gradient,
+    fd_hessian,
+)
 
 INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
 
@@ -58,7 +66,9 @@ def del_then_rebind(xs, x):
     return t * x
 
 
-@pytest.mark.parametrize("f", [del_list_element_variable, del_after_use, del_in_loop, del_then_rebind])
+@pytest.mark.parametrize(
+    "f", [del_list_element_variable, del_after_use, del_in_loop, del_then_rebind]
+)
 @pytest.mark.parametrize("xs, x", [([0.1, 0.2], 0.3), ([-1.5, 2.5], 1.7), ([3.0, -0.4], -0.8)])
 def test_del_of_a_variable(f, xs, x):
     check_first_order(f, list(xs), x)
@@ -127,8 +137,15 @@ def continue_in_try_with_else(x, y):
     return s
 
 
-@pytest.mark.parametrize("f", [return_in_try_with_else, conditional_return_in_try_with_else,
-                               break_in_try_with_else, continue_in_try_with_else])
+@pytest.mark.parametrize(
+    "f",
+    [
+        return_in_try_with_else,
+        conditional_return_in_try_with_else,
+        break_in_try_with_else,
+        continue_in_try_with_else,
+    ],
+)
 def test_escape_from_try_skips_its_else(f):
     check_both_orders(f)
 
@@ -139,7 +156,7 @@ def test_escape_from_try_skips_its_else(f):
 
 def dict_from_keywords(x, y):
     d = dict(a=x, b=y)
-    return d['a'] * d['b']
+    return d["a"] * d["b"]
 
 
 def list_display_last(x, y):
@@ -148,9 +165,9 @@ def list_display_last(x, y):
 
 
 def dict_get(x, y):
-    d = {'a': x}
-    d['b'] = y
-    return d.get('b') * d['a']
+    d = {"a": x}
+    d["b"] = y
+    return d.get("b") * d["a"]
 
 
 @pytest.mark.parametrize("f", [dict_from_keywords, list_display_last, dict_get])
@@ -162,7 +179,11 @@ def test_second_order_refusal_names_the_users_construct(f):
         except dplus.NonDifferentiableError as e:
             message = str(e)
             assert "lists, dicts, boxes or objects" in message
-            assert "dplus." not in message and "define_dplus" not in message and "BoxSensitivities" not in message
+            assert (
+                "dplus." not in message
+                and "define_dplus" not in message
+                and "BoxSensitivities" not in message
+            )
         else:
             close(h, fd_hessian(f, args), tol=1e-5)
 
@@ -190,8 +211,8 @@ def with_null_context(x, y):
 
 
 def lambda_with_unused_argument(x1, x2):
-    g = lambda u: 0.5  # noqa: E731
-    v = x1 ** 2
+    g = lambda u: 0.5
+    v = x1**2
     g(x2)
     return x1 * x2 + v
 
@@ -211,7 +232,7 @@ def closure_reads_display(x, y):
 
 
 def lambda_default_from_variable(x, y):
-    g = lambda u, w=x: w * u  # noqa: E731
+    g = lambda u, w=x: w * u
     return g(y)
 
 
@@ -230,30 +251,37 @@ def closure_after_early_return(x, y):
     v = y * x
     if x > 5.0:
         return x
-    g = lambda u: v  # noqa: E731
+    g = lambda u: v
     return g(x)
 
 
-@pytest.mark.parametrize("f", [closure_reads_display, lambda_default_from_variable, closure_in_branch,
-                               closure_after_early_return])
+@pytest.mark.parametrize(
+    "f",
+    [
+        closure_reads_display,
+        lambda_default_from_variable,
+        closure_in_branch,
+        closure_after_early_return,
+    ],
+)
 def test_closures_found_by_the_fuzzer(f):
     check_both_orders(f)
 
 
 def dict_merge_in_place(d, x):
-    d |= {'c': x}
+    d |= {"c": x}
     return sum(d.values()) * x
 
 
 def dict_merge(d, x):
-    e = d | {'c': x}
-    return e['c'] * e['a']
+    e = d | {"c": x}
+    return e["c"] * e["a"]
 
 
 @pytest.mark.parametrize("f", [dict_merge_in_place, dict_merge])
 @pytest.mark.parametrize("a, x", [(1.0, 0.7), (-0.3, 1.9), (2.2, -0.6)])
 def test_dict_merges(f, a, x):
-    check_first_order(f, {'a': a, 'b': 2.0}, x)
+    check_first_order(f, {"a": a, "b": 2.0}, x)
 
 
 # ---------------------------------------------------------------------------
@@ -265,7 +293,7 @@ def raise_in_if_inside_try(x, y):
     try:
         z = x * 2.0
         if z > 0.5:
-            raise ValueError('fuzz')
+            raise ValueError("fuzz")
         z = z * y
     except ValueError:
         z = x * 3.0 + y
@@ -276,7 +304,7 @@ def raise_or_assign_in_if_inside_try(x, y):
     z = y
     try:
         if x > 0.0:
-            raise ValueError('fuzz')
+            raise ValueError("fuzz")
         else:
             z = z * x
         z = z + x * x
@@ -295,7 +323,7 @@ def raise_in_if_in_loop_body_try(x, y):
         try:
             s = s * x
             if s > 1.0:
-                raise ValueError('fuzz')
+                raise ValueError("fuzz")
             s = s + y
         except ValueError:
             s = s * 0.5
@@ -312,7 +340,9 @@ def test_exception_raised_in_an_if_with_an_assigning_branch_inside_try():
         check_first_order(raise_or_assign_in_if_inside_try, *args)
     # at second order the assigning branch is several statements of first-order code: an
     # exception in it is no longer known to come before every effect, so it is refused
-    with pytest.raises(dplus.NonDifferentiableError, match="interrupted a compound statement inside try"):
+    with pytest.raises(
+        dplus.NonDifferentiableError, match="interrupted a compound statement inside try"
+    ):
         dplus.hessian(raise_or_assign_in_if_inside_try)(1.3, 0.7)
 
 
@@ -321,7 +351,7 @@ def raise_after_an_effect_in_if(x, y):
     try:
         if x > 0.0:
             z = z * x
-            raise ValueError('fuzz')
+            raise ValueError("fuzz")
     except ValueError:
         pass
     return z
@@ -329,5 +359,7 @@ def raise_after_an_effect_in_if(x, y):
 
 def test_exception_after_an_effect_in_a_compound_statement_is_still_refused():
     check_first_order(raise_after_an_effect_in_if, -0.5, 0.7)  # the raise is not reached
-    with pytest.raises(dplus.NonDifferentiableError, match="interrupted a compound statement inside try"):
+    with pytest.raises(
+        dplus.NonDifferentiableError, match="interrupted a compound statement inside try"
+    ):
         grad(raise_after_an_effect_in_if)(0.5, 0.7)

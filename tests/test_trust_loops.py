@@ -211,8 +211,10 @@ def test_last_element_unused_in_body(xs):
     check_program(last_element_unused_in_body, tuple(xs), 1.0)  # (second order: over a tuple)
 
 
-@pytest.mark.parametrize("f", [last_element_used_in_body, last_of_enumerate, last_element_after_break,
-                               two_loops_same_target])
+@pytest.mark.parametrize(
+    "f",
+    [last_element_used_in_body, last_of_enumerate, last_element_after_break, two_loops_same_target],
+)
 @pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [-0.5], [2.5, -1.25, 0.75, 1.5]])
 def test_last_element_read_after_the_loop(f, xs):
     check_program(f, xs, 1.5, second=False)
@@ -220,7 +222,9 @@ def test_last_element_read_after_the_loop(f, xs):
     check_program(f, tuple(xs), 1.5, second=f is not last_of_enumerate)
 
 
-@pytest.mark.parametrize("xs, ys", [([1.0, 2.0, 3.0], [0.5, 0.25, 2.0]), ([-1.5], [2.0, 3.0]), ([0.5, 4.0], [1.5, -1.0])])
+@pytest.mark.parametrize(
+    "xs, ys", [([1.0, 2.0, 3.0], [0.5, 0.25, 2.0]), ([-1.5], [2.0, 3.0]), ([0.5, 4.0], [1.5, -1.0])]
+)
 def test_last_pair_of_zip(xs, ys):
     check_program(last_pair_of_zip, xs, ys, 1.5, second=False)
     check_program(last_pair_of_zip, tuple(xs), tuple(ys), 1.5, second=False)
@@ -268,9 +272,17 @@ WHOLE_READS = {
     "pairwise": "s = sum(a * b for a, b in itertools.pairwise(xs))",
 }
 RESIZES = {
-    "pop": "xs.pop()", "pop_first": "xs.pop(0)", "del_first": "del xs[0]", "del_slice": "del xs[1:]",
-    "append": "xs.append(s)", "insert": "xs.insert(0, 2.0)", "extend": "xs.extend([1.0, s])", "clear": "xs.clear()",
-    "remove": "xs.remove(xs[1])", "iadd": "xs += [s]", "slice_grows": "xs[1:2] = [s, s, 1.0]",
+    "pop": "xs.pop()",
+    "pop_first": "xs.pop(0)",
+    "del_first": "del xs[0]",
+    "del_slice": "del xs[1:]",
+    "append": "xs.append(s)",
+    "insert": "xs.insert(0, 2.0)",
+    "extend": "xs.extend([1.0, s])",
+    "clear": "xs.clear()",
+    "remove": "xs.remove(xs[1])",
+    "iadd": "xs += [s]",
+    "slice_grows": "xs[1:2] = [s, s, 1.0]",
 }
 SOME_RESIZES = ("pop", "del_first", "append", "slice_grows")
 
@@ -278,11 +290,19 @@ SOME_RESIZES = ("pop", "del_first", "append", "slice_grows")
 def _program(read: str, resize: str):
     import linecache
 
-    src = (f"def f(xs, ys):\n    {WHOLE_READS[read]}\n    {RESIZES[resize]}\n"
-           "    return s * (xs[0] if xs else 1.0) + len(xs)\n")
+    src = (
+        f"def f(xs, ys):\n    {WHOLE_READS[read]}\n    {RESIZES[resize]}\n"
+        "    return s * (xs[0] if xs else 1.0) + len(xs)\n"
+    )
     filename = f"<test_trust_loops {read} {resize}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    ns = {"math": math, "statistics": statistics, "itertools": itertools, "functools": functools, "operator": operator}
+    ns = {
+        "math": math,
+        "statistics": statistics,
+        "itertools": itertools,
+        "functools": functools,
+        "operator": operator,
+    }
     exec(compile(src, filename, "exec"), ns)
     return ns["f"]
 
@@ -414,19 +434,31 @@ def enumerate_with_break(xs):
     return xs[0] + xs[-1] * xs[1]
 
 
-FOUR = [(prefix_sum_in_place, ([0.5, 1.0, 2.0],)), (prefix_sum_in_place, ([1.5, -2.0, 0.25, 3.0],)),
-        (enumerate_from_one, ([0.5, 1.5, 2.0],)), (enumerate_from_one, ([-1.0, 2.0, 3.0, 0.5],)),
-        (enumerate_start_keyword, ([0.5, 1.5, 2.0], 0.75)), (enumerate_start_keyword, ([-1.0, 2.0], 1.5)),
-        (reversed_accumulates_into_first, ([0.5, 1.0, 2.0],)), (reversed_accumulates_into_first, ([1.5, -1.0],)),
-        (reversed_then_shrinks, ([0.5, 1.0, 2.0, 3.0],)), (reversed_then_shrinks, ([2.5, -1.0, 1.5],)),
-        (zip_writes_into_both, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0])), (zip_writes_into_both, ([1.5, -1.0, 0.5], [0.5, 2.0, -3.0])),
-        (zip_list_and_tuple, ([0.5, 1.0, 2.0], (1.5, 2.0, 3.0))), (zip_list_and_tuple, ([2.0, -1.0], (0.5, 2.0, 4.0))),
-        (zip_of_rows, ([[0.5, 1.0], [2.0, 3.0]], [1.5, -0.5])),
-        (zip_appends_while_iterating, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0, 4.0, 5.0])),
-        (enumerate_with_break, ([0.5, 1.0, 2.0],)), (enumerate_with_break, ([0.5, 6.0, 2.0, 1.5],))]
+FOUR = [
+    (prefix_sum_in_place, ([0.5, 1.0, 2.0],)),
+    (prefix_sum_in_place, ([1.5, -2.0, 0.25, 3.0],)),
+    (enumerate_from_one, ([0.5, 1.5, 2.0],)),
+    (enumerate_from_one, ([-1.0, 2.0, 3.0, 0.5],)),
+    (enumerate_start_keyword, ([0.5, 1.5, 2.0], 0.75)),
+    (enumerate_start_keyword, ([-1.0, 2.0], 1.5)),
+    (reversed_accumulates_into_first, ([0.5, 1.0, 2.0],)),
+    (reversed_accumulates_into_first, ([1.5, -1.0],)),
+    (reversed_then_shrinks, ([0.5, 1.0, 2.0, 3.0],)),
+    (reversed_then_shrinks, ([2.5, -1.0, 1.5],)),
+    (zip_writes_into_both, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0])),
+    (zip_writes_into_both, ([1.5, -1.0, 0.5], [0.5, 2.0, -3.0])),
+    (zip_list_and_tuple, ([0.5, 1.0, 2.0], (1.5, 2.0, 3.0))),
+    (zip_list_and_tuple, ([2.0, -1.0], (0.5, 2.0, 4.0))),
+    (zip_of_rows, ([[0.5, 1.0], [2.0, 3.0]], [1.5, -0.5])),
+    (zip_appends_while_iterating, ([0.5, 1.0, 2.0], [1.5, 2.0, 3.0, 4.0, 5.0])),
+    (enumerate_with_break, ([0.5, 1.0, 2.0],)),
+    (enumerate_with_break, ([0.5, 6.0, 2.0, 1.5],)),
+]
 
 
-@pytest.mark.parametrize("f, args", FOUR, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FOUR)])
+@pytest.mark.parametrize(
+    "f, args", FOUR, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FOUR)]
+)
 def test_live_iteration_over_lists_written_in_the_loop(f, args):
     check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
 
@@ -469,16 +501,20 @@ def reverse_and_growing_slice_in_range(xs):
     return xs[0] * xs[-1] + xs[2]
 
 
-FIVE = [(reverse_and_slice_over_enumerate, ([0.5, 1.5, 2.0, 3.0],)),
-        (reverse_and_slice_over_enumerate, ([-1.25, 0.75, 2.5, 1.0, 4.0],)),
-        (reverse_and_slice_over_zip, ([0.5, 1.5, 2.0, 3.0], [1.0, 2.0, 3.0])),
-        (reverse_and_slice_over_zip, ([2.5, -1.5, 0.25], [0.5, 1.5, -2.0, 1.0])),
-        (reverse_and_slice_over_reversed, ([0.5, 1.5, 2.0, 3.0],)),
-        (reverse_and_slice_over_reversed, ([1.75, -0.5, 2.25],)),
-        (reverse_and_growing_slice_in_range, ([0.5, 1.5, 2.0, 3.0],))]
+FIVE = [
+    (reverse_and_slice_over_enumerate, ([0.5, 1.5, 2.0, 3.0],)),
+    (reverse_and_slice_over_enumerate, ([-1.25, 0.75, 2.5, 1.0, 4.0],)),
+    (reverse_and_slice_over_zip, ([0.5, 1.5, 2.0, 3.0], [1.0, 2.0, 3.0])),
+    (reverse_and_slice_over_zip, ([2.5, -1.5, 0.25], [0.5, 1.5, -2.0, 1.0])),
+    (reverse_and_slice_over_reversed, ([0.5, 1.5, 2.0, 3.0],)),
+    (reverse_and_slice_over_reversed, ([1.75, -0.5, 2.25],)),
+    (reverse_and_growing_slice_in_range, ([0.5, 1.5, 2.0, 3.0],)),
+]
 
 
-@pytest.mark.parametrize("f, args", FIVE, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FIVE)])
+@pytest.mark.parametrize(
+    "f, args", FIVE, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(FIVE)]
+)
 def test_reverse_and_slice_assignment_in_a_loop(f, args):
     check_program(f, *args, second=False)  # (lists are not differentiable twice yet)
 
@@ -517,10 +553,15 @@ def two_loops_one_iterator(xs, c):
     return s + next(it, c)
 
 
-SIX = [(first_then_rest, ([1.0, 2.0, 3.0],)), (first_then_rest, ([-0.5, 1.5],)),
-       (pairs_by_next, ([1.0, 2.0, 3.0],)), (pairs_by_next, ([0.5, -2.0, 1.5, 2.5],)),
-       (two_loops_one_iterator, ([1.0, 2.0, 3.0, 0.5], 1.5)), (two_loops_one_iterator, ([0.25, 0.5], 0.75)),
-       (two_loops_one_iterator, ([3.0, 2.0, 0.5], 1.25))]
+SIX = [
+    (first_then_rest, ([1.0, 2.0, 3.0],)),
+    (first_then_rest, ([-0.5, 1.5],)),
+    (pairs_by_next, ([1.0, 2.0, 3.0],)),
+    (pairs_by_next, ([0.5, -2.0, 1.5, 2.5],)),
+    (two_loops_one_iterator, ([1.0, 2.0, 3.0, 0.5], 1.5)),
+    (two_loops_one_iterator, ([0.25, 0.5], 0.75)),
+    (two_loops_one_iterator, ([3.0, 2.0, 0.5], 1.25)),
+]
 
 
 @pytest.mark.parametrize("f, args", SIX, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(SIX)])
@@ -578,8 +619,15 @@ def inserts_at_the_front_while_iterating(xs):
     return s + xs[-1]
 
 
-@pytest.mark.parametrize("f", [appends_while_iterating, pops_while_iterating, deletes_the_first_while_iterating,
-                               inserts_at_the_front_while_iterating])
+@pytest.mark.parametrize(
+    "f",
+    [
+        appends_while_iterating,
+        pops_while_iterating,
+        deletes_the_first_while_iterating,
+        inserts_at_the_front_while_iterating,
+    ],
+)
 @pytest.mark.parametrize("xs", [[1.0, 2.0, 3.0], [0.5, -1.5, 2.5, 1.25]])
 def test_a_list_resized_while_a_loop_iterates_it(f, xs):
     check_program(f, xs, second=False)
@@ -618,12 +666,18 @@ def loop_over_set_of_tuple(ts):
     return s
 
 
-SETS = [(loop_over_set_display, (1.0, 2.0)), (loop_over_set_display, (1.5, -0.5)),
-        (loop_over_set_of_list, ([1.0, 2.0, 1.5],)), (loop_over_set_then_grow, ([0.5, 2.0, 0.75, 3.0], 1.5)),
-        (loop_over_set_of_tuple, ((1.0, 2.5, -2.25),))]
+SETS = [
+    (loop_over_set_display, (1.0, 2.0)),
+    (loop_over_set_display, (1.5, -0.5)),
+    (loop_over_set_of_list, ([1.0, 2.0, 1.5],)),
+    (loop_over_set_then_grow, ([0.5, 2.0, 0.75, 3.0], 1.5)),
+    (loop_over_set_of_tuple, ((1.0, 2.5, -2.25),)),
+]
 
 
-@pytest.mark.parametrize("f, args", SETS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(SETS)])
+@pytest.mark.parametrize(
+    "f, args", SETS, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(SETS)]
+)
 def test_loop_over_a_set(f, args):
     check_program(f, *args, second=False)
 

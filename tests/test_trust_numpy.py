@@ -58,7 +58,9 @@ def check_program(f, *args, diff=None, tol=1e-5):
         else:
             r = dplus.dplus(f)(*dp_args)
         assert np.allclose(r.primal, expected, rtol=1e-12, atol=1e-12), (r.primal, expected)
-        for a, b in zip(dp_args, plain_args):  # the arguments changed as the plain call changes them
+        for a, b in zip(
+            dp_args, plain_args
+        ):  # the arguments changed as the plain call changes them
             assert type(a) is type(b)
             if isinstance(a, np.ndarray):
                 assert a.dtype == b.dtype and np.array_equal(a, b), (a, b)
@@ -108,7 +110,7 @@ def aug_private(x):
 def aug_private_loop(x):
     acc = x * 0.0
     for k in range(3):
-        acc += x ** k
+        acc += x**k
         acc *= 0.5
     return np.sum(acc * acc)
 
@@ -116,14 +118,14 @@ def aug_private_loop(x):
 def aug_private_after_reads(w, x):
     h = w * x
     r = np.sum(h * h)
-    h += x          # h was recorded by the product: the new value is another array
+    h += x  # h was recorded by the product: the new value is another array
     h /= 2.0
     return r + np.sum(np.tanh(h))
 
 
 def aug_float32(x):
     a = x * np.float32(2.0)
-    a += 1.0        # stays float32, as Python keeps it
+    a += 1.0  # stays float32, as Python keeps it
     return np.sum(a * x)
 
 
@@ -228,18 +230,21 @@ def aug_after_view_in_loop(x):
     return np.sum(v * a)
 
 
-@pytest.mark.parametrize("f,arg", [
-    (aug_through_view, np.array([1.0, 2.0, 3.0])),
-    (aug_on_argument, np.array([1.0, 2.0, 3.0])),
-    (aug_on_rows, np.array([[1.0, 2.0], [3.0, 4.0]])),
-    (aug_in_decorated_helper, np.array([1.0, 2.0, 3.0])),
-    (aug_on_split, np.array([1.0, 2.0, 3.0, 4.0])),
-    (aug_on_second_name, np.array([1.0, 2.0, 3.0])),
-    (aug_on_dict_element, np.array([1.0, 2.0, 3.0])),
-    (aug_on_attribute, np.array([1.0, 2.0, 3.0])),
-    (aug_after_a_call_saw_it, np.array([1.0, 2.0, 3.0])),
-    (aug_after_view_in_loop, np.array([1.0, 2.0, 3.0])),
-])
+@pytest.mark.parametrize(
+    "f,arg",
+    [
+        (aug_through_view, np.array([1.0, 2.0, 3.0])),
+        (aug_on_argument, np.array([1.0, 2.0, 3.0])),
+        (aug_on_rows, np.array([[1.0, 2.0], [3.0, 4.0]])),
+        (aug_in_decorated_helper, np.array([1.0, 2.0, 3.0])),
+        (aug_on_split, np.array([1.0, 2.0, 3.0, 4.0])),
+        (aug_on_second_name, np.array([1.0, 2.0, 3.0])),
+        (aug_on_dict_element, np.array([1.0, 2.0, 3.0])),
+        (aug_on_attribute, np.array([1.0, 2.0, 3.0])),
+        (aug_after_a_call_saw_it, np.array([1.0, 2.0, 3.0])),
+        (aug_after_view_in_loop, np.array([1.0, 2.0, 3.0])),
+    ],
+)
 def test_augmented_assignment_on_a_shared_array_is_refused(f, arg):
     err = refuses(f, arg, match=r"[-+*/]=")
     assert "= " in str(err) and "+ " in str(err) or "* " in str(err)
@@ -269,6 +274,7 @@ def in_place_method(x):
 
 def in_place_operator_function(x):
     import operator
+
     a = x * 1.0
     operator.imul(a, 2.0)
     return np.sum(a * x)
@@ -316,8 +322,20 @@ def in_place_copyto(x):
     return np.sum(a * x)
 
 
-@pytest.mark.parametrize("f", [in_place_method, in_place_operator_function, in_place_ufunc_out, in_place_add_at,
-                               in_place_item, in_place_slice_aug, in_place_sort, in_place_fill, in_place_copyto])
+@pytest.mark.parametrize(
+    "f",
+    [
+        in_place_method,
+        in_place_operator_function,
+        in_place_ufunc_out,
+        in_place_add_at,
+        in_place_item,
+        in_place_slice_aug,
+        in_place_sort,
+        in_place_fill,
+        in_place_copyto,
+    ],
+)
 def test_other_in_place_forms_are_refused(f):
     refuses(f, np.array([3.0, 1.0, 2.0]))
 
@@ -428,8 +446,16 @@ def method_without_rule_in_place(w, x):
     return r
 
 
-@pytest.mark.parametrize("f", [helper_changes_argument, helper_changes_a_view, helper_changes_array_in_a_list,
-                               cumprod_into, method_without_rule_in_place])
+@pytest.mark.parametrize(
+    "f",
+    [
+        helper_changes_argument,
+        helper_changes_a_view,
+        helper_changes_array_in_a_list,
+        cumprod_into,
+        method_without_rule_in_place,
+    ],
+)
 def test_arrays_changed_by_unseen_code_are_refused(f):
     w, x = np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0])
     for general in (False, True):
@@ -546,7 +572,7 @@ def dict_of_arrays_of_two_shapes(x):
 
 
 def _fd_hessian(f, x, eps=1e-4):
-    g = lambda y: _fd_grad(f, (y,), 0, eps=1e-6)  # noqa: E731
+    g = lambda y: _fd_grad(f, (y,), 0, eps=1e-6)
     H = np.zeros((x.size, x.size))
     for i in range(x.size):
         e = np.zeros_like(x)
@@ -555,8 +581,17 @@ def _fd_hessian(f, x, eps=1e-4):
     return H
 
 
-@pytest.mark.parametrize("f", [cube_of_slice, cube_of_fancy_index, cube_of_mask, cube_of_take_and_repeat,
-                               dict_of_arrays_of_two_shapes, unpack_vector])
+@pytest.mark.parametrize(
+    "f",
+    [
+        cube_of_slice,
+        cube_of_fancy_index,
+        cube_of_mask,
+        cube_of_take_and_repeat,
+        dict_of_arrays_of_two_shapes,
+        unpack_vector,
+    ],
+)
 def test_hessians_through_indexing(f):
     for x in several(3):
         (H,) = hessian(f)(x)
@@ -579,7 +614,7 @@ def test_scatter_add_rule_against_finite_differences():
 
 
 def sum_of_array_elements(x):
-    return sum(x ** 3)
+    return sum(x**3)
 
 
 def dict_element_read_twice(x):
@@ -587,7 +622,9 @@ def dict_element_read_twice(x):
     return np.sum(d["a"] ** 3) + np.sum(d["a"])
 
 
-@pytest.mark.parametrize("f,d2", [(sum_of_array_elements, lambda x: 6 * x), (dict_element_read_twice, lambda x: 48 * x)])
+@pytest.mark.parametrize(
+    "f,d2", [(sum_of_array_elements, lambda x: 6 * x), (dict_element_read_twice, lambda x: 48 * x)]
+)
 def test_second_order_through_builtin_sum_and_dicts(f, d2):
     # (refused before the box-sensitivity map was differentiable again)
     for x in (np.array([1.0, 2.0, 3.0]), np.array([-0.5, 0.25, 1.5])):
@@ -598,7 +635,7 @@ def test_second_order_through_builtin_sum_and_dicts(f, d2):
 def accumulate_into_zeros(x):
     acc = np.zeros(3)
     for k in range(3):
-        acc += x ** k
+        acc += x**k
     total = np.ones_like(x)
     total *= np.sum(acc)
     c = x.copy()
@@ -625,14 +662,25 @@ def test_augmented_assignment_on_an_array_of_unknown_origin_is_refused():
 # float32 arguments
 
 
-@pytest.mark.parametrize("f", [aug_private, aug_private_loop, accumulate_into_zeros, unpack_vector,
-                               cube_of_slice, uses_ptp_of_a_constant])
+@pytest.mark.parametrize(
+    "f",
+    [
+        aug_private,
+        aug_private_loop,
+        accumulate_into_zeros,
+        unpack_vector,
+        cube_of_slice,
+        uses_ptp_of_a_constant,
+    ],
+)
 def test_float32_arguments(f):
     for x in several(3) if f is not uses_ptp_of_a_constant else several(2):
         x32 = x.astype(np.float32)
         plain = f(x32.copy())
         r = dplus.dplus(f)(x32)
-        assert np.asarray(r.primal).dtype == np.asarray(plain).dtype and np.allclose(r.primal, plain, rtol=1e-6)
+        assert np.asarray(r.primal).dtype == np.asarray(plain).dtype and np.allclose(
+            r.primal, plain, rtol=1e-6
+        )
         (g,) = r.backprop(1.0)
         assert g.shape == x.shape
         assert np.allclose(g, _fd_grad(f, (x32.astype(float),), 0), rtol=1e-3, atol=1e-3)

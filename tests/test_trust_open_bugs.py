@@ -82,8 +82,9 @@ DICTS = [
 
 
 @BOTH_PATHS
-@pytest.mark.parametrize("f", [sum_of_keywords_then_pop, double_star_then_pop_and_del,
-                               double_star_then_clear_and_refill])
+@pytest.mark.parametrize(
+    "f", [sum_of_keywords_then_pop, double_star_then_pop_and_del, double_star_then_clear_and_refill]
+)
 @pytest.mark.parametrize("d", DICTS)
 def test_double_star_dict_shrunk_after_the_call(f, d, general):
     with on_path(general):
@@ -193,7 +194,7 @@ def same_array_kept_in_a_list(A):
     a = A * 1.0
     for i in range(3):
         kept.append(a)
-        a -= 0.5     # changes the array the list already holds: Python's list sees it
+        a -= 0.5  # changes the array the list already holds: Python's list sees it
     return np.sum(kept[0] * kept[2])
 
 
@@ -202,7 +203,7 @@ def renewed_after_the_change(A):
     a = A * 1.0
     for i in range(3):
         kept.append(a)
-        a -= 0.5     # the array of the previous iteration's renewal, which the list holds
+        a -= 0.5  # the array of the previous iteration's renewal, which the list holds
         a = A * 2.0
     return np.sum(kept[0] * kept[2])
 
@@ -231,13 +232,23 @@ def array_hessian(f):
     return dplus.jacobian(dplus.grad1(f))
 
 
-ARRAYS = [np.array([[0.3, -1.2, 0.8], [1.5, 0.1, -0.4]]), np.array([[2.0, 0.7, -0.9], [-1.1, 0.6, 1.3]]),
-          np.ones((2, 3)) * 1.5]
+ARRAYS = [
+    np.array([[0.3, -1.2, 0.8], [1.5, 0.1, -0.4]]),
+    np.array([[2.0, 0.7, -0.9], [-1.1, 0.6, 1.3]]),
+    np.ones((2, 3)) * 1.5,
+]
 
 
 @BOTH_PATHS
-@pytest.mark.parametrize("f", [fresh_each_iteration, fresh_row_each_iteration, fresh_arrays_kept_in_a_list,
-                               fresh_each_iteration_nonlinear])
+@pytest.mark.parametrize(
+    "f",
+    [
+        fresh_each_iteration,
+        fresh_row_each_iteration,
+        fresh_arrays_kept_in_a_list,
+        fresh_each_iteration_nonlinear,
+    ],
+)
 @pytest.mark.parametrize("A", ARRAYS, ids=["A0", "A1", "A2"])
 def test_in_place_on_an_array_made_anew_each_iteration(f, A, general):
     with on_path(general):
@@ -321,9 +332,17 @@ def fd_scalar_gradient(F, args, eps=1e-6):
 
 
 @BOTH_PATHS
-@pytest.mark.parametrize("F,n", [(jacobian_of_closure_over_array, 1), (jacobian_of_closure_nonlinear, 1),
-                                 (jacobian_of_closure_two_numbers, 2), (jacobian_of_closure_tuple_result, 1),
-                                 (hessian_of_module_function, 1), (jacobian_of_module_function, 1)])
+@pytest.mark.parametrize(
+    "F,n",
+    [
+        (jacobian_of_closure_over_array, 1),
+        (jacobian_of_closure_nonlinear, 1),
+        (jacobian_of_closure_two_numbers, 2),
+        (jacobian_of_closure_tuple_result, 1),
+        (hessian_of_module_function, 1),
+        (jacobian_of_module_function, 1),
+    ],
+)
 @pytest.mark.parametrize("point", [(1.2, -0.4), (-0.7, 0.9), (0.3, 1.6)])
 def test_jacobian_and_hessian_inside_differentiated_code(F, n, point, general):
     args = point[:n]
@@ -337,7 +356,10 @@ def test_jacobian_inside_differentiated_code_second_order(s):
     # J = (3 a^2 b, a^3) at a = s, b = 2 s: F(s) = 6 s^3 + s^4, F'' = 36 s + 12 s^2
     (((h,),),) = (dplus.hessian(jacobian_of_module_function)(s),)
     assert math.isclose(h, 36.0 * s + 12.0 * s * s, rel_tol=1e-9)
-    fd = (dplus.grad1(jacobian_of_module_function)(s + 1e-5) - dplus.grad1(jacobian_of_module_function)(s - 1e-5)) / 2e-5
+    fd = (
+        dplus.grad1(jacobian_of_module_function)(s + 1e-5)
+        - dplus.grad1(jacobian_of_module_function)(s - 1e-5)
+    ) / 2e-5
     assert math.isclose(h, fd, rel_tol=1e-5)
 
 
@@ -356,15 +378,15 @@ def test_jacobian_of_a_closure_inside_refuses_at_second_order():
 # ---------------------------------------------------------------------------
 # C1: the fuzz checker's float32 differences crossed a kink the gradient does not see
 
-KINK_NEAR_ZERO = '''
+KINK_NEAR_ZERO = """
 import numpy as np
 
 def f(A4):
     a10 = np.where(A4 > 0, A4, 0.5) * A4
     return float(np.sum(a10[a10 > 0]))
-'''
+"""
 
-PLANTED_FLOAT32_BUG = '''
+PLANTED_FLOAT32_BUG = """
 import numpy as np
 import dplus
 
@@ -377,7 +399,7 @@ def _planted_cube_backprop(a):
 
 def f(A4):
     return float(np.sum(planted_cube(A4) + A4))
-'''
+"""
 
 
 def fuzz_program(source, *args):
@@ -481,9 +503,15 @@ def reversed_kept_then_written(x1, x2, x3):
 
 
 LAZY_CASES = [
-    (map_reads_rebound_variable, 2), (map_over_tuple_reads_rebound_variable, 2), (map_with_list_written_in_loop, 2),
-    (filter_reads_rebound_variable, 3), (map_kept_then_list_changed, 2), (map_kept_then_variable_rebound, 2),
-    (zip_kept_then_list_grown, 2), (enumerate_kept_then_next_then_loop, 3), (reversed_kept_then_written, 3),
+    (map_reads_rebound_variable, 2),
+    (map_over_tuple_reads_rebound_variable, 2),
+    (map_with_list_written_in_loop, 2),
+    (filter_reads_rebound_variable, 3),
+    (map_kept_then_list_changed, 2),
+    (map_kept_then_variable_rebound, 2),
+    (zip_kept_then_list_grown, 2),
+    (enumerate_kept_then_next_then_loop, 3),
+    (reversed_kept_then_written, 3),
 ]
 LAZY_POINTS = [(2.0, 3.0, 0.5, 1.5), (-0.7, 1.3, 0.9, 0.2), (1.1, -0.4, 1.7, -0.6)]
 
@@ -517,7 +545,7 @@ def accumulator_kept_in_a_list(A):
     kept = []
     for k in range(3):
         acc += A
-        kept.append(acc)     # the list holds the array the next op= changes: Python's list sees it
+        kept.append(acc)  # the list holds the array the next op= changes: Python's list sees it
     return np.sum(kept[0])
 
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("mypy")
 ROOT = Path(__file__).resolve().parent.parent
 
-USER_CODE = '''
+USER_CODE = """
 import math
 from typing import Any, Callable
 
@@ -43,27 +43,42 @@ with dplus.current_unknown_transform(dplus.transform_from_source):
     pass
 dplus.check_grad(f, 1.0, 2.0)
 text: str = dplus.show(f)
-'''
+"""
 
-WRONG_CODE = '''
+WRONG_CODE = """
 import math
 import dplus
 
 a: str = dplus.grad1(math.cos)
 b: int = dplus.value_and_grad(math.cos)
 c: str = dplus.grad(math.cos)
-'''
+"""
 
 
 def run_mypy(tmp_path: Path, code: str) -> subprocess.CompletedProcess[str]:
     stage = tmp_path / "stage"
     shutil.copytree(ROOT / "dplus", stage / "dplus", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "primitives", stage / "dplus" / "primitives", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "primitives",
+        stage / "dplus" / "primitives",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     user = tmp_path / "user_code.py"
     user.write_text(code, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", str(user)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--no-incremental",
+            str(user),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "MYPYPATH": str(stage)},
     )
 
@@ -77,4 +92,7 @@ def test_the_signatures_are_read(tmp_path: Path) -> None:
     out = run_mypy(tmp_path, WRONG_CODE)
     assert out.returncode == 1
     assert out.stdout.count("Incompatible types in assignment") == 3, out.stdout
-    assert 'expression has type "Callable[..., tuple[Any, ...]]", variable has type "str"' in out.stdout
+    assert (
+        'expression has type "Callable[..., tuple[Any, ...]]", variable has type "str"'
+        in out.stdout
+    )

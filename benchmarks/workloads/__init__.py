@@ -6,7 +6,17 @@
 """
 
 from ._base import Workload, dplus_setup_error, max_rel_error, to_floats
-from . import scalar_loop, scalar_mul, dot, matvec, quaternion, mlp, particles, dict_model, recursive
+from . import (
+    scalar_loop,
+    scalar_mul,
+    dot,
+    matvec,
+    quaternion,
+    mlp,
+    particles,
+    dict_model,
+    recursive,
+)
 
 ALL: list[Workload] = [
     scalar_loop.WORKLOAD,

@@ -17,7 +17,8 @@ import copy
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 __all__ = [
     "Workload",
@@ -120,7 +121,11 @@ def to_floats(tree: Any) -> Any:
     if isinstance(tree, dict):
         return {k: to_floats(v) for k, v in tree.items()}
     if isinstance(tree, (list, tuple)):
-        return type(tree)(to_floats(v) for v in tree) if isinstance(tree, tuple) else [to_floats(v) for v in tree]
+        return (
+            type(tree)(to_floats(v) for v in tree)
+            if isinstance(tree, tuple)
+            else [to_floats(v) for v in tree]
+        )
     if hasattr(tree, "tolist") and getattr(tree, "ndim", 0) > 0:  # array-valued gradient
         return to_floats(tree.tolist())
     return float(tree)
@@ -148,7 +153,9 @@ def max_rel_error(got: Any, ref: Any) -> float:
 def _aligned_leaves(got: Any, ref: Any, path: tuple = ()) -> tuple[list, list]:
     if isinstance(ref, dict):
         if not isinstance(got, dict) or set(got) != set(ref):
-            raise ValueError(f"at {path or 'top'}: expected a dict with keys {sorted(ref)}, got {_describe(got)}")
+            raise ValueError(
+                f"at {path or 'top'}: expected a dict with keys {sorted(ref)}, got {_describe(got)}"
+            )
         gs, rs = [], []
         for k in ref:
             a, b = _aligned_leaves(got[k], ref[k], path + (k,))
@@ -159,7 +166,9 @@ def _aligned_leaves(got: Any, ref: Any, path: tuple = ()) -> tuple[list, list]:
         if hasattr(got, "tolist") and getattr(got, "ndim", 0) > 0:
             got = got.tolist()
         if not isinstance(got, (list, tuple)) or len(got) != len(ref):
-            raise ValueError(f"at {path or 'top'}: expected a sequence of length {len(ref)}, got {_describe(got)}")
+            raise ValueError(
+                f"at {path or 'top'}: expected a sequence of length {len(ref)}, got {_describe(got)}"
+            )
         gs, rs = [], []
         for i, (g, r) in enumerate(zip(got, ref)):
             a, b = _aligned_leaves(g, r, path + (i,))
@@ -205,8 +214,9 @@ class Workload:
         """The entries of a one-per-positional-argument gradient tuple that ``hand_grad`` returns."""
         return tuple(full[i] for i in self.wrt)
 
-    def check_hand_grad(self, size: int | None = None, max_components: int = 40, rel: float = 1e-5,
-                        seed: int = 0) -> float:
+    def check_hand_grad(
+        self, size: int | None = None, max_components: int = 40, rel: float = 1e-5, seed: int = 0
+    ) -> float:
         """Compare ``hand_grad`` with central finite differences on up to
         ``max_components`` components of the ``wrt`` arguments (chosen at random
         with ``seed``); return the worst relative error, raise ``AssertionError``
@@ -241,7 +251,9 @@ class Workload:
             )
         return worst
 
-    def check_grad(self, grad_fn: Callable[..., tuple], size: int | None = None, rel: float = 1e-8) -> float:
+    def check_grad(
+        self, grad_fn: Callable[..., tuple], size: int | None = None, rel: float = 1e-8
+    ) -> float:
         """Compare a ``dplus.grad``-style gradient function (one entry per positional
         argument) with ``hand_grad`` at ``size``; return the worst relative error, raise
         ``AssertionError`` when it exceeds ``rel``.  ``w.check_grad(dplus.grad(w.primal))``."""
@@ -250,6 +262,8 @@ class Workload:
         got = self.select(grad_fn(*args))
         err = max_rel_error(got, ref)
         if not err <= rel:
-            raise AssertionError(f"{self.name}: gradient differs from the hand-written one "
-                                 f"(max relative error {err:.3g} > {rel:g})")
+            raise AssertionError(
+                f"{self.name}: gradient differs from the hand-written one "
+                f"(max relative error {err:.3g} > {rel:g})"
+            )
         return err

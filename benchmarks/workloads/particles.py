@@ -47,7 +47,12 @@ def simulate_grad(pos, vel, steps):
             traj.append((x, y))
             fx = -x + 0.3 * math.sin(2.0 * y)
             fy = -y + 0.3 * math.cos(2.0 * x)
-            x, y, vx, vy = x + DT * vx, y + DT * vy, vx + DT * (fx - FRICTION * vx), vy + DT * (fy - FRICTION * vy)
+            x, y, vx, vy = (
+                x + DT * vx,
+                y + DT * vy,
+                vx + DT * (fx - FRICTION * vx),
+                vy + DT * (fy - FRICTION * vy),
+            )
         gx, gy = 2.0 * (x - TARGET[0]), 2.0 * (y - TARGET[1])
         gvx = gvy = 0.0
         for x, y in reversed(traj):

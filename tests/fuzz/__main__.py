@@ -15,7 +15,12 @@ def main(argv=None) -> int:
     p.add_argument("--programs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="first seed; program k uses seed + k")
     p.add_argument("--order", type=int, default=1, choices=(1, 2))
-    p.add_argument("--features", nargs="*", default=None, help=f"families and constructs to include (default all): {' '.join(ALL)}")
+    p.add_argument(
+        "--features",
+        nargs="*",
+        default=None,
+        help=f"families and constructs to include (default all): {' '.join(ALL)}",
+    )
     p.add_argument("--exclude", nargs="*", default=(), help="families to leave out")
     p.add_argument("--out", default="fuzz-failures", help="directory for the shrunk reproductions")
     p.add_argument("--no-shrink", action="store_true")
@@ -29,10 +34,20 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown feature families: {sorted(unknown)}")
     features -= set(a.exclude)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid>: stop and print the table
-    summary = run(range(a.seed, a.seed + a.programs), features, a.order, out_dir=a.out, budget=a.budget,
-                  shrink=not a.no_shrink, shrink_budget=a.shrink_seconds, time_limit=a.time_limit,
-                  progress_every=a.progress)
+    signal.signal(
+        signal.SIGTERM, signal.default_int_handler
+    )  # kill <pid>: stop and print the table
+    summary = run(
+        range(a.seed, a.seed + a.programs),
+        features,
+        a.order,
+        out_dir=a.out,
+        budget=a.budget,
+        shrink=not a.no_shrink,
+        shrink_budget=a.shrink_seconds,
+        time_limit=a.time_limit,
+        progress_every=a.progress,
+    )
     print()
     print(summary.table())
     print(f"\nshrunk reproductions in {a.out}/")

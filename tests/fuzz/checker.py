@@ -43,10 +43,10 @@ from .generator import Program
 REL_TOL = 1e-5
 ABS_TOL = 1e-6
 ROUNDING = 1e-14
-STEPS = (1e-5, 1e-4)       # relative step sizes; the two estimates must agree first
-AGREE_TOL = 1e-5           # relative agreement of the two estimates
-PRIMAL_TOL = 1e-12         # primal and mutated arguments: equal to rounding
-PATH_TOL = 1e-9            # fast path against general path, backprop against grad
+STEPS = (1e-5, 1e-4)  # relative step sizes; the two estimates must agree first
+AGREE_TOL = 1e-5  # relative agreement of the two estimates
+PRIMAL_TOL = 1e-12  # primal and mutated arguments: equal to rounding
+PATH_TOL = 1e-9  # fast path against general path, backprop against grad
 SECOND_REL_TOL = 1e-4
 SECOND_ABS_TOL = 1e-5
 
@@ -54,6 +54,7 @@ SECOND_ABS_TOL = 1e-5
 @dataclass(frozen=True)
 class Precision:
     """Finite-difference steps and tolerances for one floating-point type of argument."""
+
     steps: tuple
     agree: float
     rel: float
@@ -70,7 +71,11 @@ FLOAT32 = Precision((1e-2, 3e-3), 3e-3, 3e-3, 1e-4, 1e-6)
 def precision_of(args) -> Precision:
     """float32 as soon as one argument holds float32 elements: NumPy 2 keeps ``x + e`` (a
     Python float plus a float32 element) in float32, so any partial may pass through it."""
-    return FLOAT32 if any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args) else FLOAT64
+    return (
+        FLOAT32
+        if any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args)
+        else FLOAT64
+    )
 
 
 class FuzzTimeout(BaseException):
@@ -79,14 +84,14 @@ class FuzzTimeout(BaseException):
 
 @dataclass
 class Outcome:
-    status: str            # ok / wrong / crash / refused / skipped / timeout
-    kind: str = ""         # e.g. "gradient", "first:TypeError", "plain-raised"
-    detail: str = ""       # expected vs got, or the traceback's last lines
-    partials: int = 0      # partial derivatives compared with finite differences
+    status: str  # ok / wrong / crash / refused / skipped / timeout
+    kind: str = ""  # e.g. "gradient", "first:TypeError", "plain-raised"
+    detail: str = ""  # expected vs got, or the traceback's last lines
+    partials: int = 0  # partial derivatives compared with finite differences
     partials_skipped: int = 0
-    second: int = 0        # second-order entries compared
+    second: int = 0  # second-order entries compared
     second_skipped: int = 0
-    message: str = ""      # a crash's normalised first line: tells crashes of one type apart
+    message: str = ""  # a crash's normalised first line: tells crashes of one type apart
 
     @property
     def key(self) -> str:
@@ -144,10 +149,12 @@ def unload(module) -> None:
 
 def build_args(module, described: tuple) -> tuple:
     """Argument descriptions to values: ``("Pt", a, b)`` is an instance of the module's ``Pt``."""
+
     def build(v):
         if isinstance(v, tuple) and v and v[0] == "Pt":
             return module.Pt(v[1], v[2])
         return v
+
     return tuple(build(v) for v in described)
 
 
@@ -171,6 +178,7 @@ def time_limit(seconds: float):
 
     def on_alarm(signum, frame):
         raise FuzzTimeout()
+
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -215,10 +223,12 @@ def replaced(value, path, new):
     head, rest = path[0], path[1:]
     if isinstance(value, np.ndarray):
         out = value.copy()
-        out[head] = new   # (an element index is the last step of a path)
+        out[head] = new  # (an element index is the last step of a path)
         return out
     if isinstance(value, tuple):
-        return tuple(replaced(v, rest, new) if i == head else copy.deepcopy(v) for i, v in enumerate(value))
+        return tuple(
+            replaced(v, rest, new) if i == head else copy.deepcopy(v) for i, v in enumerate(value)
+        )
     out = copy.deepcopy(value)
     if isinstance(head, tuple) and head[0] == "attr":
         setattr(out, head[1], replaced(getattr(value, head[1]), rest, new))
@@ -232,9 +242,17 @@ def difference(a, b, tol: float, where: str = "", exact_arrays: bool = False) ->
     Arrays must have the same shape and dtype; with ``exact_arrays`` (arguments after a call)
     the same elements too, else elements within ``tol``."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape or a.dtype != b.dtype:
+        if (
+            not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray))
+            or a.shape != b.shape
+            or a.dtype != b.dtype
+        ):
             return f"{where}: {a!r} vs {b!r}"
-        same = np.array_equal(a, b) if exact_arrays else np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+        same = (
+            np.array_equal(a, b)
+            if exact_arrays
+            else np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+        )
         return None if same else f"{where}: {a!r} vs {b!r}"
     if isinstance(a, (list, tuple)):
         if type(a) is not type(b) or len(a) != len(b):
@@ -253,7 +271,9 @@ def difference(a, b, tol: float, where: str = "", exact_arrays: bool = False) ->
                 return d
         return None
     if hasattr(a, "__dict__") and not callable(a):
-        if type(a).__qualname__ != type(b).__qualname__:  # (the general path runs a second copy of the module)
+        if (
+            type(a).__qualname__ != type(b).__qualname__
+        ):  # (the general path runs a second copy of the module)
             return f"{where}: {a!r} vs {b!r}"
         return difference(vars(a), vars(b), tol, where, exact_arrays)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
@@ -298,21 +318,34 @@ def normalised_message(e: BaseException) -> str:
 
 # ----- the checks ------------------------------------------------------------------------------
 class Checker:
-    def __init__(self, order: int = 1, time_limit: float = 5.0, check_general: bool = True, check_fd: bool = True):
+    def __init__(
+        self,
+        order: int = 1,
+        time_limit: float = 5.0,
+        check_general: bool = True,
+        check_fd: bool = True,
+    ):
         self.order = order
         self.seconds = time_limit
         self.check_general = check_general
         self.check_fd = check_fd
 
-    def focused(self, target: Outcome) -> "Checker":
+    def focused(self, target: Outcome) -> Checker:
         """A checker that skips the checks that run after the one ``target`` failed (the
         shrinker's many runs need only that one)."""
         stage = target.kind.split(":")[0]
-        late = target.kind in ("gradient", "fast_vs_general", "second_order") or stage in ("general", "second")
+        late = target.kind in ("gradient", "fast_vs_general", "second_order") or stage in (
+            "general",
+            "second",
+        )
         second = target.kind == "second_order" or stage == "second"
         general = second or target.kind == "fast_vs_general" or stage == "general"
-        return Checker(order=self.order if second else 1, time_limit=self.seconds,
-                       check_general=self.check_general and general, check_fd=self.check_fd and late)
+        return Checker(
+            order=self.order if second else 1,
+            time_limit=self.seconds,
+            check_general=self.check_general and general,
+            check_fd=self.check_fd and late,
+        )
 
     def check(self, program: Program) -> Outcome:
         try:
@@ -320,7 +353,7 @@ class Checker:
             # A second copy for the general path: its @define_dplus helpers are transformed
             # there for the first time, so their general paths are compared too.
             twin = load(program.source) if self.check_general else None
-        except Exception as e:  # noqa: BLE001 - a generator (or shrinker) bug, not a dplus bug
+        except Exception as e:
             return Outcome("skipped", "invalid-program", f"{type(e).__name__}: {e}")
         self.twin = twin
         try:
@@ -328,7 +361,7 @@ class Checker:
                 return Outcome("skipped", "invalid-program", f"no function {program.entry}")
             try:
                 build_args(module, program.args)
-            except Exception as e:  # noqa: BLE001 - the shrinker removed what an argument needs
+            except Exception as e:
                 return Outcome("skipped", "invalid-program", f"arguments: {type(e).__name__}: {e}")
             return self.check_module(module, program)
         finally:
@@ -344,7 +377,9 @@ class Checker:
             with time_limit(self.seconds):
                 self.run_checks(f, module, described, out)
         except FuzzTimeout:
-            return Outcome("timeout", "timeout", f"over {self.seconds} s", out.partials, out.partials_skipped)
+            return Outcome(
+                "timeout", "timeout", f"over {self.seconds} s", out.partials, out.partials_skipped
+            )
         except Mismatch as m:
             out.status, out.kind, out.detail = "wrong", m.kind, m.detail
         except _Stop as s:
@@ -361,9 +396,15 @@ class Checker:
         except (FuzzTimeout, Mismatch, _Stop):
             raise
         except dplus.DplusError as e:
-            raise _Stop("refused", f"{stage}:{type(e).__name__}: {normalised_message(e)}", format_exception(e))
-        except Exception as e:  # noqa: BLE001 - any other exception from dplus is a crash
-            raise _Stop("crash", f"{stage}:{type(e).__name__}", format_exception(e), normalised_message(e))
+            raise _Stop(
+                "refused",
+                f"{stage}:{type(e).__name__}: {normalised_message(e)}",
+                format_exception(e),
+            )
+        except Exception as e:
+            raise _Stop(
+                "crash", f"{stage}:{type(e).__name__}", format_exception(e), normalised_message(e)
+            )
 
     def run_checks(self, f, module, described, out: Outcome) -> None:
         # the plain call
@@ -372,32 +413,46 @@ class Checker:
             expected = f(*plain_args)
         except FuzzTimeout:
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise _Stop("skipped", "plain-raised", f"{type(e).__name__}: {e}")
         if type(expected) not in (float, int) or not math.isfinite(expected) or abs(expected) > 1e8:
             raise _Stop("skipped", "not-a-finite-float", repr(expected))
 
         # 1. primal and mutation under dplus.dplus
         args1 = self.fresh(module, described)
-        result = self.refusal_changes_no_array(module, described, args1, lambda: dplus.dplus(f)(*args1))
+        result = self.refusal_changes_no_array(
+            module, described, args1, lambda: dplus.dplus(f)(*args1)
+        )
         d = difference(expected, result.primal, PRIMAL_TOL, "primal")
         if d:
-            raise Mismatch("primal", f"plain call returned {expected!r}, dplus.dplus(f) primal {result.primal!r}")
+            raise Mismatch(
+                "primal",
+                f"plain call returned {expected!r}, dplus.dplus(f) primal {result.primal!r}",
+            )
         d = difference(plain_args, args1, PRIMAL_TOL, "args", exact_arrays=True)
         if d:
-            raise Mismatch("mutation", f"arguments after the plain call vs after dplus.dplus(f): {d}")
+            raise Mismatch(
+                "mutation", f"arguments after the plain call vs after dplus.dplus(f): {d}"
+            )
         backprop = self.dplus_call("first", lambda: result.backprop(1.0))
 
         # 2. grad, its mutation, and backprop against grad
         args2 = self.fresh(module, described)
-        gradient = self.refusal_changes_no_array(module, described, args2, lambda: dplus.grad(f)(*args2))
+        gradient = self.refusal_changes_no_array(
+            module, described, args2, lambda: dplus.grad(f)(*args2)
+        )
         d = difference(plain_args, args2, PRIMAL_TOL, "args", exact_arrays=True)
         if d:
-            raise Mismatch("mutation", f"arguments after the plain call vs after dplus.grad(f): {d}")
+            raise Mismatch(
+                "mutation", f"arguments after the plain call vs after dplus.grad(f): {d}"
+            )
         d = difference(backprop, gradient, PATH_TOL, "gradient")
         if d:
-            raise Mismatch("backprop_vs_grad", f"dplus.dplus(f)(*args).backprop(1.0) vs dplus.grad(f)(*args): {d}\n"
-                                               f"backprop: {backprop!r}\ngrad:     {gradient!r}")
+            raise Mismatch(
+                "backprop_vs_grad",
+                f"dplus.dplus(f)(*args).backprop(1.0) vs dplus.grad(f)(*args): {d}\n"
+                f"backprop: {backprop!r}\ngrad:     {gradient!r}",
+            )
 
         # 3. finite differences
         base_args = self.fresh(module, described)
@@ -408,7 +463,9 @@ class Checker:
         for path in list(leaves(base_args)) if self.check_fd else ():
             estimates = [self.central_difference(f, module, described, path, expected)]
             if widened:
-                estimates.append(self.central_difference(f, module, described, path, expected, widen=True))
+                estimates.append(
+                    self.central_difference(f, module, described, path, expected, widen=True)
+                )
             estimates = [fd for fd in estimates if fd is not None]
             if not estimates:
                 out.partials_skipped += 1
@@ -416,13 +473,20 @@ class Checker:
             try:
                 g = grad_leaf(gradient, path)
             except (KeyError, IndexError, TypeError, AttributeError):
-                raise Mismatch("gradient", f"no gradient entry at {path_text(path)} in {gradient!r}")
+                raise Mismatch(
+                    "gradient", f"no gradient entry at {path_text(path)} in {gradient!r}"
+                )
             if isinstance(g, np.floating):
                 g = float(g)
             x = get(base_args, path)
-            if not isinstance(g, (int, float)) or not any(close_to_fd(g, fd, expected, x, p) for fd in estimates):
-                raise Mismatch("gradient", f"d f / d {path_text(path)}: finite differences {estimates!r}, "
-                                           f"dplus.grad {g!r}\nfull gradient: {gradient!r}")
+            if not isinstance(g, (int, float)) or not any(
+                close_to_fd(g, fd, expected, x, p) for fd in estimates
+            ):
+                raise Mismatch(
+                    "gradient",
+                    f"d f / d {path_text(path)}: finite differences {estimates!r}, "
+                    f"dplus.grad {g!r}\nfull gradient: {gradient!r}",
+                )
             out.partials += 1
 
         # 4. fast paths against the general path
@@ -433,14 +497,23 @@ class Checker:
             with general_paths_only():
                 general = self.dplus_call("general", lambda: dplus.grad(f_general)(*args3))
                 args4 = self.fresh(twin, described)
-                general_primal = self.dplus_call("general", lambda: dplus.dplus(f_general)(*args4).primal)
+                general_primal = self.dplus_call(
+                    "general", lambda: dplus.dplus(f_general)(*args4).primal
+                )
             d = difference(gradient, general, PATH_TOL, "gradient")
             if d:
-                raise Mismatch("fast_vs_general", f"fast paths vs general_paths_only(): {d}\n"
-                                                  f"fast:    {gradient!r}\ngeneral: {general!r}")
-            d = difference(expected, general_primal, PRIMAL_TOL, "primal") or difference(plain_args, args4, PRIMAL_TOL, "args", exact_arrays=True)
+                raise Mismatch(
+                    "fast_vs_general",
+                    f"fast paths vs general_paths_only(): {d}\n"
+                    f"fast:    {gradient!r}\ngeneral: {general!r}",
+                )
+            d = difference(expected, general_primal, PRIMAL_TOL, "primal") or difference(
+                plain_args, args4, PRIMAL_TOL, "args", exact_arrays=True
+            )
             if d:
-                raise Mismatch("fast_vs_general", f"general_paths_only() primal or arguments differ: {d}")
+                raise Mismatch(
+                    "fast_vs_general", f"general_paths_only() primal or arguments differ: {d}"
+                )
 
         # 5. second order
         if self.order >= 2 and all(type(a) is float for a in described):
@@ -458,17 +531,26 @@ class Checker:
                 before = self.fresh(module, described)
                 for i, (a, b) in enumerate(zip(before, args)):
                     if isinstance(a, np.ndarray) and not np.array_equal(a, b):
-                        raise Mismatch("mutation", f"dplus refused ({stop.kind}) after changing the array "
-                                                   f"args[{i}]: {a!r} became {b!r}")
+                        raise Mismatch(
+                            "mutation",
+                            f"dplus refused ({stop.kind}) after changing the array "
+                            f"args[{i}]: {a!r} became {b!r}",
+                        )
             raise
 
     def check_hessian_vector_product(self, f, described, out: Outcome) -> None:
         """For float and float64-array arguments: ``dplus.hvp`` along a fixed random direction
         against central differences of ``dplus.grad`` along it."""
         rng = np.random.default_rng(len(described))
-        direction = tuple(rng.uniform(-1.0, 1.0, np.shape(a)) if isinstance(a, np.ndarray) else float(rng.uniform(-1.0, 1.0))
-                          for a in described)
-        product = self.dplus_call("second", lambda: dplus.hvp(f)(copy.deepcopy(described), direction))
+        direction = tuple(
+            rng.uniform(-1.0, 1.0, np.shape(a))
+            if isinstance(a, np.ndarray)
+            else float(rng.uniform(-1.0, 1.0))
+            for a in described
+        )
+        product = self.dplus_call(
+            "second", lambda: dplus.hvp(f)(copy.deepcopy(described), direction)
+        )
         grad = dplus.grad(f)
         estimates = []
         for step in STEPS:
@@ -477,21 +559,34 @@ class Checker:
                 down = grad(*(a - step * v for a, v in zip(described, direction)))
             except FuzzTimeout:
                 raise
-            except Exception:  # noqa: BLE001 - the first order was fine at the point itself
+            except Exception:
                 out.second_skipped += 1
                 return
-            estimates.append([(np.asarray(u, float) - np.asarray(d, float)) / (2 * step) for u, d in zip(up, down)])
+            estimates.append(
+                [
+                    (np.asarray(u, float) - np.asarray(d, float)) / (2 * step)
+                    for u, d in zip(up, down)
+                ]
+            )
         for i, (a, b) in enumerate(zip(*estimates)):
-            if not (np.all(np.isfinite(a)) and np.allclose(a, b, rtol=AGREE_TOL * 10, atol=AGREE_TOL * 10)):
+            if not (
+                np.all(np.isfinite(a))
+                and np.allclose(a, b, rtol=AGREE_TOL * 10, atol=AGREE_TOL * 10)
+            ):
                 out.second_skipped += 1
                 continue
             try:
                 got = np.asarray(product[i], float)
             except (IndexError, TypeError, ValueError):
                 raise Mismatch("second_order", f"hvp has no entry [{i}]: {product!r}")
-            if got.shape != a.shape or not np.allclose(got, a, rtol=SECOND_REL_TOL, atol=SECOND_ABS_TOL):
-                raise Mismatch("second_order", f"(H v)[args[{i}]]: central differences of dplus.grad along v "
-                                               f"{a!r}, dplus.hvp {got!r}\nv: {direction!r}")
+            if got.shape != a.shape or not np.allclose(
+                got, a, rtol=SECOND_REL_TOL, atol=SECOND_ABS_TOL
+            ):
+                raise Mismatch(
+                    "second_order",
+                    f"(H v)[args[{i}]]: central differences of dplus.grad along v "
+                    f"{a!r}, dplus.hvp {got!r}\nv: {direction!r}",
+                )
             out.second += int(a.size)
 
     def runs_the_same_widened(self, f, module, described, expected) -> bool:
@@ -501,10 +596,13 @@ class Checker:
             value = f(*widened(self.fresh(module, described)))
         except FuzzTimeout:
             raise
-        except Exception:  # noqa: BLE001
+        except Exception:
             return False
-        return isinstance(value, (int, float)) and math.isfinite(value) and \
-            abs(value - expected) <= FLOAT32.abs + FLOAT32.rel * abs(expected)
+        return (
+            isinstance(value, (int, float))
+            and math.isfinite(value)
+            and abs(value - expected) <= FLOAT32.abs + FLOAT32.rel * abs(expected)
+        )
 
     def central_difference(self, f, module, described, path, value, widen=False):
         """The partial derivative by central differences at two step sizes, or None when they
@@ -525,7 +623,7 @@ class Checker:
                 down = f(*replaced(base, path, x_down))
             except FuzzTimeout:
                 raise
-            except Exception:  # noqa: BLE001
+            except Exception:
                 return None
             if not (isinstance(up, (int, float)) and isinstance(down, (int, float))):
                 return None
@@ -533,7 +631,9 @@ class Checker:
         a, b = estimates
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
-        if abs(a - b) > p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (p.steps[-1] * max(1.0, abs(x))):
+        if abs(a - b) > p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (
+            p.steps[-1] * max(1.0, abs(x))
+        ):
             return None
         return a
 
@@ -554,10 +654,14 @@ class Checker:
                     continue
                 fd = column[i]
                 if not isinstance(h_ij, (int, float)) or not (
-                        abs(h_ij - fd) <= SECOND_ABS_TOL + SECOND_REL_TOL * max(abs(h_ij), abs(fd))):
-                    raise Mismatch("second_order", f"d2 f / d args[{i}] d args[{j}]: central differences of "
-                                                   f"dplus.grad {fd!r}, dplus.hessian {h_ij!r}\n"
-                                                   f"hessian: {hessian!r}")
+                    abs(h_ij - fd) <= SECOND_ABS_TOL + SECOND_REL_TOL * max(abs(h_ij), abs(fd))
+                ):
+                    raise Mismatch(
+                        "second_order",
+                        f"d2 f / d args[{i}] d args[{j}]: central differences of "
+                        f"dplus.grad {fd!r}, dplus.hessian {h_ij!r}\n"
+                        f"hessian: {hessian!r}",
+                    )
                 out.second += 1
 
     def gradient_difference(self, grad, args, j):
@@ -574,12 +678,14 @@ class Checker:
                 gd = grad(*down)
             except FuzzTimeout:
                 raise
-            except Exception:  # noqa: BLE001 - the first order was fine at the point itself
+            except Exception:
                 return None
             estimates.append([(a - b) / (2 * h) for a, b in zip(gu, gd)])
         a, b = estimates
         for x, y in zip(a, b):
-            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > AGREE_TOL * 10 * max(1.0, abs(x), abs(y)):
+            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > AGREE_TOL * 10 * max(
+                1.0, abs(x), abs(y)
+            ):
                 return None
         return a
 
@@ -587,7 +693,10 @@ class Checker:
 def widened(args: tuple) -> tuple:
     """The arguments with every float32 array (at the top level, where the generator puts
     them) made float64."""
-    return tuple(a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype == np.float32 else a for a in args)
+    return tuple(
+        a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype == np.float32 else a
+        for a in args
+    )
 
 
 def is_float64_array(a) -> bool:

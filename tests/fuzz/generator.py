@@ -23,66 +23,66 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 # One flag per construct family.  A run takes a subset.
 FEATURES = (
-    "arith",        # + - * / ** and constants
-    "math",         # math.sin, tanh, exp, log, sqrt, hypot, abs, min, max
-    "branches",     # if/elif/else, conditional expressions, and/or/not, chained comparisons, match
-    "loops",        # for over range/list, while, break/continue/else on loops
-    "early_return", # return from inside branches and loops
-    "closures",     # nested def reading outer variables, nonlocal
-    "lambdas",      # every lambda (map/filter/reduce's too), default values
-    "varargs",      # *args / **kwargs, calls with * and **
-    "lists",        # lists and every mutating method
-    "tuples",       # tuples, unpacking, starred unpacking
-    "dicts",        # dicts and their methods, merges
-    "objects",      # instances of a module-level class, attributes, define_dplus methods
+    "arith",  # + - * / ** and constants
+    "math",  # math.sin, tanh, exp, log, sqrt, hypot, abs, min, max
+    "branches",  # if/elif/else, conditional expressions, and/or/not, chained comparisons, match
+    "loops",  # for over range/list, while, break/continue/else on loops
+    "early_return",  # return from inside branches and loops
+    "closures",  # nested def reading outer variables, nonlocal
+    "lambdas",  # every lambda (map/filter/reduce's too), default values
+    "varargs",  # *args / **kwargs, calls with * and **
+    "lists",  # lists and every mutating method
+    "tuples",  # tuples, unpacking, starred unpacking
+    "dicts",  # dicts and their methods, merges
+    "objects",  # instances of a module-level class, attributes, define_dplus methods
     "comprehensions",  # list/dict comprehensions, generator expressions
-    "iterators",    # zip, enumerate, sorted, reversed, functools.reduce, map
-    "exceptions",   # raise / try / except / finally
-    "recursion",    # recursive @define_dplus module-level helpers
-    "helpers",      # non-recursive @define_dplus module-level helpers
-    "misc",         # walrus, assert, with, del, pass, f-strings
-    "numpy",        # float64 arrays of shapes (3,), (2,), (2, 3), (3, 3): ufuncs, broadcasting, reductions,
-                    # @ / dot / einsum, reshapes, slicing and fancy indexing, rows, stack/concatenate, where
+    "iterators",  # zip, enumerate, sorted, reversed, functools.reduce, map
+    "exceptions",  # raise / try / except / finally
+    "recursion",  # recursive @define_dplus module-level helpers
+    "helpers",  # non-recursive @define_dplus module-level helpers
+    "misc",  # walrus, assert, with, del, pass, f-strings
+    "numpy",  # float64 arrays of shapes (3,), (2,), (2, 3), (3, 3): ufuncs, broadcasting, reductions,
+    # @ / dot / einsum, reshapes, slicing and fancy indexing, rows, stack/concatenate, where
     # the Python of issue #28:
-    "sets",         # set displays, add/update, set operators, frozenset, sets of integer constants
-    "globals",      # global TOTAL; TOTAL = ...; read back in the same call
-    "heapq_bisect", # heapq push/pop/pushpop/heapify/nsmallest/merge, bisect/insort on float lists
+    "sets",  # set displays, add/update, set operators, frozenset, sets of integer constants
+    "globals",  # global TOTAL; TOTAL = ...; read back in the same call
+    "heapq_bisect",  # heapq push/pop/pushpop/heapify/nsmallest/merge, bisect/insort on float lists
     "nested_decorators",  # @functools.cache / lru_cache / a user decorator on a nested def
-    "generators",   # nested generator functions (yield, yield from) consumed by sum/max/sorted/list/for
+    "generators",  # nested generator functions (yield, yield from) consumed by sum/max/sorted/list/for
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
 # out just the construct of an open bug (tests/fuzz/test_fuzz_budget.py, OPEN_BUGS).
 # A construct is generated when its flag and its family are both on.
 CONSTRUCTS = {
-    "keyword_calls": "arith",                     # f(x, w=y), dict(a=x), d.update(c=x)
-    "lambda_default_from_variable": "lambdas",    # lambda u, w=x: ...
-    "dict_merge": "dicts",                        # d | {...}, d |= {...}, {**d, ...}
-    "return_in_loop_with_else": "early_return",   # for ...: return ... / else: ...
-    "loop_variable_after_loop": "loops",          # for i in range(k): ... / v = i
-    "closure_in_branch": "closures",              # if ...: x = ...; def g(): ... x ...
-    "closure_reads_display": "closures",          # xs = [a, b]; def g(): ... xs ...
-    "list_shrinking": "lists",                    # xs.pop(), del xs[0], xs.remove, xs.clear(), xs[:] = xs[1:]
-    "extend_with_itself": "lists",                # xs.extend(xs)
+    "keyword_calls": "arith",  # f(x, w=y), dict(a=x), d.update(c=x)
+    "lambda_default_from_variable": "lambdas",  # lambda u, w=x: ...
+    "dict_merge": "dicts",  # d | {...}, d |= {...}, {**d, ...}
+    "return_in_loop_with_else": "early_return",  # for ...: return ... / else: ...
+    "loop_variable_after_loop": "loops",  # for i in range(k): ... / v = i
+    "closure_in_branch": "closures",  # if ...: x = ...; def g(): ... x ...
+    "closure_reads_display": "closures",  # xs = [a, b]; def g(): ... xs ...
+    "list_shrinking": "lists",  # xs.pop(), del xs[0], xs.remove, xs.clear(), xs[:] = xs[1:]
+    "extend_with_itself": "lists",  # xs.extend(xs)
     "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
-    "lazy_iteration_observed": "iterators",       # for a in map(lambda u: u * x, xs): x = ...
-    "closure_after_early_return": "closures",     # if ...: return ... / g = lambda u: x
-    "del_variable": "misc",                       # t = xs[0]; del t
-    "cached_nested_def": "closures",              # @functools.lru_cache on a nested def
-    "generator_function": "misc",                 # def gen(): yield ... (SPEC 7: supported)
-    "class_statement": "misc",                    # class Local: ... inside f (SPEC 7: supported)
-    "global_write": "misc",                       # global COUNTER; COUNTER += 1 (SPEC 7: supported)
-    "return_in_try_with_else": "exceptions",      # try: return ... / except ...: ... / else: ...
-    "with_statement": "misc",                     # with contextlib.nullcontext(): ...
-    "float32_arrays": "numpy",                    # some array arguments are float32
-    "array_inplace_local": "numpy",               # a = X * 1.0; a += Y (a fresh local: dplus computes it)
-    "array_inplace_argument": "numpy",            # X += 1.0 on an argument or a view of one (dplus refuses)
+    "lazy_iteration_observed": "iterators",  # for a in map(lambda u: u * x, xs): x = ...
+    "closure_after_early_return": "closures",  # if ...: return ... / g = lambda u: x
+    "del_variable": "misc",  # t = xs[0]; del t
+    "cached_nested_def": "closures",  # @functools.lru_cache on a nested def
+    "generator_function": "misc",  # def gen(): yield ... (SPEC 7: supported)
+    "class_statement": "misc",  # class Local: ... inside f (SPEC 7: supported)
+    "global_write": "misc",  # global COUNTER; COUNTER += 1 (SPEC 7: supported)
+    "return_in_try_with_else": "exceptions",  # try: return ... / except ...: ... / else: ...
+    "with_statement": "misc",  # with contextlib.nullcontext(): ...
+    "float32_arrays": "numpy",  # some array arguments are float32
+    "array_inplace_local": "numpy",  # a = X * 1.0; a += Y (a fresh local: dplus computes it)
+    "array_inplace_argument": "numpy",  # X += 1.0 on an argument or a view of one (dplus refuses)
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -92,7 +92,7 @@ class Var:
     name: str
     kind: str
     writable: bool = True
-    display: bool = False   # bound to a list/tuple/dict display
+    display: bool = False  # bound to a list/tuple/dict display
 
 
 @dataclass
@@ -119,11 +119,11 @@ class Kind:
     def argument(self, rng: random.Random):
         raise NotImplementedError
 
-    def expression(self, g: "Generator", depth: int) -> str:
+    def expression(self, g: Generator, depth: int) -> str:
         """A fresh value of this kind (never an alias of a variable)."""
         raise NotImplementedError
 
-    def read_float(self, g: "Generator", name: str) -> str:
+    def read_float(self, g: Generator, name: str) -> str:
         """A float expression that depends on the variable ``name`` of this kind."""
         raise NotImplementedError
 
@@ -154,7 +154,9 @@ class ListKind(Kind):
     def expression(self, g, depth):
         r = g.rng
         other = g.pick_var("flist")
-        choices = [lambda: "[" + ", ".join(g.float_expr(depth - 1) for _ in range(r.randint(1, 3))) + "]"]
+        choices = [
+            lambda: "[" + ", ".join(g.float_expr(depth - 1) for _ in range(r.randint(1, 3))) + "]"
+        ]
         if other:
             choices += [
                 lambda: f"list({other})",
@@ -164,7 +166,11 @@ class ListKind(Kind):
             ]
             if g.has("comprehensions"):
                 v = g.fresh("e")
-                choices.append(lambda: f"[{g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {v} in {other}]")
+                choices.append(
+                    lambda: (
+                        f"[{g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {v} in {other}]"
+                    )
+                )
             if g.has("iterators"):
                 choices += [lambda: f"sorted({other})", lambda: f"list(reversed({other}))"]
                 other2 = g.pick_var("flist")
@@ -175,8 +181,14 @@ class ListKind(Kind):
 
     def read_float(self, g, name):
         r = g.rng
-        choices = [f"{name}[0]", f"{name}[-1]", f"sum({name})", f"{name}[len({name}) // 2]",
-                   f"sum({name}[1:], 0.25)", f"{name}[::-1][0]"]
+        choices = [
+            f"{name}[0]",
+            f"{name}[-1]",
+            f"sum({name})",
+            f"{name}[len({name}) // 2]",
+            f"sum({name}[1:], 0.25)",
+            f"{name}[::-1][0]",
+        ]
         if g.has("iterators") and g.has("lambdas"):
             u = g.fresh("u")
             choices.append(f"sum(filter(lambda {u}: {u} > 0.0, {name}), 0.5)")
@@ -199,13 +211,25 @@ class TupleKind(Kind):
     def expression(self, g, depth):
         r = g.rng
         other = g.pick_var("flist")
-        choices = [lambda: "(" + "".join(g.float_expr(depth - 1) + ", " for _ in range(r.randint(1, 3))) + ")"]
+        choices = [
+            lambda: (
+                "(" + "".join(g.float_expr(depth - 1) + ", " for _ in range(r.randint(1, 3))) + ")"
+            )
+        ]
         if other:
             choices.append(lambda: f"tuple({other})")
         return r.choice(choices)()
 
     def read_float(self, g, name):
-        return g.rng.choice([f"{name}[0]", f"{name}[-1]", f"sum({name})", f"sum({name}[1:], 0.5)", f"{name}[-1:][0]"])
+        return g.rng.choice(
+            [
+                f"{name}[0]",
+                f"{name}[-1]",
+                f"sum({name})",
+                f"sum({name}[1:], 0.5)",
+                f"{name}[-1:][0]",
+            ]
+        )
 
 
 class DictKind(Kind):
@@ -222,20 +246,34 @@ class DictKind(Kind):
         other = g.pick_var("fdict")
         choices = [lambda: f"{{'a': {g.float_expr(depth - 1)}, 'b': {g.float_expr(depth - 1)}}}"]
         if g.has("keyword_calls"):
-            choices.append(lambda: f"dict(a={g.float_expr(depth - 1)}, b={g.float_expr(depth - 1)})")
+            choices.append(
+                lambda: f"dict(a={g.float_expr(depth - 1)}, b={g.float_expr(depth - 1)})"
+            )
         if other:
             choices += [lambda: f"dict({other})", lambda: f"{other}.copy()"]
             if g.has("dict_merge"):
-                choices += [lambda: f"{{**{other}, 'a': {g.float_expr(depth - 1)}}}",
-                            lambda: f"{other} | {{'b': {g.float_expr(depth - 1)}}}"]
+                choices += [
+                    lambda: f"{{**{other}, 'a': {g.float_expr(depth - 1)}}}",
+                    lambda: f"{other} | {{'b': {g.float_expr(depth - 1)}}}",
+                ]
             if g.has("comprehensions"):
                 k, v = g.fresh("k"), g.fresh("v")
-                choices.append(lambda: f"{{{k}: {g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {k}, {v} in {other}.items()}}")
+                choices.append(
+                    lambda: (
+                        f"{{{k}: {g.with_locals({v: 'float'}, lambda: g.float_expr(depth - 1))} for {k}, {v} in {other}.items()}}"
+                    )
+                )
         return r.choice(choices)()
 
     def read_float(self, g, name):
-        return g.rng.choice([f"{name}['a']", f"{name}['b']", f"sum({name}.values())",
-                             f"{name}.get('c', {name}['a'])"])
+        return g.rng.choice(
+            [
+                f"{name}['a']",
+                f"{name}['b']",
+                f"sum({name}.values())",
+                f"{name}.get('c', {name}['a'])",
+            ]
+        )
 
 
 class ObjectKind(Kind):
@@ -264,10 +302,12 @@ class IntKind(Kind):
         return f"0.25 * {name}"
 
 
-KINDS: dict[str, Kind] = {k.name: k for k in (FloatKind(), ListKind(), TupleKind(), DictKind(), ObjectKind(), IntKind())}
+KINDS: dict[str, Kind] = {
+    k.name: k for k in (FloatKind(), ListKind(), TupleKind(), DictKind(), ObjectKind(), IntKind())
+}
 
 # Values a Pt argument is built from: the checker rebuilds arguments from this description.
-PT_CLASS = '''
+PT_CLASS = """
 class Pt:
     def __init__(self, a, b):
         self.a = a
@@ -279,7 +319,7 @@ class Pt:
 
     def __repr__(self):
         return f"Pt({self.a!r}, {self.b!r})"
-'''
+"""
 
 CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25", "SCALE")
 
@@ -287,14 +327,16 @@ CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25", "SCALE")
 class Generator:
     """One program per call of ``program``; all randomness from ``rng``."""
 
-    def __init__(self, seed: int, features=ALL, *, float_only: bool | None = None, max_statements: int = 7):
+    def __init__(
+        self, seed: int, features=ALL, *, float_only: bool | None = None, max_statements: int = 7
+    ):
         self.seed = seed
         self.rng = random.Random(seed)
         self.features = frozenset(features)
         self.float_only = float_only
         self.max_statements = max_statements
         self.counter = 0
-        self.helpers: list[str] = []       # module-level helper sources
+        self.helpers: list[str] = []  # module-level helper sources
         self.helper_names: list[tuple[str, int]] = []  # (name, number of float parameters)
         self.scopes: list[dict[str, Var]] = [{}]
         self.lines: list[str] = []
@@ -309,8 +351,10 @@ class Generator:
         self.in_branch = False
         self.declared_total = False  # ``global TOTAL`` emitted in f (once: later lines use it)
         self.returned_before = False  # a return inside a block came earlier in this function
-        self.array_params: set[str] = set()  # array arguments of f (in-place writes to these are refused)
-        self.array_helpers: list[str] = []    # module-level helpers taking an array and a float
+        self.array_params: set[str] = (
+            set()
+        )  # array arguments of f (in-place writes to these are refused)
+        self.array_helpers: list[str] = []  # module-level helpers taking an array and a float
 
     # ----- scope -----------------------------------------------------------------------
     def has(self, feature: str) -> bool:
@@ -335,7 +379,9 @@ class Generator:
         return self.scopes[-1]
 
     def vars_of(self, kind: str, writable: bool = False) -> list[str]:
-        return [v.name for v in self.scope.values() if v.kind == kind and (v.writable or not writable)]
+        return [
+            v.name for v in self.scope.values() if v.kind == kind and (v.writable or not writable)
+        ]
 
     def pick_var(self, kind: str, writable: bool = False) -> str | None:
         names = self.vars_of(kind, writable)
@@ -406,9 +452,12 @@ class Generator:
         c = r.choice(("0.0", "0.5", "-0.5", "1.0"))
         forms = [f"{a} > {c}", f"{a} < {c}", f"{a} >= {self.float_leaf()}"]
         if self.has("branches"):
-            forms += [f"{c} < {a} < 2.0", f"not {a} > {c}",
-                      f"{a} > {c} and {self.float_expr(0)} < 1.0",
-                      f"{a} < {c} or {self.float_expr(0)} > 0.8"]
+            forms += [
+                f"{c} < {a} < 2.0",
+                f"not {a} > {c}",
+                f"{a} > {c} and {self.float_expr(0)} < 1.0",
+                f"{a} < {c} or {self.float_expr(0)} > 0.8",
+            ]
         ints = self.vars_of("int")
         if ints:
             forms.append(f"{r.choice(ints)} % 2 == 0")
@@ -427,8 +476,11 @@ class Generator:
 
     def statement(self) -> None:
         depth_penalty = self.indent - 1
-        productions = [(w / (1 + 2 * depth_penalty) if compound else w, fn)
-                       for feat, w, compound, fn in STATEMENTS if feat in self.features]
+        productions = [
+            (w / (1 + 2 * depth_penalty) if compound else w, fn)
+            for feat, w, compound, fn in STATEMENTS
+            if feat in self.features
+        ]
         total = sum(w for w, _ in productions)
         x = self.rng.uniform(0, total)
         for w, fn in productions:
@@ -461,8 +513,11 @@ class Generator:
         kinds = ["float"] * n_float
         if self.float_only:
             return kinds
-        extra = [k.name for k in KINDS.values()
-                 if k.name not in ("float", "int") and k.feature in self.features and k.as_argument]
+        extra = [
+            k.name
+            for k in KINDS.values()
+            if k.name not in ("float", "int") and k.feature in self.features and k.as_argument
+        ]
         for k in extra:
             if r.random() < 0.45:
                 kinds.append(k)
@@ -498,8 +553,20 @@ class Generator:
         # NumPy scalars (unpacked elements, np.float64 arithmetic) must leave f as a float
         self.emit(f"return float({result})" if "numpy" in self.features else f"return {result}")
         body = self.lines
-        head = ["import math", "import functools", "import contextlib", "import heapq", "import bisect", "import numpy as np",
-                "import dplus", "", "SCALE = 0.75", "COUNTER = 0", "TOTAL = 0.0", ""]
+        head = [
+            "import math",
+            "import functools",
+            "import contextlib",
+            "import heapq",
+            "import bisect",
+            "import numpy as np",
+            "import dplus",
+            "",
+            "SCALE = 0.75",
+            "COUNTER = 0",
+            "TOTAL = 0.0",
+            "",
+        ]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
@@ -549,14 +616,30 @@ def fx_binop(g, depth):
 def fx_math(g, depth):
     a = g.float_expr(depth - 1)
     r = g.rng
-    forms = [f"math.sin({a})", f"math.cos({a})", f"math.tanh({a})", f"math.exp(math.tanh({a}))",
-             f"math.sqrt(1.0 + ({a}) ** 2)", f"math.log(1.0 + ({a}) * ({a}))", f"math.atan({a})",
-             f"abs({a})", f"max({a}, {g.float_expr(depth - 1)})", f"min({a}, {g.float_expr(depth - 1)})",
-             f"math.hypot({a}, {g.float_expr(depth - 1)})", f"math.pow({a}, 2)", f"math.fabs({a})",
-             f"math.atan2({a}, 1.5 + math.cos({g.float_expr(depth - 1)}))", f"math.log1p(({a}) ** 2)",
-             f"math.expm1(math.sin({a}))", f"math.erf({a})", f"math.asinh({a})", f"math.degrees({a}) * 0.01",
-             f"math.copysign({a}, 1.0)", f"math.fsum([{a}, {g.float_expr(depth - 1)}])",
-             f"math.prod([{a}, {g.float_expr(depth - 1)}])"]
+    forms = [
+        f"math.sin({a})",
+        f"math.cos({a})",
+        f"math.tanh({a})",
+        f"math.exp(math.tanh({a}))",
+        f"math.sqrt(1.0 + ({a}) ** 2)",
+        f"math.log(1.0 + ({a}) * ({a}))",
+        f"math.atan({a})",
+        f"abs({a})",
+        f"max({a}, {g.float_expr(depth - 1)})",
+        f"min({a}, {g.float_expr(depth - 1)})",
+        f"math.hypot({a}, {g.float_expr(depth - 1)})",
+        f"math.pow({a}, 2)",
+        f"math.fabs({a})",
+        f"math.atan2({a}, 1.5 + math.cos({g.float_expr(depth - 1)}))",
+        f"math.log1p(({a}) ** 2)",
+        f"math.expm1(math.sin({a}))",
+        f"math.erf({a})",
+        f"math.asinh({a})",
+        f"math.degrees({a}) * 0.01",
+        f"math.copysign({a}, 1.0)",
+        f"math.fsum([{a}, {g.float_expr(depth - 1)}])",
+        f"math.prod([{a}, {g.float_expr(depth - 1)}])",
+    ]
     return r.choice(forms)
 
 
@@ -642,8 +725,14 @@ def _helper(self: Generator, recursive: bool) -> tuple[str, int]:
     existing = [h for h in self.helper_names if h[0].startswith("rec" if recursive else "h")]
     if existing and self.rng.random() < 0.5:
         return self.rng.choice(existing)
-    sub = Generator(self.rng.randint(0, 2**31), self.features - {"closures", "lambdas", "varargs", "early_return"} if not recursive else {"arith", "math"},
-                    float_only=True, max_statements=2)
+    sub = Generator(
+        self.rng.randint(0, 2**31),
+        self.features - {"closures", "lambdas", "varargs", "early_return"}
+        if not recursive
+        else {"arith", "math"},
+        float_only=True,
+        max_statements=2,
+    )
     sub.helper_names = list(self.helper_names)  # may call earlier helpers, never later ones
     sub.counter = self.counter + 1000
     if recursive and self.rng.random() < 0.3:
@@ -682,7 +771,11 @@ def _helper(self: Generator, recursive: bool) -> tuple[str, int]:
             sub.bind(p, "float")
         sub.statements(self.rng.randint(0, 2))
         ret = sub.float_expr(2)
-        src = ["@dplus.define_dplus", f"def {name}({', '.join(params)}):"] + sub.lines + [f"    return {ret}", ""]
+        src = (
+            ["@dplus.define_dplus", f"def {name}({', '.join(params)}):"]
+            + sub.lines
+            + [f"    return {ret}", ""]
+        )
         self.helpers.extend(h for h in sub.helpers if h not in self.helpers)
         self.helper_names.extend(h for h in sub.helper_names if h not in self.helper_names)
     self.counter = sub.counter + 1
@@ -741,6 +834,7 @@ def loop_body(g, loop_var: str | None = None, kind: str = "int"):
             else:
                 g.statement()
         g.loop_depth -= 1
+
     g.block(body)
 
 
@@ -794,8 +888,11 @@ def st_for_iter(g):
     r = g.rng
     xs = r.choice(lists)
     ys = r.choice(lists + g.vars_of("ftuple"))
-    form = r.choice(("zip", "enumerate", "reversed", "sorted", "items", "map") if g.has("lambdas") else
-                    ("zip", "enumerate", "reversed", "sorted", "items"))
+    form = r.choice(
+        ("zip", "enumerate", "reversed", "sorted", "items", "map")
+        if g.has("lambdas")
+        else ("zip", "enumerate", "reversed", "sorted", "items")
+    )
     if form == "items" and not g.vars_of("fdict"):
         return False
     state = begin_loop(g)
@@ -845,6 +942,7 @@ def loop_body_multi(g, names: dict[str, str]):
             else:
                 g.statement()
         g.loop_depth -= 1
+
     g.block(body)
 
 
@@ -864,6 +962,7 @@ def st_while(g):
             else:
                 g.statement()
         g.loop_depth -= 1
+
     g.block(body)
     loop_else(g, *state)
 
@@ -910,8 +1009,16 @@ def st_closure(g):
 
     def body():
         saved = dict(g.scope)
-        saved_flags = g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before
-        g.in_loop_with_else = g.in_try_with_else = g.in_branch = g.no_write = g.returned_before = False
+        saved_flags = (
+            g.in_loop_with_else,
+            g.in_try_with_else,
+            g.in_branch,
+            g.no_write,
+            g.returned_before,
+        )
+        g.in_loop_with_else = g.in_try_with_else = g.in_branch = g.no_write = g.returned_before = (
+            False
+        )
         g.closure_scope()
         if nonlocal_var:
             g.emit(f"nonlocal {nonlocal_var}")
@@ -924,9 +1031,12 @@ def st_closure(g):
             g.emit(f"{nonlocal_var} = {g.float_expr(1)}")
         g.emit(f"return {g.float_expr(2)}")
         g.func_depth -= 1
-        g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before = saved_flags
+        g.in_loop_with_else, g.in_try_with_else, g.in_branch, g.no_write, g.returned_before = (
+            saved_flags
+        )
         g.scope.clear()
         g.scope.update(saved)
+
     g.indent += 1
     body()
     g.indent -= 1
@@ -964,10 +1074,16 @@ def st_varargs(g):
     v = g.fresh("v")
     lists = g.vars_of("flist")
     dicts = g.vars_of("fdict")
-    forms = [lambda: f"{name}({g.float_expr(1)})",
-             lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)})"]
+    forms = [
+        lambda: f"{name}({g.float_expr(1)})",
+        lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)})",
+    ]
     if g.has("keyword_calls"):
-        forms.append(lambda: f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)}, scale={g.float_expr(1)}, extra={g.float_expr(1)})")
+        forms.append(
+            lambda: (
+                f"{name}({g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(1)}, scale={g.float_expr(1)}, extra={g.float_expr(1)})"
+            )
+        )
     if lists:
         forms.append(lambda: f"{name}(*{r.choice(lists)})")
         if g.has("keyword_calls"):
@@ -1004,7 +1120,7 @@ def st_list_mutate(g):
         return False
     grows_forbidden = g.no_grow or g.func_depth > 0
     rebinds = g.scope[xs].writable
-    e = lambda: g.float_expr(1)  # noqa: E731
+    e = lambda: g.float_expr(1)
     safe = [
         lambda: f"{xs}[{r.choice(('0', '-1', f'len({xs}) // 2'))}] = {e()}",
         lambda: f"{xs}[0] += {e()}",
@@ -1095,7 +1211,7 @@ def st_dict(g):
         st_new_container(g, "fdict")
         return
     r = g.rng
-    e = lambda: g.float_expr(1)  # noqa: E731
+    e = lambda: g.float_expr(1)
     if g.no_write:
         return False
     if g.no_grow or g.func_depth > 0:
@@ -1128,8 +1244,12 @@ def st_object(g):
         g.uses_pt = True
         st_new_container(g, "obj")
         return
-    forms = [lambda: f"{p}.a = {g.float_expr(1)}", lambda: f"{p}.b = {p}.a * {g.float_expr(1)}",
-             lambda: f"{p}.a += {g.float_expr(1)}", lambda: f"setattr({p}, 'b', {g.float_expr(1)})"]
+    forms = [
+        lambda: f"{p}.a = {g.float_expr(1)}",
+        lambda: f"{p}.b = {p}.a * {g.float_expr(1)}",
+        lambda: f"{p}.a += {g.float_expr(1)}",
+        lambda: f"setattr({p}, 'b', {g.float_expr(1)})",
+    ]
     g.emit(r.choice(forms)())
 
 
@@ -1153,7 +1273,9 @@ def st_comprehension(g):
         i, e = g.fresh("i"), g.fresh("e")
         body = g.with_locals({e: "float"}, lambda: g.float_expr(1))
         name = g.fresh("d")
-        g.emit(f"{name} = {{'a': 0.5, 'b': 0.25, **{{str({i}): {body} for {i}, {e} in enumerate({g.rng.choice(lists)})}}}}")
+        g.emit(
+            f"{name} = {{'a': 0.5, 'b': 0.25, **{{str({i}): {body} for {i}, {e} in enumerate({g.rng.choice(lists)})}}}}"
+        )
         g.bind(name, "fdict")
 
 
@@ -1169,6 +1291,7 @@ def st_try(g):
             g.emit(f"if {g.condition(1)}:")
             g.block(lambda: g.emit("raise ValueError('fuzz')"))
             g.statement()
+
         saved = g.in_try_with_else
         g.in_try_with_else = saved or has_else
         g.block(body)
@@ -1188,10 +1311,16 @@ def st_try(g):
         g.bind(v, "float")
         g.emit("try:")
         if lists:
-            g.block(lambda: g.emit(f"{v} = {r.choice(lists)}[{r.randint(0, 4)}] * {g.float_expr(1)}"))
+            g.block(
+                lambda: g.emit(f"{v} = {r.choice(lists)}[{r.randint(0, 4)}] * {g.float_expr(1)}")
+            )
             g.emit("except IndexError:")
         else:
-            g.block(lambda: g.emit(f"{v} = {g.float_expr(1)} / ({g.rng.choice(('0.0', '1.0'))} * {g.float_expr(0)})"))
+            g.block(
+                lambda: g.emit(
+                    f"{v} = {g.float_expr(1)} / ({g.rng.choice(('0.0', '1.0'))} * {g.float_expr(0)})"
+                )
+            )
             g.emit("except ZeroDivisionError:")
         g.block(lambda: g.emit(f"{v} = {g.float_expr(1)}"))
     else:
@@ -1291,11 +1420,17 @@ def st_heapq_bisect(g):
         g.emit(f"{h} = []")
         for _ in range(3):
             g.emit(f"heapq.heappush({h}, {g.float_expr(1)})")
-        g.emit(f"{v} = heapq.heappop({h}) * {g.float_expr(0)} + heapq.heappushpop({h}, {g.float_expr(1)}) + {h}[0]")
+        g.emit(
+            f"{v} = heapq.heappop({h}) * {g.float_expr(0)} + heapq.heappushpop({h}, {g.float_expr(1)}) + {h}[0]"
+        )
     elif form == 1:
-        g.emit(f"{h} = [{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}, {g.float_expr(1)}]")
+        g.emit(
+            f"{h} = [{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}, {g.float_expr(1)}]"
+        )
         g.emit(f"heapq.heapify({h})")
-        g.emit(f"{v} = sum(heapq.nsmallest(2, {h})) + max(heapq.merge(sorted({h}), [{g.float_expr(0)}]))")
+        g.emit(
+            f"{v} = sum(heapq.nsmallest(2, {h})) + max(heapq.merge(sorted({h}), [{g.float_expr(0)}]))"
+        )
     else:
         g.emit(f"{h} = sorted([{g.float_expr(1)}, {g.float_expr(1)}, {g.float_expr(0)}])")
         g.emit(f"bisect.insort({h}, {g.float_expr(1)})")
@@ -1308,7 +1443,15 @@ def st_nested_decorator(g):
         return False
     r = g.rng
     fn, k, v = g.fresh("c"), g.fresh("k"), g.fresh("v")
-    g.emit(r.choice(("@functools.cache", "@functools.lru_cache(maxsize=None)", "@functools.lru_cache(maxsize=1)")))
+    g.emit(
+        r.choice(
+            (
+                "@functools.cache",
+                "@functools.lru_cache(maxsize=None)",
+                "@functools.lru_cache(maxsize=1)",
+            )
+        )
+    )
     g.emit(f"def {fn}({k}):")
     g.emit(f"    return {g.float_expr(1)} * {k}")
     g.emit(f"{v} = {fn}(2) + {fn}(2) * {fn}(3) + {fn}(2)")
@@ -1324,8 +1467,15 @@ def st_generators(g):
     g.emit(f"    for {i} in range({n}):")
     g.emit(f"        yield {g.float_expr(1)} * {i}")
     g.emit(f"    yield from [{g.float_expr(1)}, {g.float_expr(0)}]")
-    consumer = r.choice((f"sum({gen}(3))", f"max({gen}(2))", f"sorted({gen}(3))[-1]", f"list({gen}(2))[1]",
-                         f"sum(a * b for a, b in zip({gen}(2), {gen}(3)))"))
+    consumer = r.choice(
+        (
+            f"sum({gen}(3))",
+            f"max({gen}(2))",
+            f"sorted({gen}(3))[-1]",
+            f"list({gen}(2))[1]",
+            f"sum(a * b for a, b in zip({gen}(2), {gen}(3)))",
+        )
+    )
     g.emit(f"{v} = {consumer}")
     g.bind(v, "float")
 
@@ -1366,7 +1516,13 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
 # One kind per shape, so that every production knows the shapes it combines: a 2-element
 # vector arises only from other arrays (a row sum, a matrix-vector product), never as an argument.
 ARRAY_SHAPES = {"arr3": (3,), "arr2": (2,), "arr2x3": (2, 3), "arr3x3": (3, 3)}
-UFUNCS = ("np.sin({})", "np.exp(np.tanh({}))", "np.tanh({})", "np.log(1.0 + {0} * {0})", "np.sqrt(1.0 + {0} * {0})")
+UFUNCS = (
+    "np.sin({})",
+    "np.exp(np.tanh({}))",
+    "np.tanh({})",
+    "np.log(1.0 + {0} * {0})",
+    "np.sqrt(1.0 + {0} * {0})",
+)
 
 
 class ArrayKind(Kind):
@@ -1378,23 +1534,41 @@ class ArrayKind(Kind):
         self.as_argument = name != "arr2"
 
     def argument(self, rng):
-        return np.array([small_float(rng) for _ in range(int(np.prod(self.shape)))]).reshape(self.shape)
+        return np.array([small_float(rng) for _ in range(int(np.prod(self.shape)))]).reshape(
+            self.shape
+        )
 
     def expression(self, g, depth):
         return array_expr(g, self.name, depth)
 
     def read_float(self, g, name):
         r = g.rng
-        forms = [f"float(np.sum({name}))", f"float(np.mean({name}))", f"float(np.max({name}))",
-                 f"float({name}.sum())", f"float(np.sum({name}[{name} > 0.0]))"]
+        forms = [
+            f"float(np.sum({name}))",
+            f"float(np.mean({name}))",
+            f"float(np.max({name}))",
+            f"float({name}.sum())",
+            f"float(np.sum({name}[{name} > 0.0]))",
+        ]
         if len(self.shape) == 1:
-            forms += [f"float({name}[0])", f"float({name}[-1])", f"float({name} @ {name})",
-                      f"float(np.dot({name}, {name}))", f"float(np.sum({name}[[0, -1]]))"]
+            forms += [
+                f"float({name}[0])",
+                f"float({name}[-1])",
+                f"float({name} @ {name})",
+                f"float(np.dot({name}, {name}))",
+                f"float(np.sum({name}[[0, -1]]))",
+            ]
         else:
-            forms += [f"float({name}[1, 2])", f"float({name}[-1, 0])", f"float(np.sum({name}, axis=0)[1])",
-                      f"float(np.sum({name}, axis=0, keepdims=True)[0, 0])",
-                      f"float(np.mean({name}, axis=-1)[0])", f"float(np.max({name}, axis=1)[-1])",
-                      f"float(np.sum({name}[:, 1:]))", f"float(np.sum({name}.T[0]))"]
+            forms += [
+                f"float({name}[1, 2])",
+                f"float({name}[-1, 0])",
+                f"float(np.sum({name}, axis=0)[1])",
+                f"float(np.sum({name}, axis=0, keepdims=True)[0, 0])",
+                f"float(np.mean({name}, axis=-1)[0])",
+                f"float(np.max({name}, axis=1)[-1])",
+                f"float(np.sum({name}[:, 1:]))",
+                f"float(np.sum({name}.T[0]))",
+            ]
         return r.choice(forms)
 
 
@@ -1409,8 +1583,16 @@ def array_helper(g) -> str:
         return g.rng.choice(g.array_helpers)
     name = g.fresh("nh")
     body = g.rng.choice(UFUNCS).format("A")
-    g.helpers.append("\n".join(["@dplus.define_dplus", f"def {name}(A, s):",
-                                f"    return {body} * s + A {g.rng.choice(('+', '-', '*'))} 0.5", ""]))
+    g.helpers.append(
+        "\n".join(
+            [
+                "@dplus.define_dplus",
+                f"def {name}(A, s):",
+                f"    return {body} * s + A {g.rng.choice(('+', '-', '*'))} 0.5",
+                "",
+            ]
+        )
+    )
     g.array_helpers.append(name)
     return name
 
@@ -1419,61 +1601,114 @@ def array_expr(g, kind: str, depth: int) -> str:
     """A fresh array of ``kind``'s shape (never an alias of a variable)."""
     r = g.rng
     shape = ARRAY_SHAPES[kind]
-    fe = lambda: g.float_expr(max(depth - 1, 0))  # noqa: E731
+    fe = lambda: g.float_expr(max(depth - 1, 0))
     pick = g.pick_var
     same, other_same = pick(kind), pick(kind)
     v3, v3b, v3c, v2 = pick("arr3"), pick("arr3"), pick("arr3"), pick("arr2")
     m23, m33 = pick("arr2x3"), pick("arr3x3")
     if len(shape) == 1:
-        forms = [lambda: "np.array([" + ", ".join(fe() for _ in range(shape[0])) + "])",
-                 lambda: f"np.linspace(0.1, 0.9, {shape[0]}) * {fe()}"]
+        forms = [
+            lambda: "np.array([" + ", ".join(fe() for _ in range(shape[0])) + "])",
+            lambda: f"np.linspace(0.1, 0.9, {shape[0]}) * {fe()}",
+        ]
     else:
-        forms = [lambda: "np.array([" + ", ".join("[" + ", ".join(fe() for _ in range(shape[1])) + "]"
-                                                  for _ in range(shape[0])) + "])",
-                 lambda: f"np.ones({shape}) * {fe()}",
-                 lambda: f"np.arange({shape[0] * shape[1]}.0).reshape{shape} * {fe()}"]
+        forms = [
+            lambda: (
+                "np.array(["
+                + ", ".join(
+                    "[" + ", ".join(fe() for _ in range(shape[1])) + "]" for _ in range(shape[0])
+                )
+                + "])"
+            ),
+            lambda: f"np.ones({shape}) * {fe()}",
+            lambda: f"np.arange({shape[0] * shape[1]}.0).reshape{shape} * {fe()}",
+        ]
     if same:
-        forms += [lambda: r.choice(UFUNCS).format(same), lambda: f"{same} * {fe()}", lambda: f"{same} + {fe()}",
-                  lambda: f"{fe()} - {same}", lambda: f"{same} / (1.0 + {same} * {same})", lambda: f"{same} ** 2",
-                  lambda: f"{same} + {other_same}", lambda: f"{same} * {other_same}",
-                  lambda: f"np.where({same} > {r.choice(('0.0', '0.5', '-0.5'))}, {same}, {other_same} * 0.5)",
-                  lambda: f"{array_helper(g)}({same}, {fe()})"]
+        forms += [
+            lambda: r.choice(UFUNCS).format(same),
+            lambda: f"{same} * {fe()}",
+            lambda: f"{same} + {fe()}",
+            lambda: f"{fe()} - {same}",
+            lambda: f"{same} / (1.0 + {same} * {same})",
+            lambda: f"{same} ** 2",
+            lambda: f"{same} + {other_same}",
+            lambda: f"{same} * {other_same}",
+            lambda: (
+                f"np.where({same} > {r.choice(('0.0', '0.5', '-0.5'))}, {same}, {other_same} * 0.5)"
+            ),
+            lambda: f"{array_helper(g)}({same}, {fe()})",
+        ]
         if len(shape) == 2 and v3:
-            forms += [lambda: f"{same} * {v3}", lambda: f"{same} - {v3}[None, :]", lambda: f"{v3} + {same}"]
+            forms += [
+                lambda: f"{same} * {v3}",
+                lambda: f"{same} - {v3}[None, :]",
+                lambda: f"{v3} + {same}",
+            ]
         if len(shape) == 1:
-            forms += [lambda: f"{same}[::-1]", lambda: f"{same}[np.array([1, 0] + [{shape[0] - 1}] * {shape[0] - 2})]"]
+            forms += [
+                lambda: f"{same}[::-1]",
+                lambda: f"{same}[np.array([1, 0] + [{shape[0] - 1}] * {shape[0] - 2})]",
+            ]
     if kind == "arr3":
         if m33 and v3:
-            forms += [lambda: f"{m33} @ {v3}", lambda: f"np.dot({m33}, {v3})", lambda: f"{v3} @ {m33}",
-                      lambda: f"np.einsum('ij,j->i', {m33}, {v3})"]
+            forms += [
+                lambda: f"{m33} @ {v3}",
+                lambda: f"np.dot({m33}, {v3})",
+                lambda: f"{v3} @ {m33}",
+                lambda: f"np.einsum('ij,j->i', {m33}, {v3})",
+            ]
         if m23:
-            forms += [lambda: f"{m23}[0]", lambda: f"{m23}[-1]", lambda: f"np.sum({m23}, axis=0)",
-                      lambda: f"np.mean({m23}, axis=0)", lambda: f"np.max({m23}, axis=0)",
-                      lambda: f"{m23}.reshape(-1)[:3]", lambda: f"np.reshape({m23}, (6,))[::2]"]
+            forms += [
+                lambda: f"{m23}[0]",
+                lambda: f"{m23}[-1]",
+                lambda: f"np.sum({m23}, axis=0)",
+                lambda: f"np.mean({m23}, axis=0)",
+                lambda: f"np.max({m23}, axis=0)",
+                lambda: f"{m23}.reshape(-1)[:3]",
+                lambda: f"np.reshape({m23}, (6,))[::2]",
+            ]
         if m33:
-            forms += [lambda: f"{m33}[:, 1]", lambda: f"{m33}.T[0]", lambda: f"np.sum({m33}, axis=1, keepdims=True)[:, 0]"]
+            forms += [
+                lambda: f"{m33}[:, 1]",
+                lambda: f"{m33}.T[0]",
+                lambda: f"np.sum({m33}, axis=1, keepdims=True)[:, 0]",
+            ]
         if v3:
             forms += [lambda: f"{v3}[[2, 0, 1]]"]
         if v2:
             forms += [lambda: f"np.concatenate([{v2}, np.array([{fe()}])])"]
     elif kind == "arr2":
         if m23 and v3:
-            forms += [lambda: f"{m23} @ {v3}", lambda: f"np.einsum('ij,j->i', {m23}, {v3})", lambda: f"np.dot({m23}, {v3})"]
+            forms += [
+                lambda: f"{m23} @ {v3}",
+                lambda: f"np.einsum('ij,j->i', {m23}, {v3})",
+                lambda: f"np.dot({m23}, {v3})",
+            ]
         if m23:
-            forms += [lambda: f"np.sum({m23}, axis=1)", lambda: f"np.mean({m23}, axis=-1)",
-                      lambda: f"np.max({m23}, axis=1, keepdims=True)[:, 0]", lambda: f"{m23}[:, 0]"]
+            forms += [
+                lambda: f"np.sum({m23}, axis=1)",
+                lambda: f"np.mean({m23}, axis=-1)",
+                lambda: f"np.max({m23}, axis=1, keepdims=True)[:, 0]",
+                lambda: f"{m23}[:, 0]",
+            ]
         if v3:
             forms += [lambda: f"{v3}[:2]", lambda: f"{v3}[[0, 2]]"]
     elif kind == "arr2x3":
         if m33:
             forms += [lambda: f"{m33}[:2]", lambda: f"{m33}[[0, 2]]", lambda: f"{m33}[1:, ::-1]"]
         if v3 and v3b:
-            forms += [lambda: f"np.stack([{v3}, {v3b}])", lambda: f"np.concatenate([{v3}, {v3b}]).reshape(2, 3)"]
+            forms += [
+                lambda: f"np.stack([{v3}, {v3b}])",
+                lambda: f"np.concatenate([{v3}, {v3b}]).reshape(2, 3)",
+            ]
         if m23 and m33:
             forms += [lambda: f"{m23} @ {m33}"]
         if m23:
-            forms += [lambda: f"{m23}.reshape(3, 2).T", lambda: f"np.transpose({m23}.T)",
-                      lambda: f"np.concatenate([{m23}[:1], {m23}[1:]], axis=0)"]
+            forms += [
+                lambda: f"{m23}.reshape(3, 2).T",
+                lambda: f"np.transpose({m23}.T)",
+                lambda: f"np.concatenate([{m23}[:1], {m23}[1:]], axis=0)",
+            ]
     elif kind == "arr3x3":
         if m33:
             forms += [lambda: f"{m33}.T", lambda: f"{m33} @ {m33}", lambda: f"np.transpose({m33})"]
@@ -1482,7 +1717,10 @@ def array_expr(g, kind: str, depth: int) -> str:
         if m23 and v3:
             forms += [lambda: f"np.concatenate([{m23}, {v3}[None, :]])"]
         if m23:
-            forms += [lambda: f"{m23}.T @ {m23}", lambda: f"np.concatenate([{m23}, {m23}[:1]], axis=0)"]
+            forms += [
+                lambda: f"{m23}.T @ {m23}",
+                lambda: f"np.concatenate([{m23}, {m23}[:1]], axis=0)",
+            ]
     return r.choice(forms)()
 
 
@@ -1517,8 +1755,11 @@ def st_array_inplace_local(g):
     a = g.fresh("a")
     g.emit(f"{a} = {x} * 1.0")
     other = g.pick_var(kind)
-    forms = [lambda: f"{a} += {g.float_expr(1)}", lambda: f"{a} *= math.tanh({g.float_expr(1)})",
-             lambda: f"{a} -= {g.float_expr(1)}"]
+    forms = [
+        lambda: f"{a} += {g.float_expr(1)}",
+        lambda: f"{a} *= math.tanh({g.float_expr(1)})",
+        lambda: f"{a} -= {g.float_expr(1)}",
+    ]
     if other:
         forms += [lambda: f"{a} += {other}", lambda: f"{a} *= np.tanh({other})"]
     g.emit(g.rng.choice(forms)())
@@ -1582,7 +1823,11 @@ def st_array_closure(g):
         return False
     x = g.rng.choice(arrays)
     name, u = g.fresh("g"), g.fresh("u")
-    body = in_closure(g, {u: "float"}, lambda: f"{u} * {KINDS[g.scope[x].kind].read_float(g, x)} + {g.float_expr(1)}")
+    body = in_closure(
+        g,
+        {u: "float"},
+        lambda: f"{u} * {KINDS[g.scope[x].kind].read_float(g, x)} + {g.float_expr(1)}",
+    )
     if g.rng.random() < 0.5:
         g.emit(f"def {name}({u}):")
         g.emit(f"    return {body}")
@@ -1594,11 +1839,13 @@ def st_array_closure(g):
 
 
 FLOAT_EXPRESSIONS.append(("numpy", 3.0, fx_array))
-STATEMENTS.extend([
-    ("numpy", 2.0, False, st_new_array),
-    ("numpy", 0.7, False, st_array_inplace_local),
-    ("numpy", 0.3, False, st_array_inplace_argument),
-    ("numpy", 0.6, True, st_for_rows),
-    ("numpy", 0.5, False, st_unpack_rows),
-    ("numpy", 0.4, False, st_array_closure),
-])
+STATEMENTS.extend(
+    [
+        ("numpy", 2.0, False, st_new_array),
+        ("numpy", 0.7, False, st_array_inplace_local),
+        ("numpy", 0.3, False, st_array_inplace_argument),
+        ("numpy", 0.6, True, st_for_rows),
+        ("numpy", 0.5, False, st_unpack_rows),
+        ("numpy", 0.4, False, st_array_closure),
+    ]
+)

@@ -17,23 +17,30 @@ from .shrink import Shrinker
 @dataclass
 class Failure:
     outcome: Outcome
-    program: Program          # the shrunk program
+    program: Program  # the shrunk program
     original: Program
     count: int = 1
     seeds: list = field(default_factory=list)
-    variants: dict = field(default_factory=dict)  # fingerprint of a shrunk program -> (Program, Outcome)
+    variants: dict = field(
+        default_factory=dict
+    )  # fingerprint of a shrunk program -> (Program, Outcome)
 
 
 def fingerprint(source: str) -> str:
     """The constructs a shrunk program uses: tells apart failures of one kind with different causes."""
     import ast
+
     names = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.stmt, ast.expr)) and not isinstance(node, (ast.Name, ast.Constant, ast.Load, ast.Expr)):
+        if isinstance(node, (ast.stmt, ast.expr)) and not isinstance(
+            node, (ast.Name, ast.Constant, ast.Load, ast.Expr)
+        ):
             names.add(type(node).__name__)
         if isinstance(node, ast.Call):
             fn = node.func
-            names.add("call:" + (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "?")))
+            names.add(
+                "call:" + (fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "?"))
+            )
     names = {n for n in names if not re.fullmatch(r"call:[a-z]+\d+", n)}  # (generated helper names)
     return " ".join(sorted(names))
 
@@ -48,7 +55,7 @@ class Summary:
     second_skipped: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     by_kind: collections.Counter = field(default_factory=collections.Counter)
-    failures: dict = field(default_factory=dict)   # signature -> Failure
+    failures: dict = field(default_factory=dict)  # signature -> Failure
 
     def add(self, outcome: Outcome) -> None:
         self.programs += 1
@@ -76,7 +83,9 @@ class Summary:
         lines.append("by kind (status, kind): count, percent of programs")
         width = max((len(k[:150]) for _, k in self.by_kind), default=10)
         for (status, kind), n in sorted(self.by_kind.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"  {status:<8} {kind[:150]:<{width}} {n:>6}  {100.0 * n / max(1, self.programs):6.2f}%")
+            lines.append(
+                f"  {status:<8} {kind[:150]:<{width}} {n:>6}  {100.0 * n / max(1, self.programs):6.2f}%"
+            )
         if self.failures:
             lines.append("")
             lines.append(f"distinct failures: {len(self.failures)}")
@@ -102,8 +111,7 @@ def reproduction(failure_program: Program, outcome: Outcome) -> str:
         f"    args = ({args_text(failure_program.args)},)\n"
         f"    print('plain:      ', f(*__import__('copy').deepcopy(args)))\n"
         f"    print('dplus.grad: ', dplus.grad(f)(*__import__('copy').deepcopy(args)))\n"
-        f"\n# call: {call}\n"
-        + "".join(f"# {line}\n" for line in outcome.detail.splitlines())
+        f"\n# call: {call}\n" + "".join(f"# {line}\n" for line in outcome.detail.splitlines())
     )
 
 
@@ -112,9 +120,21 @@ def float_only_for(seed: int, order: int) -> bool | None:
     return True if order >= 2 and seed % 2 == 0 else None
 
 
-def run(seeds, features=ALL, order: int = 1, *, out_dir: str | None = None, budget: float | None = None,
-        shrink: bool = True, shrink_budget: float = 60.0, time_limit: float = 5.0, progress_every: int = 0,
-        stop_on_failure: bool = False, shrunk_per_kind: int = 4, stream=sys.stdout) -> Summary:
+def run(
+    seeds,
+    features=ALL,
+    order: int = 1,
+    *,
+    out_dir: str | None = None,
+    budget: float | None = None,
+    shrink: bool = True,
+    shrink_budget: float = 60.0,
+    time_limit: float = 5.0,
+    progress_every: int = 0,
+    stop_on_failure: bool = False,
+    shrunk_per_kind: int = 4,
+    stream=sys.stdout,
+) -> Summary:
     checker = Checker(order=order, time_limit=time_limit)
     summary = Summary()
     start = time.monotonic()
@@ -126,20 +146,36 @@ def run(seeds, features=ALL, order: int = 1, *, out_dir: str | None = None, budg
             outcome = checker.check(program)
             summary.add(outcome)
             if outcome.failed:
-                record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind)
+                record_failure(
+                    summary,
+                    program,
+                    outcome,
+                    checker,
+                    shrink,
+                    shrink_budget,
+                    out_dir,
+                    stream,
+                    shrunk_per_kind,
+                )
                 if stop_on_failure:
                     break
             if progress_every and summary.programs % progress_every == 0:
                 summary.seconds = time.monotonic() - start
                 counts = " ".join(f"{k}={v}" for k, v in sorted(summary.by_status.items()))
-                print(f"[{summary.programs} programs, seed {seed}, {summary.seconds:.0f} s] {counts}", file=stream, flush=True)
+                print(
+                    f"[{summary.programs} programs, seed {seed}, {summary.seconds:.0f} s] {counts}",
+                    file=stream,
+                    flush=True,
+                )
     except KeyboardInterrupt:  # (a long run stopped by hand still reports what it did)
         print("interrupted", file=stream, flush=True)
     summary.seconds = time.monotonic() - start
     return summary
 
 
-def record_failure(summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind=4) -> None:
+def record_failure(
+    summary, program, outcome, checker, shrink, shrink_budget, out_dir, stream, shrunk_per_kind=4
+) -> None:
     """Count the failure; shrink the first few of each signature and write the reproductions
     whose shrunk programs use a new set of constructs."""
     known = summary.failures.get(outcome.signature)
@@ -155,8 +191,12 @@ def record_failure(summary, program, outcome, checker, shrink, shrink_budget, ou
     if final.signature != outcome.signature:  # (flaky: keep the original)
         shrunk, final = program, outcome
     if not known:
-        known = summary.failures[outcome.signature] = Failure(final, shrunk, program, seeds=[program.seed])
-        print(f"new failure {outcome.signature[:160]} at seed {program.seed}", file=stream, flush=True)
+        known = summary.failures[outcome.signature] = Failure(
+            final, shrunk, program, seeds=[program.seed]
+        )
+        print(
+            f"new failure {outcome.signature[:160]} at seed {program.seed}", file=stream, flush=True
+        )
     fp = fingerprint(shrunk.source)
     if fp in known.variants:
         return

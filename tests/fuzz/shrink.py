@@ -20,7 +20,7 @@ import ast
 import copy
 import time
 from dataclasses import replace
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .checker import Checker, Outcome
 from .generator import Program
@@ -49,11 +49,15 @@ def deletions(tree: ast.Module) -> Iterator[ast.Module]:
                 t = copy.deepcopy(tree)
                 owner = list(ast.walk(t))[index]
                 body = getattr(owner, name)
-                rest = body[:start] + body[start + chunk:]
+                rest = body[:start] + body[start + chunk :]
                 if not rest:
                     if name in ("orelse", "finalbody"):
                         setattr(owner, name, [])
-                        if isinstance(owner, ast.Try) and not owner.handlers and not owner.finalbody:
+                        if (
+                            isinstance(owner, ast.Try)
+                            and not owner.handlers
+                            and not owner.finalbody
+                        ):
                             continue
                     else:
                         rest = [ast.Pass()]
@@ -81,7 +85,7 @@ def inlinings(tree: ast.Module) -> Iterator[ast.Module]:
                 t = copy.deepcopy(tree)
                 owner = list(ast.walk(t))[index]
                 body = getattr(owner, name)
-                setattr(owner, name, body[:pos] + copy.deepcopy(new_body) + body[pos + 1:])
+                setattr(owner, name, body[:pos] + copy.deepcopy(new_body) + body[pos + 1 :])
                 yield t
 
 
@@ -97,7 +101,11 @@ def expression_slots(tree: ast.Module) -> list[tuple[int, str, int | None]]:
                 continue
             if isinstance(node, ast.Subscript) and fname == "slice":
                 continue
-            if isinstance(node, (ast.Lambda, ast.arguments, ast.comprehension)) and fname in ("args", "target", "iter"):
+            if isinstance(node, (ast.Lambda, ast.arguments, ast.comprehension)) and fname in (
+                "args",
+                "target",
+                "iter",
+            ):
                 continue
             if isinstance(value, ast.expr) and not isinstance(value, ast.Constant):
                 if getattr(value, "ctx", None) is not None and not isinstance(value.ctx, ast.Load):
@@ -105,7 +113,11 @@ def expression_slots(tree: ast.Module) -> list[tuple[int, str, int | None]]:
                 out.append((i, fname, None))
             elif isinstance(value, list):
                 for k, v in enumerate(value):
-                    if isinstance(v, ast.expr) and not isinstance(v, ast.Constant) and isinstance(getattr(v, "ctx", ast.Load()), ast.Load):
+                    if (
+                        isinstance(v, ast.expr)
+                        and not isinstance(v, ast.Constant)
+                        and isinstance(getattr(v, "ctx", ast.Load()), ast.Load)
+                    ):
                         out.append((i, fname, k))
     return out
 
@@ -144,13 +156,15 @@ def expression_replacements(tree: ast.Module) -> Iterator[ast.Module]:
             yield t
 
 
-def parameter_drops(tree: ast.Module, args: tuple, entry: str) -> Iterator[tuple[ast.Module, tuple]]:
+def parameter_drops(
+    tree: ast.Module, args: tuple, entry: str
+) -> Iterator[tuple[ast.Module, tuple]]:
     for k in range(len(args)):
         t = copy.deepcopy(tree)
         for node in t.body:
             if isinstance(node, ast.FunctionDef) and node.name == entry:
                 del node.args.args[k]
-                yield t, args[:k] + args[k + 1:]
+                yield t, args[:k] + args[k + 1 :]
 
 
 class Shrinker:

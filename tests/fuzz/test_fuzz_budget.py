@@ -21,19 +21,18 @@ import pytest
 from .generator import ALL
 from .runner import reproduction, run
 
-BUDGET_SECONDS = 100.0       # measured: about 110 s for the whole test on the 2-core CI machine
-SECOND_ORDER_SHARE = 0.35    # of the budget, spent at second order
+BUDGET_SECONDS = 100.0  # measured: about 110 s for the whole test on the 2-core CI machine
+SECOND_ORDER_SHARE = 0.35  # of the budget, spent at second order
 SHRINK_SECONDS = 20.0
-TIME_LIMIT = {1: 5.0, 2: 15.0}   # seconds per program (a timeout is counted, not a failure)
+TIME_LIMIT = {1: 5.0, 2: 15.0}  # seconds per program (a timeout is counted, not a failure)
 
 # family or construct -> the open bug that makes programs using it fail (see FINDINGS.md)
-OPEN_BUGS: dict[str, str] = {
-}
+OPEN_BUGS: dict[str, str] = {}
 
 # family or construct -> the open bug, at second order only
 OPEN_SECOND_ORDER_BUGS: dict[str, str] = {
     "lambdas": "F14: second order of functools.reduce (map, a sort key, ...) with a lambda reading a variable "
-               "raises TypeError",
+    "raises TypeError",
 }
 
 
@@ -71,8 +70,17 @@ def test_random_programs_within_budget(order):
         features -= set(OPEN_SECOND_ORDER_BUGS)
     seconds = budget() * (SECOND_ORDER_SHARE if order == 2 else 1 - SECOND_ORDER_SHARE)
     log = io.StringIO()
-    summary = run(range(seed, seed + 10_000_000), features, order, budget=seconds, shrink_budget=SHRINK_SECONDS,
-                  stop_on_failure=True, shrunk_per_kind=1, time_limit=TIME_LIMIT[order], stream=log)
+    summary = run(
+        range(seed, seed + 10_000_000),
+        features,
+        order,
+        budget=seconds,
+        shrink_budget=SHRINK_SECONDS,
+        stop_on_failure=True,
+        shrunk_per_kind=1,
+        time_limit=TIME_LIMIT[order],
+        stream=log,
+    )
     print(f"DPLUS_FUZZ_SEED={base_seed} order {order}\n{summary.table()}")
     if summary.failures:
         pytest.fail(failure_message(summary, order, features, base_seed), pytrace=False)

@@ -15,14 +15,14 @@ from .runner import reproduction
 from .shrink import Shrinker
 
 # A rule whose backpropagator is wrong on purpose: d(x*x)/dx is 2x, it says 3x.
-BROKEN_RULE = '''
+BROKEN_RULE = """
 def planted_square(x):
     return x * x
 
 @dplus.register_backprop(planted_square)
 def _planted_square_backprop(x):
     return lambda A, Abox: ((), 3.0 * x * A)
-'''
+"""
 
 
 def planted(seed: int, call: str = "planted_square(x1)"):
@@ -47,7 +47,7 @@ def test_generated_programs_are_valid_deterministic_and_mostly_run():
             result = module.f(*build_args(module, p.args))
             assert isinstance(result, (int, float))
             ran += 1
-        except Exception:  # noqa: BLE001 - a few programs may raise, they are skipped
+        except Exception:
             pass
         finally:
             unload(module)
@@ -58,15 +58,36 @@ def test_feature_flags_leave_families_out():
     for seed in range(20):
         src = generate(seed, {"arith", "math"}).source
         body = src.split("\ndef f(", 1)[1]
-        for construct in ("for ", "while ", "lambda", "try:", "if ", "append", "{", "def g", "nonlocal"):
+        for construct in (
+            "for ",
+            "while ",
+            "lambda",
+            "try:",
+            "if ",
+            "append",
+            "{",
+            "def g",
+            "nonlocal",
+        ):
             assert construct not in body, (seed, construct, src)
 
 
 def test_every_family_is_generated():
     seen = set()
-    markers = {"loops": "for ", "closures": "nonlocal", "lambdas": "lambda", "varargs": "**kw",
-               "dicts": "'a'", "objects": "Pt(", "exceptions": "except", "recursion": "def rec",
-               "iterators": "zip(", "comprehensions": " for e", "early_return": "return", "misc": "assert"}
+    markers = {
+        "loops": "for ",
+        "closures": "nonlocal",
+        "lambdas": "lambda",
+        "varargs": "**kw",
+        "dicts": "'a'",
+        "objects": "Pt(",
+        "exceptions": "except",
+        "recursion": "def rec",
+        "iterators": "zip(",
+        "comprehensions": " for e",
+        "early_return": "return",
+        "misc": "assert",
+    }
     for seed in range(300):
         src = generate(seed).source
         seen |= {family for family, m in markers.items() if m in src}
@@ -76,8 +97,11 @@ def test_every_family_is_generated():
 
 def test_checker_accepts_a_correct_program():
     p = generate(3, float_only=True)
-    p = dataclasses.replace(p, source="import math\nimport dplus\ndef f(x1, x2):\n    return math.sin(x1) * x2 ** 2\n",
-                            args=(0.3, -1.2))
+    p = dataclasses.replace(
+        p,
+        source="import math\nimport dplus\ndef f(x1, x2):\n    return math.sin(x1) * x2 ** 2\n",
+        args=(0.3, -1.2),
+    )
     out = Checker(order=2).check(p)
     assert out.status == "ok", out
     assert out.partials == 2 and out.second == 4
@@ -90,16 +114,23 @@ def test_checker_detects_a_planted_wrong_rule():
 
 
 def test_checker_detects_backprop_differing_from_grad(monkeypatch):
-    p = dataclasses.replace(generate(0), source="import dplus\ndef f(x1):\n    return x1 * x1\n", args=(1.5,))
+    p = dataclasses.replace(
+        generate(0), source="import dplus\ndef f(x1):\n    return x1 * x1\n", args=(1.5,)
+    )
     real_grad = dplus.grad
-    monkeypatch.setattr(dplus, "grad", lambda f: lambda *a: tuple(g + 1.0 for g in real_grad(f)(*a)))
+    monkeypatch.setattr(
+        dplus, "grad", lambda f: lambda *a: tuple(g + 1.0 for g in real_grad(f)(*a))
+    )
     out = Checker().check(p)
     assert (out.status, out.kind) == ("wrong", "backprop_vs_grad"), out
 
 
 def test_checker_detects_a_changed_primal_and_mutation(monkeypatch):
-    p = dataclasses.replace(generate(0), source="import dplus\ndef f(xs):\n    xs.append(1.0)\n    return xs[0] * 2.0\n",
-                            args=([1.5],))
+    p = dataclasses.replace(
+        generate(0),
+        source="import dplus\ndef f(xs):\n    xs.append(1.0)\n    return xs[0] * 2.0\n",
+        args=([1.5],),
+    )
     assert Checker().check(p).status == "ok"
     real = dplus.dplus
 
@@ -109,7 +140,9 @@ def test_checker_detects_a_changed_primal_and_mutation(monkeypatch):
         def call(*args):
             args[0].append(2.0)
             return plus(*args)
+
         return call
+
     monkeypatch.setattr(dplus, "dplus", mutating_twice)
     out = Checker().check(p)
     assert (out.status, out.kind) == ("wrong", "mutation"), out
@@ -123,7 +156,9 @@ def test_checker_classifies_crashes_refusals_skips_and_timeouts():
     assert out.status == "crash" and out.kind == "first:AttributeError", out
 
     refused = "import dplus\ndef f(x1):\n    return dplus.grad(len)([x1])[0]\n"
-    p = dataclasses.replace(p, source="import dplus\ndef f(x1):\n    async def g():\n        pass\n    return x1\n")
+    p = dataclasses.replace(
+        p, source="import dplus\ndef f(x1):\n    async def g():\n        pass\n    return x1\n"
+    )
     out = Checker().check(p)
     assert out.status == "refused" and out.kind.startswith("first:UnsupportedSyntaxError"), out
 
@@ -153,7 +188,10 @@ def test_shrinker_reduces_a_planted_failure():
 @pytest.mark.parametrize("order", [1, 2])
 def test_a_short_run_counts_outcomes(order, tmp_path):
     from .runner import run
-    summary = run(range(7, 12), {"arith", "math", "branches"}, order, out_dir=str(tmp_path), shrink=False)
+
+    summary = run(
+        range(7, 12), {"arith", "math", "branches"}, order, out_dir=str(tmp_path), shrink=False
+    )
     assert summary.programs == 5
     assert sum(summary.by_status.values()) == 5
     assert summary.partials > 0
@@ -176,11 +214,14 @@ def test_checker_detects_fast_paths_differing_from_the_general_path(monkeypatch)
 
     @contextmanager
     def general_paths_with_a_bug():
-        monkeypatch.setattr(dplus, "grad", lambda f: lambda *a: tuple(2.0 * g for g in real_grad(f)(*a)))
+        monkeypatch.setattr(
+            dplus, "grad", lambda f: lambda *a: tuple(2.0 * g for g in real_grad(f)(*a))
+        )
         try:
             yield
         finally:
             monkeypatch.setattr(dplus, "grad", real_grad)
+
     monkeypatch.setattr(checker_module, "general_paths_only", general_paths_with_a_bug)
     out = Checker().check(p)
     assert (out.status, out.kind) == ("wrong", "fast_vs_general"), out
@@ -189,7 +230,9 @@ def test_checker_detects_fast_paths_differing_from_the_general_path(monkeypatch)
 def test_checker_detects_a_wrong_hessian(monkeypatch):
     p = simple_program("import math\ndef f(x1, x2):\n    return math.sin(x1) * x2\n", (0.4, 1.3))
     real = dplus.hessian
-    monkeypatch.setattr(dplus, "hessian", lambda f: lambda *a: ((real(f)(*a)[0][0] + 0.01, 0.0), real(f)(*a)[1]))
+    monkeypatch.setattr(
+        dplus, "hessian", lambda f: lambda *a: ((real(f)(*a)[0][0] + 0.01, 0.0), real(f)(*a)[1])
+    )
     out = Checker(order=2).check(p)
     assert (out.status, out.kind) == ("wrong", "second_order"), out
     assert Checker(order=1).check(p).status == "ok"

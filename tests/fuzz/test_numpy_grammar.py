@@ -11,16 +11,38 @@ import dplus
 from .checker import Checker, args_text, build_args, leaves, load, replaced, unload
 from .generator import ARRAY_SHAPES, generate
 
-NUMPY = {"numpy", "arith", "math", "float32_arrays", "array_inplace_local", "array_inplace_argument"}
+NUMPY = {
+    "numpy",
+    "arith",
+    "math",
+    "float32_arrays",
+    "array_inplace_local",
+    "array_inplace_argument",
+}
 
 
 def test_generated_numpy_programs_are_valid_and_return_floats():
     ran = 0
     seen = set()
-    markers = {"einsum": "np.einsum(", "matmul": " @ ", "dot": "np.dot(", "rows": " in A", "unpack": ", r",
-               "where": "np.where(", "stack": "np.stack(", "concatenate": "np.concatenate(", "axis": "axis=",
-               "keepdims": "keepdims=True", "reshape": ".reshape(", "transpose": ".T", "fancy": "[[",
-               "local_in_place": "* 1.0\n", "helper": "def nh", "closure": "lambda u", "ufunc": "np.tanh("}
+    markers = {
+        "einsum": "np.einsum(",
+        "matmul": " @ ",
+        "dot": "np.dot(",
+        "rows": " in A",
+        "unpack": ", r",
+        "where": "np.where(",
+        "stack": "np.stack(",
+        "concatenate": "np.concatenate(",
+        "axis": "axis=",
+        "keepdims": "keepdims=True",
+        "reshape": ".reshape(",
+        "transpose": ".T",
+        "fancy": "[[",
+        "local_in_place": "* 1.0\n",
+        "helper": "def nh",
+        "closure": "lambda u",
+        "ufunc": "np.tanh(",
+    }
     for seed in range(120):
         p = generate(seed, NUMPY)
         assert generate(seed, NUMPY).source == p.source
@@ -37,7 +59,7 @@ def test_generated_numpy_programs_are_valid_and_return_floats():
             ran += 1
         finally:
             unload(module)
-    assert ran == 120      # every generated NumPy program runs
+    assert ran == 120  # every generated NumPy program runs
     assert seen == set(markers), set(markers) - seen
 
 
@@ -58,16 +80,23 @@ def test_array_leaves_are_perturbed_on_copies():
 
 
 def simple(source: str, args: tuple):
-    return dataclasses.replace(generate(0, NUMPY), source="import numpy as np\nimport dplus\n" + source, args=args)
+    return dataclasses.replace(
+        generate(0, NUMPY), source="import numpy as np\nimport dplus\n" + source, args=args
+    )
 
 
 def test_checker_accepts_correct_array_programs_at_both_orders():
-    p = simple("def f(A, x):\n    return float(np.sum(np.tanh(A) @ np.ones(3)) * x)\n",
-               (np.array([[0.1, -0.4, 0.7], [0.2, 0.3, -1.1]]), 0.6))
+    p = simple(
+        "def f(A, x):\n    return float(np.sum(np.tanh(A) @ np.ones(3)) * x)\n",
+        (np.array([[0.1, -0.4, 0.7], [0.2, 0.3, -1.1]]), 0.6),
+    )
     out = Checker(order=2).check(p)
     assert out.status == "ok", out
     assert out.partials == 7 and out.second == 7
-    f32 = simple("def f(A, x):\n    return float(np.sum(np.sin(A)) * x)\n", (np.array([0.1, -0.4, 0.7], dtype=np.float32), 0.6))
+    f32 = simple(
+        "def f(A, x):\n    return float(np.sum(np.sin(A)) * x)\n",
+        (np.array([0.1, -0.4, 0.7], dtype=np.float32), 0.6),
+    )
     assert Checker().check(f32).status == "ok"
 
 
@@ -80,9 +109,11 @@ def test_checker_detects_a_changed_array_argument(monkeypatch):
 
         def call(*args):
             result = plus(*args)
-            args[0][0] += 1e-13     # tiny: only an exact comparison sees it
+            args[0][0] += 1e-13  # tiny: only an exact comparison sees it
             return result
+
         return call
+
     monkeypatch.setattr(dplus, "dplus", mutating)
     out = Checker().check(p)
     assert (out.status, out.kind) == ("wrong", "mutation"), out
@@ -95,21 +126,30 @@ def test_a_refusal_after_an_array_argument_changed_is_a_failure(monkeypatch):
         def call(*args):
             args[0][1] = 5.0
             raise dplus.NonDifferentiableError("refused too late")
+
         return call
+
     monkeypatch.setattr(dplus, "dplus", refusing_late)
     out = Checker().check(p)
     assert (out.status, out.kind) == ("wrong", "mutation"), out
 
 
 def test_in_place_on_an_argument_is_refused_without_changing_it():
-    p = simple("def f(A, x):\n    A += 1.0\n    return float(np.sum(A)) * x\n", (np.array([0.1, -0.4, 0.7]), 0.5))
+    p = simple(
+        "def f(A, x):\n    A += 1.0\n    return float(np.sum(A)) * x\n",
+        (np.array([0.1, -0.4, 0.7]), 0.5),
+    )
     out = Checker().check(p)
     assert out.status == "refused" and "in place" in out.kind, out
 
 
 def test_checker_detects_a_wrong_hessian_vector_product(monkeypatch):
-    p = simple("def f(A, x):\n    return float(np.sum(np.sin(A))) * x\n", (np.array([0.1, -0.4, 0.7]), 0.6))
+    p = simple(
+        "def f(A, x):\n    return float(np.sum(np.sin(A))) * x\n", (np.array([0.1, -0.4, 0.7]), 0.6)
+    )
     real = dplus.hvp
-    monkeypatch.setattr(dplus, "hvp", lambda f: lambda args, v: tuple(h * 1.01 for h in real(f)(args, v)))
+    monkeypatch.setattr(
+        dplus, "hvp", lambda f: lambda args, v: tuple(h * 1.01 for h in real(f)(args, v))
+    )
     out = Checker(order=2).check(p)
     assert (out.status, out.kind) == ("wrong", "second_order"), out
