@@ -451,7 +451,7 @@ def run_nested(cfg: Config, out: Report) -> None:
     )
     try:
         dplus = _dplus()
-        from dplus import transformer
+        from dplus.transform import transformer
     except Exception as e:
         out(f"  error: import dplus: {type(e).__name__}: {e}")
         out()

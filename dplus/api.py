@@ -7,15 +7,15 @@ import inspect
 from typing import Any, Literal, overload
 from collections.abc import Callable
 
-from .boxes import BoxSensitivities
-from .closures import is_plus_function
+from .runtime.boxes import BoxSensitivities
+from .runtime.closures import is_plus_function
 from .errors import ArgumentError, SensitivityError, describe_callable
-from .linear import check_conforms, gen_zero, is_number
+from .runtime.linear import check_conforms, gen_zero, is_number
 from .policies import current_unknown_transform
-from .registry import lookup_transform, register_primitive
-from .portable import DEFINED, remember_rule, remember_source
-from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
-from .runtime import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+from .runtime.registry import lookup_transform, register_primitive
+from .runtime.portable import DEFINED, remember_rule, remember_source
+from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
+from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -27,14 +27,14 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     were passed, a dict of their sensitivities follows as the last element.
     """
     if is_plus_function(f):
-        from .transformer import transform_of_plus
+        from .transform.transformer import transform_of_plus
 
         return transform_of_plus(f)
     _refuse_generator_function(f)
     t = lookup_transform(f)
     if t is not None:
         return t
-    from .transformer import plus_function_for, can_transform
+    from .transform.transformer import plus_function_for, can_transform
 
     if can_transform(f):
         return _public(plus_function_for(f))
@@ -69,7 +69,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     _refuse_generator_function(f)
-    from .transformer import plus_function_for, can_transform
+    from .transform.transformer import plus_function_for, can_transform
 
     if can_transform(f):
         return plus_function_for(f)
@@ -78,7 +78,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
 
 def coerce_sensitivities(out: tuple, P: Any, args: tuple) -> tuple:
     """Backprop results with no ``gen_zero`` inside: zeros shaped like what they stand for."""
-    from .linear import coerce_zero
+    from .runtime.linear import coerce_zero
 
     items = [coerce_zero(out[0], P)]
     for i, s in enumerate(out[1:]):
@@ -105,7 +105,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
 
         return ProcResult(r.primal, public_backprop)
 
-    from .transformer import _mark_plus
+    from .transform.transformer import _mark_plus
 
     _mark_plus(public_plus)
     public_plus.__dplus_public_of__ = P
@@ -117,7 +117,7 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
     if cls.__module__.startswith("dplus."):
         return None  # dplus's own classes have registered rules or none
-    from .transformer import construct_plus
+    from .transform.transformer import construct_plus
 
     return construct_plus(cls)
 
@@ -136,7 +136,7 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     if is_tracked_mutable(result) or (
         type(result) is tuple and any(map(is_tracked_mutable, result))
     ):
-        from .runtime import accumulate
+        from .runtime.core import accumulate
 
         return accumulate(gen_zero, result, Aw, Abox)
     return Aw
@@ -389,8 +389,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
     def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        from .runtime import KeywordDict
-        from .runtime_ops import closure_parts
+        from .runtime.core import KeywordDict
+        from .runtime.ops import closure_parts
 
         names = G.__code__.co_freevars
         parts = (
@@ -426,7 +426,7 @@ def _derived_closure_backprop(G: Any, names: tuple) -> Callable[..., tuple]:
     def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime_ops import closure_parts
+        from .runtime.ops import closure_parts
 
         parts = dict(zip(G.__code__.co_freevars, closure_parts(A, len(G.__code__.co_freevars))))
         return ((), parts.get(names[0], gen_zero))
@@ -456,7 +456,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime_ops import closure_parts
+        from .runtime.ops import closure_parts
 
         (Ag,) = closure_parts(A, 1)
         return _derived_closure_backprop(g, ("fplus",))(Ag, Abox)
@@ -486,7 +486,7 @@ def define_dplus(f: Any) -> Any:
         inner = f.__func__
         define_dplus(inner)
         return f
-    from .transformer import lazy_transform
+    from .transform.transformer import lazy_transform
 
     register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
     remember_rule(f, DEFINED)

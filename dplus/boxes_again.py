@@ -26,12 +26,12 @@ import sys
 from typing import Any
 from collections.abc import Callable
 
-from .boxes import Box, BoxSensitivities
-from .linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
-from .registry import register_primitive
+from .runtime.boxes import Box, BoxSensitivities
+from .runtime.linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
+from .runtime.registry import register_primitive
 from .rules import defnondiff
-from .result import ProcResult
-from .runtime import Snapshot, fold, handover, is_tracked_mutable, object_attributes
+from .runtime.result import ProcResult
+from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_attributes
 
 Z = gen_zero
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from collections.abc import Callable
 
 from .errors import ArgumentError
-from .portable import remember_source
+from .runtime.portable import remember_source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +59,7 @@ def labelled(checkpointed: Any, f: Any) -> Any:
 
 def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """``f(*args, **kwargs)``; under a gradient, its rule recomputes the record in the reverse pass."""
-    from .runtime import as_plain_callable  # f may be a function made inside differentiated code
+    from .runtime.core import as_plain_callable  # f may be a function made inside differentiated code
 
     return as_plain_callable(f)(*args, **kwargs)
 

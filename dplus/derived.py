@@ -19,16 +19,16 @@ from typing import Any
 from collections.abc import Callable, Iterator
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
-from .boxes import BoxSensitivities
-from .closures import is_plus_function
+from .runtime.boxes import BoxSensitivities
+from .runtime.closures import is_plus_function
 from .errors import ArgumentError, NonDifferentiableError, SensitivityError
-from .registry import register_primitive
-from .portable import remember_source
-from .result import ProcResult
+from .runtime.registry import register_primitive
+from .runtime.portable import remember_source
+from .runtime.result import ProcResult
 from .rules import defnondiff
-from .runtime import apply_transform
+from .runtime.core import apply_transform
 from .structured import shaped_like
-from .linear import dot, gen_zero, is_ndarray, is_number, zero
+from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
 
 __all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 

@@ -22,7 +22,7 @@ import sys
 from typing import Any
 from collections.abc import Callable, Iterator
 
-from .boxes import Box
+from .runtime.boxes import Box
 from .errors import DplusError
 
 __all__ = ["check_grad", "GradCheckError"]
@@ -131,7 +131,7 @@ def _set(x: Any, path: Path, value: Any) -> Any:
 
 
 def _objective(f: Callable[..., Any], args: tuple, sensitivity: Any) -> float:
-    from .linear import dot
+    from .runtime.linear import dot
 
     result = f(*args)
     if sensitivity is None:

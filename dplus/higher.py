@@ -9,7 +9,7 @@ A plus-function ``P`` is itself a Python function, so it has a transform of its 
   ``linecache``, and that function is transformed. Its closure cells are the ones ``P``
   has, so nested closures keep their values.
 
-Generated code calls a few operations of :mod:`dplus.runtime_ops`; their rules here make
+Generated code calls a few operations of :mod:`dplus.runtime.ops`; their rules here make
 the tower work: the transform of "call ``f``'s transform" is "call the transform of
 ``f``'s transform".
 """
@@ -21,7 +21,7 @@ import weakref
 from typing import Any
 from collections.abc import Callable
 
-from . import runtime_ops
+from .runtime import ops as runtime_ops
 from . import api as _api
 from .api import (
     D,
@@ -40,12 +40,12 @@ from .api import (
     grad1,
     prepare_sensitivity,
 )
-from .result import call_plus, run_backprop
+from .runtime.result import call_plus, run_backprop
 from .boxes_again import added_to_element, folded_with_transpose, handed_over, holds_mutables
-from .boxes import BoxSensitivities
-from .closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
+from .runtime.boxes import BoxSensitivities
+from .runtime.closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
-from .linear import (
+from .runtime.linear import (
     OneHot,
     TupleAccumulator,
     add,
@@ -58,15 +58,15 @@ from .linear import (
     tuple_items,
     zero,
 )
-from .result import backprop as result_backprop, primal as result_primal
-from .registry import is_registered_transform, next_order_form, register_primitive
-from .result import ProcResult
+from .runtime.result import backprop as result_backprop, primal as result_primal
+from .runtime.registry import is_registered_transform, next_order_form, register_primitive
+from .runtime.result import ProcResult
 from .rules import defnondiff
 from .primitives import _iterables
 from .primitives import containers as _containers
 from .primitives import sets as _sets
 from .primitives.containers import gather_slice, register_attribute, scatter_slice
-from .runtime import (
+from .runtime.core import (
     CellKey,
     KeywordDict,
     Snapshot,
@@ -103,7 +103,7 @@ def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 
 
 def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
-    from .transformer import plus_function_for
+    from .transform.transformer import plus_function_for
 
     form = next_order_form(P)
     if form is not None:
@@ -115,7 +115,7 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
         and isinstance(P.__dict__.get("__dplus_source__"), types.FunctionType)
     ):
         # a copy unpickled in another process (the code registry is per process): derive it again here
-        from .portable import remember_source
+        from .runtime.portable import remember_source
 
         remember_source(P.__dplus_source__)
         P = plus_function_for(P.__dplus_source__)
@@ -138,7 +138,7 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 
 def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types.FunctionType:
     """``P`` rebuilt from ``f`` without fast paths, with source that can be transformed again."""
-    from .transformer import _compile
+    from .transform.transformer import _compile
 
     nest = _NEST.get(f.__code__)
     if nest is None:
@@ -225,7 +225,7 @@ def _resolved(P: Any) -> Any:
     """The plus-function that ``P`` calls: define_dplus's lazy wrapper stands for the
     plus-function derived from its source."""
     if getattr(P, "__dplus_lazy__", False):
-        from .transformer import plus_function_for
+        from .transform.transformer import plus_function_for
 
         return plus_function_for(P.__dplus_source__)
     return P
@@ -454,7 +454,7 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
 
 
 def _add_tower(u: Any, v: Any) -> ProcResult:
-    from .linear import add
+    from .runtime.linear import add
 
     return ProcResult(add(u, v), lambda A, Abox: ((), A, A))
 

@@ -104,8 +104,8 @@ def run_recorded_chunk(f: Any, part: list, token_prefix: str) -> tuple:
 
 def run_backprops(token: str, sensitivities: list) -> tuple:
     """The reverse pass of one chunk on the worker that ran its forward pass."""
-    from .boxes import BoxSensitivities
-    from .linear import gen_zero
+    from .runtime.boxes import BoxSensitivities
+    from .runtime.linear import gen_zero
     from .primitives._iterables import add_closure
 
     with _KEPT_LOCK:

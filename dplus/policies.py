@@ -8,8 +8,8 @@ from typing import Any
 from collections.abc import Callable
 
 from .errors import UnknownTransformError, describe_callable
-from .linear import gen_zero, is_zero_sensitivity
-from .result import ProcResult
+from .runtime.linear import gen_zero, is_zero_sensitivity
+from .runtime.result import ProcResult
 
 __all__ = [
     "current_unknown_transform",
@@ -39,7 +39,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return op
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        from .runtime import as_plain_callable, changed_since, mutable_sensitivity_of, watch_call
+        from .runtime.core import as_plain_callable, changed_since, mutable_sensitivity_of, watch_call
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
@@ -123,7 +123,7 @@ def _refuse_changed_arrays(op: Any, op_name: str, changed: list) -> None:
     """Arrays are values in dplus: one changed in place by code dplus does not see may be
     recorded by the reverse pass (which would use its new contents as the old ones), and
     what it holds now depends on its old contents in a way the reverse pass cannot follow."""
-    from .linear import is_ndarray
+    from .runtime.linear import is_ndarray
 
     for v in changed:
         if is_ndarray(v):
@@ -159,7 +159,7 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     import types
 
     from .errors import DplusError
-    from .registry import lookup_transform
+    from .runtime.registry import lookup_transform
 
     fn = op.__func__ if type(op) is types.MethodType else op
     if (
@@ -168,7 +168,7 @@ def transform_from_source(op: Any, op_name: str) -> Any:
         or fn.__module__.startswith("dplus")
     ):
         return error_non_zero_sensitivity_transform(op, op_name)
-    from .transformer import plus_function_for
+    from .transform.transformer import plus_function_for
 
     try:
         plus_function_for(fn)  # transform now: a function dplus cannot read takes the default

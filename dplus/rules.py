@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 
-from .linear import gen_zero
-from .portable import remember_source
-from .registry import register_primitive
-from .result import ProcResult
+from .runtime.linear import gen_zero
+from .runtime.portable import remember_source
+from .runtime.registry import register_primitive
+from .runtime.result import ProcResult
 
 __all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
 

@@ -1,6 +1,6 @@
 """The derivative rules of dplus, one module per family. Importing this package registers them."""
 
-from dplus.registry import register_lazy_rules
+from dplus.runtime.registry import register_lazy_rules
 
 from . import operators  # noqa: F401
 from . import math  # noqa: F401

@@ -23,9 +23,9 @@ import itertools
 import sys
 from typing import Any
 
-from dplus.boxes import BoxSensitivities
+from dplus.runtime.boxes import BoxSensitivities
 from dplus.errors import DplusError, NonDifferentiableError
-from dplus.linear import (
+from dplus.runtime.linear import (
     add,
     coerce_zero,
     gen_zero,
@@ -33,10 +33,10 @@ from dplus.linear import (
     is_zero_sensitivity,
     tuple_items,
 )
-from dplus.closures import is_plus_function
-from dplus.registry import is_registered_transform, lookup_transform, primal_of_transform
+from dplus.runtime.closures import is_plus_function
+from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
 from dplus.rules import inline_rule_for
-from dplus.runtime import ItemColumns, accumulate, handover
+from dplus.runtime.core import ItemColumns, accumulate, handover
 
 __all__ = [
     "LIST",
@@ -176,7 +176,7 @@ class Seq:
 
 def _live_seq(x: Any, fn: str, arg: str) -> Seq:
     """The items of a live iterator, taken now (as Python would take them here)."""
-    from dplus.runtime_ops import list_length
+    from dplus.runtime.ops import list_length
 
     sq = Seq(x, list(x), LIVE, fn, arg)
     sq.lengths = list_length(x)
@@ -187,7 +187,7 @@ def _live_sens(live: Any, s: list, Abox: BoxSensitivities | None, lengths: tuple
     """The sensitivities of the items a rule took from a live ``zip``/``map``/... iterator
     (``runtime_ops.LiveIteration``), routed to the positions each item read, last item first;
     the iterator's own call hands them on. ``lengths``: recorded when the ``n`` items were taken."""
-    from dplus.runtime_ops import iteration_router
+    from dplus.runtime.ops import iteration_router
 
     if all(si is gen_zero or si is None for si in s):
         return gen_zero
@@ -216,7 +216,7 @@ def _kind_of_sequence(x: Any) -> int | None:
         return CONST
     if is_ndarray(x):
         return ARRAY
-    if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime_ops":
+    if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime.ops":
         return LIVE
     if t is set or t is frozenset:
         return SET
@@ -354,13 +354,13 @@ _PLAIN_ROWS = frozenset({tuple, _GenZeroType})
 
 
 def _columns_rule(rows: Any, m: int) -> Any:
-    from dplus.result import ProcResult
+    from dplus.runtime.result import ProcResult
 
     return ProcResult(columns(rows, m), lambda A, Abox: ((), rows_of(A, m), None))
 
 
 def _rows_of_rule(cols: Any, m: int) -> Any:
-    from dplus.result import ProcResult
+    from dplus.runtime.result import ProcResult
 
     return ProcResult(
         rows_of(cols, m),
@@ -369,7 +369,7 @@ def _rows_of_rule(cols: Any, m: int) -> Any:
 
 
 def _register_columns() -> None:
-    from dplus.registry import register_primitive
+    from dplus.runtime.registry import register_primitive
 
     register_primitive(columns, _columns_rule, note="internal: the columns of zipped sensitivities")
     register_primitive(rows_of, _rows_of_rule, note="internal: the transpose of columns")
@@ -484,7 +484,7 @@ class Calls:
     __slots__ = ("function", "fp", "fast", "args", "results", "bps")
 
     def __init__(self, function: Any) -> None:
-        from dplus.runtime import lift
+        from dplus.runtime.core import lift
 
         self.function = function
         self.fp = lift(function)

@@ -14,10 +14,10 @@ from typing import Any
 from collections.abc import Callable
 
 from dplus.errors import NonDifferentiableError
-from dplus.registry import register_primitive
+from dplus.runtime.registry import register_primitive
 from dplus.rules import defnondiff
-from dplus.result import ProcResult, run_backprop
-from dplus.runtime_ops import call
+from dplus.runtime.result import ProcResult, run_backprop
+from dplus.runtime.ops import call
 
 __all__ = ["defcomposite"]
 

@@ -19,10 +19,10 @@ Conventions (see also ``_iterables``):
   :class:`dplus.NonDifferentiableError` naming the function and argument (fix: pass
   a list or tuple). An infinite ``itertools.repeat(x)`` is the exception: its
   sensitivity is the (summed) sensitivity of ``x``.
-* ``iter(xs)`` of a list returns a :class:`dplus.runtime_ops.ListIterator` (Python's list
+* ``iter(xs)`` of a list returns a :class:`dplus.runtime.ops.ListIterator` (Python's list
   iterator, whose list and position stay known): the elements ``next`` and ``for`` loops
   take from it send their sensitivities to the list.
-* **Function arguments** (``map``) are called through ``dplus.runtime.lift``, so a
+* **Function arguments** (``map``) are called through ``dplus.runtime.core.lift``, so a
   plus-function, a registered primitive, or an unknown callable (under the current
   unknown-transform policy) may be passed; the function argument's sensitivity is
   the sum of the closure sensitivities of all calls. ``key=`` functions (``min``,
@@ -61,11 +61,11 @@ import sys
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import definline, defnondiff
-from dplus.runtime import ItemColumns, as_plain_callable, lift
+from dplus.runtime.core import ItemColumns, as_plain_callable, lift
 
 from ._iterables import (
     LIST,
@@ -658,7 +658,7 @@ register_primitive(
 
 
 def iter_plus(*args: Any) -> ProcResult:
-    from dplus.runtime_ops import ListIterator
+    from dplus.runtime.ops import ListIterator
 
     if len(args) == 1 and type(args[0]) is list:
         return ProcResult(ListIterator(args[0]), lambda A, Abox: ((), gen_zero))
@@ -666,9 +666,9 @@ def iter_plus(*args: Any) -> ProcResult:
 
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
-    from dplus.runtime import handover, is_tracked_mutable
-    from dplus.runtime_ops import ListIterator, LiveIteration
-    from dplus.linear import add
+    from dplus.runtime.core import handover, is_tracked_mutable
+    from dplus.runtime.ops import ListIterator, LiveIteration
+    from dplus.runtime.linear import add
 
     if type(it) is LiveIteration:
         return _next_live(it, default)
@@ -708,7 +708,7 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
 def _next_live(it: Any, default: tuple) -> ProcResult:
     """``next`` of a live ``zip``/``map``/... iterator: the item taken sends its sensitivity to
     the positions it read (as a loop's iteration does)."""
-    from dplus.runtime_ops import iteration_router
+    from dplus.runtime.ops import iteration_router
 
     taken = it.taken
     v = _b.next(it, *default)
@@ -723,7 +723,7 @@ def _next_live(it: Any, default: tuple) -> ProcResult:
 
     lengths = None
     if took:
-        from dplus.runtime_ops import list_length
+        from dplus.runtime.ops import list_length
 
         lengths = list_length(it)
     return ProcResult(v, next_live_backprop)
@@ -803,7 +803,7 @@ def _code_names(code: Any) -> set[str]:
 
 
 def _carries_sensitivity(v: Any) -> bool:
-    from dplus.runtime import is_tracked_mutable
+    from dplus.runtime.core import is_tracked_mutable
 
     if type(v) is bool or v is None or callable(v) and not is_tracked_mutable(v):
         return False

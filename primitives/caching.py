@@ -14,11 +14,11 @@ import collections
 import functools
 from typing import Any
 
-from dplus.boxes import BoxSensitivities
+from dplus.runtime.boxes import BoxSensitivities
 from dplus.errors import DplusError
-from dplus.linear import add, gen_zero as Z
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import add, gen_zero as Z
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import defnondiff
 
 

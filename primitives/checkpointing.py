@@ -22,20 +22,20 @@ import math
 import types
 from typing import Any
 
-from dplus import runtime_ops
+from dplus.runtime import ops as runtime_ops
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
-from dplus.linear import gen_zero, is_ndarray
-from dplus.closures import is_plus_function
-from dplus.registry import (
+from dplus.runtime.linear import gen_zero, is_ndarray
+from dplus.runtime.closures import is_plus_function
+from dplus.runtime.registry import (
     is_registered_transform,
     lookup_transform,
     register_next_order_form,
     register_primitive,
 )
-from dplus.result import ProcResult, call_plus
+from dplus.runtime.result import ProcResult, call_plus
 from dplus.rules import defnondiff
-from dplus.runtime import is_tracked_mutable, lift
+from dplus.runtime.core import is_tracked_mutable, lift
 
 from ._iterables import add_closure
 
@@ -43,7 +43,7 @@ from ._iterables import add_closure
 def plus_of(f: Any) -> Any:
     """The transform of a function the user asked to checkpoint: derived from its source if
     it has no rule (asking for a checkpoint is asking for ``f`` to be differentiated)."""
-    from dplus.transformer import plus_function_for
+    from dplus.transform.transformer import plus_function_for
 
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift(f)

@@ -40,9 +40,9 @@ import cmath
 from typing import Any
 from collections.abc import Callable
 
-from dplus.linear import gen_zero, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import defnondiff
 
 from .operators import _fit

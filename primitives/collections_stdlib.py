@@ -11,11 +11,11 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from dplus.boxes import BoxSensitivities
-from dplus.linear import add, gen_zero as Z, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
-from dplus.runtime import handover, is_tracked_mutable
+from dplus.runtime.boxes import BoxSensitivities
+from dplus.runtime.linear import add, gen_zero as Z, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
+from dplus.runtime.core import handover, is_tracked_mutable
 
 from .containers import (
     dict_copy_plus,
@@ -81,7 +81,7 @@ register_primitive(
 
 
 def _register_counter_methods() -> None:
-    from dplus.transformer import lazy_transform  # (the transformer imports the rule library)
+    from dplus.transform.transformer import lazy_transform  # (the transformer imports the rule library)
 
     # (not update: its fast path calls super().update, which the transformed method resolves
     # back to Counter.update, recursing; it runs as an unknown function, refused if its

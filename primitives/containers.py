@@ -24,9 +24,9 @@ import sys
 import types
 from typing import Any
 
-from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
+from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
-from dplus.linear import (
+from dplus.runtime.linear import (
     OneHot,
     add,
     gen_zero,
@@ -35,10 +35,10 @@ from dplus.linear import (
     is_zero_sensitivity,
     tuple_items,
 )
-from dplus.registry import lookup_transform, register_primitive
+from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
-from dplus.result import ProcResult
-from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
+from dplus.runtime.result import ProcResult
+from dplus.runtime.core import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
 
 Z = gen_zero
 
@@ -1107,7 +1107,7 @@ def dict_update_plus(d: dict, /, *args: Any, **kwargs: Any) -> ProcResult:
 def user_namespace_plus(display: dict) -> ProcResult:
     """What ``locals()`` gives inside differentiated code: the display of the user's
     variables (``normalize.user_namespace``) without those not bound yet."""
-    from dplus.normalize import UNBOUND
+    from dplus.transform.normalize import UNBOUND
 
     ns = {k: v for k, v in display.items() if not (type(v) is str and v == UNBOUND)}
 

@@ -23,7 +23,7 @@ Conventions (the same as for the builtins, see ``builtins.py``):
 * Sensitivities of iterable arguments conform to them (list, tuple, array; nothing for
   ``range``/``str``); sensitivity that would have to flow into an iterator, generator,
   set or dict keys raises :class:`dplus.NonDifferentiableError` (pass a list instead).
-* **Function arguments** are called through ``dplus.runtime.lift``: plus-functions,
+* **Function arguments** are called through ``dplus.runtime.core.lift``: plus-functions,
   registered primitives, or unknown callables under the current policy (the default
   raises :class:`dplus.UnknownTransformError` only when sensitivity reaches an
   unknown function's result). Their backpropagators run in reverse order of the
@@ -40,10 +40,10 @@ import itertools
 import operator
 from typing import Any
 
-from dplus.linear import add, gen_zero
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
-from dplus.runtime import as_plain_callable
+from dplus.runtime.linear import add, gen_zero
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
+from dplus.runtime.core import as_plain_callable
 
 from ._iterables import (
     REPEAT,

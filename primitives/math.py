@@ -60,9 +60,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dplus.linear import gen_zero, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import defnondiff, defvjp
 
 from ._iterables import seq as _seq

@@ -59,7 +59,7 @@ would change what recorded backpropagators see. Every way of doing it raises
 fill_diagonal put_along_axis``, ``ufunc.at`` (``np.add.at``), the in-place special methods
 (``a.__iadd__(b)``, ...) and the random ``shuffle``; ``a.flat`` is read-only. (``a[i] = v``
 raises in the container rules; ``a += b`` rebinds ``a`` to a new array when nothing else can
-see ``a`` and raises otherwise, see ``dplus.sharing`` and the operator rules.)
+see ``a`` and raises otherwise, see ``dplus.transform.sharing`` and the operator rules.)
 
 NumPy is optional: without it this module registers nothing.
 """
@@ -75,9 +75,9 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import add, gen_zero, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import add, gen_zero, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import defnondiff
 
 from .containers import scatter_add
@@ -1243,7 +1243,7 @@ def _tolist_transform(a: Any) -> ProcResult:
     r = a.tolist()
 
     def backprop(A: Any, Abox: Any) -> tuple:
-        from dplus.runtime import fold
+        from dplus.runtime.core import fold
 
         s = fold(r, A, Abox)
         return ((), np.asarray(s, dtype=np.result_type(a.dtype, float)).reshape(a.shape))
@@ -1807,7 +1807,7 @@ def _fit_plus(g: Any, v: Any) -> ProcResult:
     def fit_backprop(A: Any, Abox: Any) -> tuple:
         if r is not g and isinstance(r, (list, tuple)):
             # a list made here keeps its sensitivity in Abox; a tuple's may be sparse (OneHot)
-            from dplus.runtime import fold
+            from dplus.runtime.core import fold
 
             A = fold(r, A, Abox)
         if A is Z or A is None or g is Z or g is None:

@@ -30,7 +30,7 @@ except ImportError:  # dplus works without NumPy
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import gen_zero, tuple_items
+from dplus.runtime.linear import gen_zero, tuple_items
 
 from ._numpy_composite import defcomposite
 

@@ -24,7 +24,7 @@ except ImportError:  # dplus works without NumPy
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import gen_zero
+from dplus.runtime.linear import gen_zero
 from dplus.rules import defnondiff
 
 from ._numpy_composite import defcomposite

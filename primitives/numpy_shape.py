@@ -27,9 +27,9 @@ except ImportError:  # dplus works without NumPy
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import gen_zero
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 from dplus.rules import defnondiff
 
 from ._numpy_composite import defcomposite

@@ -14,7 +14,7 @@ Each rule knows several kinds of operands:
 * **NumPy arrays**: the same rules written array-safely, with broadcasting undone
   (a sensitivity is summed over the broadcast axes so it has its argument's shape).
   In-place operators never change an array: ``a += b`` on a local array that nothing else
-  can see (``dplus.sharing``) is computed *out of place*, on a copy, and rebinds ``a``
+  can see (``dplus.transform.sharing``) is computed *out of place*, on a copy, and rebinds ``a``
   (``UNSHARED_IN_PLACE``); on any other array, and ``operator.iadd(a, b)`` called
   directly, they raise :class:`NonDifferentiableError`, since other references would see
   the change in Python, and an array that a backpropagator recorded must never change.
@@ -73,10 +73,10 @@ from collections.abc import Callable
 
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
-from dplus.linear import GenZero, OneHot, add as _add, gen_zero, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
-from dplus.runtime import apply_transform
+from dplus.runtime.linear import GenZero, OneHot, add as _add, gen_zero, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
+from dplus.runtime.core import apply_transform
 from dplus.rules import defnondiff, defvjp
 
 _Z1 = ((), gen_zero)
@@ -740,7 +740,7 @@ def _refusing_arrays(inplace_fn: Any) -> Any:
     every other reference to it (views, containers, the caller), which dplus cannot follow,
     and would change values that backpropagators recorded. So it raises, before anything
     changed. (``a op= b`` on a local array that nothing else can see is computed out of
-    place instead: see :func:`unshared_in_place` and ``dplus.sharing``.)"""
+    place instead: see :func:`unshared_in_place` and ``dplus.transform.sharing``.)"""
 
     def compute(x: Any, y: Any) -> Any:
         np = _np()
@@ -757,7 +757,7 @@ def _refusing_arrays(inplace_fn: Any) -> Any:
 
 
 def unshared_in_place(inplace_fn: Any) -> Any:
-    """``a op= b`` where no other reference can see ``a``'s old value (``dplus.sharing``):
+    """``a op= b`` where no other reference can see ``a``'s old value (``dplus.transform.sharing``):
     the in-place operator, except that a NumPy array is replaced by a new one, computed in
     place on a copy, so NumPy's own checks (the result keeps the array's shape and dtype)
     still apply but no recorded array is changed."""

@@ -18,10 +18,10 @@ import weakref
 from typing import Any
 
 from dplus import parallel
-from dplus.linear import gen_zero
-from dplus.closures import remember_generated
-from dplus.registry import register_next_order_form, register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero
+from dplus.runtime.closures import remember_generated
+from dplus.runtime.registry import register_next_order_form, register_primitive
+from dplus.runtime.result import ProcResult
 
 from ._iterables import add_closure, ensure_abox, list_sens, out_sens, seq
 from .checkpointing import backprop_steps, record_items, require_value, stands_for_itself

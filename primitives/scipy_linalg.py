@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from dplus.errors import NonDifferentiableError
-from dplus.linear import gen_zero, tuple_items
+from dplus.runtime.linear import gen_zero, tuple_items
 
 from .numpy import _det_grad, _inv_grad, defgrad, defvjp_joint
 from .numpy_linalg import _T, _cholesky_grad, _eigh_grad_from, _read_triangle, _refuse_complex

@@ -33,9 +33,9 @@ import math
 import statistics
 from typing import Any
 
-from dplus.linear import gen_zero, tuple_items
-from dplus.registry import register_primitive
-from dplus.result import ProcResult
+from dplus.runtime.linear import gen_zero, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 
 from ._iterables import seq as _seq
 

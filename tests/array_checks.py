@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 
 def random_like(x: Any, rng: np.random.Generator) -> Any:

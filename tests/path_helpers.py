@@ -6,7 +6,7 @@ import math
 
 import dplus
 from dplus import grad
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 
 def both_ways(f, *args):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import dplus
 from dplus import BoxSensitivities, gen_zero
-from dplus.registry import lookup_transform
+from dplus.runtime.registry import lookup_transform
 
 
 def richardson(g: Callable[[float], float], x: float, h: float) -> float:

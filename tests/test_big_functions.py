@@ -13,8 +13,8 @@ import threading
 import pytest
 
 import dplus
-from dplus import trees
-from dplus.transformer import general_paths_only
+from dplus.transform import trees
+from dplus.transform.transformer import general_paths_only
 from path_helpers import check_fd, close
 
 POINTS = [(0.3, 0.7), (-0.45, 0.2), (1.1, -0.6)]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dplus
 from dplus import NonDifferentiableError, checkpoint, checkpoint_loop, define_dplus, grad, grad1
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 from path_helpers import check_fd, close, fd_gradient, fd_hessian
 

@@ -645,7 +645,7 @@ def test_define_dplus_returns_function_unchanged():
 
 
 def test_recreated_closures_share_one_transform():
-    from dplus import transformer
+    from dplus.transform import transformer
 
     def make(k):
         return lambda x: x * k

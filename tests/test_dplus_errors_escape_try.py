@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 
 def bump_in_try(A):

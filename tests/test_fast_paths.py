@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 from path_helpers import both_ways, check_fd, close
 
 SETTINGS = settings(max_examples=25, deadline=None)
@@ -97,7 +97,7 @@ def test_guarded_functions_agree_with_the_general_path(a, y):
 
 
 def test_general_paths_only_really_transforms_without_fast_paths():
-    from dplus.transformer import compile_function
+    from dplus.transform.transformer import compile_function
 
     def f(x, y):
         return x * y + 1.0
@@ -214,7 +214,7 @@ def test_loops_agree_with_the_general_path_and_finite_differences(f, make, xs, c
 
 
 def test_loops_over_lists_hand_sensitivities_back_once():
-    from dplus.transformer import compile_function
+    from dplus.transform.transformer import compile_function
 
     assert "_dp_route_all" in compile_function(loop_over_list).source
     rows = compile_function(loop_over_rows).source
@@ -553,8 +553,8 @@ def test_grad_pauses_the_collector_across_both_passes_and_restores_it():
 def test_a_list_entry_holding_none_takes_float_sensitivities_again():
     # a rule may answer None for "no sensitivity"; a list's entry holding it must still
     # take a later list of float sensitivities
-    from dplus.boxes import BoxSensitivities
-    from dplus.runtime import fold, handover, snapshot
+    from dplus.runtime.boxes import BoxSensitivities
+    from dplus.runtime.core import fold, handover, snapshot
 
     xs = [1.0, 2.0, 3.0]
     snap = snapshot(xs)
@@ -640,7 +640,7 @@ def test_module_numbers_agree_with_the_general_path_and_finite_differences():
         fd = (uses_module_numbers(x + h, xs) - uses_module_numbers(x - h, xs)) / (2 * h)
         assert math.isclose(fast[0], fd, rel_tol=1e-6, abs_tol=1e-6)
     # the fast reverse computes no adjoint for RATE or OFFSET (the general one still does)
-    from dplus.transformer import generated_source
+    from dplus.transform.transformer import generated_source
 
     lines = [ln.strip() for ln in generated_source(uses_module_numbers).splitlines()]
     for name in ("RATE", "OFFSET"):
@@ -799,7 +799,7 @@ def test_fast_prefix_loops_agree_with_the_general_path_and_finite_differences(f,
 
 def test_fast_prefix_loops_are_what_runs():
     # guards against the tests above passing with the prefix never generated
-    from dplus.transformer import generated_source
+    from dplus.transform.transformer import generated_source
 
     assert "_dp_prefix_reversed(" in generated_source(prefix_items_and_column)
     assert "_dp_prefix_reversed(" in generated_source(prefix_name_target_over_zip)
@@ -809,7 +809,7 @@ def test_fast_prefix_loops_are_what_runs():
     assert ".append((" in generated_source(prefix_items_and_column)
     assert "_pending" in generated_source(prefix_target_unused)
     with general_paths_only():
-        from dplus.transformer import compile_function  # noqa: F401
+        from dplus.transform.transformer import compile_function  # noqa: F401
 
         assert "_pending" not in generated_source(prefix_column)
 
@@ -832,7 +832,7 @@ def reads_a_loop_variable_twice(xs, ys, c):
 @SETTINGS
 @given(xs=st.lists(floats, min_size=0, max_size=6), c=floats, data=st.data())
 def test_first_addition_to_an_adjoint_that_may_be_zero(xs, c, data):
-    from dplus.transformer import generated_source
+    from dplus.transform.transformer import generated_source
 
     assert " is _dp_Z else " in generated_source(reads_a_loop_variable_twice)
     ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
@@ -891,7 +891,7 @@ def not_one_segment(x, y):
 
 
 def _fused(f):
-    from dplus.transformer import plus_function_for
+    from dplus.transform.transformer import plus_function_for
 
     return getattr(plus_function_for(f), "__dplus_fused__", None)
 
@@ -1183,7 +1183,7 @@ def arithmetic_segments(x, y, xs):
 
 
 def test_general_variants_of_arithmetic_segments_replay_their_reverse():
-    from dplus.transformer import generated_source
+    from dplus.transform.transformer import generated_source
 
     text = generated_source(arithmetic_segments)
     assert text.count("_dp_replay_segment(") >= 3, text
@@ -1213,7 +1213,7 @@ def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x,
 
 
 def test_only_floats_is_exactly_every_element_a_float():
-    from dplus.runtime import only_floats
+    from dplus.runtime.core import only_floats
 
     assert only_floats([]) and only_floats(()) and only_floats([1.0, -0.0, float("nan")])
     assert only_floats((2.5,) * 1000)
@@ -1230,7 +1230,7 @@ def whole_powers(x, y):
 
 
 def test_whole_powers_read_as_the_textbook_rule():
-    from dplus.transformer import generated_source
+    from dplus.transform.transformer import generated_source
 
     text = generated_source(whole_powers)
     assert "* (2 * x)" in text and "** 2" in text and "r.imag" not in text.split("else:")[0]

@@ -21,7 +21,7 @@ from dplus import (
     scale,
     zero,
 )
-from dplus.linear import conforms, is_zero_sensitivity
+from dplus.runtime.linear import conforms, is_zero_sensitivity
 
 small = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)
 
@@ -129,7 +129,7 @@ def test_conformance():
     with pytest.raises(
         dplus.SensitivityError, match="length 3 given where the result has length 2"
     ):
-        dplus.linear.check_conforms([1.0, 2.0, 3.0], [0.0, 0.0])
+        dplus.runtime.linear.check_conforms([1.0, 2.0, 3.0], [0.0, 0.0])
 
 
 def test_box_sensitivities_are_keyed_by_identity_and_keep_keys_alive():
@@ -159,7 +159,7 @@ def test_registry_registering_does_not_touch_the_function_and_replaces():
 
 
 def test_methods_of_builtin_types_are_found_through_their_descriptors():
-    from dplus.registry import lookup_transform
+    from dplus.runtime.registry import lookup_transform
 
     xs = [1.0]
     assert lookup_transform(xs.append) is not None

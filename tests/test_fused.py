@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dplus
-from dplus.transformer import plus_function_for
+from dplus.transform.transformer import plus_function_for
 from path_helpers import both_ways, check_fd, close
 
 SETTINGS = settings(max_examples=30, deadline=None)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 from path_helpers import close, fd_gradient
 

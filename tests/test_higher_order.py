@@ -153,7 +153,7 @@ def test_rule_code_never_calls_a_registered_transform_directly():
     import importlib
     import inspect
 
-    from dplus.registry import is_registered_transform
+    from dplus.runtime.registry import is_registered_transform
 
     modules = [
         "dplus.primitives." + m
@@ -169,7 +169,7 @@ def test_rule_code_never_calls_a_registered_transform_directly():
             "_iterables",
         )
     ]
-    modules += ["dplus.runtime", "dplus.runtime_ops", "dplus.api", "dplus.higher"]
+    modules += ["dplus.runtime.core", "dplus.runtime.ops", "dplus.api", "dplus.higher"]
     offenders = []
     for name in modules:
         mod = importlib.import_module(name)

@@ -12,7 +12,7 @@ import pytest
 
 import dplus
 from dplus import grad, grad1, hessian
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 POINTS = (0.7, 1.2, 1.9)
 

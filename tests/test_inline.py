@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import dplus
-from dplus.transformer import generated_source
+from dplus.transform.transformer import generated_source
 from path_helpers import both_ways, close
 
 SETTINGS = settings(max_examples=25, deadline=None)

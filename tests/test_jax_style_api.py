@@ -170,7 +170,7 @@ def test_errors_at_the_door():
 )
 def test_infinite_derivatives_are_inf_as_in_autograd_and_jax(fn, x, expected):
     assert grad1(fn)(x) == expected
-    with dplus.transformer.general_paths_only():
+    with dplus.transform.transformer.general_paths_only():
         assert grad1(fn)(x) == expected
 
 

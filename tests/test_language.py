@@ -1553,7 +1553,7 @@ def _make_closure(k):
 
 
 def test_recreating_closure_does_not_retransform():
-    from dplus import transformer
+    from dplus.transform import transformer
 
     assert grad(_make_closure(2.0))(1.0) == (2.0,)
     n = len(transformer._COMPILED)
@@ -1567,7 +1567,7 @@ def f_makes_lambdas(x):
 
 
 def test_nested_lambda_compiled_once():
-    from dplus import transformer
+    from dplus.transform import transformer
 
     grad1(f_makes_lambdas)(1.0)
     n = len(transformer._COMPILED)

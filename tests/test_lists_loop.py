@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 from path_helpers import both_ways, check_fd, close
 from test_fast_paths import Scaled, loop_over_rows as nested  # (objects never on the lists path)
 

@@ -266,7 +266,7 @@ def test_a_closure_returned_at_order_three_is_a_plus_function():
 
     assert close(nth(use, 3)(0.7), 6.0)
     r = dplus.lift_dplus(outer)(2.0)
-    assert dplus.closures.is_plus_function(r.primal)
+    assert dplus.runtime.closures.is_plus_function(r.primal)
 
 
 def cubes(p):

@@ -6,7 +6,7 @@ import ast
 
 from hypothesis import given, settings, strategies as st
 
-from dplus.peephole import simplify_reverse
+from dplus.transform.peephole import simplify_reverse
 
 NAMES = ["A", "B", "x"]  # read after the list (adjoints, values)
 TEMPS = ["t1", "t2", "t3"]  # read by nothing after it

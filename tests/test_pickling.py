@@ -161,7 +161,7 @@ def test_functions_of_importable_modules_carry_nothing():
     import math
 
     import dplus
-    from dplus.portable import travels_by_value
+    from dplus.runtime.portable import travels_by_value
 
     assert not travels_by_value(dplus.grad)
     assert not travels_by_value(math.sin)

@@ -42,7 +42,7 @@ def test_builtins_fall_back_to_the_default_policy():
 def test_a_lifted_helper_is_registered_as_a_decorated_one():
     with current_unknown_transform(transform_from_source):
         grad(m.cube)(1.0)
-    assert dplus.registry.lookup_transform(m.square) is not None
+    assert dplus.runtime.registry.lookup_transform(m.square) is not None
     assert grad(m.cube)(2.0) == (12.0,)  # stays differentiable afterwards, as if decorated
 
 

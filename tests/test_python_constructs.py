@@ -14,7 +14,7 @@ import pytest
 
 import dplus
 from dplus import grad
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 from path_helpers import check_first_order, check_second_order, close, fd_hessian
 

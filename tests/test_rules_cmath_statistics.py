@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import dplus
 from dplus import BoxSensitivities, gen_zero
 from dplus.errors import NonDifferentiableError
-from dplus.linear import OneHot
-from dplus.registry import lookup_transform
+from dplus.runtime.linear import OneHot
+from dplus.runtime.registry import lookup_transform
 from dplus.rules import inline_rule_for
 
 from rules_fd_helpers import (

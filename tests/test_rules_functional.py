@@ -20,10 +20,10 @@ from dplus import (
     grad,
     lift_dplus,
 )
-from dplus.closures import PlusInfo, register_plus_code
-from dplus.linear import coerce_zero, dot
-from dplus.registry import lookup_transform
-from dplus.result import ProcResult
+from dplus.runtime.closures import PlusInfo, register_plus_code
+from dplus.runtime.linear import coerce_zero, dot
+from dplus.runtime.registry import lookup_transform
+from dplus.runtime.result import ProcResult
 
 mul = operator.mul
 

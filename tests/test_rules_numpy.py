@@ -14,8 +14,8 @@ import pytest
 
 import dplus
 from dplus import BoxSensitivities, NonDifferentiableError, gen_zero
-from dplus.linear import OneHot
-from dplus.registry import lookup_transform
+from dplus.runtime.linear import OneHot
+from dplus.runtime.registry import lookup_transform
 
 rng = np.random.default_rng(20240611)
 nd = np.ndarray

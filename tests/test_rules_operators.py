@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import dplus
 from dplus import BoxSensitivities, ProcResult, gen_zero, register_primitive
 from dplus.gradcheck import check_grad
-from dplus.linear import OneHot, TupleAccumulator
-from dplus.registry import lookup_transform
+from dplus.runtime.linear import OneHot, TupleAccumulator
+from dplus.runtime.registry import lookup_transform
 from dplus.primitives.operators import UNSHARED_IN_PLACE
 from dplus.rules import inline_rule_for, inline_rules
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 
 def _flat(v):

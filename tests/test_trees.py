@@ -5,13 +5,13 @@ import inspect
 
 import pytest
 
-import dplus.reverse
-import dplus.transformer
-from dplus.trees import clone, walk
+import dplus.transform.reverse
+import dplus.transform.transformer
+from dplus.transform.trees import clone, walk
 
 SOURCES = [
-    inspect.getsource(dplus.trees),
-    inspect.getsource(dplus.transformer),
+    inspect.getsource(dplus.transform.trees),
+    inspect.getsource(dplus.transform.transformer),
     "x = [a for a in b if a > 1]\nf(*a, k=1, **d)[0].y += -z\nlambda q=1, *r: q is not r",
     "match p:\n    case [1, *rest] if rest: pass\n    case {'k': v, **kw}: del v\n",
 ]
@@ -41,12 +41,12 @@ def test_clone_copies_every_stateful_node(text):
 
 
 def test_the_engine_uses_these_helpers():
-    assert dplus.reverse.clone is clone and dplus.transformer.walk is walk
+    assert dplus.transform.reverse.clone is clone and dplus.transform.transformer.walk is walk
 
 
 @pytest.mark.parametrize("value", [-2, -2.5, -0.0, 3, 0.5])
 def test_unparse_reads_back_as_the_same_tree(value):
-    from dplus.trees import unparse
+    from dplus.transform.trees import unparse
 
     tree = ast.Expression(
         body=ast.BinOp(

@@ -14,8 +14,8 @@ import pytest
 
 import dplus
 from dplus import define_dplus
-from dplus.linear import OneHot, TupleAccumulator, add, coerce_zero, gen_zero
-from dplus.transformer import general_paths_only
+from dplus.runtime.linear import OneHot, TupleAccumulator, add, coerce_zero, gen_zero
+from dplus.transform.transformer import general_paths_only
 from path_helpers import both_ways, check_fd, close
 
 
@@ -350,9 +350,9 @@ def test_linear_interface_on_boxes():
     assert dplus.dot(Box([1.0, 2.0]), Box([3.0, 4.0])) == 11.0
     assert dplus.zero(Box((1.0, "a"))) == Box((0.0, None))
     assert dplus.coerce_zero(Box(gen_zero), Box([1.0])) == Box([0.0])
-    assert dplus.linear.conforms(Box(1.0), Box(2.0))
-    assert not dplus.linear.conforms(Box([1.0]), Box(2.0))
-    assert not dplus.linear.conforms(1.0, Box(2.0))
+    assert dplus.runtime.linear.conforms(Box(1.0), Box(2.0))
+    assert not dplus.runtime.linear.conforms(Box([1.0]), Box(2.0))
+    assert not dplus.runtime.linear.conforms(1.0, Box(2.0))
 
 
 def boxed_double(x):

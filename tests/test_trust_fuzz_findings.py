@@ -12,7 +12,7 @@ import pytest
 
 import dplus
 from dplus import grad
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 from path_helpers import (
     both_ways,
     check_fd,

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 from path_helpers import check_fd, close
 
 
@@ -354,8 +354,8 @@ def test_the_issue_examples():
 
 
 def test_a_resized_list_of_containers_whose_elements_cannot_be_found_again_is_refused():
-    from dplus.boxes import BoxSensitivities
-    from dplus.runtime import handover
+    from dplus.runtime.boxes import BoxSensitivities
+    from dplus.runtime.core import handover
 
     with pytest.raises(dplus.NonDifferentiableError, match="resized"):
         handover(BoxSensitivities(), [[1.0]], [[1.0], [2.0]])

@@ -13,7 +13,7 @@ import pytest
 
 import dplus
 from dplus import DplusError, NonDifferentiableError, grad
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 rng = np.random.default_rng(2611)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 from path_helpers import check_fd, check_first_order, check_second_order, close
 

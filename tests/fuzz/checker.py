@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import dplus
-from dplus.transformer import general_paths_only
+from dplus.transform.transformer import general_paths_only
 
 from .generator import Program
 

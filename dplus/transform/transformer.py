@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from .closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
-from .errors import SourceUnavailableError, describe_callable
+from ..runtime.closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
+from ..errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
-from .linear import gen_zero
+from ..runtime.linear import gen_zero
 from .normalize import Namer, normalize_function
-from .registry import bind_transform, lookup_transform, register_primitive
-from .result import ProcResult
+from ..runtime.registry import bind_transform, lookup_transform, register_primitive
+from ..runtime.result import ProcResult
 from . import reverse
 from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
 from .scalarize import hoist_constant_reads, scalarize_lists
@@ -139,7 +139,7 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
     fn.__dplus_source__ = f
-    remember_generated(fn)  # (for a copy unpickled in another process: dplus.portable)
+    remember_generated(fn)  # (for a copy unpickled in another process: dplus.runtime.portable)
     if compiled.fused is not None:
         fn.__dplus_fused__ = types.FunctionType(
             compiled.fused,
@@ -567,9 +567,9 @@ def _bound_plus(
 
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
-    from .runtime import lift
-    from .runtime import KeywordDict
-    from .runtime_ops import call_plus_keywords, keywords_at, merged_keywords
+    from ..runtime.core import lift
+    from ..runtime.core import KeywordDict
+    from ..runtime.ops import call_plus_keywords, keywords_at, merged_keywords
 
     inner_plus = (
         lift(p.func)
@@ -633,7 +633,7 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
             plus = state["plus"] = plus_function_for(f)
             register_primitive(f, plus, note="derived from source by define_dplus")
         if kwargs:  # (bound by runtime_ops.call, so their sensitivities come back by name)
-            from .runtime_ops import call
+            from ..runtime.ops import call
 
             return call(plus, *args, **kwargs)
         return plus(*args)
@@ -663,7 +663,7 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
         init_plus = t if t is not None else plus_function_for(init)
 
         def construct(*args: Any, **kwargs: Any) -> ProcResult:
-            from .runtime import apply_transform, handover
+            from ..runtime.core import apply_transform, handover
 
             obj = cls.__new__(cls)
             # (through apply_transform, so that this code can be differentiated again)
@@ -710,7 +710,7 @@ def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
         n = len(names)
 
         def construct_namedtuple_backprop(A: Any, Abox: Any) -> tuple:
-            from .linear import tuple_items
+            from ..runtime.linear import tuple_items
 
             parts = dict(zip(names, tuple_items(A, n)))
             out = ((),) + tuple(parts[name] for name in names[: len(args)])
@@ -735,7 +735,7 @@ def _field_constructor(cls: type) -> Callable[..., ProcResult]:
         pos_names = names[: len(args)]
 
         def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
-            from .runtime import handover
+            from ..runtime.core import handover
 
             if A is not Z and A is not None:
                 handover(Abox, obj, A)
@@ -757,6 +757,6 @@ def _field_constructor(cls: type) -> Callable[..., ProcResult]:
 
 
 def transform_of_plus(p: Any) -> Callable[..., ProcResult]:
-    from .higher import transform_of_plus as impl
+    from ..higher import transform_of_plus as impl
 
     return impl(p)

@@ -40,8 +40,8 @@ import builtins
 import types
 from typing import Any
 
-from .errors import DplusError
-from .registry import _ON_NEW_RULE, _TRANSFORMS
+from ..errors import DplusError
+from ..runtime.registry import _ON_NEW_RULE, _TRANSFORMS
 from .scopes import names_bound_by
 from .trees import walk
 

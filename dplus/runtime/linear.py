@@ -19,7 +19,7 @@ from functools import singledispatch
 from typing import Any
 from collections.abc import Callable
 
-from .errors import SensitivityError
+from ..errors import SensitivityError
 from .result import ProcResult
 
 __all__ = [

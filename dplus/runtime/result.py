@@ -100,7 +100,7 @@ def call_plus(P: Backprop, /, *args: Any, **kwargs: Any) -> ProcResult:
     if kwargs:
         # (a plus-function with plain parameters answers by position: runtime_ops binds the
         # keywords so that their sensitivities come back by name, as for any call with keywords)
-        from .runtime_ops import _call_positionally
+        from .ops import _call_positionally
 
         if _depth[0]:
             return _call_positionally(P, args, kwargs)

@@ -36,7 +36,7 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
 
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
-from .errors import DplusError, NonDifferentiableError, SensitivityError
+from ..errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -48,9 +48,9 @@ from .linear import (
     tuple_items,
 )
 from .registry import _TRANSFORMS, lookup_transform
-from .rules import defnondiff
+from ..rules import defnondiff
 from .result import ProcResult, call_plus
-from .runtime import (
+from .core import (
     CellKey,
     ItemColumns,
     KeywordDict,
@@ -248,7 +248,7 @@ def _may_hold_sensitivity(values: tuple) -> bool:
 
 def refuse_array_in_place(value: Any, where: tuple[str, str, str]) -> None:
     """Raise before ``a op= b`` changes the array ``value`` in place when something else may
-    see it (``dplus.sharing``): ``where`` is the statement, its place and the fix."""
+    see it (``dplus.transform.sharing``): ``where`` is the statement, its place and the fix."""
     if is_ndarray(value):
         statement, place, fix = where
         raise NonDifferentiableError(

@@ -114,7 +114,7 @@ _REGISTERED_IDS = _registered_ids()
 
 
 # ---------------------------------------------------------------------------
-# the records of generated code travel with a function pickled by value (dplus.portable)
+# the records of generated code travel with a function pickled by value (dplus.runtime.portable)
 
 
 class GeneratedCodes:

@@ -7,7 +7,7 @@ import types
 from typing import Any
 from collections.abc import Callable
 
-from .errors import DplusError
+from ..errors import DplusError
 from .portable import remember_rule, remember_source
 from .result import ProcResult, call_plus
 
@@ -46,7 +46,7 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
 
     ``fn``'s behaviour is not touched, so its plain calls cost exactly what they did (a
     function of ``__main__`` or a notebook keeps its rule in its ``__dict__``, so that a copy
-    made by unpickling in another process has it too: :mod:`dplus.portable`).
+    made by unpickling in another process has it too: :mod:`dplus.runtime.portable`).
     Registering again replaces the earlier transform. Methods of builtin types are
     registered through their descriptor: ``register_primitive(list.append, t)``;
     ``t`` then receives the instance as its first argument.

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
-from .errors import NonDifferentiableError, SensitivityError
+from ..errors import NonDifferentiableError, SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -31,7 +31,7 @@ from .linear import (
     object_attributes,
     zero,
 )
-from .policies import current_unknown_transform
+from ..policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
 from .result import ProcResult
 
@@ -75,24 +75,24 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return f
     if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
         # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
-        from .transformer import plus_function_for
+        from ..transform.transformer import plus_function_for
 
         return plus_function_for(f)
     if isinstance(f, type):
-        from .api import _lift_class
+        from ..api import _lift_class
 
         t = _lift_class(f)
         if t is not None:
             return t
     elif isinstance(f, functools.partial):
-        from .transformer import plus_function_for
+        from ..transform.transformer import plus_function_for
 
         return plus_function_for(f)
     else:
         call = getattr(type(f), "__call__", None)
         if isinstance(call, types.FunctionType) and lookup_transform(call) is not None:
             # a callable object whose __call__ is registered (define_dplus)
-            from .transformer import plus_function_for
+            from ..transform.transformer import plus_function_for
 
             return plus_function_for(f)
     if type(f) is types.FunctionType:
@@ -110,7 +110,7 @@ def _registered_from_carried_rule(f: types.FunctionType) -> Any:
     if rule is None:
         return None
     if rule == DEFINED:
-        from .api import define_dplus
+        from ..api import define_dplus
 
         define_dplus(f)
     else:

@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
-from .closures import CodeMap
-from .portable import carried_lines
-from .errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
+from ..runtime.closures import CodeMap
+from ..runtime.portable import carried_lines
+from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from .trees import walk
 
 __all__ = ["FunctionSource", "function_source"]
@@ -107,7 +107,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
                 lines, filename = module_lines, module_file
     carried = carried_lines(fn) if not lines else []
     if carried:
-        # unpickled in another process: the source came with the function (dplus.portable)
+        # unpickled in another process: the source came with the function (dplus.runtime.portable)
         lines = carried
         filename = getattr(fn.__dplus_origin__, "filename", filename)
         try:

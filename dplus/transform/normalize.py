@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from .errors import UnsupportedSyntaxError
+from ..errors import UnsupportedSyntaxError
 from .scopes import Scope
 from .sharing import unshared_aug_targets
 from .trees import walk
@@ -427,7 +427,7 @@ class Normalizer:
 
     def in_place_op(self, s: ast.AugAssign, cur: Atom, v: Atom, shared: bool) -> ast.BinOp:
         """The operation of ``s``: ``dp_inplace`` is ``"unshared"`` when no other reference can
-        see the old value of the target (see :mod:`dplus.sharing`), so an array may be replaced
+        see the old value of the target (see :mod:`dplus.transform.sharing`), so an array may be replaced
         by a new one; ``"shared"`` otherwise, and ``dp_where`` then describes the statement
         for the refusal of an array."""
         node = ast.BinOp(left=cur, op=s.op, right=v)

@@ -21,7 +21,7 @@ import attrs
 
 from .normalize import IRFunction, Namer, closure_reads
 from .peephole import simplify_reverse
-from .rules import InlineRule, inline_rule_for
+from ..rules import InlineRule, inline_rule_for
 from .scopes import names_bound_by
 from .trees import clone, substituted, unparse, walk
 
@@ -459,7 +459,7 @@ class FunctionBuilder:
         return N(self.h.ref(value, hint))
 
     def rt(self, name: str) -> ast.Name:
-        from . import runtime_ops
+        from ..runtime import ops as runtime_ops
 
         return self.helper(getattr(runtime_ops, name), name)
 
@@ -2341,7 +2341,7 @@ class FunctionBuilder:
     ) -> bool:
         """Whether a ``call(f, *args)`` of first-order code is written ``callee_plus(f)(*args)``
         (differentiable-again code keeps ``call``, which has a rule of its own)."""
-        from . import runtime_ops
+        from ..runtime import ops as runtime_ops
 
         return (
             not self.nestable
@@ -2397,7 +2397,7 @@ class FunctionBuilder:
         what the backprop would have returned.
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
-            from . import runtime_ops
+            from ..runtime import ops as runtime_ops
 
             if self.h.values[plus.id] not in (
                 runtime_ops.call,
@@ -3465,7 +3465,7 @@ class FunctionBuilder:
             # a DplusError (dplus cannot run or differentiate what the body does) leaves the
             # function whatever the user's handlers catch: handled, the program would go on
             # differently than without grad
-            from .errors import DplusError
+            from ..errors import DplusError
 
             handlers.insert(
                 0,
@@ -4061,19 +4061,19 @@ def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
 
 
 def _gen_zero() -> Any:
-    from .linear import gen_zero
+    from ..runtime.linear import gen_zero
 
     return gen_zero
 
 
 def _procresult() -> Any:
-    from .result import ProcResult
+    from ..runtime.result import ProcResult
 
     return ProcResult
 
 
 def _nondiff_error() -> Any:
-    from .errors import NonDifferentiableError
+    from ..errors import NonDifferentiableError
 
     return NonDifferentiableError
 
