@@ -15,6 +15,7 @@ from .policies import current_unknown_transform
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
+from .runtime.hooks import hooks
 from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
@@ -27,9 +28,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     were passed, a dict of their sensitivities follows as the last element.
     """
     if is_plus_function(f):
-        from .transform.transformer import transform_of_plus
-
-        return transform_of_plus(f)
+        return hooks.transform_of_plus(f)
     _refuse_generator_function(f)
     t = lookup_transform(f)
     if t is not None:
@@ -267,9 +266,7 @@ def grad(
     if argnums is not None or has_aux:
         if sensitivity is not _DEFAULT_SENSITIVITY:
             raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
-        from .derived import jax_style_grad
-
-        return jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
+        return hooks.jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
     return _make_gradient(_lift(f), f, sensitivity)
 
 
@@ -382,9 +379,7 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     already a plus-function there. The sensitivity given gets the part of the gradient
     function's closure sensitivity for it, by position or by keyword as it was passed."""
     if "argnums" in kwargs or "has_aux" in kwargs:
-        from .derived import _jax_style_inside
-
-        _jax_style_inside(f, *rest, **kwargs)
+        hooks.jax_style_inside(f, *rest, **kwargs)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
@@ -509,6 +504,8 @@ def apply(f: Callable[..., Any], args: Any) -> Any:
     """``f(*args)``."""
     return f(*args)
 
+
+hooks.install(lift_class=_lift_class, define_dplus=define_dplus)
 
 # called inside differentiated code, foldl and apply are differentiated from their source
 foldl.__dplus_derived__ = ("helper",)

@@ -13,7 +13,7 @@ is a transpose:
   order's map keeps the sensitivity of its contents under the entry. An entry made from
   zeros drops that sensitivity where it was made (zeros are constants);
 - the entry of a box or a cell is a value, replaced on each change: its sensitivity waits
-  in the entry's dual stash (``higher.cell_stash``): a read adds to it, an addition takes
+  in the entry's dual stash (``cell_stash``): a read adds to it, an addition takes
   it, a write takes and clears it;
 - ``handover`` (adding a value's sensitivity into the entries) and ``fold`` (a value's
   sensitivity plus its entries) are run as they are, with a record of the entries they
@@ -27,7 +27,15 @@ from typing import Any
 from collections.abc import Callable
 
 from .runtime.boxes import Box, BoxSensitivities
-from .runtime.linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sensitivity
+from .runtime.linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    gen_zero,
+    is_ndarray,
+    is_zero_sensitivity,
+    tuple_part,
+)
 from .runtime.registry import register_primitive
 from .rules import defnondiff
 from .runtime.result import ProcResult
@@ -36,29 +44,109 @@ from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_a
 Z = gen_zero
 
 
-def _value_stash(Abox: BoxSensitivities, key: Any) -> Any:
-    from .higher import cell_stash
+# Loops over tuples: each iteration's element sensitivity is added into a router, whose
+# result is the tuple's sensitivity. At the next order that result's sensitivity S must
+# reach every ``route_back`` call (part i of S for iteration i): it waits in the
+# box-sensitivity map of the backward pass running (a backprop may run many times, each
+# with its own map), under a Stash key, and stashes are differentiable again through their
+# duals.
+class Stash:
+    """A key under which a sum waits from one operation of a backward pass to later ones."""
 
+    __slots__ = ()
+
+
+def _stash_record(h: Stash, Abox: BoxSensitivities) -> list:
+    # [sum, dual]: the dual is per (stash, pass), since one stash is used by the passes of
+    # several orders at once and their transposes must not meet
+    return Abox.stash_record(h)
+
+
+def stash_add(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
+    rec = _stash_record(h, Abox)
+    rec[0] = add(rec[0], tuple(v.items) if type(v) is TupleAccumulator else v)
+
+
+def stash_take(h: Stash, Abox: BoxSensitivities) -> Any:
+    return _stash_record(h, Abox)[0]
+
+
+def stash_set(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
+    _stash_record(h, Abox)[0] = tuple(v.items) if type(v) is TupleAccumulator else v
+
+
+def stash_take_clear(h: Stash, Abox: BoxSensitivities) -> Any:
+    rec = _stash_record(h, Abox)
+    v = rec[0]
+    rec[0] = Z
+    return v
+
+
+def stash_dual(h: Stash, Abox: BoxSensitivities) -> Stash:
+    rec = _stash_record(h, Abox)
+    if rec[1] is None:
+        rec[1] = Stash()
+    return rec[1]
+
+
+def router_stash(route: Any) -> Stash:
+    if route.stash is None:
+        route.stash = Stash()
+    return route.stash
+
+
+# The four operations transpose in pairs, so each order's rules are the next order's
+# operations: add <-> take (a read that leaves the sum), set <-> take_clear.
+def _register_stash_pair(write: Callable[..., None], read: Callable[..., Any]) -> None:
+    def write_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
+        write(h, v, Abox)
+        return ProcResult(None, lambda A, Abox2: ((), None, read(stash_dual(h, Abox), Abox2), None))
+
+    def read_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
+        r = read(h, Abox)
+
+        def read_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
+            write(stash_dual(h, Abox), T, Abox2)
+            return (), None, None
+
+        return ProcResult(r, read_backprop)
+
+    register_primitive(write, write_rule)
+    register_primitive(read, read_rule)
+
+
+_register_stash_pair(stash_add, stash_take)
+_register_stash_pair(stash_set, stash_take_clear)
+
+
+# Captured variables that are rebound live in BoxSensitivities under a cell key; at the
+# next order the map itself is a container whose entries carry sensitivity.
+def cell_stash(Abox: BoxSensitivities, key: Any) -> Stash:
+    """The stash of ``key``'s entry (a captured variable's cell, a list) in one backward pass."""
+    rec = Abox.stash_record(key)
+    if rec[1] is None:
+        rec[1] = Stash()
+    return rec[1]
+
+
+defnondiff(cell_stash)
+
+
+def _value_stash(Abox: BoxSensitivities, key: Any) -> Any:
     return cell_stash(Abox, key)
 
 
 def _add_to_value_entry_dual(
     Abox: BoxSensitivities, key: Any, A: Any, Abox2: BoxSensitivities
 ) -> None:
-    from .higher import stash_add
-
     stash_add(_value_stash(Abox, key), A, Abox2)
 
 
 def _take_value_entry_dual(Abox: BoxSensitivities, key: Any, Abox2: BoxSensitivities) -> Any:
-    from .higher import stash_take
-
     return stash_take(_value_stash(Abox, key), Abox2)
 
 
 def _take_clear_value_entry_dual(Abox: BoxSensitivities, key: Any, Abox2: BoxSensitivities) -> Any:
-    from .higher import stash_take_clear
-
     return stash_take_clear(_value_stash(Abox, key), Abox2)
 
 
@@ -106,8 +194,6 @@ def _pop_rule(Abox: BoxSensitivities, key: Any, *default: Any) -> ProcResult:
             return ((), Z, None) + ((A,) if default else ())
         if not is_tracked_mutable(v):
             # the entry held v before the pop: whatever came after started from zero
-            from .higher import stash_set
-
             stash_set(_value_stash(Abox, key), A, Abox2)
         return ((), Z, None) + ((Z,) if default else ())
 
@@ -529,8 +615,6 @@ def _folded_with_transpose_rule(v: Any, s: Any, Abox: BoxSensitivities | None) -
     out, transpose = folded_with_transpose(v, s, Abox)
 
     def folded_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        from .higher import tuple_part
-
         return (), Z, transpose(tuple_part(A, 0, 2), Abox2), None
 
     return ProcResult((out, transpose), folded_backprop)

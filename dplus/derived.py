@@ -27,6 +27,7 @@ from .runtime.portable import remember_source
 from .runtime.result import ProcResult
 from .rules import defnondiff
 from .runtime.core import apply_transform
+from .runtime.hooks import hooks
 from .structured import shaped_like
 from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
 
@@ -357,3 +358,6 @@ defnondiff(_array_shape_at)
 _place.__dplus_derived__ = ("helper",)
 _jacobian_block.__dplus_derived__ = ("helper",)
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
+
+
+hooks.install(jax_style_grad=jax_style_grad, jax_style_inside=_jax_style_inside)

@@ -40,14 +40,24 @@ from .api import (
     grad1,
     prepare_sensitivity,
 )
+from .runtime.hooks import hooks
 from .runtime.result import call_plus, run_backprop
-from .boxes_again import added_to_element, folded_with_transpose, handed_over, holds_mutables
+from .boxes_again import (
+    added_to_element,
+    cell_stash,
+    folded_with_transpose,
+    handed_over,
+    holds_mutables,
+    router_stash,
+    stash_add,
+    stash_dual,
+    stash_take,
+)
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .errors import NonDifferentiableError, describe_callable
 from .runtime.linear import (
     OneHot,
-    TupleAccumulator,
     add,
     coerce_zero,
     dot,
@@ -56,6 +66,7 @@ from .runtime.linear import (
     is_zero_sensitivity,
     scale,
     tuple_items,
+    tuple_part,
     zero,
 )
 from .runtime.result import backprop as result_backprop, primal as result_primal
@@ -69,7 +80,6 @@ from .primitives.containers import gather_slice, register_attribute, scatter_sli
 from .runtime.core import (
     CellKey,
     KeywordDict,
-    Snapshot,
     apply_transform,
     changed_since,
     fold,
@@ -477,81 +487,6 @@ def _closure_parts_tower(A: Any, n: int) -> ProcResult:
     return ProcResult(parts, lambda S, Abox: ((), S, None))
 
 
-# Loops over tuples: each iteration's element sensitivity is added into a router, whose
-# result is the tuple's sensitivity. At the next order that result's sensitivity S must
-# reach every ``route_back`` call (part i of S for iteration i): it waits in the
-# box-sensitivity map of the backward pass running (a backprop may run many times, each
-# with its own map), under a Stash key, and stashes are differentiable again through their
-# duals.
-class Stash:
-    """A key under which a sum waits from one operation of a backward pass to later ones."""
-
-    __slots__ = ()
-
-
-def _stash_record(h: Stash, Abox: BoxSensitivities) -> list:
-    # [sum, dual]: the dual is per (stash, pass), since one stash is used by the passes of
-    # several orders at once and their transposes must not meet
-    return Abox.stash_record(h)
-
-
-def stash_add(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
-    rec = _stash_record(h, Abox)
-    rec[0] = add(rec[0], tuple(v.items) if type(v) is TupleAccumulator else v)
-
-
-def stash_take(h: Stash, Abox: BoxSensitivities) -> Any:
-    return _stash_record(h, Abox)[0]
-
-
-def stash_set(h: Stash, v: Any, Abox: BoxSensitivities) -> None:
-    _stash_record(h, Abox)[0] = tuple(v.items) if type(v) is TupleAccumulator else v
-
-
-def stash_take_clear(h: Stash, Abox: BoxSensitivities) -> Any:
-    rec = _stash_record(h, Abox)
-    v = rec[0]
-    rec[0] = Z
-    return v
-
-
-def stash_dual(h: Stash, Abox: BoxSensitivities) -> Stash:
-    rec = _stash_record(h, Abox)
-    if rec[1] is None:
-        rec[1] = Stash()
-    return rec[1]
-
-
-def router_stash(route: Any) -> Stash:
-    if route.stash is None:
-        route.stash = Stash()
-    return route.stash
-
-
-# The four operations transpose in pairs, so each order's rules are the next order's
-# operations: add <-> take (a read that leaves the sum), set <-> take_clear.
-def _register_stash_pair(write: Callable[..., None], read: Callable[..., Any]) -> None:
-    def write_rule(h: Stash, v: Any, Abox: BoxSensitivities) -> ProcResult:
-        write(h, v, Abox)
-        return ProcResult(None, lambda A, Abox2: ((), None, read(stash_dual(h, Abox), Abox2), None))
-
-    def read_rule(h: Stash, Abox: BoxSensitivities) -> ProcResult:
-        r = read(h, Abox)
-
-        def read_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
-            write(stash_dual(h, Abox), T, Abox2)
-            return (), None, None
-
-        return ProcResult(r, read_backprop)
-
-    register_primitive(write, write_rule)
-    register_primitive(read, read_rule)
-
-
-_register_stash_pair(stash_add, stash_take)
-_register_stash_pair(stash_set, stash_take_clear)
-
-
 def _route_result_tower(route: Any) -> ProcResult:
     r = runtime_ops.route_result(route)
     if type(route) is not runtime_ops._TupleRouter and type(route) is not runtime_ops._ArrayRouter:
@@ -778,16 +713,6 @@ register_primitive(result_backprop, _backprop_rule)
 defnondiff(zero)
 
 
-# Captured variables that are rebound live in BoxSensitivities under a cell key; at the
-# next order the map itself is a container whose entries carry sensitivity.
-def cell_stash(Abox: BoxSensitivities, key: Any) -> Stash:
-    """The stash of ``key``'s entry (a captured variable's cell, a list) in one backward pass."""
-    rec = Abox.stash_record(key)
-    if rec[1] is None:
-        rec[1] = Stash()
-    return rec[1]
-
-
 def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) -> ProcResult:
     if value is not None and is_tracked_mutable(value) and not is_zero_sensitivity(s):
         raise NonDifferentiableError(
@@ -820,24 +745,11 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 defnondiff(_sensitivity_reaches_mutable)
 defnondiff(holds_mutables)
 defnondiff(_sensitivity_reaches_set)
-defnondiff(cell_stash)
 register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
 
 
 # Sparse tuple sensitivities at the next order: OneHot and taking one part are adjoint.
-def tuple_part(S: Any, i: int, n: int) -> Any:
-    """Component ``i`` of a sensitivity of a length-``n`` tuple, in any representation."""
-    if S is Z or S is None:
-        return Z
-    t = type(S)
-    if t is OneHot:
-        return S.value if S.index == i else Z
-    if t is TupleAccumulator:
-        return S.items[i]
-    return S[i]
-
-
 def _onehot_rule(i: int, A: Any, n: int) -> ProcResult:
     return ProcResult(OneHot(i, A, n), lambda S, Abox: ((), None, tuple_part(S, i, n), None))
 
@@ -1248,3 +1160,6 @@ for _helper_module, _helper_name in (
         _unsupported_again(_helper, _SETS_AGAIN, _SETS_FIX),
         note="internal: refused at the next order",
     )
+
+
+hooks.install(transform_of_plus=transform_of_plus)

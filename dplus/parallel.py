@@ -8,7 +8,7 @@ there, in parallel, and brings back only the items' sensitivities and the summed
 of the parameters ``f`` closes over. Without a client it runs in this process, so the same
 code runs on a laptop.
 
-The rule is in ``dplus.primitives.parallel``; the tasks below run on the workers (they are
+The rule is in ``dplus.primitives.parallel`` (with the task of a chunk's forward pass); the tasks below run on the workers (they are
 module-level functions, so workers import them rather than receive them).
 """
 
@@ -91,22 +91,18 @@ _KEPT_LOCK = threading.Lock()
 _TOKENS = itertools.count()
 
 
-def run_recorded_chunk(f: Any, part: list, token_prefix: str) -> tuple:
-    """The forward pass of one chunk on a worker: the results, and where the record stays."""
-    from .primitives.checkpointing import record_items
-
-    results, bps = record_items(f, part)
+def keep_records(bps: list, token_prefix: str) -> str:
+    """Keep a chunk's backpropagators on this worker until its reverse pass: their token."""
     token = f"{token_prefix}-{next(_TOKENS)}"
     with _KEPT_LOCK:
         _KEPT[token] = bps
-    return results, token, worker_address()
+    return token
 
 
 def run_backprops(token: str, sensitivities: list) -> tuple:
     """The reverse pass of one chunk on the worker that ran its forward pass."""
     from .runtime.boxes import BoxSensitivities
-    from .runtime.linear import gen_zero
-    from .primitives._iterables import add_closure
+    from .runtime.linear import add_closure, gen_zero
 
     with _KEPT_LOCK:
         bps = _KEPT.get(

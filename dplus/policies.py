@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from .errors import UnknownTransformError, describe_callable
 from .runtime.linear import gen_zero, is_zero_sensitivity
+from .runtime.hooks import hooks
 from .runtime.result import ProcResult
 
 __all__ = [
@@ -39,7 +40,12 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return op
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        from .runtime.core import as_plain_callable, changed_since, mutable_sensitivity_of, watch_call
+        from .runtime.core import (
+            as_plain_callable,
+            changed_since,
+            mutable_sensitivity_of,
+            watch_call,
+        )
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
@@ -174,9 +180,7 @@ def transform_from_source(op: Any, op_name: str) -> Any:
         plus_function_for(fn)  # transform now: a function dplus cannot read takes the default
     except DplusError:
         return error_non_zero_sensitivity_transform(op, op_name)
-    from .api import define_dplus
-
-    define_dplus(fn)
+    hooks.define_dplus(fn)
     transform = lookup_transform(op)
     return transform if transform is not None else error_non_zero_sensitivity_transform(op, op_name)
 
@@ -226,3 +230,5 @@ class _CurrentUnknownTransform:
 
 
 current_unknown_transform = _CurrentUnknownTransform()
+
+hooks.install(unknown_transform_policy=current_unknown_transform.get)

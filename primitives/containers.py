@@ -38,7 +38,16 @@ from dplus.runtime.linear import (
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
 from dplus.runtime.result import ProcResult
-from dplus.runtime.core import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
+from dplus.runtime.core import (
+    apply_transform,
+    call,
+    handover,
+    is_tracked_mutable,
+    keywords_at,
+    lift,
+)
+from dplus.runtime.hooks import hooks
+from dplus.runtime.ops import provide_to_generated_code
 
 Z = gen_zero
 
@@ -1393,3 +1402,26 @@ register_primitive(delattr, delattr_plus)
 # itself differentiated (derivatives of derivatives).
 for _helper in (_conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
     _helper.__dplus_derived__ = ("rule helper",)
+
+# Generated code calls these by name (see dplus.runtime.ops.helper_named).
+provide_to_generated_code(
+    build_dict,
+    build_list,
+    build_list_star,
+    build_set,
+    build_set_star,
+    build_tuple,
+    build_tuple_star,
+    delattr_plus,
+    delitem_plus,
+    getattr_plus,
+    getitem_plus,
+    match_args_plus,
+    read_global_plus,
+    setattr_plus,
+    setitem_plus,
+    unpack_plus,
+    unpack_star_plus,
+    user_namespace_plus,
+)
+hooks.install(sequence_sensitivity=_sequence_sensitivity)

@@ -77,6 +77,8 @@ from dplus.runtime.linear import GenZero, OneHot, add as _add, gen_zero, tuple_i
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 from dplus.runtime.core import apply_transform
+from dplus.runtime.hooks import hooks
+from dplus.runtime.ops import refuse_array_in_place
 from dplus.rules import defnondiff, defvjp
 
 _Z1 = ((), gen_zero)
@@ -924,3 +926,7 @@ def _builtin_pow_transform(x: Any, y: Any, mod: Any = None) -> ProcResult:
 
 
 register_primitive(builtins.pow, _builtin_pow_transform)
+
+hooks.install(unshared_in_place=UNSHARED_IN_PLACE.__getitem__)
+# generated code runs this test before an in-place operator changes a shared array
+defnondiff(refuse_array_in_place)

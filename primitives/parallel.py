@@ -1,7 +1,7 @@
 """The rule of ``dplus.parallel.map``: forward and reverse passes on the cluster's workers.
 
 Forward: one task per chunk runs the items through ``f``'s transform and keeps the
-backpropagators on its worker (``dplus.parallel.run_recorded_chunk``). Reverse: one task per
+backpropagators on its worker (``run_recorded_chunk``). Reverse: one task per
 chunk, sent to the worker that holds its record, runs them (``run_backprops``); the driver
 adds up the chunks' closure sensitivities and hands the items' sensitivities to ``xs``.
 Without a client both passes run here, item by item. The records stay on the workers while the
@@ -25,6 +25,12 @@ from dplus.runtime.result import ProcResult
 
 from ._iterables import add_closure, ensure_abox, list_sens, out_sens, seq
 from .checkpointing import backprop_steps, record_items, require_value, stands_for_itself
+
+
+def run_recorded_chunk(f: Any, part: list, token_prefix: str) -> tuple:
+    """The forward pass of one chunk on a worker: the results, and where the record stays."""
+    results, bps = record_items(f, part)
+    return results, parallel.keep_records(bps, token_prefix), parallel.worker_address()
 
 
 def _sig(f: Any, xs: Any, *, client: Any = None, chunks: Any = None) -> tuple:
@@ -56,9 +62,7 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
             f
         )  # a function made in differentiated code: its code's records go with it
     prefix = uuid.uuid4().hex
-    futures = [
-        client.submit(parallel.run_recorded_chunk, f, part, prefix, pure=False) for part in parts
-    ]
+    futures = [client.submit(run_recorded_chunk, f, part, prefix, pure=False) for part in parts]
     answers = client.gather(futures)
     results = [r for chunk_results, _, _ in answers for r in chunk_results]
     records = [(token, address, len(part)) for (_, token, address), part in zip(answers, parts)]

@@ -31,9 +31,9 @@ from .linear import (
     object_attributes,
     zero,
 )
-from ..policies import current_unknown_transform
+from .hooks import hooks
 from .registry import lookup_transform, register_primitive
-from .result import ProcResult
+from .result import KeywordDict, ProcResult
 
 __all__ = [
     "lift",
@@ -75,31 +75,23 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return f
     if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
         # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
-        from ..transform.transformer import plus_function_for
-
-        return plus_function_for(f)
+        return hooks.plus_function_for(f)
     if isinstance(f, type):
-        from ..api import _lift_class
-
-        t = _lift_class(f)
+        t = hooks.lift_class(f)
         if t is not None:
             return t
     elif isinstance(f, functools.partial):
-        from ..transform.transformer import plus_function_for
-
-        return plus_function_for(f)
+        return hooks.plus_function_for(f)
     else:
         call = getattr(type(f), "__call__", None)
         if isinstance(call, types.FunctionType) and lookup_transform(call) is not None:
             # a callable object whose __call__ is registered (define_dplus)
-            from ..transform.transformer import plus_function_for
-
-            return plus_function_for(f)
+            return hooks.plus_function_for(f)
     if type(f) is types.FunctionType:
         carried = _registered_from_carried_rule(f)
         if carried is not None:
             return carried
-    return current_unknown_transform()(f, where)
+    return hooks.unknown_transform_policy()(f, where)
 
 
 def _registered_from_carried_rule(f: types.FunctionType) -> Any:
@@ -110,9 +102,7 @@ def _registered_from_carried_rule(f: types.FunctionType) -> Any:
     if rule is None:
         return None
     if rule == DEFINED:
-        from ..api import define_dplus
-
-        define_dplus(f)
+        hooks.define_dplus(f)
     else:
         register_primitive(f, rule)
     return lookup_transform(f)
@@ -165,15 +155,6 @@ _MUTABLE_CACHE: dict[type, bool] = {
     tuple: False,
     BoxSensitivities: False,
 }
-
-
-class KeywordDict(dict):
-    """Keyword arguments by name, in a new dict that no code changes: the sensitivities of a
-    call's keywords (the last element of a backprop's result when the call had keywords),
-    a partial's bound keywords. A value like a tuple, not a mutable whose sensitivity lives
-    in ``Abox``: at the next order, its sensitivity is a dict carried like a tuple's."""
-
-    __slots__ = ()
 
 
 def keywords_at(g: tuple, pos: int, names: tuple) -> KeywordDict:

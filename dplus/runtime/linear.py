@@ -220,6 +220,19 @@ def tuple_items(S: Any, n: int) -> tuple:
     return tuple(S)
 
 
+# Sparse tuple sensitivities at the next order: OneHot and taking one part are adjoint.
+def tuple_part(S: Any, i: int, n: int) -> Any:
+    """Component ``i`` of a sensitivity of a length-``n`` tuple, in any representation."""
+    if S is gen_zero or S is None:
+        return gen_zero
+    t = type(S)
+    if t is OneHot:
+        return S.value if S.index == i else gen_zero
+    if t is TupleAccumulator:
+        return S.items[i]
+    return S[i]
+
+
 # --------------------------------------------------------------------------
 # add
 
@@ -250,6 +263,19 @@ def add(u: Any, v: Any) -> Any:
         if type(v) in _NUMBER_TYPES:
             return u + v
     return _add(u, v)
+
+
+def add_closure(total: Any, c: Any) -> Any:
+    """Add the closure sensitivity ``c`` of one call of a function argument to ``total``."""
+    if c is gen_zero or c is None or (type(c) is tuple and not c and total is not gen_zero):
+        return total
+    if total is gen_zero:
+        return c
+    return add(total, c)
+
+
+# the rules call it in their backprops: differentiated from its source at the next order
+add_closure.__dplus_derived__ = ("rule helper",)  # type: ignore[attr-defined]
 
 
 @_add.register(float)

@@ -12,35 +12,15 @@ import sys
 import types
 from typing import Any
 
-from dplus.primitives.containers import (  # noqa: F401  (re-exported for generated code)
-    _sequence_sensitivity,
-    build_dict,
-    build_list,
-    build_list_star,
-    build_set,
-    build_set_star,
-    build_tuple,
-    build_tuple_star,
-    delattr_plus,
-    delitem_plus,
-    getattr_plus,
-    getitem_plus,
-    match_args_plus,
-    read_global_plus,
-    setattr_plus,
-    setitem_plus,
-    unpack_plus,
-    unpack_star_plus,
-    user_namespace_plus,
-)
-
 from .boxes import BoxSensitivities
+from .hooks import hooks
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from ..errors import DplusError, NonDifferentiableError, SensitivityError
 from .linear import (
     OneHot,
     TupleAccumulator,
     add,
+    add_closure,
     gen_zero,
     is_ndarray,
     is_number,
@@ -48,20 +28,24 @@ from .linear import (
     tuple_items,
 )
 from .registry import _TRANSFORMS, lookup_transform
-from ..rules import defnondiff
-from .result import ProcResult, call_plus
+from .result import (  # noqa: F401  (plain_parameters, keywords_by_name: ops of generated code)
+    ProcResult,
+    _call_positionally,
+    call_plus,
+    keywords_by_name,
+    plain_parameters,
+)
+
+# generated code calls these through helper_named
+from .core import as_plain_callable, fold, keyword_sensitivity, keywords_at  # noqa: F401
 from .core import (
     CellKey,
     ItemColumns,
     KeywordDict,
     accumulate,
     apply_transform,
-    as_plain_callable,  # noqa: F401
-    fold,
     handover,
     is_tracked_mutable,
-    keyword_sensitivity,
-    keywords_at,
     layouts,
     lift,
     only_floats,
@@ -155,49 +139,6 @@ def callee_plus(f: Any) -> Any:
 
 _VARARGS = 0x04
 _VARKW = 0x08
-
-
-def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
-    """The parameter names of ``f`` when it has plain parameters only and ``args`` and
-    ``kwargs`` fill them exactly (so the call can be made positionally), else None."""
-    if type(f) is not types.FunctionType:
-        return None
-    code = f.__code__
-    if code.co_flags & (_VARARGS | _VARKW) or code.co_kwonlyargcount or f.__defaults__:
-        return None  # it binds keywords itself and reports their sensitivities
-    names = code.co_varnames[: code.co_argcount]
-    if (
-        len(args) > len(names)
-        or any(k not in names[len(args) :] for k in kwargs)
-        or len(args) + len(kwargs) != len(names)
-    ):
-        return None  # (a call Python rejects: let it raise its own TypeError)
-    return names
-
-
-def keywords_by_name(out: tuple, names: tuple, npos: int, keywords: tuple) -> tuple:
-    """A positional backprop result ``(closure, *per-parameter)`` as the result of a call
-    with ``npos`` positional arguments and then ``keywords``: ``(closure, *positional, {keyword: ...})``."""
-    by_name = dict(zip(names, out[1:]))
-    return (out[0],) + tuple(out[1 : 1 + npos]) + (KeywordDict({k: by_name[k] for k in keywords}),)
-
-
-def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
-    """Keyword arguments to a plus-function with plain parameters: its backprop answers by
-    position, so call it positionally and give the keywords their sensitivities back by name."""
-    names = plain_parameters(f, args, kwargs)
-    if names is None:
-        return f(*args, **kwargs)
-    full = list(args) + [kwargs[n] for n in names[len(args) :]]
-    r = f(*full)
-    inner = r.backprop
-    npos = len(args)
-    keywords = tuple(kwargs)
-
-    def keyword_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        return keywords_by_name(inner(A, Abox), names, npos, keywords)
-
-    return ProcResult(r.primal, keyword_backprop)
 
 
 _INPLACE_TO_PLAIN = {
@@ -460,9 +401,7 @@ class LiveIteration:
         self.calls = self.positions = None
         self.taken = 0  # items taken so far (a loop or a rule may go on where next() stopped)
         if fn is map:
-            from dplus.primitives._iterables import Calls
-
-            self.calls = Calls(function)
+            self.calls = hooks.recorded_calls(function)
             self.it = map(self._call, *args)
         elif fn is filter:
             self.positions = []
@@ -610,8 +549,6 @@ class _LiveRouter:
                 items[pos] = add(items[pos], s)
 
     def add_to_function(self, s: Any, Abox: BoxSensitivities) -> None:
-        from dplus.primitives._iterables import add_closure
-
         if s is Z or s is None or (type(s) is tuple and not s):
             return
         parts = self.stashed(Abox)
@@ -1210,7 +1147,7 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
                 _METHODS[key] = rule
         if rule is None:
             # a module function, a class or static method, an attribute holding a callable
-            r = getattr_plus(obj, name)
+            r = helper_named("getattr_plus")(obj, name)
             inner = r.backprop
             rc = call(r.primal, *args, **kwargs)
             inner_c = rc.backprop
@@ -1259,7 +1196,25 @@ def unpack_sensitivity(v: Any, parts: tuple) -> Any:
         return parts
     if type(v) is list:
         return list(parts)
-    return _sequence_sensitivity(v, list(parts))
+    return hooks.sequence_sensitivity(v, list(parts))
 
 
-defnondiff(refuse_array_in_place)
+# ---------------------------------------------------------------------------
+# the names generated code calls
+
+# Rules of the rule library that generated code calls by name (building displays, reading
+# and writing subscripts and attributes: dplus.primitives.containers) provide themselves
+# here when they are defined, so this module need not import the layer above it.
+_PROVIDED: dict[str, Any] = {}
+
+
+def provide_to_generated_code(*functions: Any) -> None:
+    """Let generated code call each of ``functions`` by its ``__name__``."""
+    for fn in functions:
+        _PROVIDED[fn.__name__] = fn
+
+
+def helper_named(name: str) -> Any:
+    """The runtime operation, or the rule provided above, that generated code calls as ``name``."""
+    provided = _PROVIDED.get(name)
+    return provided if provided is not None else globals()[name]

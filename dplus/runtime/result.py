@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import types
 from typing import Any
 from collections.abc import Callable
 
@@ -98,13 +99,71 @@ def call_plus(P: Backprop, /, *args: Any, **kwargs: Any) -> ProcResult:
     function it differentiates: the rule of ``call_plus`` differentiates it again.
     """
     if kwargs:
-        # (a plus-function with plain parameters answers by position: runtime_ops binds the
+        # (a plus-function with plain parameters answers by position: _call_positionally binds the
         # keywords so that their sensitivities come back by name, as for any call with keywords)
-        from .ops import _call_positionally
-
         if _depth[0]:
             return _call_positionally(P, args, kwargs)
         return _outermost(_call_positionally, (P, args, kwargs), {})
     if _depth[0]:
         return P(*args)
     return _outermost(P, args, {})
+
+
+# ---------------------------------------------------------------------------
+# calls with keywords
+
+
+class KeywordDict(dict):
+    """Keyword arguments by name, in a new dict that no code changes: the sensitivities of a
+    call's keywords (the last element of a backprop's result when the call had keywords),
+    a partial's bound keywords. A value like a tuple, not a mutable whose sensitivity lives
+    in ``Abox``: at the next order, its sensitivity is a dict carried like a tuple's."""
+
+    __slots__ = ()
+
+
+_VARARGS = 0x04  # (code flags)
+_VARKW = 0x08
+
+
+def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """The parameter names of ``f`` when it has plain parameters only and ``args`` and
+    ``kwargs`` fill them exactly (so the call can be made positionally), else None."""
+    if type(f) is not types.FunctionType:
+        return None
+    code = f.__code__
+    if code.co_flags & (_VARARGS | _VARKW) or code.co_kwonlyargcount or f.__defaults__:
+        return None  # it binds keywords itself and reports their sensitivities
+    names = code.co_varnames[: code.co_argcount]
+    if (
+        len(args) > len(names)
+        or any(k not in names[len(args) :] for k in kwargs)
+        or len(args) + len(kwargs) != len(names)
+    ):
+        return None  # (a call Python rejects: let it raise its own TypeError)
+    return names
+
+
+def keywords_by_name(out: tuple, names: tuple, npos: int, keywords: tuple) -> tuple:
+    """A positional backprop result ``(closure, *per-parameter)`` as the result of a call
+    with ``npos`` positional arguments and then ``keywords``: ``(closure, *positional, {keyword: ...})``."""
+    by_name = dict(zip(names, out[1:]))
+    return (out[0],) + tuple(out[1 : 1 + npos]) + (KeywordDict({k: by_name[k] for k in keywords}),)
+
+
+def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
+    """Keyword arguments to a plus-function with plain parameters: its backprop answers by
+    position, so call it positionally and give the keywords their sensitivities back by name."""
+    names = plain_parameters(f, args, kwargs)
+    if names is None:
+        return f(*args, **kwargs)
+    full = list(args) + [kwargs[n] for n in names[len(args) :]]
+    r = f(*full)
+    inner = r.backprop
+    npos = len(args)
+    keywords = tuple(kwargs)
+
+    def keyword_backprop(A: Any, Abox: Any) -> tuple:
+        return keywords_by_name(inner(A, Abox), names, npos, keywords)
+
+    return ProcResult(r.primal, keyword_backprop)

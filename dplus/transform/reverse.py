@@ -22,6 +22,7 @@ import attrs
 from .normalize import IRFunction, Namer, closure_reads
 from .peephole import simplify_reverse
 from ..rules import InlineRule, inline_rule_for
+from ..runtime.hooks import hooks
 from .scopes import names_bound_by
 from .trees import clone, substituted, unparse, walk
 
@@ -461,7 +462,7 @@ class FunctionBuilder:
     def rt(self, name: str) -> ast.Name:
         from ..runtime import ops as runtime_ops
 
-        return self.helper(getattr(runtime_ops, name), name)
+        return self.helper(runtime_ops.helper_named(name), name)
 
     # ---------------------------------------------------------------- entry
     def build(self) -> ast.FunctionDef:
@@ -2360,9 +2361,7 @@ class FunctionBuilder:
         if not inplace:
             fn = BINOPS[type(v.op)]
         elif inplace == "unshared":
-            from dplus.primitives.operators import UNSHARED_IN_PLACE
-
-            fn = UNSHARED_IN_PLACE[INPLACE[type(v.op)]]
+            fn = hooks.unshared_in_place(INPLACE[type(v.op)])
         else:
             fn = INPLACE[type(v.op)]
         fwd, record, rev = self.call_like(
@@ -4118,10 +4117,6 @@ def build_plus_function(
     b.const_names = set(const_names or ())
     b.specialized = specialized
     plus = b.build()
-    if plus.dp_fused is None and b.fast and plus.dp_simple and not ir.args.vararg:
-        from .fused import vector_fused_gradient
-
-        plus.dp_fused = vector_fused_gradient(
-            ir, namer, helpers, globals_, outer_free, b.const_names, specialized
-        )
+    # the whole body one fast segment: fused.py may build f__grad for vector parameters
+    plus.dp_fusable = bool(plus.dp_fused is None and b.fast and plus.dp_simple)
     return plus

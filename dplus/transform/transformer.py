@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from ..runtime.hooks import hooks
 from ..runtime.closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
 from ..errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
@@ -30,6 +31,7 @@ from .normalize import Namer, normalize_function
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
 from . import reverse
+from .fused import vector_fused_gradient
 from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
@@ -40,7 +42,6 @@ __all__ = [
     "plus_function_for",
     "can_transform",
     "lazy_transform",
-    "transform_of_plus",
     "construct_plus",
     "generated_source",
 ]
@@ -340,6 +341,7 @@ def _compile(
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
         if _cell_holds(cell, gen_zero)
     }
+    specialized = Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None
     plus_def = build_plus_function(
         ir,
         namer,
@@ -349,8 +351,12 @@ def _compile(
         nestable=nestable,
         prefix=prefix,
         const_names=consts,
-        specialized=Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None,
+        specialized=specialized,
     )
+    if plus_def.dp_fusable and not ir.args.vararg:
+        plus_def.dp_fused = vector_fused_gradient(
+            ir, namer, helpers, f.__globals__, freevars, set(consts), specialized
+        )
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
@@ -752,11 +758,4 @@ def _field_constructor(cls: type) -> Callable[..., ProcResult]:
     return construct_fields
 
 
-# ---------------------------------------------------------------------------
-# derivatives of derivatives
-
-
-def transform_of_plus(p: Any) -> Callable[..., ProcResult]:
-    from ..higher import transform_of_plus as impl
-
-    return impl(p)
+hooks.install(plus_function_for=plus_function_for)
