@@ -12,9 +12,9 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 FORMS = [
     "a{j} * a{k} * 0.5",

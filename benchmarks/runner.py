@@ -11,16 +11,16 @@ import platform
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from . import funcs
-from .cells import REL_TOL, Cell, JitWorker, run_cell
-from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
 from .bigfn import run_bigfn
+from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .checkpointing import run_checkpointing
 from .parallel import run_parallel
+from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
 from .tools import TOOLS, Tool, tool_versions
 from .workloads import ALL, BY_NAME, dplus_setup_error
 

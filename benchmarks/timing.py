@@ -12,9 +12,9 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable, Iterator
 
 __all__ = ["TooSlow", "Timing", "time_limit", "call_once", "autorange", "fmt_seconds"]
 

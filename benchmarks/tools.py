@@ -23,9 +23,9 @@ import functools
 import importlib
 import math
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 from .workloads._base import Workload, leaves, to_floats, unflatten
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import dplus
-from dplus.runtime.registry import registered_primitives
 from dplus.rules import inline_rule_for
+from dplus.runtime.registry import registered_primitives
 
 OUT = Path(__file__).resolve().parent / "primitives.md"
 

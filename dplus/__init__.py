@@ -1,19 +1,21 @@
 """dplus: reverse-mode automatic differentiation of ordinary Python code by source transformation."""
 
+from . import higher as _higher  # noqa: F401  (rules for derivatives of derivatives)
+from . import parallel
+from . import primitives as _primitives  # noqa: F401  (registers the rule library)
 from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
 from .checkpoint import checkpoint, checkpoint_loop
-from . import parallel
-from .runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
+from .derived import hessian, hvp, jacobian, jvp, value_and_grad
 from .errors import (
+    ArgumentError,
     DplusError,
     NonDifferentiableError,
-    ArgumentError,
     SensitivityError,
     SourceUnavailableError,
     UnknownTransformError,
     UnsupportedSyntaxError,
 )
-from .runtime.linear import add, coerce_zero, dot, gen_zero, register_linear_type, scale, zero
+from .gradcheck import GradCheckError, check_grad
 from .policies import (
     current_unknown_transform,
     error_non_zero_sensitivity_transform,
@@ -21,14 +23,11 @@ from .policies import (
     error_unknown_transform,
     transform_from_source,
 )
+from .runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
+from .runtime.linear import add, coerce_zero, dot, gen_zero, register_linear_type, scale, zero
 from .runtime.registry import register_backprop, register_primitive
 from .runtime.result import ProcResult, backprop, primal
-
-from . import primitives as _primitives  # noqa: F401  (registers the rule library)
-from . import higher as _higher  # noqa: F401  (rules for derivatives of derivatives)
-from .derived import hessian, hvp, jacobian, jvp, value_and_grad
 from .structured import register_gradient_structure
-from .gradcheck import GradCheckError, check_grad
 from .transform.transformer import generated_source as show
 
 __version__ = "0.1.0"

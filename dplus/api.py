@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import inspect
-
-from typing import Any, Literal, overload
 from collections.abc import Callable
+from typing import Any, Literal, overload
 
+from .errors import ArgumentError, SensitivityError, describe_callable
+from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .errors import ArgumentError, SensitivityError, describe_callable
-from .runtime.linear import check_conforms, gen_zero, is_number
-from .policies import current_unknown_transform
-from .runtime.registry import lookup_transform, register_primitive
-from .runtime.portable import DEFINED, remember_rule, remember_source
-from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
-from .runtime.hooks import hooks
 from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+from .runtime.hooks import hooks
+from .runtime.linear import check_conforms, gen_zero, is_number
+from .runtime.portable import DEFINED, remember_rule, remember_source
+from .runtime.registry import lookup_transform, register_primitive
+from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -33,7 +32,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     t = lookup_transform(f)
     if t is not None:
         return t
-    from .transform.transformer import plus_function_for, can_transform
+    from .transform.transformer import can_transform, plus_function_for
 
     if can_transform(f):
         return _public(plus_function_for(f))
@@ -68,7 +67,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     _refuse_generator_function(f)
-    from .transform.transformer import plus_function_for, can_transform
+    from .transform.transformer import can_transform, plus_function_for
 
     if can_transform(f):
         return plus_function_for(f)

@@ -23,10 +23,12 @@ is a transpose:
 from __future__ import annotations
 
 import sys
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
+from .rules import defnondiff
 from .runtime.boxes import Box, BoxSensitivities
+from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_attributes
 from .runtime.linear import (
     OneHot,
     TupleAccumulator,
@@ -37,9 +39,7 @@ from .runtime.linear import (
     tuple_part,
 )
 from .runtime.registry import register_primitive
-from .rules import defnondiff
 from .runtime.result import ProcResult
-from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_attributes
 
 Z = gen_zero
 

@@ -15,8 +15,8 @@ differ (a checkpointed function that draws random numbers or reads state that ch
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .errors import ArgumentError
 from .runtime.portable import remember_source
@@ -59,7 +59,9 @@ def labelled(checkpointed: Any, f: Any) -> Any:
 
 def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """``f(*args, **kwargs)``; under a gradient, its rule recomputes the record in the reverse pass."""
-    from .runtime.core import as_plain_callable  # f may be a function made inside differentiated code
+    from .runtime.core import (
+        as_plain_callable,  # f may be a function made inside differentiated code
+    )
 
     return as_plain_callable(f)(*args, **kwargs)
 

@@ -15,21 +15,21 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
+from .errors import ArgumentError, NonDifferentiableError, SensitivityError
+from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .errors import ArgumentError, NonDifferentiableError, SensitivityError
-from .runtime.registry import register_primitive
-from .runtime.portable import remember_source
-from .runtime.result import ProcResult
-from .rules import defnondiff
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
-from .structured import shaped_like
 from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
+from .runtime.portable import remember_source
+from .runtime.registry import register_primitive
+from .runtime.result import ProcResult
+from .structured import shaped_like
 
 __all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 

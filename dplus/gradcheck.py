@@ -19,11 +19,11 @@ from __future__ import annotations
 import copy
 import math
 import sys
-from typing import Any
 from collections.abc import Callable, Iterator
+from typing import Any
 
-from .runtime.boxes import Box
 from .errors import DplusError
+from .runtime.boxes import Box
 
 __all__ = ["check_grad", "GradCheckError"]
 

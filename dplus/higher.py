@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import types
 import weakref
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
-from .runtime import ops as runtime_ops
 from . import api as _api
 from .api import (
     D,
@@ -40,8 +39,6 @@ from .api import (
     grad1,
     prepare_sensitivity,
 )
-from .runtime.hooks import hooks
-from .runtime.result import call_plus, run_backprop
 from .boxes_again import (
     added_to_element,
     cell_stash,
@@ -53,9 +50,28 @@ from .boxes_again import (
     stash_dual,
     stash_take,
 )
+from .errors import NonDifferentiableError, describe_callable
+from .primitives import _iterables
+from .primitives import containers as _containers
+from .primitives import sets as _sets
+from .primitives.containers import gather_slice, register_attribute, scatter_slice
+from .rules import defnondiff
+from .runtime import ops as runtime_ops
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
-from .errors import NonDifferentiableError, describe_callable
+from .runtime.core import (
+    CellKey,
+    KeywordDict,
+    apply_transform,
+    changed_since,
+    fold,
+    handover,
+    is_tracked_mutable,
+    lift,
+    snapshot,
+    watch_call,
+)
+from .runtime.hooks import hooks
 from .runtime.linear import (
     OneHot,
     add,
@@ -69,26 +85,10 @@ from .runtime.linear import (
     tuple_part,
     zero,
 )
-from .runtime.result import backprop as result_backprop, primal as result_primal
 from .runtime.registry import is_registered_transform, next_order_form, register_primitive
-from .runtime.result import ProcResult
-from .rules import defnondiff
-from .primitives import _iterables
-from .primitives import containers as _containers
-from .primitives import sets as _sets
-from .primitives.containers import gather_slice, register_attribute, scatter_slice
-from .runtime.core import (
-    CellKey,
-    KeywordDict,
-    apply_transform,
-    changed_since,
-    fold,
-    handover,
-    is_tracked_mutable,
-    lift,
-    snapshot,
-    watch_call,
-)
+from .runtime.result import ProcResult, call_plus, run_backprop
+from .runtime.result import backprop as result_backprop
+from .runtime.result import primal as result_primal
 
 Z = gen_zero
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from .errors import ArgumentError, DplusError
 

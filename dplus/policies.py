@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextvars
 import sys
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from .errors import UnknownTransformError, describe_callable
-from .runtime.linear import gen_zero, is_zero_sensitivity
 from .runtime.hooks import hooks
+from .runtime.linear import gen_zero, is_zero_sensitivity
 from .runtime.result import ProcResult
 
 __all__ = [

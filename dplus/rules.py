@@ -14,8 +14,8 @@ of float fast paths, so no call or closure is made per operation.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from .runtime.linear import gen_zero
 from .runtime.portable import remember_source

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["register_gradient_structure", "shaped_like"]
 

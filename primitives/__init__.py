@@ -2,6 +2,8 @@
 
 from dplus.runtime.registry import register_lazy_rules
 
+# Registration order: a later rule for the same callable replaces an earlier one.
+# isort: off
 from . import operators  # noqa: F401
 from . import math  # noqa: F401
 from . import containers  # noqa: F401
@@ -19,6 +21,8 @@ from . import numpy  # noqa: F401  (registers nothing without NumPy)
 from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
 from . import numpy_linalg  # noqa: F401
+
+# isort: on
 
 
 def _load_scipy_special() -> None:

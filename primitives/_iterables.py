@@ -23,8 +23,12 @@ import itertools
 import sys
 from typing import Any
 
-from dplus.runtime.boxes import BoxSensitivities
 from dplus.errors import DplusError, NonDifferentiableError
+from dplus.rules import inline_rule_for
+from dplus.runtime.boxes import BoxSensitivities
+from dplus.runtime.closures import is_plus_function
+from dplus.runtime.core import ItemColumns, accumulate, handover
+from dplus.runtime.hooks import hooks
 from dplus.runtime.linear import (
     add,
     add_closure,  # (where the rules of this library import it from)
@@ -34,11 +38,7 @@ from dplus.runtime.linear import (
     is_zero_sensitivity,
     tuple_items,
 )
-from dplus.runtime.closures import is_plus_function
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
-from dplus.rules import inline_rule_for
-from dplus.runtime.core import ItemColumns, accumulate, handover
-from dplus.runtime.hooks import hooks
 
 __all__ = [
     "LIST",

@@ -10,14 +10,14 @@ the reverse pass, to record its own reverse pass and run it).
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.registry import register_primitive
 from dplus.rules import defnondiff
-from dplus.runtime.result import ProcResult, run_backprop
 from dplus.runtime.ops import call
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult, run_backprop
 
 __all__ = ["defcomposite"]
 

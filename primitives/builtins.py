@@ -61,22 +61,22 @@ import sys
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
+from dplus.rules import definline, defnondiff
+from dplus.runtime.core import ItemColumns, as_plain_callable, lift
 from dplus.runtime.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import definline, defnondiff
-from dplus.runtime.core import ItemColumns, as_plain_callable, lift
 
 from ._iterables import (
     LIST,
     TUPLE,
     Calls,
-    all_float,
-    fast_rule,
     add_closure,
+    all_float,
     check_finite,
     columns,
     ensure_abox,
+    fast_rule,
     items_of,
     lazy_seq,
     list_sens,
@@ -667,8 +667,8 @@ def iter_plus(*args: Any) -> ProcResult:
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
     from dplus.runtime.core import handover, is_tracked_mutable
-    from dplus.runtime.ops import ListIterator, LiveIteration
     from dplus.runtime.linear import add
+    from dplus.runtime.ops import ListIterator, LiveIteration
 
     if type(it) is LiveIteration:
         return _next_live(it, default)

@@ -14,12 +14,13 @@ import collections
 import functools
 from typing import Any
 
-from dplus.runtime.boxes import BoxSensitivities
 from dplus.errors import DplusError
-from dplus.runtime.linear import add, gen_zero as Z
+from dplus.rules import defnondiff
+from dplus.runtime.boxes import BoxSensitivities
+from dplus.runtime.linear import add
+from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import defnondiff
 
 
 class _Entry:

@@ -22,11 +22,13 @@ import math
 import types
 from typing import Any
 
-from dplus.runtime import ops as runtime_ops
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
-from dplus.runtime.linear import gen_zero, is_ndarray
+from dplus.rules import defnondiff
+from dplus.runtime import ops as runtime_ops
 from dplus.runtime.closures import is_plus_function
+from dplus.runtime.core import is_tracked_mutable, lift
+from dplus.runtime.linear import gen_zero, is_ndarray
 from dplus.runtime.registry import (
     is_registered_transform,
     lookup_transform,
@@ -34,8 +36,6 @@ from dplus.runtime.registry import (
     register_primitive,
 )
 from dplus.runtime.result import ProcResult, call_plus
-from dplus.rules import defnondiff
-from dplus.runtime.core import is_tracked_mutable, lift
 
 from ._iterables import add_closure
 

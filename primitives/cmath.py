@@ -37,13 +37,13 @@ projection above.
 from __future__ import annotations
 
 import cmath
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
+from dplus.rules import defnondiff
 from dplus.runtime.linear import gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import defnondiff
 
 from .operators import _fit
 

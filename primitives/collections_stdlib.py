@@ -12,10 +12,11 @@ import collections
 from typing import Any
 
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.linear import add, gen_zero as Z, tuple_items
+from dplus.runtime.core import handover, is_tracked_mutable
+from dplus.runtime.linear import add, tuple_items
+from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.runtime.core import handover, is_tracked_mutable
 
 from .containers import (
     dict_copy_plus,
@@ -81,7 +82,9 @@ register_primitive(
 
 
 def _register_counter_methods() -> None:
-    from dplus.transform.transformer import lazy_transform  # (the transformer imports the rule library)
+    from dplus.transform.transformer import (
+        lazy_transform,  # (the transformer imports the rule library)
+    )
 
     # (not update: its fast path calls super().update, which the transformed method resolves
     # back to Counter.update, recursing; it runs as an unknown function, refused if its

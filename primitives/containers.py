@@ -24,20 +24,9 @@ import sys
 import types
 from typing import Any
 
-from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
-from dplus.runtime.linear import (
-    OneHot,
-    add,
-    gen_zero,
-    is_ndarray,
-    is_number,
-    is_zero_sensitivity,
-    tuple_items,
-)
-from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
-from dplus.runtime.result import ProcResult
+from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.runtime.core import (
     apply_transform,
     call,
@@ -47,7 +36,18 @@ from dplus.runtime.core import (
     lift,
 )
 from dplus.runtime.hooks import hooks
+from dplus.runtime.linear import (
+    OneHot,
+    add,
+    gen_zero,
+    is_ndarray,
+    is_number,
+    is_zero_sensitivity,
+    tuple_items,
+)
 from dplus.runtime.ops import provide_to_generated_code
+from dplus.runtime.registry import lookup_transform, register_primitive
+from dplus.runtime.result import ProcResult
 
 Z = gen_zero
 

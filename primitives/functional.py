@@ -40,10 +40,10 @@ import itertools
 import operator
 from typing import Any
 
+from dplus.runtime.core import as_plain_callable
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.runtime.core import as_plain_callable
 
 from ._iterables import (
     REPEAT,

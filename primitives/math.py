@@ -60,10 +60,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dplus.rules import defnondiff, defvjp
 from dplus.runtime.linear import gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import defnondiff, defvjp
 
 from ._iterables import seq as _seq
 from .operators import _fit

@@ -66,8 +66,8 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 try:
     import numpy as np
@@ -75,10 +75,10 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
     np = None
 
 from dplus.errors import NonDifferentiableError
+from dplus.rules import defnondiff
 from dplus.runtime.linear import add, gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import defnondiff
 
 from .containers import scatter_add
 from .operators import _fit, _unbroadcast

@@ -24,8 +24,8 @@ except ImportError:  # dplus works without NumPy
     np = None
 
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.linear import gen_zero
 from dplus.rules import defnondiff
+from dplus.runtime.linear import gen_zero
 
 from ._numpy_composite import defcomposite
 

@@ -27,10 +27,10 @@ except ImportError:  # dplus works without NumPy
     np = None
 
 from dplus.errors import NonDifferentiableError
+from dplus.rules import defnondiff
 from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.rules import defnondiff
 
 from ._numpy_composite import defcomposite
 from .containers import scatter_add

@@ -68,18 +68,19 @@ import math
 import numbers
 import operator
 import sys
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.linear import GenZero, OneHot, add as _add, gen_zero, tuple_items
-from dplus.runtime.registry import register_primitive
-from dplus.runtime.result import ProcResult
+from dplus.rules import defnondiff, defvjp
 from dplus.runtime.core import apply_transform
 from dplus.runtime.hooks import hooks
+from dplus.runtime.linear import GenZero, OneHot, gen_zero, tuple_items
+from dplus.runtime.linear import add as _add
 from dplus.runtime.ops import refuse_array_in_place
-from dplus.rules import defnondiff, defvjp
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
 
 _Z1 = ((), gen_zero)
 _Z2 = ((), gen_zero, gen_zero)

@@ -18,8 +18,8 @@ import weakref
 from typing import Any
 
 from dplus import parallel
-from dplus.runtime.linear import gen_zero
 from dplus.runtime.closures import remember_generated
+from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import register_next_order_form, register_primitive
 from dplus.runtime.result import ProcResult
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from dplus.runtime.boxes import BoxSensitivities
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.linear import add, gen_zero as Z, is_zero_sensitivity
+from dplus.runtime.boxes import BoxSensitivities
+from dplus.runtime.core import apply_transform, handover
+from dplus.runtime.linear import add, is_zero_sensitivity
+from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
-from dplus.runtime.core import apply_transform, handover
 
 from .containers import set_entry, set_sensitivity
 from .operators import SET_OPERATORS, UNSHARED_IN_PLACE

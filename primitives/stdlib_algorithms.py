@@ -43,7 +43,9 @@ def python_twin(module: types.ModuleType, accelerator: str) -> types.ModuleType:
 def register_twins(
     module: types.ModuleType, twin: types.ModuleType, names: tuple[str, ...]
 ) -> None:
-    from dplus.transform.transformer import lazy_transform  # (the transformer imports the rule library)
+    from dplus.transform.transformer import (
+        lazy_transform,  # (the transformer imports the rule library)
+    )
 
     for name, fn in vars(twin).items():
         if isinstance(fn, types.FunctionType) and fn.__module__ == twin.__name__:

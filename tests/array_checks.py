@@ -14,8 +14,8 @@ and the general path (no fast paths) must give the same first-order gradient.
 from __future__ import annotations
 
 import types
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

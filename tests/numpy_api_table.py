@@ -12,8 +12,8 @@ at second order are marked there).
 from __future__ import annotations
 
 import sys
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dis
 import math
 import types
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import dplus
 from dplus import BoxSensitivities, gen_zero

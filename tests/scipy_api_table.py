@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import scipy.linalg as sla
 import scipy.special as sc
-
 from numpy_api_table import Entry, a, pos, spd, sym, unit
 
 rng = np.random.default_rng(3344)

@@ -13,9 +13,8 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from benchmarks.workloads import ALL, max_rel_error
-
 import dplus
+from benchmarks.workloads import ALL, max_rel_error
 from dplus.transform.transformer import general_paths_only
 
 SMALL = {

@@ -11,11 +11,11 @@ import sys
 import threading
 
 import pytest
+from path_helpers import check_fd, close
 
 import dplus
 from dplus.transform import trees
 from dplus.transform.transformer import general_paths_only
-from path_helpers import check_fd, close
 
 POINTS = [(0.3, 0.7), (-0.45, 0.2), (1.1, -0.6)]
 

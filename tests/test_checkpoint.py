@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from path_helpers import check_fd, close, fd_gradient, fd_hessian
 
 import dplus
 from dplus import NonDifferentiableError, checkpoint, checkpoint_loop, define_dplus, grad, grad1
 from dplus.transform.transformer import general_paths_only
-
-from path_helpers import check_fd, close, fd_gradient, fd_hessian
 
 finite = st.floats(-2.0, 2.0, allow_nan=False)
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from path_helpers import both_ways, check_fd, close
 
 import dplus
 from dplus.transform.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, close
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False)

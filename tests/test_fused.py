@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from path_helpers import both_ways, check_fd, close
 
 import dplus
 from dplus.transform.transformer import plus_function_for
-from path_helpers import both_ways, check_fd, close
 
 SETTINGS = settings(max_examples=30, deadline=None)
 floats = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from path_helpers import close, fd_gradient
 
 import dplus
 from dplus.transform.transformer import general_paths_only
-
-from path_helpers import close, fd_gradient
 
 best = 0.0
 calls = 0

@@ -15,7 +15,6 @@ import dplus
 from dplus import Box, DplusError, ProcResult, SensitivityError, gen_zero, register_primitive
 from dplus.gradcheck import GradCheckError, check_grad
 
-
 # ---------------------------------------------------------------------------
 # primitives with hand-written (sometimes deliberately wrong) rules
 

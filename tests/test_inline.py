@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from path_helpers import both_ways, close
 
 import dplus
 from dplus.transform.transformer import generated_source
-from path_helpers import both_ways, close
 
 SETTINGS = settings(max_examples=25, deadline=None)
 floats = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)

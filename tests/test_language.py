@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dplus
-from dplus import grad, grad1, define_dplus, lift_dplus
+from dplus import define_dplus, grad, grad1, lift_dplus
 from dplus.gradcheck import check_grad
 
 floats = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False, allow_infinity=False)

@@ -14,12 +14,14 @@ import copy
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from path_helpers import both_ways, check_fd, close
+from test_fast_paths import Scaled  # (objects never on the lists path)
+from test_fast_paths import loop_over_rows as nested
 
 import dplus
 from dplus.transform.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, close
-from test_fast_paths import Scaled, loop_over_rows as nested  # (objects never on the lists path)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 floats = st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from array_checks import check_grads
 
 import dplus
-from array_checks import check_grads
 
 rng = np.random.default_rng(2212)
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in log:RuntimeWarning")

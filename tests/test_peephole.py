@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dplus.transform.peephole import simplify_reverse
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 import threading
 
+import _policy_module as m
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dplus
 from dplus import current_unknown_transform, grad, transform_from_source
-
-import _policy_module as m
 
 
 @settings(max_examples=20, deadline=None)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from path_helpers import check_first_order, check_second_order, close, fd_hessian
 
 import dplus
 from dplus import grad
 from dplus.transform.transformer import general_paths_only
-
-from path_helpers import check_first_order, check_second_order, close, fd_hessian
 
 INPUTS = [(1.3, 0.7), (2.1, -1.6), (-0.4, 3.2)]
 

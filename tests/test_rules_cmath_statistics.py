@@ -9,14 +9,6 @@ import statistics
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-import dplus
-from dplus import BoxSensitivities, gen_zero
-from dplus.errors import NonDifferentiableError
-from dplus.runtime.linear import OneHot
-from dplus.runtime.registry import lookup_transform
-from dplus.rules import inline_rule_for
-
 from rules_fd_helpers import (
     assert_close,
     backprop,
@@ -26,6 +18,13 @@ from rules_fd_helpers import (
     richardson,
     step,
 )
+
+import dplus
+from dplus import BoxSensitivities, gen_zero
+from dplus.errors import NonDifferentiableError
+from dplus.rules import inline_rule_for
+from dplus.runtime.linear import OneHot
+from dplus.runtime.registry import lookup_transform
 
 SETTINGS = settings(max_examples=50, deadline=None)
 

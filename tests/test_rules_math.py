@@ -6,25 +6,24 @@ import math
 import operator
 
 import pytest
+from dplus.primitives.math import digamma, polygamma
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-import dplus
-from dplus import BoxSensitivities, gen_zero
-from dplus.primitives.math import digamma, polygamma
-from dplus.runtime.registry import lookup_transform
-from dplus.rules import inline_rule_for, inline_rules
-
 from rules_fd_helpers import (
     assert_close,
-    check_inlinable,
     backprop,
     check_grad_matches_backprop,
+    check_inlinable,
     check_number_rule,
     expected_sens,
     richardson,
     step,
 )
+
+import dplus
+from dplus import BoxSensitivities, gen_zero
+from dplus.rules import inline_rule_for, inline_rules
+from dplus.runtime.registry import lookup_transform
 
 SETTINGS = settings(max_examples=50, deadline=None)
 
@@ -441,9 +440,8 @@ MATH_INLINE_DOMAIN[polygamma] = st.tuples(
 
 
 def test_every_inline_rule_is_inlinable_and_tested():
-    from rules_fd_helpers import check_inlinable as check
-
     import test_rules_operators
+    from rules_fd_helpers import check_inlinable as check
 
     for fn, rule in inline_rules().items():
         if getattr(fn, "__module__", None) not in (

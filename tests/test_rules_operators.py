@@ -10,26 +10,25 @@ import operator
 
 import numpy as np
 import pytest
+from dplus.primitives.operators import UNSHARED_IN_PLACE
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-import dplus
-from dplus import BoxSensitivities, ProcResult, gen_zero, register_primitive
-from dplus.gradcheck import check_grad
-from dplus.runtime.linear import OneHot, TupleAccumulator
-from dplus.runtime.registry import lookup_transform
-from dplus.primitives.operators import UNSHARED_IN_PLACE
-from dplus.rules import inline_rule_for, inline_rules
-
 from rules_fd_helpers import (
     assert_close,
-    check_inlinable,
     backprop,
     check_grad_matches_backprop,
+    check_inlinable,
     check_number_rule,
     expected_sens,
     primal,
 )
+
+import dplus
+from dplus import BoxSensitivities, ProcResult, gen_zero, register_primitive
+from dplus.gradcheck import check_grad
+from dplus.rules import inline_rule_for, inline_rules
+from dplus.runtime.linear import OneHot, TupleAccumulator
+from dplus.runtime.registry import lookup_transform
 
 SETTINGS = settings(max_examples=50, deadline=None)
 

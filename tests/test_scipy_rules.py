@@ -14,10 +14,10 @@ scipy = pytest.importorskip("scipy")
 
 import scipy.linalg as sla  # noqa: E402
 import scipy.special as sc  # noqa: E402
-
-import dplus  # noqa: E402
 from array_checks import check_grads  # noqa: E402
 from scipy_api_table import ENTRIES  # noqa: E402
+
+import dplus  # noqa: E402
 
 _BY_NAME = {name: (fn, make) for name, fn, make in ENTRIES}
 

@@ -9,10 +9,6 @@ import functools
 import math
 
 import pytest
-
-import dplus
-from dplus import D, grad, grad1
-from dplus.transform.transformer import general_paths_only
 from path_helpers import (
     both_ways,
     check_fd,
@@ -22,6 +18,10 @@ from path_helpers import (
     fd_gradient,
     fd_hessian,
 )
+
+import dplus
+from dplus import D, grad, grad1
+from dplus.transform.transformer import general_paths_only
 
 INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
 

@@ -11,12 +11,12 @@ import math
 from typing import NamedTuple
 
 import pytest
+from path_helpers import both_ways, check_fd, close
 
 import dplus
 from dplus import define_dplus
 from dplus.runtime.linear import OneHot, TupleAccumulator, add, coerce_zero, gen_zero
 from dplus.transform.transformer import general_paths_only
-from path_helpers import both_ways, check_fd, close
 
 
 def _holds_containers(a):

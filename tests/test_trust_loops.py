@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from path_helpers import check_fd, close
 
 import dplus
 from dplus.transform.transformer import general_paths_only
-from path_helpers import check_fd, close
 
 
 def _leaves(v):

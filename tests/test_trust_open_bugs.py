@@ -10,11 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from path_helpers import check_fd, check_first_order, check_second_order, close
 
 import dplus
 from dplus.transform.transformer import general_paths_only
-
-from path_helpers import check_fd, check_first_order, check_second_order, close
 
 BOTH_PATHS = pytest.mark.parametrize("general", [False, True], ids=["fast", "general"])
 

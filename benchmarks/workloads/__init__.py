@@ -5,18 +5,18 @@
 ``.check_hand_grad()`` (see :class:`benchmarks.workloads._base.Workload`).
 """
 
-from ._base import Workload, dplus_setup_error, max_rel_error, to_floats
 from . import (
-    scalar_loop,
-    scalar_mul,
+    dict_model,
     dot,
     matvec,
-    quaternion,
     mlp,
     particles,
-    dict_model,
+    quaternion,
     recursive,
+    scalar_loop,
+    scalar_mul,
 )
+from ._base import Workload, dplus_setup_error, max_rel_error, to_floats
 
 ALL: list[Workload] = [
     scalar_loop.WORKLOAD,

@@ -16,9 +16,9 @@ from __future__ import annotations
 import copy
 import math
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterator
 
 __all__ = [
     "Workload",

@@ -12,12 +12,13 @@ import numbers
 import operator
 import sys
 import types
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
+from ..errors import NonDifferentiableError, SensitivityError
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values, is_plus_function
-from ..errors import NonDifferentiableError, SensitivityError
+from .hooks import hooks
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -31,7 +32,6 @@ from .linear import (
     object_attributes,
     zero,
 )
-from .hooks import hooks
 from .registry import lookup_transform, register_primitive
 from .result import KeywordDict, ProcResult
 

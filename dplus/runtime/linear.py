@@ -15,9 +15,9 @@ import enum
 import numbers
 import sys
 import types
+from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
-from collections.abc import Callable
 
 from ..errors import SensitivityError
 from .result import ProcResult

@@ -12,10 +12,28 @@ import sys
 import types
 from typing import Any
 
-from .boxes import BoxSensitivities
-from .hooks import hooks
-from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from ..errors import DplusError, NonDifferentiableError, SensitivityError
+from .boxes import BoxSensitivities
+from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
+
+# generated code calls these through helper_named
+from .core import (  # noqa: F401
+    CellKey,
+    ItemColumns,
+    KeywordDict,
+    accumulate,
+    apply_transform,
+    as_plain_callable,
+    fold,
+    handover,
+    is_tracked_mutable,
+    keyword_sensitivity,
+    keywords_at,
+    layouts,
+    lift,
+    only_floats,
+)
+from .hooks import hooks
 from .linear import (
     OneHot,
     TupleAccumulator,
@@ -34,21 +52,6 @@ from .result import (  # noqa: F401  (plain_parameters, keywords_by_name: ops of
     call_plus,
     keywords_by_name,
     plain_parameters,
-)
-
-# generated code calls these through helper_named
-from .core import as_plain_callable, fold, keyword_sensitivity, keywords_at  # noqa: F401
-from .core import (
-    CellKey,
-    ItemColumns,
-    KeywordDict,
-    accumulate,
-    apply_transform,
-    handover,
-    is_tracked_mutable,
-    layouts,
-    lift,
-    only_floats,
 )
 
 Z = gen_zero

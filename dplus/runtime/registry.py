@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import DplusError
 from .portable import remember_rule, remember_source

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import sys
 import types
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 

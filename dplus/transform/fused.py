@@ -27,8 +27,8 @@ the general way, which raises Python's own error or gives other kinds their own 
 from __future__ import annotations
 
 import ast
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 

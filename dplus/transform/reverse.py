@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from itertools import chain as _chain
 from typing import Any
-from collections.abc import Callable
 
 import attrs
 
-from .normalize import IRFunction, Namer, closure_reads
-from .peephole import simplify_reverse
 from ..rules import InlineRule, inline_rule_for
 from ..runtime.hooks import hooks
+from .normalize import IRFunction, Namer, closure_reads
+from .peephole import simplify_reverse
 from .scopes import names_bound_by
 from .trees import clone, substituted, unparse, walk
 

@@ -30,8 +30,8 @@ name rebound between the display and a read still gives the value the list held.
 from __future__ import annotations
 
 import ast
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
 from .normalize import IRFunction, Namer, closure_reads
 from .trees import child_blocks, walk

@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
+from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from ..runtime.closures import CodeMap
 from ..runtime.portable import carried_lines
-from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from .trees import walk
 
 __all__ = ["FunctionSource", "function_source"]
@@ -220,8 +220,9 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     The definition is compiled inside a function that binds ``code``'s free variables, so
     that they stay free; when that cannot be compiled (a construct only valid where the
     function really was), the source is trusted."""
-    import copy
     import __future__
+
+    import copy
 
     try:
         target = copy.deepcopy(node)

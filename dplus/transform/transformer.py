@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from collections import deque
 import dataclasses
 import functools
 import gc
@@ -17,21 +16,22 @@ import inspect
 import sys
 import threading
 import types
-from typing import Any
+from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import attrs
 
-from ..runtime.hooks import hooks
-from ..runtime.closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
 from ..errors import SourceUnavailableError, describe_callable
-from .inline import inline_calls, remember_guards
+from ..runtime.closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
+from ..runtime.hooks import hooks
 from ..runtime.linear import gen_zero
-from .normalize import Namer, normalize_function
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
 from . import reverse
 from .fused import vector_fused_gradient
+from .inline import inline_calls, remember_guards
+from .normalize import Namer, normalize_function
 from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
@@ -573,8 +573,7 @@ def _bound_plus(
 
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
-    from ..runtime.core import lift
-    from ..runtime.core import KeywordDict
+    from ..runtime.core import KeywordDict, lift
     from ..runtime.ops import call_plus_keywords, keywords_at, merged_keywords
 
     inner_plus = (

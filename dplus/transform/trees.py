@@ -10,8 +10,8 @@ type are looked up once.
 from __future__ import annotations
 
 import ast
-from typing import Any
 from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = ["child_blocks", "clone", "nesting_depth", "substituted", "unparse", "walk"]
 

@@ -22,8 +22,8 @@ kept bounded by ``tanh``/``sin`` and small constants.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 

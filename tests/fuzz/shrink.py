@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 import copy
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from .checker import Checker, Outcome
 from .generator import Program

@@ -9,7 +9,7 @@ import pytest
 
 import dplus
 
-from .checker import Checker, load, unload, build_args
+from .checker import Checker, build_args, load, unload
 from .generator import ALL, FEATURES, generate
 from .runner import reproduction
 from .shrink import Shrinker
