@@ -58,10 +58,23 @@ def module_files() -> dict[str, Path]:
     return files
 
 
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` that run: imports under ``if TYPE_CHECKING:`` are for annotations."""
+    skipped = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If)
+        and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    return [node for node in ast.walk(tree) if id(node) not in skipped]
+
+
 def imported_modules(name: str, path: Path, modules: set[str]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -5,7 +5,7 @@ import inspect
 
 import pytest
 
-import dplus.transform.reverse
+import dplus.transform.reverse.statements
 import dplus.transform.transformer
 from dplus.transform.trees import clone, walk
 
@@ -41,7 +41,10 @@ def test_clone_copies_every_stateful_node(text):
 
 
 def test_the_engine_uses_these_helpers():
-    assert dplus.transform.reverse.clone is clone and dplus.transform.transformer.walk is walk
+    assert (
+        dplus.transform.reverse.statements.clone is clone
+        and dplus.transform.transformer.walk is walk
+    )
 
 
 @pytest.mark.parametrize("value", [-2, -2.5, -0.0, 3, 0.5])

@@ -33,9 +33,10 @@ from typing import Any
 import attrs
 
 from .normalize import IRFunction, Namer
-from .reverse import C, FunctionBuilder, Helpers, N, assign, call, clone
+from .reverse.builder import FunctionBuilder
+from .reverse.syntax import C, Helpers, N, assign, call
 from .scalarize import name_counts, read_of
-from .trees import walk
+from .trees import clone, walk
 
 __all__ = ["vector_fused_gradient"]
 

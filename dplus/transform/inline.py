@@ -320,7 +320,7 @@ def _copy(e: ast.expr) -> ast.expr:
 
 
 def _rename(node: Any, names: dict[str, str]) -> Any:
-    from .reverse import clone
+    from .trees import clone
 
     new = clone(node)
     for n in walk(new):

@@ -28,15 +28,15 @@ from ..runtime.hooks import hooks
 from ..runtime.linear import gen_zero
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
-from . import reverse
 from .fused import vector_fused_gradient
 from .inline import inline_calls, remember_guards
 from .normalize import Namer, normalize_function
-from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
+from .reverse.builder import Specialized, build_plus_function
+from .reverse.syntax import FAST_PATHS, Helpers, choose_prefix
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source, names_declared_global_in
-from .trees import child_blocks, nesting_depth, unparse, walk
+from .trees import child_blocks, clone, nesting_depth, unparse, walk
 
 __all__ = [
     "plus_function_for",
@@ -97,11 +97,11 @@ def general_paths_only() -> Iterator[None]:
     saved = _COMPILED
     with _LOCK:
         _COMPILED = CodeMap()
-        reverse.FAST_PATHS[0] = False
+        FAST_PATHS[0] = False
         try:
             yield
         finally:
-            reverse.FAST_PATHS[0] = True
+            FAST_PATHS[0] = True
             _COMPILED = saved
 
 
@@ -303,9 +303,7 @@ def _compile(
         node.decorator_list = []
     # first-order code inlines calls of small define_dplus functions (see inline.py)
     # (not in a function that reads its own namespace: locals() would show the inlined names)
-    inlines = (
-        specialize and not nestable and reverse.FAST_PATHS[0] and not _reads_own_namespace(node)
-    )
+    inlines = specialize and not nestable and FAST_PATHS[0] and not _reads_own_namespace(node)
     guards, checks = inline_calls(f, node) if inlines else ({}, [])
     scope = analyse(node)
     freevars = src.freevars
@@ -330,7 +328,7 @@ def _compile(
         scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside
     )
     hoisted: list = []
-    if not nestable and reverse.FAST_PATHS[0]:
+    if not nestable and FAST_PATHS[0]:
         scalarize_lists(ir, namer)  # lists that never leave the function become their elements
         if specialize:  # (the transform made without this reads elements where the code does)
             hoisted = hoist_constant_reads(ir, namer)

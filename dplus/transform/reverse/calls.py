@@ -1,0 +1,274 @@
+"""Calls, operators and closures (nested ``def``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ...runtime.hooks import hooks
+from ..normalize import IRFunction
+from ..trees import clone, unparse
+from . import syntax
+from .ssa import _SSA, _AdjointAccumulator
+from .syntax import BINOPS, INPLACE, C, N, assign, attr, call, tuple_
+
+
+class CallRules:
+    """Methods of :class:`FunctionBuilder`: calls, operators and closures (nested ``def``)."""
+
+    def calls_directly(
+        self, plus: ast.expr, args: list[ast.expr], keywords: list[ast.keyword]
+    ) -> bool:
+        """Whether a ``call(f, *args)`` of first-order code is written ``callee_plus(f)(*args)``
+        (differentiable-again code keeps ``call``, which has a rule of its own)."""
+        from ...runtime import ops as runtime_ops
+
+        return (
+            not self.nestable
+            and isinstance(plus, ast.Name)
+            and self.h.values.get(plus.id) is runtime_ops.call
+            and not keywords
+            and bool(args)
+            and not any(isinstance(a, ast.Starred) for a in args)
+        )
+
+    def binop(self, name: str, v: ast.BinOp, s: ast.stmt) -> Any:
+        """``name = left op right``; for ``a op= b`` (``dp_inplace``, see normalize's
+        ``in_place_op``) the in-place operator, and when the target may be shared, a test
+        that refuses to change an array in place first."""
+        inplace = getattr(v, "dp_inplace", None)
+        if not inplace:
+            fn = BINOPS[type(v.op)]
+        elif inplace == "unshared":
+            fn = hooks.unshared_in_place(INPLACE[type(v.op)])
+        else:
+            fn = INPLACE[type(v.op)]
+        fwd, record, rev = self.call_like(
+            name,
+            self.rt("binop_plus"),
+            [self.helper(fn, fn.__name__), v.left, v.right],
+            [],
+            s,
+            skip=1,
+        )
+        where = getattr(v, "dp_where", None)
+        if where is not None and isinstance(v.left, ast.Name):
+            fwd = [ast.Expr(call(self.rt("refuse_array_in_place"), clone(v.left), C(where)))] + fwd
+        return fwd, record, rev
+
+    def call_like(
+        self,
+        target: str | None,
+        plus: ast.expr,
+        args: list[ast.expr],
+        keywords: list[ast.keyword],
+        s: ast.stmt,
+        skip: int = 0,
+        callee: ast.expr | None = None,
+        native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None,
+    ) -> Any:
+        """``target = plus(*args, **keywords).primal``, recording the backprop and argument values.
+
+        ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
+        ``native``: ``(test, statements, reverse)``: when ``test`` holds, the statements do the
+        operation instead (assigning the target, with no backprop), and ``reverse`` gives
+        what the backprop would have returned.
+        """
+        if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
+            from ...runtime import ops as runtime_ops
+
+            if self.h.values[plus.id] not in (
+                runtime_ops.call,
+                runtime_ops.binop_plus,
+                runtime_ops.call_on_constants,
+            ):
+                # a transform called as the function it is: its next transform must differentiate it again
+                args = [plus] + list(args)
+                plus = self.rt("call_plus")
+                skip += 1
+        bp = self.namer.fresh("bp")
+        r = self.namer.fresh("r")
+        fwd: list[ast.stmt] = []
+        call_args: list[ast.expr] = []
+        for a in args:
+            if isinstance(a, ast.Starred):
+                call_args.append(ast.Starred(value=clone(a.value), ctx=ast.Load()))
+            else:
+                call_args.append(clone(a))
+        kws = [ast.keyword(arg=k.arg, value=clone(k.value)) for k in keywords]
+        if self.calls_directly(plus, call_args, kws):
+            # ``callee_plus(f)(*args)``, not ``call(f, *args)``: no frame of dplus's between a
+            # recursive function's levels
+            fwd.append(assign(r, call(call(self.rt("callee_plus"), call_args[0]), *call_args[1:])))
+        else:
+            fwd.append(assign(r, call(clone(plus), *call_args, keywords=kws)))
+        if target is not None:
+            fwd.append(assign(target, attr(r, "primal")))
+        fwd.append(assign(bp, attr(r, "backprop")))
+        if native is not None:
+            fwd = [ast.If(test=native[0], body=native[1] + [assign(bp, C(None))], orelse=fwd)]
+        record = [bp]
+        star_lens: dict[int, str] = {}
+        for i, a in enumerate(args):
+            node = a.value if isinstance(a, ast.Starred) else a
+            if i < skip and not (
+                callee is not None
+                and isinstance(callee, ast.Name)
+                and not self.is_static_chain(callee)
+            ):
+                continue
+            if (
+                isinstance(node, ast.Name)
+                and node.id not in record
+                and not node.id.startswith(syntax.PFX)
+            ):
+                record.append(node.id)
+            if isinstance(a, ast.Starred):
+                ln = self.namer.fresh("len")
+                fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
+                star_lens[i] = ln
+                record.append(ln)
+        double_star_keys: dict[int, str] = {}
+        for j, k in enumerate(keywords):
+            if isinstance(k.value, ast.Name) and k.value.id not in record:
+                record.append(k.value.id)
+            if k.arg is None and isinstance(k.value, ast.Name):
+                # the keys the call read: the dict may shrink or grow before the reverse runs
+                keys = self.namer.fresh("keys")
+                fwd.insert(0, assign(keys, call(self.helper(tuple, "tuple"), clone(k.value))))
+                double_star_keys[j] = keys
+                record.append(keys)
+        is_callee_var = (
+            callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)
+        )
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(target) if target is not None else None
+            g = self.namer.fresh("g")
+            back: ast.expr = call(bp, A if A is not None else N(self.Z), N(syntax.ABOX))
+            if native is not None:
+                back = ast.IfExp(
+                    test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]),
+                    body=native[2],
+                    orelse=back,
+                )
+            acc.out.append(assign(g, back))
+            if is_callee_var:
+                acc.add_value(callee.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
+            fixed = 1
+            dynamic: list[str] = []
+
+            def position() -> ast.expr:
+                e: ast.expr = C(fixed)
+                for d in dynamic:
+                    e = ast.BinOp(left=e, op=ast.Add(), right=N(d))
+                return e
+
+            for i, a in enumerate(args):
+                if i < skip:
+                    continue
+                if isinstance(a, ast.Starred):
+                    ln = star_lens[i]
+                    if isinstance(a.value, ast.Name):
+                        if self.nestable:
+                            part = ast.Subscript(
+                                value=N(g),
+                                slice=ast.Slice(
+                                    lower=position(),
+                                    upper=ast.BinOp(left=position(), op=ast.Add(), right=N(ln)),
+                                    step=None,
+                                ),
+                                ctx=ast.Load(),
+                            )
+                        else:
+                            part = call(
+                                self.rt("star_sensitivity"), N(g), position(), N(ln), N(a.value.id)
+                            )
+                        acc.add_value(a.value.id, part)
+                    dynamic.append(ln)
+                    continue
+                if isinstance(a, ast.Name) and a.id not in self.const_names:
+                    acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
+                fixed += 1
+            for j, k in enumerate(keywords):
+                if not isinstance(k.value, ast.Name):
+                    continue
+                if k.arg is None:
+                    kw = call(self.rt("keyword_sensitivities"), N(g), position())
+                    acc.add_value(
+                        k.value.id,
+                        call(self.rt("double_star_sensitivity"), kw, N(double_star_keys[j])),
+                    )
+                else:
+                    # (one operation with a rule of its own: no dict operations at the next order)
+                    acc.add_value(
+                        k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg))
+                    )
+
+        return fwd, record, rev
+
+    def closure_stmt(self, s: ast.FunctionDef, ssa: _SSA) -> Any:
+        ir: IRFunction = s.dp_ir
+        child = type(self)(
+            ir,
+            self.namer,
+            self.h,
+            self.globals,
+            top_level=False,
+            fast=self.fast,
+            nestable=self.nestable,
+        )
+        child.const_names = self.const_names
+        child.key_names = dict(self.key_names)
+        defaults = getattr(s, "dp_defaults", [])
+        kw_defaults = getattr(s, "dp_kw_defaults", [])
+        all_defaults = defaults + [d for d in kw_defaults if d is not None]
+        child.defaults_in_closure = bool(all_defaults)
+        plus = child.build()
+        for k, v in child.key_names.items():
+            self.key_names.setdefault(k, v)
+        fwd: list[ast.stmt] = [plus]
+        if not plus.dp_simple:
+            bare = clone(ir.args)
+            bare.defaults = []
+            bare.kw_defaults = [None] * len(bare.kwonlyargs)
+            for a in bare.posonlyargs + bare.args + bare.kwonlyargs + [bare.vararg, bare.kwarg]:
+                if a is not None:
+                    a.annotation = None
+            sig = call(
+                self.rt("make_signature"),
+                C(unparse(bare)),
+                tuple_([clone(d) for d in defaults]),
+                tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]),
+            )
+            plus.args.kw_defaults = [sig] + (
+                [tuple_([clone(d) for d in all_defaults])] if all_defaults else []
+            )
+        fwd.append(assign(s.name, N(plus.name)))
+        by_value = plus.dp_by_value
+        s.dp_plus_name = plus.name
+        s.dp_by_value = by_value
+        # the closure's sensitivity: one part per variable it closes over, then one per default
+        parts: list[str | None] = list(by_value) + [
+            d.id if isinstance(d, ast.Name) and not self.is_module_constant(d.id) else None
+            for d in all_defaults
+        ]
+        record = list(dict.fromkeys(v for v in parts if v is not None))
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            if s.name in self.boxed:
+                # a boxed function: every read added its sensitivity into the cell's entry
+                A: ast.expr | None = call(attr(syntax.ABOX, "pop"), N(self.key(s.name)), N(self.Z))
+            else:
+                A = acc.take(s.name)
+            if A is None or not record:
+                return
+            a = self.namer.fresh("clo")
+            acc.out.append(assign(a, call(self.rt("closure_parts"), A, C(len(parts)))))
+            for i, v in enumerate(parts):
+                if v is not None:
+                    acc.add_value(
+                        v, ast.Subscript(value=N(a), slice=C(i), ctx=ast.Load()), value_name=v
+                    )
+
+        return fwd, record, rev

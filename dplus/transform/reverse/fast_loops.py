@@ -1,0 +1,660 @@
+"""Specialisation of loops: a fast prefix loop over one fast segment, and loops over
+lists of numbers (``zip``) with their sensitivities as columns."""
+
+from __future__ import annotations
+
+import ast
+from itertools import chain as _chain
+from typing import Any
+
+from ..scopes import names_bound_by
+from ..trees import clone, substituted, walk
+from . import syntax
+from .syntax import (
+    C,
+    FastParts,
+    N,
+    S,
+    _is_name,
+    _names_read,
+    _propagated_reads,
+    assign,
+    attr,
+    call,
+    tuple_,
+    unpack,
+)
+
+
+class FastLoopRules:
+    """Methods of :class:`FunctionBuilder`: specialisation of loops: a fast prefix loop over one fast segment, and loops over"""
+
+    def loop_over_lists(
+        self, s: ast.For, fast: FastParts
+    ) -> tuple[ast.expr, list[ast.stmt], list[ast.stmt], str] | None:
+        """``for a, b in zip(xs, ys)`` whose body is one fast segment, run over the lists
+        themselves when they are lists of numbers and the guard holds on entry.
+
+        The guard is tested once, not per iteration: the items are numbers (one C-level pass
+        per list), the names the body assigns stay numbers (``FastParts.closed``), and the
+        rest does not change in the loop. The forward records copies of the lists' first
+        ``nf`` elements instead of the list of tuples ``zip`` makes; the reverse reads them
+        backwards and hands each list its column of sensitivities. ``None`` when the loop is
+        not of this shape. Returns the entry test, the forward, the reverse (which reads the
+        record ``rec``) and ``rec``.
+        """
+        if fast.stores:
+            return None  # (the body could write into the lists the loop reads)
+        zs = s.dp_zip_general[0]
+        srcs = [a.id for a in zs.value.args]
+        target = s.target.id
+        A_t = self.adj(target)
+        direct = self.unpacked_items(s, fast, target)
+        if direct is None or len(direct.elts) != len(srcs):
+            return None
+        items = {e.id for e in direct.elts}
+        bound_in_body = {name for st in s.body for n in walk(st) for name in names_bound_by(n)}
+        if any(
+            g in bound_in_body and g not in items and g not in fast.closed for g in fast.numbers
+        ):
+            return None  # (a name the body assigns might stop being a number)
+        from_items, invariant, column_names = self.prefix_records(s, fast)
+        body = [clone(x) for x in fast.rev]
+        columns = self.item_columns(s, body, A_t)
+        if columns is None and any(_is_name(n, A_t) for x in body for n in walk(x)):
+            return None
+        if columns is not None and len(columns[1]) != len(srcs):
+            return None
+        rec, nf = self.namer.fresh("lists"), self.namer.fresh("nf")
+        lists, lens, copies = (
+            self.namer.fresh("lists"),
+            self.namer.fresh("lens"),
+            self.namer.fresh("copies"),
+        )
+        col = self.namer.fresh("col") if column_names else None
+        inv = self.namer.fresh("invariant") if invariant else None
+        typ = self.helper(type, "type")
+        tests: list[ast.expr] = [
+            ast.Compare(
+                left=call(clone(typ), N(x)), ops=[ast.Is()], comparators=[self.helper(list, "list")]
+            )
+            for x in srcs
+        ]
+        tests.append(
+            ast.Compare(
+                left=clone(zs.value.func), ops=[ast.Is()], comparators=[self.helper(zip, "zip")]
+            )
+        )
+        entry_numbers = [g for g in fast.numbers if g not in items]
+        if entry_numbers:
+            tests.append(self.number_guard(entry_numbers))
+        tests += [clone(c) for c in fast.checks]
+        tests.append(call(self.rt("all_numbers"), *[N(x) for x in srcs]))
+        test = ast.BoolOp(op=ast.And(), values=tests)
+        # forward
+        record = (
+            N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
+        )
+        length = lambda x: call(self.helper(len, "len"), N(x))
+        fwd: list[ast.stmt] = [
+            assign(lens, tuple_([length(x) for x in srcs])),
+            assign(nf, call(self.helper(min, "min"), N(lens))),
+        ]
+        if col:
+            fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
+        fwd.append(
+            ast.For(
+                target=clone(direct),
+                iter=call(self.helper(zip, "zip"), *[N(x) for x in srcs]),
+                body=[clone(x) for x in fast.fwd]
+                + ([ast.Expr(call(attr(col, "append"), record))] if col else [])
+                + [clone(x) for x in fast.copy_back]
+                or [ast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        )
+        firsts = [
+            ast.Subscript(
+                value=N(x), slice=ast.Slice(lower=None, upper=N(nf), step=None), ctx=ast.Load()
+            )
+            for x in srcs
+        ]
+        fwd.append(
+            self.push(
+                tuple_(
+                    [C(True), tuple_([N(x) for x in srcs]), N(lens), tuple_(firsts), N(nf)]
+                    + ([N(col)] if col else [])
+                    + (
+                        [
+                            ast.IfExp(
+                                test=N(nf), body=tuple_([N(x) for x in invariant]), orelse=C(None)
+                            )
+                        ]
+                        if inv
+                        else []
+                    )
+                ),
+                rec,
+            )
+        )
+        # reverse
+        rev: list[ast.stmt] = [
+            unpack(
+                ["_", lists, lens, copies, nf] + ([col] if col else []) + ([inv] if inv else []),
+                N(rec),
+            )
+        ]
+        if inv:
+            rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
+        reversed_ = self.helper(reversed, "reversed")
+        sources = [
+            call(clone(reversed_), ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load()))
+            for j in range(len(srcs))
+        ]
+        item_target = clone(direct)
+        if col:
+            col_target: ast.expr = (
+                S(column_names[0])
+                if len(column_names) == 1
+                else ast.Tuple(elts=[S(x) for x in column_names], ctx=ast.Store())
+            )
+            loop_target: ast.expr = ast.Tuple(elts=[item_target, col_target], ctx=ast.Store())
+            source = call(
+                self.helper(zip, "zip"),
+                call(self.helper(zip, "zip"), *sources),
+                call(clone(reversed_), N(col)),
+            )
+        else:
+            loop_target, source = item_target, call(self.helper(zip, "zip"), *sources)
+        if columns is None:  # the items get no sensitivity
+            rev += self.unless_zero(
+                body,
+                [
+                    ast.For(
+                        target=loop_target,
+                        iter=source,
+                        body=body or [ast.Pass()],
+                        orelse=[],
+                        type_comment=None,
+                    )
+                ],
+                [],
+            )
+            return test, fwd, rev, rec
+        at, parts = columns
+        cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
+        none = (
+            [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))]
+            if any(cols)
+            else []
+        )
+        listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
+        mapped = self.mapped_columns(body, at, parts)
+        if mapped is not None:
+            # each iteration's sensitivities depend on its own values only: one comprehension
+            # per column, in the loop's order, over the copies (and the recorded column)
+            named = [
+                (x.id, ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load()))
+                for j, x in enumerate(direct.elts)
+            ]
+            if col:
+                named.append((column_names[0] if len(column_names) == 1 else column_names, N(col)))
+            run = [
+                assign(c, self.comprehension(e, named, nf))
+                for c, e in zip(cols, mapped)
+                if c is not None
+            ]
+            rev += self.unless_zero(body, run, none)
+            rev.append(
+                ast.Expr(
+                    call(
+                        self.rt("zip_lists_back"),
+                        N(lists),
+                        N(lens),
+                        listed,
+                        N(syntax.ABOX),
+                        C(False),
+                    )
+                )
+            )
+            return test, fwd, rev, rec
+        body[at : at + 1] = [
+            ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None
+        ]
+        for c in cols:
+            if c is not None:
+                rev += [
+                    assign(c, ast.List(elts=[], ctx=ast.Load())),
+                    assign(c + "_append", attr(c, "append")),
+                ]
+        loop = ast.For(
+            target=loop_target, iter=source, body=body or [ast.Pass()], orelse=[], type_comment=None
+        )
+        rev += self.unless_zero(body, [loop], none)
+        rev.append(
+            ast.Expr(
+                call(self.rt("zip_lists_back"), N(lists), N(lens), listed, N(syntax.ABOX), C(True))
+            )
+        )
+        return test, fwd, rev, rec
+
+    def mapped_columns(
+        self, body: list[ast.stmt], at: int, parts: list[ast.expr]
+    ) -> list[ast.expr] | None:
+        """The items' sensitivities as expressions of one iteration's values, when the reverse
+        loop body only assigns temporaries (no adjoint carried from one iteration to the next)
+        before ``A_t = (parts...)`` at ``at``; ``None`` otherwise."""
+        persistent = set(self.adjoint_names.values())
+        temps: dict[str, ast.expr] = {}
+        for k, st in enumerate(body):
+            if k == at:
+                continue
+            if not (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Name)
+            ):
+                return None
+            name = st.targets[0].id
+            if name in persistent:
+                return None
+            temps[name] = substituted(st.value, dict(temps))
+        # (the adjoints the expressions read are not assigned in the loop: the same in every iteration)
+        out = [substituted(e, dict(temps)) for e in parts]
+        if any(sum(1 for _ in walk(e)) > 60 for e in out):
+            return None  # (temporaries read several times, written out again: kept as a loop)
+        return out
+
+    def comprehension(self, e: ast.expr, named: list[tuple[Any, ast.expr]], nf: str) -> ast.expr:
+        """``[e for x, c in zip(xs, cs)]`` over the sources (name or names, list) that ``e`` reads;
+        ``[e] * nf`` when it reads none."""
+        uses = set(_names_read(e))
+        needed = [(t, src) for t, src in named if (uses & set(t if isinstance(t, list) else [t]))]
+        if not needed:
+            return ast.BinOp(left=ast.List(elts=[e], ctx=ast.Load()), op=ast.Mult(), right=N(nf))
+
+        def target(t: Any) -> ast.expr:
+            return (
+                ast.Tuple(elts=[S(x) for x in t], ctx=ast.Store()) if isinstance(t, list) else S(t)
+            )
+
+        if len(needed) == 1:
+            tgt, it = target(needed[0][0]), needed[0][1]
+        else:
+            tgt = ast.Tuple(elts=[target(t) for t, _ in needed], ctx=ast.Store())
+            it = call(self.helper(zip, "zip"), *[src for _, src in needed])
+        return ast.ListComp(
+            elt=e, generators=[ast.comprehension(target=tgt, iter=it, ifs=[], is_async=0)]
+        )
+
+    def fast_prefix_loop(
+        self,
+        s: ast.For,
+        fast: FastParts,
+        bf: list[ast.stmt],
+        br: list[ast.stmt],
+        n: str,
+        itv: str,
+        rec_it: str | None,
+    ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """A loop whose body is one fast segment, run as two loops over one iterator.
+
+        The first runs the fast variant while the guard holds, with no record per iteration
+        on the tape: the values its reverse reads go into a column (a list of tuples, or of
+        single values), except those unpacked from the items of a list the loop made itself
+        (``zip``, ``enumerate``), which the reverse reads from the items again. At the first
+        iteration whose guard fails, the rest of the iterator runs in the general loop,
+        fast and general variants chosen per iteration as usual. The reverse runs the
+        general loop's reverse, then the prefix's, the prefix reading its column backwards.
+        """
+        target = s.target.id
+        A_t = self.adj(target)
+        nf, iterv, pend = (
+            self.namer.fresh("nf"),
+            self.namer.fresh("iter"),
+            self.namer.fresh("pending"),
+        )
+        from_items, invariant, column_names = self.prefix_records(s, fast)
+        reads_items = any(x in from_items for x in fast.rec)
+        inv = self.namer.fresh("invariant") if invariant else None
+        col = self.namer.fresh("col") if column_names else None
+        record = (
+            N(column_names[0]) if len(column_names) == 1 else tuple_([N(x) for x in column_names])
+        )
+        prefix_body = (
+            [clone(x) for x in fast.fwd]
+            + ([ast.Expr(call(attr(col, "append"), record))] if col else [])
+            + [clone(x) for x in fast.copy_back]
+            + [ast.AugAssign(target=S(nf), op=ast.Add(), value=C(1))]
+        )
+        fwd: list[ast.stmt] = [assign(nf, C(0))]
+        if col:
+            fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
+        # the items of zip and enumerate are tuples: unpacked by the for statements themselves
+        direct = self.unpacked_items(s, fast, target)
+        lead = [] if direct else [clone(u) for u in fast.lead]
+        item_target = direct if direct else S(target)
+        item = clone(direct) if direct else N(target)
+        if direct:
+            item.ctx = ast.Load()
+            for e in item.elts:
+                e.ctx = ast.Load()
+        fwd += [
+            assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
+            assign(pend, C(None)),
+            ast.For(
+                target=clone(item_target),
+                iter=N(iterv),
+                body=[
+                    *lead,
+                    ast.If(
+                        test=clone(fast.guard),
+                        body=prefix_body,
+                        orelse=[assign(pend, tuple_([item])), ast.Break()],
+                    ),
+                ],
+                orelse=[],
+                type_comment=None,
+            ),
+            assign(n, C(0)),
+            ast.If(
+                test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]),
+                body=[
+                    ast.For(
+                        target=S(target),
+                        iter=call(self.helper(_chain, "chain"), N(pend), N(iterv)),
+                        body=bf,
+                        orelse=[],
+                        type_comment=None,
+                    )
+                ],
+                orelse=[],
+            ),
+            # (after no fast iteration an invariant may be unbound, as in the primal)
+            self.push(
+                tuple_(
+                    [clone(s.iter), N(nf), N(n), self.list_length(s)]
+                    + ([N(col)] if col else [])
+                    + (
+                        [
+                            ast.IfExp(
+                                test=N(nf), body=tuple_([N(x) for x in invariant]), orelse=C(None)
+                            )
+                        ]
+                        if inv
+                        else []
+                    )
+                )
+            ),
+        ]
+        # reverse: the general iterations (the last ones), then the prefix
+        route, i = self.namer.fresh("route"), self.namer.fresh("i")
+        total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
+        rev_body = list(br) + [
+            self.routed(
+                A_t,
+                ast.Assign(
+                    targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())],
+                    value=N(A_t),
+                ),
+            )
+        ]
+        make_route = assign(
+            route,
+            ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total),
+        )
+        length = self.namer.fresh("len")
+        rev: list[ast.stmt] = self.pop_into(
+            [itv, nf, n, length] + ([col] if col else []) + ([inv] if inv else [])
+        ) + [
+            make_route,
+            ast.If(
+                test=N(n),
+                body=[  # (usually none: every iteration took the fast way)
+                    ast.For(
+                        target=S(i),
+                        iter=call(
+                            self.helper(range, "range"),
+                            ast.BinOp(left=clone(total), op=ast.Sub(), right=C(1)),
+                            ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)),
+                            C(-1),
+                        ),
+                        body=rev_body,
+                        orelse=[],
+                        type_comment=None,
+                    )
+                ],
+                orelse=[],
+            ),
+        ]
+        items = call(self.rt("prefix_reversed"), N(itv), N(nf))
+        column = call(self.helper(reversed, "reversed"), N(col)) if col else None
+        col_target: ast.expr = (
+            (
+                S(column_names[0])
+                if len(column_names) == 1
+                else ast.Tuple(elts=[S(x) for x in column_names], ctx=ast.Store())
+            )
+            if col
+            else S("_")
+        )
+        if reads_items and col:
+            loop_target: ast.expr = ast.Tuple(
+                elts=[clone(item_target), col_target], ctx=ast.Store()
+            )
+            source: ast.expr = call(self.helper(zip, "zip"), items, column)
+        elif reads_items:
+            loop_target, source = clone(item_target), items
+        elif col:
+            loop_target, source = col_target, column
+        else:
+            loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
+        body = ([clone(u) for u in lead] if reads_items else []) + [clone(x) for x in fast.rev]
+        # the items' sensitivities, last iteration first, when the reverse gives the target one
+        gives_items = any(
+            isinstance(t, ast.Name) and t.id == A_t
+            for x in fast.rev
+            for node in walk(x)
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+        )
+        if inv:
+            rev.append(ast.If(test=N(nf), body=[unpack(invariant, N(inv))], orelse=[]))
+        columns = self.item_columns(s, body, A_t)
+        if columns is not None:
+            # the items' sensitivities collected as columns, one list per tuple position: the
+            # zip or enumerate backprop takes them as they are, with no rows to transpose
+            at, parts = columns
+            make_route.value = ast.IfExp(
+                test=N(n), body=make_route.value, orelse=C(None)
+            )  # None: no general iteration
+            cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
+            body[at : at + 1] = [
+                ast.Expr(call(c + "_append", e)) for c, e in zip(cols, parts) if c is not None
+            ]
+            for c in cols:
+                if c is not None:
+                    rev += [
+                        assign(c, ast.List(elts=[], ctx=ast.Load())),
+                        assign(c + "_append", attr(c, "append")),
+                    ]
+            loop = ast.For(target=loop_target, iter=source, body=body, orelse=[], type_comment=None)
+            rev += self.unless_zero(
+                body,
+                [loop],
+                [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))]
+                if any(cols)
+                else [],
+            )
+            listed = ast.List(elts=[C(None) if c is None else N(c) for c in cols], ctx=ast.Load())
+            rev.append(
+                self.hand_back(
+                    rec_it,
+                    itv,
+                    call(self.rt("route_columns"), N(itv), N(route), N(nf), listed, N(syntax.ABOX)),
+                )
+            )
+            return fwd, rev
+        backwards = self.namer.fresh("prefix_route")
+        prefix: list[ast.stmt] = []
+        if gives_items:
+            body += [ast.Expr(call(attr(backwards, "append"), N(A_t))), assign(A_t, N(self.Z))]
+            prefix.append(assign(backwards, ast.List(elts=[], ctx=ast.Load())))
+        prefix.append(
+            ast.For(
+                target=loop_target,
+                iter=source,
+                body=body or [ast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        )
+        if gives_items:
+            prefix += [
+                ast.Expr(call(attr(backwards, "reverse"))),
+                ast.Assign(
+                    targets=[
+                        ast.Subscript(
+                            value=N(route),
+                            slice=ast.Slice(lower=None, upper=N(nf), step=None),
+                            ctx=ast.Store(),
+                        )
+                    ],
+                    value=N(backwards),
+                ),
+            ]
+        rev += self.unless_zero(body, prefix, [])
+        if not gives_items:
+            # the target read after the loop: its sensitivity is the last iteration's element's
+            # (a general iteration's routing took it already; after no iteration it stays)
+            rev.append(
+                ast.If(
+                    test=ast.BoolOp(
+                        op=ast.And(),
+                        values=[
+                            N(nf),
+                            ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
+                        ],
+                    ),
+                    body=[
+                        ast.Assign(
+                            targets=[
+                                ast.Subscript(
+                                    value=N(route),
+                                    slice=ast.BinOp(left=N(nf), op=ast.Sub(), right=C(1)),
+                                    ctx=ast.Store(),
+                                )
+                            ],
+                            value=N(A_t),
+                        ),
+                        assign(A_t, N(self.Z)),
+                    ],
+                    orelse=[],
+                )
+            )
+        rev.append(
+            self.hand_back(
+                rec_it, itv, call(self.rt("route_all"), N(itv), N(route), N(syntax.ABOX), N(length))
+            )
+        )
+        return fwd, rev
+
+    def prefix_records(self, s: ast.For, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
+        """What a fast loop's reverse reads, by where it comes from: the names the items give
+        again (unpacked from the tuples of a fresh list), the values the body never assigns (the
+        same in every iteration: recorded once), and the rest (a column, one entry per iteration)."""
+        target = s.target.id
+        from_items: set[str] = set()
+        if getattr(s, "dp_tuple_items", False):
+            from_items.add(target)
+            for u in fast.lead:
+                if isinstance(u.value, ast.Name) and u.value.id == target:
+                    from_items.update(e.id for e in u.targets[0].elts)
+        bound_in_body = {name for st in s.body for n in walk(st) for name in names_bound_by(n)}
+        invariant = [
+            x
+            for x in fast.rec
+            if x not in from_items
+            and x != target
+            and x not in fast.defined
+            and x not in bound_in_body
+        ]
+        column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
+        return from_items, invariant, column_names
+
+    def unpacked_items(self, s: ast.For, fast: FastParts, target: str) -> ast.Tuple | None:
+        """The names a fast loop over tuples (``zip``, ``enumerate``) unpacks each item into
+        first, as a target for the ``for`` statement itself, when nothing else reads the item."""
+        if not (getattr(s, "dp_tuple_items", False) and len(fast.lead) == 1):
+            return None
+        u = fast.lead[0]
+        t = u.targets[0]
+        if not (
+            isinstance(u.value, ast.Name)
+            and u.value.id == target
+            and isinstance(t, ast.Tuple)
+            and all(isinstance(e, ast.Name) for e in t.elts)
+        ):
+            return None
+        if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in walk(x)):
+            return None
+        return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
+
+    def unless_zero(
+        self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]
+    ) -> list[ast.stmt]:
+        """``run`` behind a test that an adjoint the fast loop body ``body`` propagates is not
+        zero: reverse code is linear in those adjoints, so when all are zero where the loop's
+        reverse starts, every iteration's contributions are zero and the loop is skipped (a
+        dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
+        ``a = c if a is Z else a + c``) propagates nothing."""
+        store_back = self.rt("store_display_numbers").id
+        if any(isinstance(n, ast.Name) and n.id == store_back for st in body for n in walk(st)):
+            return run  # (a store's reverse moves sensitivities out of Abox: never skipped)
+        persistent = set(self.adjoint_names.values())
+        flowing: list[str] = []
+        for st in body:
+            for read in _propagated_reads(st):
+                if read in persistent and read not in flowing:
+                    flowing.append(read)
+        if not flowing:
+            return run
+        test = (
+            ast.BoolOp(
+                op=ast.Or(),
+                values=[
+                    ast.Compare(left=N(a), ops=[ast.IsNot()], comparators=[N(self.Z)])
+                    for a in flowing
+                ],
+            )
+            if len(flowing) > 1
+            else ast.Compare(left=N(flowing[0]), ops=[ast.IsNot()], comparators=[N(self.Z)])
+        )
+        return [ast.If(test=test, body=run, orelse=otherwise)]
+
+    def item_columns(
+        self, s: ast.For, rev: list[ast.stmt], A_t: str
+    ) -> tuple[int, list[ast.expr]] | None:
+        """``(position, parts)`` when a fast loop body's reverse gives the item its sensitivity
+        in one statement ``A_t = (parts...)`` at its top level and reads ``A_t`` nowhere else,
+        and the items are tuples of a fresh list of the builtin ``zip`` or ``enumerate`` (whose
+        sensitivity only that builtin's backprop reads)."""
+        if not (getattr(s, "dp_fresh_iter", False) and getattr(s, "dp_tuple_items", False)):
+            return None
+        found = None
+        for pos, st in enumerate(rev):
+            mentions = any(_is_name(n, A_t) for n in walk(st))
+            if not mentions:
+                continue
+            if found is not None or not (
+                isinstance(st, ast.Assign)
+                and len(st.targets) == 1
+                and _is_name(st.targets[0], A_t)
+                and isinstance(st.value, ast.Tuple)
+                and st.value.elts
+                and not any(_is_name(n, A_t) for n in walk(st.value))
+            ):
+                return None
+            found = (pos, list(st.value.elts))
+        return found

@@ -1,0 +1,265 @@
+"""Assignments and unpacking outside fast segments: one statement of the general path."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from ..trees import clone
+from . import syntax
+from .ssa import _SSA, _AdjointAccumulator
+from .syntax import UNARYOPS, C, N, assign, attr, call, tuple_
+
+
+class StatementRules:
+    """Methods of :class:`FunctionBuilder`: assignments and unpacking outside fast segments: one statement of the general path."""
+
+    # ---------------------------------------------------------------- general statements
+    def unpack_reverse(self, s: ast.Assign, acc: _AdjointAccumulator) -> None:
+        parts = [acc.take(e.id) for e in s.targets[0].elts]
+        if all(p is None for p in parts):
+            return
+        sens = tuple_([p if p is not None else N(self.Z) for p in parts])
+        v = s.value.id
+        if self.direct_unpack(v, acc.fresh_zero):
+            # a tuple by construction whose adjoint is still zero: the tuple of the parts is it
+            a = self.adj(v)
+            acc.fresh_zero.discard(a)
+            acc.out.append(assign(a, sens))
+            return
+        if not self.nestable and v not in self.ssa_defined_names(acc) and v not in self.boxed:
+            # the common case, a tuple whose adjoint is still zero: the tuple of the parts is it
+            a = self.adj(v)
+            general: list[ast.stmt] = []
+            saved, acc.out = acc.out, general
+            if self.fast:  # one call; a list of numbers adds the parts into its entry
+                self.unpack_back(acc, v, sens)
+            else:
+                acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), clone(sens)))
+            acc.out = saved
+            acc.out.append(
+                ast.If(
+                    test=ast.BoolOp(
+                        op=ast.And(),
+                        values=[
+                            ast.Compare(
+                                left=call(self.helper(type, "type"), N(v)),
+                                ops=[ast.Is()],
+                                comparators=[self.helper(tuple, "tuple")],
+                            ),
+                            ast.Compare(left=N(a), ops=[ast.Is()], comparators=[N(self.Z)]),
+                        ],
+                    ),
+                    body=[assign(a, sens)],
+                    orelse=general,
+                )
+            )
+            return
+        if (
+            self.fast and v not in self.boxed
+        ):  # (a value this segment made: a list read from a list)
+            self.unpack_back(acc, v, sens)
+            return
+        acc.add_value(v, call(self.rt("unpack_sensitivity"), N(v), sens))
+
+    def unpack_back(self, acc: _AdjointAccumulator, v: str, sens: ast.Tuple) -> None:
+        """``adjoint(v) = unpack_back(adjoint(v), v, parts, Abox)``; when every part is a
+        name, with its commonest case inline (a list of as many floats that has no entry
+        yet takes the parts as its entry): the call cost more than the work, twice per
+        particle-step in the particles' reverse."""
+
+        def back(cur: ast.expr) -> ast.expr:
+            return call(self.rt("unpack_back"), cur, N(v), clone(sens), N(syntax.ABOX))
+
+        parts = sens.elts
+        if not parts or not all(isinstance(p, ast.Name) and p.id != self.Z for p in parts):
+            acc.update(v, back)
+            return
+        target, current = acc._target(v)
+        typ, entries = self.helper(type, "type"), attr(syntax.ABOX, "_entries")
+        key = call(self.helper(id, "id"), N(v))
+        test = ast.BoolOp(
+            op=ast.And(),
+            values=[
+                ast.Compare(
+                    left=call(clone(typ), N(v)),
+                    ops=[ast.Is()],
+                    comparators=[self.helper(list, "list")],
+                ),
+                ast.Compare(
+                    left=call(self.helper(len, "len"), N(v)),
+                    ops=[ast.Eq()],
+                    comparators=[C(len(parts))],
+                ),
+                ast.Compare(left=key, ops=[ast.NotIn()], comparators=[entries]),
+                ast.Compare(
+                    left=call(clone(typ), clone(parts[0])),
+                    ops=[ast.Is() for _ in parts],
+                    comparators=[call(clone(typ), clone(p)) for p in parts[1:]]
+                    + [self.helper(float, "float")],
+                ),
+            ],
+        )
+        body: list[ast.stmt] = [
+            ast.Assign(
+                targets=[ast.Subscript(value=clone(entries), slice=clone(key), ctx=ast.Store())],
+                value=tuple_([N(v), ast.List(elts=[clone(p) for p in parts], ctx=ast.Load())]),
+            )
+        ]
+        if current is None:
+            body.append(assign(target, N(self.Z)))
+        acc.out.append(
+            ast.If(test=test, body=body, orelse=[assign(target, back(N(current or self.Z)))])
+        )
+
+    def direct_unpack(self, v: str, fresh_zero: set[str]) -> bool:
+        """Whether the reverse of unpacking ``v`` needs neither ``v`` nor a type test."""
+        return self.fast and v in self.tuple_items and self.adj(v) in fresh_zero
+
+    def ssa_defined_names(self, acc: _AdjointAccumulator) -> dict[str, None]:
+        return acc.ssa.defined
+
+    def general_stmt(
+        self, s: ast.stmt, ssa: _SSA
+    ) -> tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]:
+        if getattr(s, "dp_unpack", False):
+            return [clone(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
+        if isinstance(s, ast.FunctionDef):
+            return self.closure_stmt(s, ssa)
+        if isinstance(s, ast.Delete):
+            return self.delete_stmt(s)
+        target = s.targets[0]
+        v = s.value
+        if isinstance(target, ast.Subscript):
+            if (
+                not self.nestable
+                and not isinstance(target.slice, ast.Slice)
+                and isinstance(target.value, ast.Name)
+            ):
+                return self.list_write(target.value, target.slice, v, s)
+            return self.call_like(
+                None,
+                self.rt("setitem_plus"),
+                [target.value, self.slice_expr(target.slice), v],
+                [],
+                s,
+            )
+        if isinstance(target, ast.Attribute):
+            return self.call_like(
+                None, self.rt("setattr_plus"), [target.value, C(target.attr), v], [], s
+            )
+        name = target.id
+        kind = getattr(s, "dp_kind", "general")
+        if name in self.boxed:
+            # a write to a boxed variable: its sensitivity lives in Abox under the cell key
+            fwd = [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
+
+            def rev_boxed(acc: _AdjointAccumulator) -> None:
+                popped = call(attr(syntax.ABOX, "pop"), N(self.key(name)), N(self.Z))
+                if isinstance(v, ast.Name):
+                    acc.add(v.id, popped)
+                else:
+                    acc.out.append(ast.Expr(popped))
+
+            return fwd, [], rev_boxed
+        if isinstance(v, ast.Name) and v.id in self.boxed:
+            fwd = [assign(name, N(v.id))]
+
+            def rev_read(acc: _AdjointAccumulator) -> None:
+                A = acc.take(name)
+                if A is not None:
+                    acc.out.append(
+                        ast.Expr(
+                            call(
+                                self.rt("accumulate_cell"),
+                                N(syntax.ABOX),
+                                N(self.key(v.id)),
+                                N(name),
+                                A,
+                            )
+                        )
+                    )
+
+            return fwd, [name], rev_read
+        if kind == "nondiff" or isinstance(v, ast.Constant):
+
+            def rev_nd(acc: _AdjointAccumulator) -> None:
+                acc.take(name)
+
+            return [assign(name, clone(v))], [], rev_nd
+        if kind == "copy" or isinstance(v, ast.Name):
+
+            def rev_copy(acc: _AdjointAccumulator) -> None:
+                A = acc.take(name)
+                if A is not None:
+                    acc.add(v.id, A)
+
+            return [assign(name, clone(v))], [], rev_copy
+        if isinstance(v, ast.BinOp):
+            return self.binop(name, v, s)
+        if isinstance(v, ast.UnaryOp):
+            fn = UNARYOPS[type(v.op)]
+            return self.call_like(
+                name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1
+            )
+        if isinstance(v, ast.Call):
+            op = getattr(v, "dp_op", None)
+            if op is not None:
+                fn_name = {
+                    "unpack": "unpack_plus",
+                    "unpack_star": "unpack_star_plus",
+                    "match_args": "match_args_plus",
+                    "callmethod": "callmethod",
+                    "user_namespace": "user_namespace_plus",
+                    "read_global": "read_global_plus",
+                }[op]
+                return self.call_like(
+                    name,
+                    self.rt(fn_name),
+                    list(v.args),
+                    list(v.keywords),
+                    s,
+                    native=self.native_append(name, v) if op == "callmethod" else None,
+                )
+            if getattr(v, "dp_live", False):
+                # a lazy builtin's iterator whose laziness the program may see (a loop that may
+                # change what it reads, or kept for later): Python's live iterator
+                plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
+            else:
+                plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
+            return self.call_like(
+                name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func
+            )
+        if isinstance(v, ast.Attribute):
+            return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
+        if isinstance(v, ast.Subscript):
+            if (
+                not self.nestable
+                and not isinstance(v.slice, ast.Slice)
+                and isinstance(v.value, ast.Name)
+            ):
+                return self.sequence_read(name, v.value, v.slice, s)
+            return self.call_like(
+                name, self.rt("getitem_plus"), [v.value, self.slice_expr(v.slice)], [], s
+            )
+        if isinstance(v, ast.Tuple):
+            return self.display(name, "build_tuple", v.elts, s)
+        if isinstance(v, ast.List):
+            return self.display(name, "build_list", v.elts, s)
+        if isinstance(v, ast.Set):
+            return self.display(name, "build_set", v.elts, s)
+        if isinstance(v, ast.Dict):
+            parts: list[ast.expr] = []
+            spec: list[bool] = []
+            for k, val in zip(v.keys, v.values):
+                if k is None:
+                    spec.append(True)
+                    parts.append(val)
+                else:
+                    spec.append(False)
+                    parts.append(k)
+                    parts.append(val)
+            return self.call_like(
+                name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1
+            )
+        raise NotImplementedError(ast.dump(v))
