@@ -1116,7 +1116,7 @@ def dict_update_plus(d: dict, /, *args: Any, **kwargs: Any) -> ProcResult:
 def user_namespace_plus(display: dict) -> ProcResult:
     """What ``locals()`` gives inside differentiated code: the display of the user's
     variables (``normalize.user_namespace``) without those not bound yet."""
-    from dplus.transform.normalize import UNBOUND
+    from dplus.transform.normalize.core import UNBOUND
 
     ns = {k: v for k, v in display.items() if not (type(v) is str and v == UNBOUND)}
 

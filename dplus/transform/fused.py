@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from .normalize import IRFunction, Namer
+from .normalize.core import IRFunction, Namer
 from .reverse.builder import FunctionBuilder
 from .reverse.syntax import C, Helpers, N, assign, call
 from .scalarize import name_counts, read_of

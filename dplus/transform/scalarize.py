@@ -33,7 +33,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from .normalize import IRFunction, Namer, closure_reads
+from .normalize.core import IRFunction, Namer, closure_reads
 from .trees import child_blocks, walk
 
 __all__ = ["scalarize_lists", "hoist_constant_reads"]

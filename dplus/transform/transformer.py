@@ -30,7 +30,8 @@ from ..runtime.registry import bind_transform, lookup_transform, register_primit
 from ..runtime.result import ProcResult
 from .fused import vector_fused_gradient
 from .inline import inline_calls, remember_guards
-from .normalize import Namer, normalize_function
+from .normalize.core import Namer
+from .normalize.normalizer import normalize_function
 from .reverse.builder import Specialized, build_plus_function
 from .reverse.syntax import FAST_PATHS, Helpers, choose_prefix
 from .scalarize import hoist_constant_reads, scalarize_lists

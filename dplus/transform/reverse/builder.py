@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from ..normalize import IRFunction, Namer, closure_reads
+from ..normalize.core import IRFunction, Namer, closure_reads
 from ..scopes import names_bound_by
 from ..trees import walk
 from . import syntax

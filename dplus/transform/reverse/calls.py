@@ -6,7 +6,7 @@ import ast
 from typing import Any
 
 from ...runtime.hooks import hooks
-from ..normalize import IRFunction
+from ..normalize.core import IRFunction
 from ..trees import clone, unparse
 from . import syntax
 from .ssa import _SSA, _AdjointAccumulator

@@ -1,0 +1,256 @@
+"""``for`` and ``while``, ``break`` and ``continue`` as flags, and what a loop's iterable is."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+from .core import (
+    _FRESH_LIST_BUILTINS,
+    _LIVE_BUILTINS,
+    _LIVE_CALLERS,
+    _PURE_BUILTINS,
+    _PURE_MODULES,
+    _TUPLE_ITEM_BUILTINS,
+    _ZIP,
+    _assign,
+    _const,
+    _contains_escape,
+    _LoopCtx,
+    _name,
+)
+from .rewrites import _walk_no_scopes_body
+
+
+class LoopForms:
+    """Methods of :class:`Normalizer`: ``for`` and ``while``, ``break`` and ``continue`` as flags, and what a loop's iterable is."""
+
+    def exit_loops(self, s: ast.AST) -> None:
+        if self.loop is not None:
+            if self.loop.esc:
+                self.emit(_assign(self.loop.esc, _const(True), s))
+            if self.loop.brk:
+                self.emit(_assign(self.loop.brk, _const(True), s))
+            if self.loop.broke:
+                # a return leaves the loop as a break does: its ``else`` clause does not run
+                self.emit(_assign(self.loop.broke, _const(True), s))
+
+    def s_Break(self, s: ast.Break) -> None:
+        assert self.loop is not None
+        self.emit(_assign(self.loop.esc, _const(True), s))
+        self.emit(_assign(self.loop.brk, _const(True), s))
+        if self.loop.broke:
+            self.emit(_assign(self.loop.broke, _const(True), s))
+
+    def s_Continue(self, s: ast.Continue) -> None:
+        assert self.loop is not None
+        self.emit(_assign(self.loop.esc, _const(True), s))
+
+    def loop_ctx(self, body: list[ast.stmt], orelse: list[ast.stmt], is_while: bool) -> _LoopCtx:
+        b, r = _contains_escape(body, True)
+        # break/continue directly in this loop (not in inner loops)
+        direct = _contains_escape(body, False)[0]
+        needs = direct or (r and self.ret_flag is not None)
+        esc = self.namer.fresh("skip") if needs else None
+        brk = self.namer.fresh("stop") if (needs or is_while) else None
+        broke = self.namer.fresh("broke") if (orelse and needs) else None
+        return _LoopCtx(esc, brk, broke)
+
+    def loop_body(
+        self, ctx: _LoopCtx, prologue: list[ast.stmt], body: list[ast.stmt], like: ast.AST
+    ) -> list[ast.stmt]:
+        saved = self.loop
+        self.loop = ctx
+        try:
+            out = list(prologue)
+            if ctx.esc:
+                out.append(_assign(ctx.esc, _const(False), like))
+            out += self.sub(body)
+            # an early return inside an inner loop must stop this loop too
+            return out
+        finally:
+            self.loop = saved
+
+    def s_For(self, s: ast.For) -> None:
+        # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
+        # iterated as Python does, lazily over the live lists, not over a list of their items
+        live = not self.own_code and (
+            (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body))
+            or (self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body))
+        )
+        fresh = self.makes_fresh_list(s.iter) and not live
+        tuple_items = self.calls_builtin(s.iter, _TUPLE_ITEM_BUILTINS) and not live
+        # ``for ... in zip(a, b)``: the reverse transform may run the loop over the lists themselves
+        zips = (
+            self.calls_builtin(s.iter, _ZIP)
+            and bool(s.iter.args)
+            and not s.iter.keywords
+            and not any(isinstance(a, ast.Starred) for a in s.iter.args)
+        ) and not live
+        it = self.expr(s.iter)
+        if live:
+            self.mark_live(self.out[-1])
+        live = live or (isinstance(s.iter, ast.Name) and s.iter.id in self.lazy_names)
+        ctx = self.loop_ctx(s.body, s.orelse, False)
+        if ctx.brk:
+            self.emit(_assign(ctx.brk, _const(False), s))
+        if ctx.broke:
+            self.emit(_assign(ctx.broke, _const(False), s))
+        if isinstance(s.target, ast.Name) and s.target.id not in self.boxed:
+            self.check_store(s.target.id, s)
+            target = _name(s.target.id, ast.Store())
+            prologue: list[ast.stmt] = []
+        else:
+            elem = self.namer.fresh("item")
+            target = _name(elem, ast.Store())
+            prologue = self.capture(lambda: self.assign_to(s.target, _name(elem), s))
+        body = self.loop_body(ctx, prologue, s.body, s)
+        node = ast.copy_location(
+            ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s
+        )
+        node.dp_stop = ctx.brk
+        node.dp_fresh_iter = fresh
+        node.dp_tuple_items = tuple_items
+        node.dp_zip_of = it.id if zips and isinstance(it, ast.Name) else None
+        node.dp_live_iter = live
+        self.emit(node)
+        self.after_loop(ctx, s)
+
+    def may_write_lists(self, body: list[ast.stmt]) -> bool:
+        """Whether running ``body`` may write into a list: a store or delete into a subscript or
+        attribute, or a call other than of a builtin or a ``math``/``cmath`` function."""
+        for node in _walk_no_scopes_body(body):
+            if getattr(node, "dp_comp_result", False):
+                continue
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(
+                node.ctx, (ast.Store, ast.Del)
+            ):
+                return True
+            if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
+                return True
+        return False
+
+    def makes_lazy_iterator(self, e: ast.expr) -> bool:
+        return self.calls_builtin(e, _LIVE_BUILTINS) or self.calls_builtin(e, _LIVE_CALLERS)
+
+    @staticmethod
+    def mark_live(stmt: ast.stmt) -> None:
+        """Mark the call ``stmt`` assigns (``t = zip(...)``) to be made as Python's live iterator."""
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            stmt.value.dp_live = True
+
+    def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
+        """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed
+        before the loop from items computed as the loop takes them: ``f`` may read what the body
+        changes (it is not a builtin or ``math`` function), or the body may write into a list."""
+        function = call.args[0] if call.args else None
+        pure = (
+            function is None
+            or (isinstance(function, ast.Constant) and function.value is None)
+            or self.is_pure_call(function)
+        )
+        return not pure or self.may_write_lists(body)
+
+    def is_pure_call(self, func: ast.expr) -> bool:
+        unshadowed = lambda name: name not in self.local_names and name not in self.scope.free
+        if isinstance(func, ast.Name):
+            return (
+                func.id in _PURE_BUILTINS
+                and unshadowed(func.id)
+                and self.globals.get(func.id, getattr(builtins, func.id))
+                is getattr(builtins, func.id)
+            )
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and unshadowed(func.value.id)
+        ):
+            module = self.globals.get(func.value.id)
+            return (
+                getattr(module, "__name__", None) in _PURE_MODULES
+                and type(module).__name__ == "module"
+            )
+        return False
+
+    def makes_fresh_list(self, e: ast.expr) -> bool:
+        """Whether ``e`` calls a builtin whose rule returns a new list no user code can reach
+        (so a loop over it may hand the sensitivities of its elements back all at once)."""
+        return self.calls_builtin(e, _FRESH_LIST_BUILTINS)
+
+    def calls_builtin(self, e: ast.expr, table: dict[str, Any]) -> bool:
+        """Whether ``e`` calls one of the builtins in ``table`` by its builtin name (not shadowed)."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in table):
+            return False
+        name = e.func.id
+        sc = self.scope
+        if name in sc.assigned or name in sc.free or name in sc.params:
+            return False
+        return self.globals.get(name, table[name]) is table[name]
+
+    def after_loop(self, ctx: _LoopCtx, s: ast.For | ast.While) -> None:
+        if s.orelse:
+            orelse = self.sub(s.orelse)
+            if ctx.broke:
+                test = self.temp(ast.UnaryOp(op=ast.Not(), operand=_name(ctx.broke)), s)
+                self.emit(
+                    ast.copy_location(
+                        ast.If(test=test, body=orelse or [ast.Pass()], orelse=[]), s.orelse[0]
+                    )
+                )
+            else:
+                self.out.extend(orelse)
+        if (
+            self.loop is not None
+            and self.ret_flag is not None
+            and _contains_escape(s.body, True)[1]
+        ):
+            # a return inside the loop leaves the enclosing loop too
+            t = self.temp(_name(self.ret_flag), s)
+            exit_stmts = self.capture(lambda: self.exit_loops(s))
+            if exit_stmts:
+                self.emit(ast.copy_location(ast.If(test=t, body=exit_stmts, orelse=[]), s))
+
+    def s_While(self, s: ast.While) -> None:
+        ctx = self.loop_ctx(s.body, s.orelse, True)
+        self.emit(_assign(ctx.brk, _const(False), s))
+        if ctx.broke:
+            self.emit(_assign(ctx.broke, _const(False), s))
+        saved = self.loop
+        self.loop = ctx
+
+        def prologue() -> None:
+            test = self.expr(s.test)
+            neg = self.temp(ast.UnaryOp(op=ast.Not(), operand=test), s)
+            stop = [_assign(ctx.brk, _const(True), s)]
+            if ctx.esc:
+                stop.insert(0, _assign(ctx.esc, _const(True), s))
+            self.emit(ast.copy_location(ast.If(test=neg, body=stop, orelse=[]), s))
+
+        try:
+            if ctx.esc:
+                pro = [_assign(ctx.esc, _const(False), s)] + self.capture(prologue)
+                rest = self.sub(s.body)
+                if rest:
+                    t = self.temp(ast.UnaryOp(op=ast.Not(), operand=_name(ctx.esc)), s)
+                    # the temp was emitted into self.out; move it into the loop body
+                    tstmt = self.out.pop()
+                    body = pro + [tstmt, ast.copy_location(ast.If(test=t, body=rest, orelse=[]), s)]
+                else:
+                    body = pro
+            else:
+                pro = self.capture(prologue)
+                rest = self.sub(s.body)
+                ntest = self.namer.fresh()
+                body = pro + [
+                    _assign(ntest, ast.UnaryOp(op=ast.Not(), operand=_name(ctx.brk)), s),
+                    ast.copy_location(
+                        ast.If(test=_name(ntest), body=rest or [ast.Pass()], orelse=[]), s
+                    ),
+                ]
+        finally:
+            self.loop = saved
+        node = ast.copy_location(ast.While(test=_const(True), body=body, orelse=[]), s)
+        node.dp_stop = ctx.brk
+        self.emit(node)
+        self.after_loop(ctx, s)

@@ -1,0 +1,210 @@
+"""Whole-tree rewrites run before or after normalising: renaming, a generator's yields
+collected in a list, names declared ``global`` read and written in the module's namespace."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ...errors import UnsupportedSyntaxError
+from .core import _const, _name
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]) -> None:
+        self.renames = renames
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.renames:
+            return ast.copy_location(ast.Name(id=self.renames[node.id], ctx=node.ctx), node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        # defaults are evaluated where the lambda is made: they see the renamed variables
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [
+            self.visit(d) if d is not None else None for d in node.args.kw_defaults
+        ]
+        shadowed = {a.arg for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs}
+        inner = _Renamer({k: v for k, v in self.renames.items() if k not in shadowed})
+        node.body = inner.visit(node.body)
+        return node
+
+
+class _YieldsToList(ast.NodeTransformer):
+    """A generator function's body, differentiated: it runs to completion when called and
+    returns the list of the values it yielded, in order (as generator expressions, ``map``
+    and ``zip`` give lists inside differentiated code), so each value's sensitivity comes
+    back to the expression that yielded it. What needs the generator itself is refused:
+    the value of a ``yield`` expression (``send``) and a generator's ``return`` value."""
+
+    def __init__(self, out: str, name: str, filename: str) -> None:
+        self.out = out
+        self.name = name
+        self.filename = filename
+
+    def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        start = ast.copy_location(
+            ast.Assign(
+                targets=[_name(self.out, ast.Store())], value=ast.List(elts=[], ctx=ast.Load())
+            ),
+            body[0],
+        )
+        new = [self.visit(_deepcopy(st)) for st in body]
+        end = ast.copy_location(ast.Return(value=_name(self.out)), body[-1])
+        return [start] + new + [end]
+
+    def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", "?")
+        err = UnsupportedSyntaxError(
+            f"{what} in the generator function {self.name!r} cannot be differentiated by dplus ({self.filename}, line "
+            f"{line}): inside differentiated code a generator runs to completion and gives the list of its values; "
+            "use only `yield value` and `yield from iterable` statements"
+        )
+        err.filename = self.filename
+        err.lineno = line if isinstance(line, int) else None
+        return err
+
+    def _collect(self, method: str, value: ast.expr, like: ast.AST) -> ast.Expr:
+        call = ast.Call(
+            func=ast.Attribute(value=_name(self.out), attr=method, ctx=ast.Load()),
+            args=[value],
+            keywords=[],
+        )
+        return ast.copy_location(ast.Expr(value=call), like)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        v = node.value
+        if isinstance(v, ast.Yield):
+            return self._collect(
+                "append", self.visit(v.value) if v.value is not None else _const(None), node
+            )
+        if isinstance(v, ast.YieldFrom):
+            return self._collect("extend", self.visit(v.value), node)
+        return self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        if node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None
+        ):
+            raise self._refuse(node, "a generator's return value")
+        return ast.copy_location(ast.Return(value=_name(self.out)), node)
+
+    def visit_Yield(self, node: ast.Yield) -> ast.AST:
+        raise self._refuse(node, "the value of a yield expression (generator.send)")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_FunctionDef(self, node: ast.AST) -> ast.AST:
+        return node  # (its own yields are its own)
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
+class _ModuleNamespaceAccess(ast.NodeTransformer):
+    """Reads and writes of the names a function declares ``global`` become reads and writes
+    of the module's namespace, ``globals()[name]``: the namespace is a mutable container
+    (a dict), so a write happens as in Python, once per call, and a value written and read
+    back carries its sensitivity (SPEC section 5). Functions nested inside that do not bind
+    the name read the same global, so their reads are rewritten too."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = set(names)
+
+    def visit_Global(self, node: ast.Global) -> ast.Global:
+        return node
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.NamedExpr:
+        node.value = self.visit(node.value)
+        if node.target.id in self.names:
+            node.dp_global = True  # (its target must stay a name: Normalizer.e_NamedExpr writes it)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id not in self.names:
+            return node
+        namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
+        access = ast.copy_location(
+            ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node
+        )
+        access.dp_global = (
+            True  # (a read falls back to the builtins, or raises NameError, as Python's)
+        )
+        return access
+
+    def _nested(self, node: Any, params: list[str], body: list[ast.AST]) -> Any:
+        declared = {
+            n
+            for st in body
+            for sub in _walk_no_scopes(st)
+            if isinstance(sub, ast.Global)
+            for n in sub.names
+        }
+        bound = set(params) | {
+            sub.id
+            for st in body
+            for sub in _walk_no_scopes(st)
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)
+        }
+        inner = _ModuleNamespaceAccess((self.names - bound) | declared)
+        for field in ("decorator_list",):
+            setattr(node, field, [self.visit(d) for d in getattr(node, field, [])])
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [
+            self.visit(d) if d is not None else None for d in node.args.kw_defaults
+        ]
+        if isinstance(node.body, list):
+            node.body = [inner.visit(st) for st in node.body]
+        else:
+            node.body = inner.visit(node.body)
+        return node
+
+    @staticmethod
+    def _params(args: ast.arguments) -> list[str]:
+        every = (
+            args.posonlyargs
+            + args.args
+            + args.kwonlyargs
+            + [a for a in (args.vararg, args.kwarg) if a]
+        )
+        return [a.arg for a in every]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        return self._nested(node, self._params(node.args), node.body)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return self._nested(node, self._params(node.args), [node.body])
+
+
+def _deepcopy(node: ast.AST) -> ast.AST:
+    import copy
+
+    return copy.deepcopy(node)
+
+
+def _walk_no_scopes(node: ast.AST):
+    """``node`` and the nodes under it outside nested functions, lambdas and classes
+    (in no particular order; contexts skipped)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                todo.extend(
+                    c for c in v if isinstance(c, ast.AST) and not isinstance(c, _NEW_SCOPES)
+                )
+            elif isinstance(v, ast.AST) and not isinstance(v, _NEW_SCOPES) and f != "ctx":
+                todo.append(v)
+
+
+def _walk_no_scopes_body(body: list[ast.stmt]):
+    for s in body:
+        if isinstance(s, _NEW_SCOPES):
+            yield s  # (a def or class of the body: its own body is another scope)
+        else:
+            yield from _walk_no_scopes(s)
+
+
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
