@@ -21,6 +21,8 @@ PKG = ROOT / "dplus/transform/reverse"
 text = SRC.read_text()
 # one level deeper: every relative import gets one more dot
 text = re.sub(r"^(\s*from )(\.+)", lambda m: m.group(1) + m.group(2) + ".", text, flags=re.M)
+# normalize is a package too (its names are in normalize.core)
+text = text.replace("from ..normalize import", "from ..normalize.core import")
 lines = text.split("\n")
 tree = ast.parse(text)
 
