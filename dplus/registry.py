@@ -145,7 +145,7 @@ def lookup_transform(fn: Any) -> Transform | None:
         owner = fn.__self__
         if owner is None or isinstance(owner, types.ModuleType):
             return None
-        descriptor = getattr(type(owner), fn.__name__, None)
+        descriptor = _builtin_descriptor(owner, fn)
         if descriptor is None:
             return None
         try:
@@ -154,6 +154,24 @@ def lookup_transform(fn: Any) -> Transform | None:
             return None
         if t is not None:
             return bind_transform(t, owner)
+    return None
+
+
+def _builtin_descriptor(owner: Any, method: Any) -> Any:
+    """The C descriptor that ``method``, a builtin method bound to ``owner``, came from.
+
+    Not ``getattr(type(owner), name)``: a subclass may override the name in Python and call
+    the builtin through ``super()``, and the override is not the method that runs. A bound
+    builtin method equals another when both wrap the same C function for the same instance.
+    """
+    name = method.__name__
+    for klass in type(owner).__mro__:
+        candidate = klass.__dict__.get(name)
+        if (
+            isinstance(candidate, (types.MethodDescriptorType, types.WrapperDescriptorType))
+            and candidate.__get__(owner, type(owner)) == method
+        ):
+            return candidate
     return None
 
 

@@ -83,10 +83,8 @@ register_primitive(
 def _register_counter_methods() -> None:
     from dplus.transformer import lazy_transform  # (the transformer imports the rule library)
 
-    # (not update: its fast path calls super().update, which the transformed method resolves
-    # back to Counter.update, recursing; it runs as an unknown function, refused if its
-    # result needs a sensitivity)
     for name in (
+        "update",
         "total",
         "most_common",
         "subtract",
