@@ -3,6 +3,7 @@
 from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
 from .checkpoint import checkpoint, checkpoint_loop
 from . import parallel
+from .by_line import LineCode, show_by_line
 from .boxes import Box, BoxSensitivities, box, set_box, unbox
 from .errors import (
     DplusError,
@@ -76,6 +77,8 @@ __all__ = [
     "check_grad",
     "GradCheckError",
     "show",
+    "show_by_line",
+    "LineCode",
     "DplusError",
     "UnknownTransformError",
     "SensitivityError",
