@@ -381,10 +381,13 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     """``grad(f)`` (``grad(f, sensitivity)``) called inside differentiated code: ``f`` is
     already a plus-function there. The sensitivity given gets the part of the gradient
     function's closure sensitivity for it, by position or by keyword as it was passed."""
-    if "argnums" in kwargs or "has_aux" in kwargs:
+    jax_options = {k: kwargs.pop(k) for k in ("argnums", "has_aux") if k in kwargs}
+    if jax_options.get("argnums") is not None or jax_options.get("has_aux"):
+        if rest or kwargs:
+            raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
         from .derived import _jax_style_inside
 
-        _jax_style_inside(f, *rest, **kwargs)
+        return _jax_style_inside(f, grad=True, **jax_options)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
@@ -402,7 +405,11 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
         return (
             ((), parts.get("fplus", gen_zero))
             + tuple(s for _ in rest)
-            + ((KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+            + (
+                (KeywordDict({**{k: s for k in kwargs}, **dict.fromkeys(jax_options, gen_zero)}),)
+                if kwargs or jax_options
+                else ()
+            )
         )
 
     return ProcResult(G, grad_inside_backprop)

@@ -19,9 +19,10 @@ from typing import Any
 from collections.abc import Callable, Iterator
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
+from .closures import is_plus_function as _is_plus
 from .boxes import BoxSensitivities
 from .closures import is_plus_function
-from .errors import ArgumentError, NonDifferentiableError, SensitivityError
+from .errors import ArgumentError, SensitivityError
 from .registry import register_primitive
 from .portable import remember_source
 from .result import ProcResult
@@ -292,7 +293,13 @@ def value_and_grad(
     One forward and one backward pass, whatever ``argnums`` selects.
     """
     _check_argnums(argnums, "value_and_grad")
-    fd = dplus(f)
+    return _make_value_and_grad(_lift(f), f, argnums, has_aux)
+
+
+def _make_value_and_grad(
+    fplus: Any, f: Any, argnums: int | tuple[int, ...], has_aux: bool
+) -> Callable[..., tuple[Any, Any]]:
+    fd = _make_dplus(fplus, f)
 
     def value_and_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         _check_positions(argnums, args, "value_and_grad")
@@ -327,7 +334,14 @@ def jax_style_grad(
     f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool
 ) -> Callable[..., Any]:
     """``grad(f, argnums=..., has_aux=...)``: JAX's ``grad``, the gradient without the value."""
-    vg = value_and_grad(f, argnums, has_aux)
+    _check_argnums(argnums, "grad")
+    return _make_jax_grad(_lift(f), f, argnums, has_aux)
+
+
+def _make_jax_grad(
+    fplus: Any, f: Any, argnums: int | tuple[int, ...], has_aux: bool
+) -> Callable[..., Any]:
+    vg = _make_value_and_grad(fplus, f, argnums, has_aux)
 
     def jax_grad_fn(*args: Any, **kwargs: Any) -> Any:
         value, gradient = vg(*args, **kwargs)
@@ -338,15 +352,50 @@ def jax_style_grad(
     return jax_grad_fn
 
 
-def _jax_style_inside(f: Any, /, *rest: Any, **options: Any) -> Any:
-    raise NonDifferentiableError(
-        "value_and_grad(f) and grad(f, argnums=..., has_aux=...) are not differentiable again yet: inside a "
-        "function being differentiated, use dplus.grad(f) (one gradient per positional argument) and index its result"
-    )
+def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
+    """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
+    by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
+    whose ``fd``, whose ``fplus``)."""
+    from .runtime_ops import closure_parts
+
+    for name in path:
+        if A is gen_zero or A is None:
+            return gen_zero
+        names = G.__code__.co_freevars
+        parts = dict(zip(names, closure_parts(A, len(names))))
+        A = parts.get(name, gen_zero)
+        if name != path[-1]:
+            G = G.__closure__[names.index(name)].cell_contents
+    return A
+
+
+def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) -> ProcResult:
+    """``value_and_grad(f, ...)`` (or JAX's ``grad(f, argnums=..., has_aux=...)``) called inside
+    differentiated code: ``f`` is a plus-function there, as for ``dplus.grad`` (api._grad_inside);
+    the function made is differentiable again, and ``f``'s sensitivity is its closure's. Its
+    other arguments (``argnums``, ``has_aux``) get none, by position or keyword as passed."""
+    from .runtime import KeywordDict
+
+    options = dict(zip(("argnums", "has_aux"), rest), **kwargs)
+    argnums, has_aux = options.get("argnums"), options.get("has_aux", False)
+    argnums = 0 if argnums is None else argnums
+    _check_argnums(argnums, "grad" if grad else "value_and_grad")
+    fplus = f if _is_plus(f) else _lift(f)
+    made = (_make_jax_grad if grad else _make_value_and_grad)(fplus, f, argnums, has_aux)
+    path = ("vg", "fd", "fplus") if grad else ("fd", "fplus")
+
+    def jax_style_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (
+            ((), _closure_sensitivity(made, A, path))
+            + (None,) * len(rest)
+            + ((KeywordDict({k: gen_zero for k in kwargs}),) if kwargs else ())
+        )
+
+    return ProcResult(made, jax_style_inside_backprop)
 
 
 register_primitive(
-    value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only"
+    value_and_grad, _jax_style_inside, note="value_and_grad called inside differentiated code"
 )
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 defnondiff(_unit)  # (they depend on the result's shape only)
@@ -357,3 +406,8 @@ defnondiff(_array_shape_at)
 _place.__dplus_derived__ = ("helper",)
 _jacobian_block.__dplus_derived__ = ("helper",)
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
+
+# Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
+for _helper in (_selected, _loss_of):
+    _helper.__dplus_derived__ = ("helper of value_and_grad", None)  # type: ignore[attr-defined]
+defnondiff(_check_positions)

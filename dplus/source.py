@@ -236,6 +236,10 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
         ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=ast.Constant(value=None))
         for v in code.co_freevars
     ]
+    if isinstance(target, ast.FunctionDef) and target.name not in code.co_freevars:
+        # the definition binds its name in the wrapper; where the function really was, its
+        # name is global, and a recursive call from a comprehension or lambda must stay so
+        outer_body.insert(0, ast.Global(names=[target.name]))
     outer_body.append(stmt)
     outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
     outer = ast.FunctionDef(

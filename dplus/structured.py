@@ -66,3 +66,8 @@ def shaped_like(arg: Any, sens: Any) -> Any:
     if isinstance(sens, dict) and _fields(arg) is not None:
         return _with_fields(arg, sens)
     return sens
+
+
+# Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
+for _helper in (shaped_like, _with_fields):
+    _helper.__dplus_derived__ = ("helper of value_and_grad", None)  # type: ignore[attr-defined]
