@@ -773,6 +773,10 @@ for _fn in (
     defnondiff(_fn)
 
 defnondiff(int, note="int(x): piecewise constant, zero derivative")
+# super() is a view of the instance: what a method reached through it reads or changes is the
+# instance's own state, whose sensitivities live in the box map by identity; the proxy itself
+# carries none (and so its rule is the same at every order).
+defnondiff(super, note="a view of the instance: sensitivities stay with the instance")
 defnondiff(round, note="round(x, ndigits=None): piecewise constant, zero derivative")
 
 del _fn

@@ -109,12 +109,36 @@ def test_second_order_matches_finite_differences(f, point):
         assert row == pytest.approx(expected_row, rel=1e-4, abs=1e-5)
 
 
-@pytest.mark.parametrize("f", [through_list_override, through_counter_override])
-def test_second_order_through_super_is_refused_not_wrong(f):
-    # (a builtin method bound through super() is not differentiable again yet)
+class Base:
+    def __init__(self, a):
+        self.a = a * 2.0
+
+    def energy(self):
+        return self.a * self.a
+
+
+class Child(Base):
+    def __init__(self, a, b):
+        super().__init__(a)
+        self.b = b
+
+    def energy(self):
+        return super().energy() + self.b * self.a
+
+
+def through_super_init(x, y):
+    return Child(x, y).energy()
+
+
+@pytest.mark.parametrize("f", [through_list_override, through_counter_override, through_super_init])
+@pytest.mark.parametrize("point", POINTS[:3])
+def test_second_order_through_super(f, point):
     with dplus.current_unknown_transform(dplus.transform_from_source):
-        with pytest.raises(dplus.DplusError):
-            dplus.hessian(f)(0.7, -1.3)
+        check_fd(f, *point)
+        hessian = dplus.hessian(f)(*point)
+        expected = fd_hessian(f, list(point))
+    for row, expected_row in zip(hessian, expected):
+        assert row == pytest.approx(expected_row, rel=1e-4, abs=1e-5)
 
 
 def test_builtin_dunder_through_super_is_refused_not_wrong():
