@@ -114,8 +114,8 @@ class BoxSensitivities:
         entry = self._entries.get(k)
         self._entries[k] = (key, sens if entry is None else add(entry[1], sens))
 
-    def list_entry(self, key: list, length: int) -> list:
-        """The element sensitivities of list ``key`` (created with ``length`` zeros)."""
+    def list_entry(self, key: object, length: int) -> list[Any]:
+        """The element sensitivities of list (or deque) ``key`` (created with ``length`` zeros)."""
         k = id(key)
         entry = self._entries.get(k)
         if entry is None:

@@ -457,11 +457,8 @@ def object_attributes(obj: Any) -> dict:
     """The instance attributes of a user object (``__dict__`` and ``__slots__``)."""
     attrs: dict = {}
     for cls in type(obj).__mro__:
-        for name in (
-            getattr(cls, "__slots__", ())
-            if not isinstance(getattr(cls, "__slots__", ()), str)
-            else (cls.__slots__,)
-        ):
+        slots = getattr(cls, "__slots__", ())
+        for name in slots if not isinstance(slots, str) else (slots,):
             if name in ("__dict__", "__weakref__"):
                 continue
             if hasattr(obj, name):

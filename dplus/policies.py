@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextvars
 import sys
-from typing import Any
+from typing import Any, overload
 from collections.abc import Callable
 
 from .errors import UnknownTransformError, describe_callable
 from .linear import gen_zero, is_zero_sensitivity
+from .markers import mark
 from .result import ProcResult
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "transform_from_source",
 ]
 
+# ``policy(op, op_name)``: the transform to use for ``op`` (a value that is not callable
+# comes back as it is)
 Policy = Callable[[Any, str], Any]
 
 _FIX = (
@@ -74,9 +77,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
-    unknown_plus.dp_unknown = (
-        True  # with constant arguments, a constant (runtime_ops.call_on_constants)
-    )
+    # with constant arguments, a constant (runtime_ops.call_on_constants)
+    mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
 
 
@@ -207,7 +209,13 @@ class _PolicyScope:
 class _CurrentUnknownTransform:
     """``current_unknown_transform()`` gives the policy; ``with current_unknown_transform(p):`` sets it."""
 
-    def __call__(self, policy: Policy | None = None) -> Any:
+    @overload
+    def __call__(self) -> Policy: ...
+
+    @overload
+    def __call__(self, policy: Policy) -> _PolicyScope: ...
+
+    def __call__(self, policy: Policy | None = None) -> Policy | _PolicyScope:
         if policy is None:
             return _current.get() or _program_policy[0]
         return _PolicyScope(policy)

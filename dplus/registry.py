@@ -37,7 +37,7 @@ _NOTES: dict[Any, str] = {}
 # place at the next order (see register_next_order_form)
 _NEXT_ORDER_FORMS: dict[Any, Callable[..., ProcResult]] = {}
 
-_BUILTIN_METHOD = type([].append)
+_BUILTIN_METHOD: type[Any] = type([].append)
 _METHOD_WRAPPER = type((1.0).__add__)
 
 

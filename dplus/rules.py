@@ -20,6 +20,7 @@ from collections.abc import Callable
 from .linear import gen_zero
 from .portable import remember_source
 from .registry import register_primitive
+from .markers import mark_derived
 from .result import ProcResult
 
 __all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
@@ -66,7 +67,7 @@ def defvjp(
     for g in grads:
         if g is not None:
             # gradient functions are transformed from source when differentiated again
-            g.__dplus_derived__ = ("rule", fn)
+            mark_derived(g, "rule", fn)
             remember_source(g)
     if inline:
         _INLINE[fn] = InlineRule(fn, grads)
@@ -86,7 +87,7 @@ def _no_gradient(A: Any, r: Any, *args: Any) -> Any:
     return gen_zero
 
 
-_no_gradient.__dplus_derived__ = ("rule",)
+mark_derived(_no_gradient, "rule")
 
 
 def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
@@ -132,7 +133,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
         def backpropn(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
                 return zeros
-            out = ((),)
+            out: tuple[Any, ...] = ((),)
             for g in grads:
                 out = out + (g(A, r, *args),)
             return out
