@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 from collections.abc import Callable
 
 from .boxes import BoxSensitivities
@@ -17,6 +17,8 @@ from .portable import DEFINED, remember_rule, remember_source
 from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
 from .markers import mark, mark_derived
 from .runtime import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+
+T = TypeVar("T")
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -485,7 +487,7 @@ def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
         pass
 
 
-def define_dplus(f: Any) -> Any:
+def define_dplus(f: T) -> T:
     """Define ``f`` as usual and register its derived reverse transform as a primitive.
 
     The transform is derived lazily, at the first differentiated call, so recursion

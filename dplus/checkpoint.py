@@ -58,7 +58,7 @@ def labelled(checkpointed: Any, f: Any) -> Any:
     return checkpointed
 
 
-def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def run_checkpointed(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """``f(*args, **kwargs)``; under a gradient, its rule recomputes the record in the reverse pass."""
     from .runtime import as_plain_callable  # f may be a function made inside differentiated code
 

@@ -98,8 +98,9 @@ def _unit(v: Any, path: tuple[Any, ...]) -> Any:
         return [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
     if isinstance(v, tuple):
         items = [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
-        make = getattr(type(v), "_make", None)  # a NamedTuple's
-        return make(items) if make is not None else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: (_unit(e, rest) if k == head else zero(e)) for k, e in v.items()}
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
@@ -122,8 +123,9 @@ def _place(out: Any, path: tuple[Any, ...], value: Any) -> Any:
     if isinstance(out, tuple):
         items = list(out)
         items[head] = _place(items[head], rest, value)
-        make = getattr(type(out), "_make", None)  # a NamedTuple's
-        return make(items) if make is not None else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(out, dict):
         out = dict(out)
         out[head] = _place(out[head], rest, value)
@@ -147,8 +149,9 @@ def _shaped_by_leaves(
         items = [_shaped_by_leaves(e, at_number, at_array, path + (i,)) for i, e in enumerate(v)]
         if isinstance(v, list):
             return items
-        make = getattr(type(v), "_make", None)  # a NamedTuple's
-        return make(items) if make is not None else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: _shaped_by_leaves(e, at_number, at_array, path + (k,)) for k, e in v.items()}
     return v

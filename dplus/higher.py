@@ -60,7 +60,7 @@ from .linear import (
 )
 from .result import backprop as result_backprop, primal as result_primal
 from .registry import is_registered_transform, next_order_form, register_primitive
-from .result import ProcResult, result_sensitivity
+from .result import ProcResult
 from .rules import defnondiff
 from .primitives import _iterables
 from .primitives import containers as _containers
@@ -80,7 +80,9 @@ from .runtime import (
     watch_call,
 )
 
-Z = gen_zero
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
 
 _TOWER: weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]] = weakref.WeakKeyDictionary()
 _NEST = CodeMap()
@@ -242,11 +244,9 @@ def _call_positionally_tower(
     primal = ProcResult(first.primal, _keyword_backprop_plus(first.backprop, names, npos, keywords))
 
     def call_positionally_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
-        # (S is the sensitivity of a ProcResult: its backprop is a sensitivity, not a function)
-        backprop_sens: Any = S.backprop if isinstance(S, ProcResult) else None
-        if backprop_sens is not Z and backprop_sens is not None:
+        if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
             # the keyword backprop's closure sensitivity is a 1-tuple of the inner backprop's
-            S = result_sensitivity(S.primal, runtime_ops.closure_parts(backprop_sens, 1)[0])
+            S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
         out = r.backprop(S, Abox)  # ((), f's, *per-parameter)
         return ((),) + runtime_ops.keywords_by_name(out[1:], names, npos, keywords)
 
@@ -768,13 +768,11 @@ def _coerce_zero_rule(u: Any, v: Any) -> ProcResult:
 
 
 def _primal_rule(r: ProcResult) -> ProcResult:
-    return ProcResult(r.primal, lambda A, Abox: ((), result_sensitivity(A, Z) if A is not Z else Z))
+    return ProcResult(r.primal, lambda A, Abox: ((), ProcResult(A, Z) if A is not Z else Z))
 
 
 def _backprop_rule(r: ProcResult) -> ProcResult:
-    return ProcResult(
-        r.backprop, lambda A, Abox: ((), result_sensitivity(Z, A) if A is not Z else Z)
-    )
+    return ProcResult(r.backprop, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z))
 
 
 register_primitive(dot, _dot_rule, note="the bilinear pairing of sensitivities")

@@ -52,7 +52,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         _refuse_changed_arrays(op, op_name, changed)
         integer_valued = _is_integer_valued(result)
 
-        def unknown_backprop(A: Any, Abox: Any) -> tuple:
+        def unknown_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
             if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(
@@ -121,7 +121,7 @@ def _is_integer_valued(v: Any) -> bool:
     return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
 
 
-def _refuse_changed_arrays(op: Any, op_name: str, changed: list) -> None:
+def _refuse_changed_arrays(op: Any, op_name: str, changed: list[Any]) -> None:
     """Arrays are values in dplus: one changed in place by code dplus does not see may be
     recorded by the reverse pass (which would use its new contents as the old ones), and
     what it holds now depends on its old contents in a way the reverse pass cannot follow."""
@@ -196,7 +196,7 @@ class _PolicyScope:
         if not callable(policy):
             raise TypeError(f"a policy is a function (op, op_name) -> transform, not {policy!r}")
         self.policy = policy
-        self._tokens: list[contextvars.Token] = []
+        self._tokens: list[contextvars.Token[Policy | None]] = []
 
     def __enter__(self) -> Policy:
         self._tokens.append(_current.set(self.policy))

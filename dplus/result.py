@@ -43,12 +43,6 @@ def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
 ProcResult.__init__ = _init_result  # type: ignore[method-assign]
 
 
-def result_sensitivity(primal_sens: Any, backprop_sens: Any) -> ProcResult:
-    """The sensitivity of a ProcResult: a ProcResult of its parts' sensitivities, whose
-    ``backprop`` holds the backpropagator's sensitivity (``gen_zero`` for none), not a function."""
-    return ProcResult(primal_sens, backprop_sens)
-
-
 def primal(r: ProcResult) -> Any:
     """The primal value of a :class:`ProcResult`."""
     return r.primal

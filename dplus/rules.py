@@ -90,7 +90,7 @@ def _no_gradient(A: Any, r: Any, *args: Any) -> Any:
 mark_derived(_no_gradient, "rule")
 
 
-def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
+def _vjp_transform(fn: Any, grads: tuple[Any, ...]) -> Callable[..., ProcResult]:
     """The transform for one gradient function per argument.
 
     Written without comprehensions or mutation, per arity, so that it can itself be
@@ -104,7 +104,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
         def transform(x: Any) -> ProcResult:
             r = fn(x)
 
-            def backprop(A: Any, Abox: Any) -> tuple:
+            def backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
                 if A is gen_zero:
                     return zeros
                 return ((), g0(A, r, x))
@@ -118,7 +118,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
         def transform2(x: Any, y: Any) -> ProcResult:
             r = fn(x, y)
 
-            def backprop2(A: Any, Abox: Any) -> tuple:
+            def backprop2(A: Any, Abox: Any) -> tuple[Any, ...]:
                 if A is gen_zero:
                     return zeros
                 return ((), g0(A, r, x, y), g1(A, r, x, y))
@@ -130,7 +130,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
     def transformn(*args: Any) -> ProcResult:
         r = fn(*args)
 
-        def backpropn(A: Any, Abox: Any) -> tuple:
+        def backpropn(A: Any, Abox: Any) -> tuple[Any, ...]:
             if A is gen_zero:
                 return zeros
             out: tuple[Any, ...] = ((),)
@@ -143,7 +143,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
     return transformn
 
 
-def _zero_sensitivities(n: int, kwargs: dict) -> tuple:
+def _zero_sensitivities(n: int, kwargs: dict[Any, Any]) -> tuple[Any, ...]:
     return ((),) + (gen_zero,) * n + (({k: gen_zero for k in kwargs},) if kwargs else ())
 
 

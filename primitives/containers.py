@@ -38,11 +38,13 @@ from dplus.linear import (
 )
 from dplus.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
-from dplus.result import ProcResult, result_sensitivity
+from dplus.result import ProcResult
 from dplus.markers import mark_derived
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
 
-Z = gen_zero
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
 
 _ATTR_RULES: dict[tuple[type, str], Any] = {}
 
@@ -297,13 +299,9 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if t is ProcResult:
         if name == "primal":
-            return ProcResult(
-                v, lambda A, Abox: ((), result_sensitivity(A, Z) if A is not Z else Z, None)
-            )
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(A, Z) if A is not Z else Z, None))
         if name == "backprop":
-            return ProcResult(
-                v, lambda A, Abox: ((), result_sensitivity(Z, A) if A is not Z else Z, None)
-            )
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
     if t is Box and name == "value":
         return _box_read(obj, v)
     field = _named_field_index(obj, name)
