@@ -14,8 +14,11 @@ lands. Empty the tuple then, and the test requires a clean run of the whole code
 
 from __future__ import annotations
 
+import ast
+import heapq
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,54 @@ ROOT = Path(__file__).resolve().parent.parent
 TYPED = ["dplus", "primitives"]
 LINTED = ["dplus", "primitives", "tests", "benchmarks", "docs"]
 NOT_YET_CHECKED: tuple[str, ...] = ("dplus/reverse.py", "dplus/normalize.py")
+
+
+def nsmallest_sum(x: float, y: float) -> float:
+    return sum(heapq.nsmallest(2, [x * y, 3.0 * x, y + 1.0]))
+
+
+INPUTS = [(1.5, 0.5), (0.2, 2.0), (2.0, 2.5)]  # (no ties between the candidates)
+
+
+def central_difference(x: float, y: float, h: float = 1e-6) -> tuple[float, float]:
+    f = nsmallest_sum
+    return (f(x + h, y) - f(x - h, y)) / (2 * h), (f(x, y + h) - f(x, y - h)) / (2 * h)
+
+
+def test_dplus_works_with_docstrings_stripped(tmp_path: Path) -> None:
+    """Under ``python -OO`` (no docstrings) importing dplus raised a raw AttributeError: the
+    heapq rules read their note from a docstring (found by mypy: ``__doc__`` is optional)."""
+    program = tmp_path / "stripped.py"
+    program.write_text(
+        textwrap.dedent(
+            f"""
+            import heapq
+            import dplus
+
+            def f(x, y):
+                return sum(heapq.nsmallest(2, [x * y, 3.0 * x, y + 1.0]))
+
+            print([(dplus.grad(f)(x, y), dplus.hessian(f)(x, y)) for x, y in {INPUTS!r}])
+            """
+        ),
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, "-OO", str(program)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    results = ast.literal_eval(out.stdout.strip())
+    import dplus
+
+    for (x, y), (gradient, hessian) in zip(INPUTS, results):
+        expected = central_difference(x, y)
+        assert gradient == pytest.approx(expected, rel=1e-6, abs=1e-8)
+        assert hessian == dplus.hessian(nsmallest_sum)(x, y)  # as without -OO
+        g, h = dplus.grad(nsmallest_sum), 1e-6
+        by_x = [(a - b) / (2 * h) for a, b in zip(g(x + h, y), g(x - h, y))]
+        by_y = [(a - b) / (2 * h) for a, b in zip(g(x, y + h), g(x, y - h))]
+        assert [hessian[0][0], hessian[1][0]] == pytest.approx(by_x, abs=1e-6)
+        assert [hessian[0][1], hessian[1][1]] == pytest.approx(by_y, abs=1e-6)
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
