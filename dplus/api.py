@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 from collections.abc import Callable
 
 from .boxes import BoxSensitivities
@@ -15,7 +15,10 @@ from .policies import current_unknown_transform
 from .registry import lookup_transform, register_primitive
 from .portable import DEFINED, remember_rule, remember_source
 from .result import ProcResult, _depth, _outermost, call_plus, run_backprop
+from .markers import mark, mark_derived
 from .runtime import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+
+T = TypeVar("T")
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -38,7 +41,8 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
 
     if can_transform(f):
         return _public(plus_function_for(f))
-    return current_unknown_transform()(f, describe_callable(f))
+    chosen: Callable[..., ProcResult] = current_unknown_transform()(f, describe_callable(f))
+    return chosen
 
 
 def _refuse_generator_function(f: Any) -> None:
@@ -73,10 +77,11 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
 
     if can_transform(f):
         return plus_function_for(f)
-    return current_unknown_transform()(f, describe_callable(f))
+    chosen: Callable[..., ProcResult] = current_unknown_transform()(f, describe_callable(f))
+    return chosen
 
 
-def coerce_sensitivities(out: tuple, P: Any, args: tuple) -> tuple:
+def coerce_sensitivities(out: tuple[Any, ...], P: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Backprop results with no ``gen_zero`` inside: zeros shaped like what they stand for."""
     from .linear import coerce_zero
 
@@ -100,7 +105,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
         r = call_plus(P, *args, **kwargs)
         inner = r.backprop
 
-        def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
             return coerce_sensitivities(inner(A, Abox), P, args)
 
         return ProcResult(r.primal, public_backprop)
@@ -108,7 +113,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
     from .transformer import _mark_plus
 
     _mark_plus(public_plus)
-    public_plus.__dplus_public_of__ = P
+    mark(public_plus, "__dplus_public_of__", P)
     public_plus.__qualname__ = getattr(P, "__qualname__", "plus")
     return public_plus
 
@@ -154,7 +159,9 @@ def default_sensitivity(result: Any, sensitivity: Any) -> Any:
     return sensitivity
 
 
-def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
+def boundary(
+    args: tuple[Any, ...], out: tuple[Any, ...], Abox: BoxSensitivities
+) -> tuple[Any, ...]:
     """The user-facing argument sensitivities: ``Abox`` entries of mutable arguments folded in.
 
     ``args`` are the arguments' snapshots (their layouts at the call).
@@ -166,20 +173,20 @@ def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
                 break
         else:
             return sens  # numbers in, numbers out: nothing to fold
-    out = []
+    folded: list[Any] = []
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
-            out.append(s)
+            folded.append(s)
         elif (
             type(a) is Snapshot
             and a.content == "floats"
             and s is gen_zero
             and (r := fold_float_list(a, Abox)) is not None
         ):
-            out.append(r)  # a list of floats: its entry's floats
+            folded.append(r)  # a list of floats: its entry's floats
         else:
-            out.append(fold(a, s, Abox))
-    return tuple(out)
+            folded.append(fold(a, s, Abox))
+    return tuple(folded)
 
 
 _DEFAULT_SENSITIVITY = float("1.0")
@@ -198,7 +205,7 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
         else:
             r = call_plus(fplus, *args)
 
-        def dplus_backprop(Aw: Any) -> tuple:
+        def dplus_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(snaps, out, Abox)
@@ -209,20 +216,20 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
     return dplus_fn
 
 
-def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
+def D(f: Any) -> Callable[..., Callable[[Any], tuple[Any, ...]]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
     return _make_D(_lift(f), f)
 
 
-def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
-    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
+def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple[Any, ...]]]:
+    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple[Any, ...]]:
         snaps = snapshot(args)
         if kwargs:
             r = call_plus(fplus, *args, **kwargs)
         else:
             r = call_plus(fplus, *args)
 
-        def D_backprop(Aw: Any) -> tuple:
+        def D_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(snaps, out, Abox)
@@ -275,20 +282,20 @@ def grad(
 
 def _make_gradient(
     fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY
-) -> Callable[..., tuple]:
+) -> Callable[..., tuple[Any, ...]]:
     fused = getattr(fplus, "__dplus_fused__", None) if sensitivity is _DEFAULT_SENSITIVITY else None
     if fused is None:
 
-        def gradient(*args: Any, **kwargs: Any) -> tuple:
+        def gradient(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
             return _gradient_outermost(fplus, sensitivity, args, kwargs)
     else:
         n = fused.__code__.co_argcount
 
-        def gradient(*args: Any, **kwargs: Any) -> tuple:
+        def gradient(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
             # a formula on floats (and lists of floats): forward and reverse in one generated
             # function (reverse.FunctionBuilder.fused_gradient, fused.py); None: the general way
             if not _depth[0] and len(args) == n and not kwargs:
-                out = fused(*args)
+                out: tuple[Any, ...] | None = fused(*args)
                 if out is not None:
                     return out
             return _gradient_outermost(fplus, sensitivity, args, kwargs)
@@ -297,7 +304,9 @@ def _make_gradient(
     return gradient
 
 
-def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
+def _gradient_steps(
+    fplus: Any, sensitivity: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[Any, ...]:
     """A gradient: the forward pass, the backprop, and the boundary fold.
 
     Keyword arguments are passed through to the function and not differentiated (as in JAX).
@@ -313,7 +322,9 @@ def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> 
     return boundary(snaps, out, Abox)
 
 
-def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
+def _gradient_outermost(
+    fplus: Any, sensitivity: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[Any, ...]:
     """:func:`_gradient_steps`, set up once for forward and reverse when outermost.
 
     With one set-up the cyclic collector stays paused from the forward pass until the
@@ -337,7 +348,7 @@ def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict)
 
 
 def raise_if_not_accepted(
-    error: TypeError, fplus: Any, what: str, args: tuple, kwargs: dict
+    error: TypeError, fplus: Any, what: str, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> None:
     """Raise :class:`ArgumentError` when ``error`` came from calling the differentiated function
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
@@ -360,7 +371,7 @@ def raise_if_not_accepted(
         ) from None
 
 
-def _number_gradient(fplus: Any, args: tuple) -> tuple:
+def _number_gradient(fplus: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """:func:`_gradient_steps` when every argument is a number, at the outermost level: the
     arguments are their own snapshots, and the plus-function and backprop are called
     directly (nothing here is differentiated again). For small functions the steps cost
@@ -391,7 +402,7 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
-    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         from .runtime import KeywordDict
         from .runtime_ops import closure_parts
 
@@ -429,8 +440,8 @@ def _dplus_inside(f: Any) -> ProcResult:
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
 
 
-def _derived_closure_backprop(G: Any, names: tuple) -> Callable[..., tuple]:
-    def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+def _derived_closure_backprop(G: Any, names: tuple[Any, ...]) -> Callable[..., tuple[Any, ...]]:
+    def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
         from .runtime_ops import closure_parts
@@ -460,7 +471,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     g = _make_gradient(fplus, f)
     G1 = _make_gradient1(g, f)
 
-    def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
         from .runtime_ops import closure_parts
@@ -474,7 +485,7 @@ def _grad1_inside(f: Any) -> ProcResult:
 # Functions made by grad, D, dplus, grad1 remember what they were made from, so that
 # lift_dplus can differentiate them again (derivatives of derivatives).
 def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
-    fn.__dplus_derived__ = (kind, f) + extra
+    mark_derived(fn, kind, f, *extra)
     remember_source(f)  # (for a copy of fn made by unpickling in another process)
     try:
         fn.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
@@ -483,7 +494,7 @@ def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
         pass
 
 
-def define_dplus(f: Any) -> Any:
+def define_dplus(f: T) -> T:
     """Define ``f`` as usual and register its derived reverse transform as a primitive.
 
     The transform is derived lazily, at the first differentiated call, so recursion
@@ -518,6 +529,6 @@ def apply(f: Callable[..., Any], args: Any) -> Any:
 
 
 # called inside differentiated code, foldl and apply are differentiated from their source
-foldl.__dplus_derived__ = ("helper",)
-_gradient_steps.__dplus_derived__ = ("helper",)
-apply.__dplus_derived__ = ("helper",)
+mark_derived(foldl, "helper")
+mark_derived(_gradient_steps, "helper")
+mark_derived(apply, "helper")

@@ -31,6 +31,7 @@ from .linear import OneHot, TupleAccumulator, gen_zero, is_ndarray, is_zero_sens
 from .registry import register_primitive
 from .rules import defnondiff
 from .result import ProcResult
+from .markers import mark_derived
 from .runtime import Snapshot, fold, handover, is_tracked_mutable, object_attributes
 
 Z = gen_zero
@@ -474,7 +475,7 @@ for _helper in (
     _folded_members_back,
     _entry_back,
 ):
-    _helper.__dplus_derived__ = ("rule helper",)
+    mark_derived(_helper, "rule helper")
 
 defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
 

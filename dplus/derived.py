@@ -30,11 +30,12 @@ from .rules import defnondiff
 from .runtime import apply_transform
 from .structured import shaped_like
 from .linear import dot, gen_zero, is_ndarray, is_number, zero
+from .markers import mark_derived
 
 __all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 
 
-def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
+def _leaves(v: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Paths to the number leaves of a (nested) value."""
     if is_number(v) and type(v) is not bool:
         yield path
@@ -50,7 +51,7 @@ def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
             yield path + (idx,)
 
 
-def _block_paths(v: Any, path: tuple = ()) -> list:
+def _block_paths(v: Any, path: tuple[Any, ...] = ()) -> list[Any]:
     """Paths to the numbers and to the NumPy arrays (each a whole) of a (nested) value."""
     if (is_number(v) and type(v) is not bool) or is_ndarray(v):
         return [path]
@@ -61,14 +62,14 @@ def _block_paths(v: Any, path: tuple = ()) -> list:
     return []
 
 
-def _array_shape_at(v: Any, path: tuple) -> tuple | None:
+def _array_shape_at(v: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """The shape of the array at ``path`` in ``v``; ``None`` for a number."""
     for head in path:
         v = v[head]
     return v.shape if is_ndarray(v) else None
 
 
-def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
+def _jacobian_block(r: ProcResult, y: Any, path: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
     """The Jacobian of the part of ``y`` at ``path``: for a number, one gradient per argument
     (shaped like it); for an array, one array per argument, of shape ``part.shape + arg.shape``."""
     shape = _array_shape_at(y, path)
@@ -82,7 +83,7 @@ def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
     )
 
 
-def _unit(v: Any, path: tuple) -> Any:
+def _unit(v: Any, path: tuple[Any, ...]) -> Any:
     """The sensitivity of ``v`` that is 1 at ``path`` and 0 elsewhere."""
     if not path:
         if is_ndarray(v):
@@ -98,18 +99,20 @@ def _unit(v: Any, path: tuple) -> Any:
         return [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
     if isinstance(v, tuple):
         items = [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
-        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: (_unit(e, rest) if k == head else zero(e)) for k, e in v.items()}
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
 
 
-def _indexes(shape: tuple) -> list:
+def _indexes(shape: tuple[Any, ...]) -> list[Any]:
     """The indexes of an array of this shape, in order."""
     return list(sys.modules["numpy"].ndindex(shape))
 
 
-def _place(out: Any, path: tuple, value: Any) -> Any:
+def _place(out: Any, path: tuple[Any, ...], value: Any) -> Any:
     """``out`` with the leaf at ``path`` replaced by ``value`` (for structure-shaped results)."""
     if not path:
         return value
@@ -121,7 +124,9 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
     if isinstance(out, tuple):
         items = list(out)
         items[head] = _place(items[head], rest, value)
-        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(out, dict):
         out = dict(out)
         out[head] = _place(out[head], rest, value)
@@ -131,9 +136,9 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
 
 def _shaped_by_leaves(
     v: Any,
-    at_number: Callable[[tuple], Any],
-    at_array: Callable[[Any, tuple], Any],
-    path: tuple = (),
+    at_number: Callable[[tuple[Any, ...]], Any],
+    at_array: Callable[[Any, tuple[Any, ...]], Any],
+    path: tuple[Any, ...] = (),
 ) -> Any:
     """``v`` with each number leaf replaced by ``at_number(path)`` and each NumPy array leaf
     by ``at_array(array, path)``; other leaves (bools, strings, ...) are kept."""
@@ -145,7 +150,9 @@ def _shaped_by_leaves(
         items = [_shaped_by_leaves(e, at_number, at_array, path + (i,)) for i, e in enumerate(v)]
         if isinstance(v, list):
             return items
-        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: _shaped_by_leaves(e, at_number, at_array, path + (k,)) for k, e in v.items()}
     return v
@@ -167,7 +174,7 @@ def _make_jacobian(fd: Callable[..., Any], f: Callable[..., Any]) -> Callable[..
             out = _place(out, path, _jacobian_block(r, y, path, args))
         return out
 
-    jacobian_fn.__dplus_derived__ = ("jacobian", f)
+    mark_derived(jacobian_fn, "jacobian", f)
     remember_source(f)
     return jacobian_fn
 
@@ -182,7 +189,7 @@ def _jacobian_inside(f: Any) -> ProcResult:
     fd_backprop = _derived_closure_backprop(fd, ("fplus",))
     G_backprop = _derived_closure_backprop(G, ("fd",))
 
-    def jacobian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def jacobian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         return fd_backprop(G_backprop(A, Abox)[1], Abox)
 
     return ProcResult(G, jacobian_inside_backprop)
@@ -198,13 +205,13 @@ def _hessian_inside(f: Any) -> ProcResult:
     made_grad = apply_transform(_grad_inside, f)
     made_jacobian = apply_transform(_jacobian_inside, made_grad.primal)
 
-    def hessian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def hessian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         return made_grad.backprop(made_jacobian.backprop(A, Abox)[1], Abox)
 
     return ProcResult(made_jacobian.primal, hessian_inside_backprop)
 
 
-def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
+def hvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
     """``hvp(f)(args, v)``: the Hessian of ``f`` at ``args`` times ``v`` (shaped like ``args``)."""
     g = grad(f)
 
@@ -214,7 +221,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
 
     gd = grad(directional)
 
-    def hvp_fn(args: tuple, v: tuple) -> tuple:
+    def hvp_fn(args: tuple[Any, ...], v: tuple[Any, ...]) -> tuple[Any, ...]:
         args = tuple(args)
         v = tuple(v)
         if len(args) != len(v):
@@ -226,22 +233,22 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
     return hvp_fn
 
 
-def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
+def jvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
     """``jvp(f)(args, tangents)`` returns ``(f(*args), J·tangents)``, by transposing the backprop."""
     fd = dplus(f)
 
-    def jvp_fn(args: tuple, tangents: tuple) -> tuple:
+    def jvp_fn(args: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
         args = tuple(args)
         tangents = tuple(tangents)
         r = fd(*args)
         y = r.primal
 
-        def component(path: tuple) -> Any:
+        def component(path: tuple[Any, ...]) -> Any:
             return dot(r.backprop(_unit(y, path)), tangents)
 
-        np = sys.modules.get("numpy")
+        np: Any = sys.modules.get("numpy")  # (loaded: the result holds an array)
 
-        def components(array: Any, path: tuple) -> Any:
+        def components(array: Any, path: tuple[Any, ...]) -> Any:
             t = np.zeros(array.shape, dtype=float)
             for idx in np.ndindex(array.shape):
                 t[idx] = component(path + (idx,))
@@ -252,7 +259,9 @@ def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
     return jvp_fn
 
 
-def _selected(gradients: tuple, args: tuple, argnums: int | tuple[int, ...]) -> Any:
+def _selected(
+    gradients: tuple[Any, ...], args: tuple[Any, ...], argnums: int | tuple[int, ...]
+) -> Any:
     """The gradients ``argnums`` asks for, each in its argument's own structure."""
     if isinstance(argnums, int):
         return shaped_like(args[argnums], gradients[argnums])
@@ -271,7 +280,7 @@ def _check_argnums(argnums: Any, what: str) -> None:
         )
 
 
-def _check_positions(argnums: int | tuple[int, ...], args: tuple, what: str) -> None:
+def _check_positions(argnums: int | tuple[int, ...], args: tuple[Any, ...], what: str) -> None:
     for i in (argnums,) if isinstance(argnums, int) else argnums:
         if not -len(args) <= i < len(args):
             raise ArgumentError(
@@ -315,7 +324,7 @@ def _make_value_and_grad(
         sensitivity = (1.0, gen_zero) if has_aux else 1.0
         return value, _selected(r.backprop(sensitivity), args, argnums)
 
-    value_and_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    mark_derived(value_and_grad_fn, "value_and_grad", f)
     remember_source(f)
     return value_and_grad_fn
 
@@ -347,7 +356,7 @@ def _make_jax_grad(
         value, gradient = vg(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
 
-    jax_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    mark_derived(jax_grad_fn, "value_and_grad", f)
     remember_source(f)
     return jax_grad_fn
 
@@ -403,8 +412,8 @@ defnondiff(_indexes)
 defnondiff(_block_paths)
 defnondiff(_array_shape_at)
 # differentiated from their source inside differentiated code
-_place.__dplus_derived__ = ("helper",)
-_jacobian_block.__dplus_derived__ = ("helper",)
+mark_derived(_place, "helper")
+mark_derived(_jacobian_block, "helper")
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
 
 # Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).

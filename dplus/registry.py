@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Callable
 
 from .errors import DplusError
@@ -37,7 +37,9 @@ _NOTES: dict[Any, str] = {}
 # place at the next order (see register_next_order_form)
 _NEXT_ORDER_FORMS: dict[Any, Callable[..., ProcResult]] = {}
 
-_BUILTIN_METHOD = type([].append)
+F = TypeVar("F", bound=Callable[..., Any])
+
+_BUILTIN_METHOD: type[Any] = type([].append)
 _METHOD_WRAPPER = type((1.0).__add__)
 
 
@@ -77,9 +79,7 @@ def register_method(cls: type, name: str, transform: Transform, *, note: str = "
     return register_primitive(getattr(cls, name), transform, note=note)
 
 
-def register_backprop(
-    fn: Any, *, note: str = ""
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register_backprop(fn: Any, *, note: str = "") -> Callable[[F], F]:
     """Decorator for a rule with no shared work between the primal and the backward pass.
 
     The decorated function takes ``fn``'s arguments and returns the backpropagator for
@@ -90,7 +90,7 @@ def register_backprop(
             return lambda A, Abox: ((), 3 * x * x * A)
     """
 
-    def decorate(make_backprop: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(make_backprop: F) -> F:
         def transform(*args: Any, **kwargs: Any) -> ProcResult:
             return ProcResult(fn(*args, **kwargs), make_backprop(*args, **kwargs))
 
@@ -186,7 +186,7 @@ def bind_transform(t: Transform, owner: Any, as_object: bool = False) -> Transfo
         r = call_plus(t, owner, *args, **kwargs)
         inner = r.backprop
 
-        def bound_backprop(A: Any, Abox: Any) -> tuple:
+        def bound_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
             out = inner(A, Abox)
             return ((out[1] if as_object else (out[1],)),) + tuple(out[2:])
 

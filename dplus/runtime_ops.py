@@ -11,6 +11,7 @@ import operator
 import sys
 import types
 from typing import Any
+from collections.abc import Iterator
 
 from dplus.primitives.containers import (  # noqa: F401  (re-exported for generated code)
     _sequence_sensitivity,
@@ -56,12 +57,12 @@ from .runtime import (
     KeywordDict,
     accumulate,
     apply_transform,
-    as_plain_callable,  # noqa: F401
-    fold,
+    as_plain_callable,
+    fold,  # noqa: F401  (called by generated code, as runtime_ops.fold)
     handover,
     is_tracked_mutable,
-    keyword_sensitivity,
-    keywords_at,
+    keyword_sensitivity,  # noqa: F401  (called by generated code)
+    keywords_at,  # noqa: F401  (called by generated code and transformer.py)
     layouts,
     lift,
     only_floats,
@@ -414,7 +415,7 @@ class _ArrayRouter:
 
     def __init__(self, arr: Any) -> None:
         self.arr = arr
-        self.g = None
+        self.g: Any = None  # the array of sensitivities, made by the first one
         self.stash: Any = None  # derivatives of derivatives: where result's sensitivity waits
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
@@ -457,7 +458,9 @@ class LiveIteration:
         self.fn = fn
         self.args = args
         self.first = len(args[0]) - 1 if fn is reversed else 0
-        self.calls = self.positions = None
+        self.calls: Any = None  # a dplus.primitives._iterables.Calls, for map
+        self.positions: list[int] = []  # for filter
+        self.it: Iterator[Any]
         self.taken = 0  # items taken so far (a loop or a rule may go on where next() stopped)
         if fn is map:
             from dplus.primitives._iterables import Calls
@@ -465,7 +468,6 @@ class LiveIteration:
             self.calls = Calls(function)
             self.it = map(self._call, *args)
         elif fn is filter:
-            self.positions = []
             self.it = self._kept(
                 bool if function is None else as_plain_callable(function), iter(args[0])
             )
@@ -890,9 +892,10 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     return route.result()
 
 
-def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
+def iteration_router(itv: Any, n: int, length: Any = -1) -> Any:
     """Where each iteration's element sensitivity goes, for a loop over ``itv`` that ran ``n``
-    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now)."""
+    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now),
+    or the tuple :func:`list_length` recorded for a live iterator or a set's order."""
     t = type(itv)
     if t is range:
         return _NULL
@@ -988,11 +991,12 @@ def unbind_sensitivities(
     sig: inspect.Signature,
     args: tuple,
     kwargs: dict,
-    closure: tuple,
+    closure: Any,
     sens: tuple,
     Abox: BoxSensitivities,
 ) -> tuple:
-    """Map parameter sensitivities back to the positions and keywords the call used."""
+    """Map parameter sensitivities back to the positions and keywords the call used
+    (``closure``: the closure's sensitivity, put first)."""
     params = list(sig.parameters.values())
     by_name = dict(zip([p.name for p in params], sens))
     pos_sens: list = []
@@ -1056,8 +1060,8 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     i = idx + n if idx < 0 else idx
     if type(obj) is tuple:
         return OneHot(i, A, n)
-    entry = Abox.list_entry(obj, n)
-    entry[i] = add(entry[i], A)
+    items = Abox.list_entry(obj, n)
+    items[i] = add(items[i], A)
     return Z
 
 

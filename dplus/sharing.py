@@ -255,7 +255,7 @@ class _Visitor:
             self.method_calls.add(id(node.func.value))
         is_loop = isinstance(node, _LOOPS)
         inner = loops + (node,) if is_loop else loops
-        if is_loop:
+        if isinstance(node, _LOOPS):
             self.note_renewals(node)
         for field in node._fields:
             value = getattr(node, field, None)
@@ -270,7 +270,7 @@ class _Visitor:
             at = {id(loop): self.body_index.get(id(loop)) for loop in loops}
             self.augs.setdefault(node.target.id, []).append((self.clock, loops, at))
 
-    def note_renewals(self, loop: ast.AST) -> None:
+    def note_renewals(self, loop: ast.For | ast.AsyncFor | ast.While) -> None:
         """The statements ``a = <new array>`` at the top level of the loop's body."""
         for index, st in enumerate(loop.body):
             if (

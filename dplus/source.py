@@ -275,7 +275,7 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     spans = [
         (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
         for n in walk(node)
-        if isinstance(n, ast.Assert)
+        if isinstance(n, ast.Assert) and n.end_lineno is not None and n.end_col_offset is not None
     ]
     return len(found) == 1 and _shape(found[0], spans) == _shape(code, spans)
 
@@ -331,13 +331,14 @@ def _find_node(
     by_line = _LAMBDAS_BY_LINE.get(key)
     if by_line is None:
         # parse the file once and index its lambdas by line
+        file_tree: ast.Module | None
         try:
-            module = ast.parse("".join(all_lines))
+            file_tree = ast.parse("".join(all_lines))
         except SyntaxError:
-            module = None
+            file_tree = None
         by_line = {}
-        if module is not None:
-            for node in walk(module):
+        if file_tree is not None:
+            for node in walk(file_tree):
                 if isinstance(node, ast.Lambda):
                     by_line.setdefault(node.lineno, []).append(node)
         _LAMBDAS_BY_LINE[key] = by_line

@@ -17,7 +17,7 @@ import inspect
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Iterator
 
 import attrs
@@ -26,6 +26,7 @@ from .closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember
 from .errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
 from .linear import gen_zero
+from .markers import mark
 from .normalize import Namer, normalize_function
 from .registry import bind_transform, lookup_transform, register_primitive
 from .result import ProcResult
@@ -109,7 +110,7 @@ def can_transform(f: Any) -> bool:
         return True
     if isinstance(f, type):
         return False
-    call = getattr(type(f), "__call__", None)
+    call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
     return isinstance(call, types.FunctionType)
 
 
@@ -121,7 +122,7 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
     if isinstance(f, functools.partial):
         return _partial_plus(f)
     if not isinstance(f, types.FunctionType):
-        call = getattr(type(f), "__call__", None)
+        call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
         if isinstance(call, types.FunctionType):
             t = lookup_transform(call)
             # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
@@ -138,16 +139,17 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
-    fn.__dplus_source__ = f
+    mark(fn, "__dplus_source__", f)
     remember_generated(fn)  # (for a copy unpickled in another process: dplus.portable)
     if compiled.fused is not None:
-        fn.__dplus_fused__ = types.FunctionType(
+        fused = types.FunctionType(
             compiled.fused,
             f.__globals__,
             compiled.fused.co_name,
             None,
             _closure_for(compiled, f, compiled.fused),
         )
+        mark(fn, "__dplus_fused__", fused)
     return fn
 
 
@@ -354,6 +356,7 @@ def _compile(
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
+    returned = ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))
     factory = ast.FunctionDef(
         name=prefix + "factory",
         args=ast.arguments(
@@ -365,22 +368,15 @@ def _compile(
             kwarg=None,
             defaults=[],
         ),
-        body=[plus_def]
-        + ([fused_def] if fused_def is not None else [])
-        + [ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
+        body=[plus_def] + ([fused_def] if fused_def is not None else []) + [returned],
         decorator_list=[],
         returns=None,
         type_comment=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
     # the plus-function is located already; only the factory around it needs a position
-    for node in (
-        factory,
-        factory.args,
-        *factory.args.args,
-        factory.body[-1],
-        factory.body[-1].value,
-    ):
+    positioned: list[Any] = [factory, factory.args, *factory.args.args, returned, returned.value]
+    for node in positioned:
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = plus_def.lineno
             node.col_offset = node.end_col_offset = 0
@@ -548,9 +544,9 @@ def generated_source(f: Any) -> str:
         raise SourceUnavailableError(
             f"{describe_callable(f)} is not a Python function: it has no generated code to show"
         )
-    info = plus_info(target)
-    if info is not None and getattr(target, "__dplus_source__", None) is not None:
-        target = target.__dplus_source__
+    source = getattr(target, "__dplus_source__", None)
+    if source is not None and plus_info(target) is not None:
+        target = source
     return compile_function(target).source
 
 
@@ -595,7 +591,7 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
             pos = out[1 : 1 + npos]
             kept = tuple([k for k in bound_names if k not in kwargs]) if kwargs else bound_names
             closure = (out[0], pos[:nb], keywords_at(out, 1 + npos, kept))
-            res = (closure,) + pos[nb:]
+            res: tuple[Any, ...] = (closure,) + pos[nb:]
             if kwargs:
                 res = res + (keywords_at(out, 1 + npos, tuple(kwargs)),)
             return res
@@ -614,10 +610,11 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
 _EXTRA_PLUS: set[types.CodeType] = set()
 
 
-def _mark_plus(fn: types.FunctionType) -> None:
-    if fn.__code__ not in _EXTRA_PLUS:
-        _EXTRA_PLUS.add(fn.__code__)
-        register_plus_code(fn.__code__, PlusInfo(None, (), None))
+def _mark_plus(fn: Callable[..., Any]) -> None:
+    code = cast(types.FunctionType, fn).__code__  # (a plus-function dplus made: a function)
+    if code not in _EXTRA_PLUS:
+        _EXTRA_PLUS.add(code)
+        register_plus_code(code, PlusInfo(None, (), None))
 
 
 # ---------------------------------------------------------------------------
@@ -639,8 +636,8 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
         return plus(*args)
 
     lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
-    lazy_plus.__dplus_source__ = f
-    lazy_plus.__dplus_lazy__ = True
+    mark(lazy_plus, "__dplus_source__", f)
+    mark(lazy_plus, "__dplus_lazy__", True)
     return lazy_plus
 
 
@@ -648,7 +645,7 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # constructing instances of user classes
 
 
-def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
+def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
     if dataclasses.is_dataclass(cls) or attrs.has(cls):
         return _field_constructor(cls)
     if _is_plain_namedtuple(cls):
@@ -684,7 +681,7 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
     return None
 
 
-def _is_plain_namedtuple(cls: type) -> bool:
+def _is_plain_namedtuple(cls: type[Any]) -> bool:
     """A ``collections.namedtuple`` / ``typing.NamedTuple`` class whose construction is the
     generated one (no ``__new__`` or ``__init__`` of the user's)."""
     if not (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)):
@@ -701,7 +698,7 @@ def _is_plain_namedtuple(cls: type) -> bool:
     return True
 
 
-def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
+def _namedtuple_constructor(cls: type[Any]) -> Callable[..., ProcResult]:
     """A named tuple built from its fields: each argument gets its field's sensitivity."""
     names = list(cls._fields)
 
@@ -724,7 +721,7 @@ def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
     return construct_namedtuple
 
 
-def _field_constructor(cls: type) -> Callable[..., ProcResult]:
+def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     else:

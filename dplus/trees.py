@@ -95,7 +95,7 @@ def substituted(node: Any, mapping: dict[str, ast.expr]) -> Any:
     ``mapping`` is replaced by a copy of the expression it maps to."""
 
     def replace(n: ast.AST) -> ast.AST | None:
-        return clone(mapping[n.id]) if n.__class__ is ast.Name and n.id in mapping else None  # type: ignore[attr-defined]
+        return clone(mapping[n.id]) if n.__class__ is ast.Name and n.id in mapping else None
 
     return _copy(node, replace)
 
@@ -106,12 +106,11 @@ def unparse(node: ast.AST) -> str:
     ``-2 ** x``, which Python reads as ``-(2 ** x)``."""
 
     def replace(n: ast.AST) -> ast.AST | None:
-        if (
-            n.__class__ is ast.Constant
-            and type(n.value) in (int, float)
-            and str(n.value).startswith("-")
-        ):  # type: ignore[attr-defined]
-            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-n.value))  # type: ignore[attr-defined]
+        if n.__class__ is not ast.Constant:
+            return None
+        value = n.value
+        if (type(value) is int or type(value) is float) and str(value).startswith("-"):
+            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
         return None
 
     return ast.unparse(_copy(node, replace))

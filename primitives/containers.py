@@ -23,6 +23,7 @@ import operator
 import sys
 import types
 from typing import Any
+from collections.abc import Sequence
 
 from dplus.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.errors import NonDifferentiableError, UnknownTransformError
@@ -38,9 +39,12 @@ from dplus.linear import (
 from dplus.registry import lookup_transform, register_primitive
 from dplus.rules import defnondiff
 from dplus.result import ProcResult
+from dplus.markers import mark_derived
 from dplus.runtime import apply_transform, call, handover, is_tracked_mutable, keywords_at, lift
 
-Z = gen_zero
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
 
 _ATTR_RULES: dict[tuple[type, str], Any] = {}
 
@@ -84,7 +88,7 @@ _DEQUE_SETITEM = collections.deque.__setitem__
 _DEQUE_DELITEM = collections.deque.__delitem__
 
 
-def _conform_items(items: list, like: Any) -> Any:
+def _conform_items(items: Sequence[Any], like: Any) -> Any:
     if isinstance(like, _LIST_LIKE):  # (a deque's sensitivity is a list, by position)
         return list(items)
     if isinstance(like, tuple):
@@ -774,7 +778,7 @@ def _star_parts(spec: tuple, parts: tuple) -> tuple[list, list]:
     return items, lengths
 
 
-def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: list) -> tuple:
+def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: Sequence[Any]) -> tuple:
     out: list = [()]
     pos = 0
     for is_star, p, ln in zip(spec, parts, lengths):
@@ -826,7 +830,7 @@ def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
 # unpacking: a, b = v   and   a, *rest, b = v
 
 
-def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
+def _sequence_sensitivity(v: Any, items: Sequence[Any], order: Any = None) -> Any:
     """The sensitivity of the iterable ``v`` from those of the ``items`` iterating it gave;
     ``order``: those items themselves (a set's sensitivity is keyed by element, and the set
     may have changed since it was iterated)."""
@@ -843,7 +847,7 @@ def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
     return _conform_items(items, v)
 
 
-def array_from_parts(v: Any, items: list | tuple) -> Any:
+def array_from_parts(v: Any, items: Sequence[Any]) -> Any:
     """The sensitivity of the array ``v`` from those of its rows (its elements, for a vector)
     as unpacking or iterating it gave them; ``Z`` rows are zeros."""
     np = sys.modules["numpy"]
@@ -1125,7 +1129,7 @@ def list_sort_plus(xs: list, *, key: Any = None, reverse: bool = False) -> ProcR
                 restored[old_pos] = entry[new_pos]
             entry[:] = restored
         out = ((), Z)
-        kw = {}
+        kw: dict[str, Any] = {}
         if key is not None:
             kw["key"] = Z
         if reverse:
@@ -1497,4 +1501,4 @@ register_primitive(delattr, delattr_plus)
 # The helpers the rules above call are differentiated from their source when a rule is
 # itself differentiated (derivatives of derivatives).
 for _helper in (_conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
-    _helper.__dplus_derived__ = ("rule helper",)
+    mark_derived(_helper, "rule helper")

@@ -27,10 +27,11 @@ from typing import Any
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
-    np = None
+    np = None  # type: ignore[assignment]  # (the module registers nothing then: `if np is not None`)
 
 from dplus.errors import NonDifferentiableError
 from dplus.linear import gen_zero, tuple_items
+from dplus.markers import mark_derived
 
 from ._numpy_composite import defcomposite
 
@@ -297,7 +298,7 @@ def register_numpy_linalg_rules() -> None:
         _qr_grad,
         _refuse_complex,
     ):
-        helper.__dplus_derived__ = ("rule helper",)
+        mark_derived(helper, "rule helper")
 
 
 if np is not None:

@@ -20,7 +20,7 @@ from dplus.registry import lookup_transform, register_primitive
 from dplus.result import ProcResult
 from dplus.runtime import apply_transform, handover
 
-from .containers import set_entry, set_sensitivity
+from .containers import set_entry
 from .operators import SET_OPERATORS, UNSHARED_IN_PLACE
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import math
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import dplus

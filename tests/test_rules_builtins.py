@@ -24,6 +24,7 @@ from dplus.closures import PlusInfo, register_plus_code
 from dplus.linear import coerce_zero, dot
 from dplus.registry import lookup_transform
 from dplus.result import ProcResult
+from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -41,9 +42,6 @@ def direct(fn, *args, A=1.0, **kwargs):
         return r.primal, pos, kw
     assert len(out) == 1 + len(args)
     return r.primal, pos
-
-
-from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 
 def _leaves(x):

@@ -6,20 +6,15 @@ second order (the Hessian against differences of the gradient)."""
 from __future__ import annotations
 
 import contextlib
-import functools
 
 import pytest
 
 import dplus
 from dplus import grad
-from dplus.transformer import general_paths_only
 from path_helpers import (
-    both_ways,
-    check_fd,
     check_first_order,
     check_second_order,
     close,
-    fd_gradient,
     fd_hessian,
 )
 
