@@ -413,14 +413,12 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
             else {}
         )
         s = parts.get("sensitivity", gen_zero)
+        keywords: dict[str, Any] = {k: s for k in kwargs}
+        keywords.update((k, gen_zero) for k in jax_options)
         return (
             ((), parts.get("fplus", gen_zero))
             + tuple(s for _ in rest)
-            + (
-                (KeywordDict({**{k: s for k in kwargs}, **dict.fromkeys(jax_options, gen_zero)}),)
-                if kwargs or jax_options
-                else ()
-            )
+            + ((KeywordDict(keywords),) if keywords else ())
         )
 
     return ProcResult(G, grad_inside_backprop)

@@ -393,7 +393,7 @@ def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) 
     made = (_make_jax_grad if grad else _make_value_and_grad)(fplus, f, argnums, has_aux)
     path = ("vg", "fd", "fplus") if grad else ("fd", "fplus")
 
-    def jax_style_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def jax_style_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         return (
             ((), _closure_sensitivity(made, A, path))
             + (None,) * len(rest)
@@ -417,6 +417,6 @@ mark_derived(_jacobian_block, "helper")
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
 
 # Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
-for _helper in (_selected, _loss_of):
-    _helper.__dplus_derived__ = ("helper of value_and_grad", None)  # type: ignore[attr-defined]
+mark_derived(_selected, "helper of value_and_grad", None)
+mark_derived(_loss_of, "helper of value_and_grad", None)
 defnondiff(_check_positions)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 from typing import Any
+
+from .markers import mark_derived
 from collections.abc import Callable
 
 __all__ = ["register_gradient_structure", "shaped_like"]
@@ -70,5 +72,5 @@ def shaped_like(arg: Any, sens: Any) -> Any:
 
 
 # Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
-for _helper in (shaped_like, _with_fields):
-    _helper.__dplus_derived__ = ("helper of value_and_grad", None)  # type: ignore[attr-defined]
+mark_derived(shaped_like, "helper of value_and_grad", None)
+mark_derived(_with_fields, "helper of value_and_grad", None)
