@@ -234,17 +234,28 @@ _EMPTY_CELL = ("<empty cell>",)
 
 
 def _describe_globals(f: types.FunctionType) -> tuple:
-    """Every global of ``f``'s module, and every builtin its code names."""
+    """Every global of ``f``'s module (a function with whether ``define_dplus`` registered it),
+    and every builtin its code names."""
     namespace = f.__globals__
     described = [
-        (name, _describe(value))
+        (name, _describe(value), _derived_from_source(value))
         for name, value in namespace.items()
         if not (name.startswith("__") and name != "__name__")
     ]
     described.sort(key=lambda item: item[0])
     names = sorted(_names_used(f.__code__) - set(namespace))
-    described += [(name, _describe(getattr(builtins, name, _EMPTY_CELL))) for name in names]
+    described += [(name, _describe(getattr(builtins, name, _EMPTY_CELL)), False) for name in names]
     return tuple(described)
+
+
+def _derived_from_source(fn: Any) -> bool:
+    from .registry import _TRANSFORMS
+
+    try:
+        transform = _TRANSFORMS.get(fn)
+    except TypeError:  # (unhashable)
+        return False
+    return transform is not None and getattr(transform, "__dplus_source__", None) is fn
 
 
 def _names_used(code: types.CodeType) -> set[str]:
@@ -259,7 +270,9 @@ _RULES_DIGEST: list[Any] = [None, ""]
 
 
 def _rules_digest() -> str:
-    """A digest of every registered rule and inline rule (recomputed after a registration)."""
+    """A digest of every rule written by hand and inline rule (recomputed after a registration).
+    The rules ``define_dplus`` derives from source count where the function's module names
+    them (:func:`_describe_globals`): the transformation inlines only those."""
     from . import registry, rules
 
     state = (registry.changes(), len(registry._TRANSFORMS), len(rules._INLINE))
@@ -267,10 +280,8 @@ def _rules_digest() -> str:
         return _RULES_DIGEST[1]
     entries = []
     for fn, transform in list(registry._TRANSFORMS.items()):
-        from_source = getattr(transform, "__dplus_source__", None) is fn
-        entries.append(
-            repr((_describe(fn), "from source" if from_source else _describe(transform)))
-        )
+        if getattr(transform, "__dplus_source__", None) is not fn:
+            entries.append(repr((_describe(fn), _describe(transform))))
     for fn, rule in list(rules._INLINE.items()):
         entries.append(repr(("inline", _describe(fn), _describe(tuple(rule.grads)))))
     for transform, form in list(registry._NEXT_ORDER_FORMS.items()):
