@@ -33,6 +33,7 @@ import importlib
 import linecache
 import marshal
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -94,6 +95,7 @@ class Unkeyable(Exception):
 def entry_key(f: types.FunctionType, switches: tuple) -> str:
     """The digest of everything ``f``'s generated code depends on (see the module docstring)."""
     code = f.__code__
+    linecache.checkcache(code.co_filename)  # (the text the transformation reads: see source.py)
     lines = linecache.getlines(code.co_filename, f.__globals__)
     if not lines:
         raise Unkeyable(code.co_filename)
@@ -144,6 +146,8 @@ def _dplus_sources_digest() -> str:
 
 
 _CODE_DIGESTS: dict[int, tuple[types.CodeType, str]] = {}
+# the number that makes the name of generated text unique in its process (the key has the text)
+_GENERATED_NUMBER = re.compile(r" #\d+>$")
 
 
 def _code_digest(code: types.CodeType) -> str:
@@ -154,7 +158,7 @@ def _code_digest(code: types.CodeType) -> str:
     h = hashlib.sha256()
     for field in (
         code.co_qualname,
-        code.co_filename,
+        _GENERATED_NUMBER.sub(">", code.co_filename),
         code.co_firstlineno,
         code.co_argcount,
         code.co_posonlyargcount,

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import gc
 import inspect
+import linecache
 import sys
 import threading
 import types
@@ -213,21 +214,23 @@ def compile_function(f: types.FunctionType) -> Compiled:
     return compiled
 
 
-def _compile_or_load(f: types.FunctionType, specialize: bool = True) -> Compiled:
+def _compile_or_load(
+    f: types.FunctionType, specialize: bool = True, nestable: bool = False
+) -> Compiled:
     """``_compile(f)``, or its code read from the persistent cache when that is on and holds
     it (written there after a transformation otherwise)."""
     if persistent_cache.cache_directory() is None:
-        return _compile(f, specialize=specialize)
+        return _compile(f, nestable=nestable, specialize=specialize)
     try:
-        key = persistent_cache.entry_key(f, (reverse.FAST_PATHS[0], specialize))
+        key = persistent_cache.entry_key(f, (reverse.FAST_PATHS[0], specialize, nestable))
     except persistent_cache.Unkeyable:
-        return _compile(f, specialize=specialize)
-    compiled = _compiled_from_entry(f, persistent_cache.load(key))
+        return _compile(f, nestable=nestable, specialize=specialize)
+    compiled = _compiled_from_entry(f, persistent_cache.load(key), nestable)
     if compiled is not None:
         persistent_cache.STATS["hits"] += 1
         return compiled
     persistent_cache.STATS["misses"] += 1
-    compiled = _compile(f, specialize=specialize)
+    compiled = _compile(f, nestable=nestable, specialize=specialize)
     _store_entry(key, compiled, f)
     return compiled
 
@@ -258,11 +261,18 @@ def _store_entry(key: str, compiled: Compiled, f: types.FunctionType) -> None:
             "simple": compiled.simple,
             "prefix": compiled.prefix,
             "filename": compiled.filename,
+            # the text of code made differentiable again, compiled from it (read again at
+            # the next order under the file name the code carries)
+            "text": "".join(linecache.getlines(compiled.code.co_filename))
+            if compiled.nestable
+            else "",
         },
     )
 
 
-def _compiled_from_entry(f: types.FunctionType, entry: dict | None) -> Compiled | None:
+def _compiled_from_entry(
+    f: types.FunctionType, entry: dict | None, nestable: bool = False
+) -> Compiled | None:
     """The Compiled of a cache entry, with its helpers found in this process; None when the
     entry is absent, malformed, or names a value this process does not have (a miss)."""
     if entry is None:
@@ -278,6 +288,7 @@ def _compiled_from_entry(f: types.FunctionType, entry: dict | None) -> Compiled 
         by_value = {name: tuple(names) for name, names in entry["by_value"].items()}
         name, simple, prefix = str(entry["name"]), bool(entry["simple"]), str(entry["prefix"])
         filename = str(entry["filename"])
+        text = str(entry["text"])
     except (persistent_cache.Unfindable, KeyError, TypeError, ValueError, AttributeError):
         return None
     bindable = set(values) | set(f.__code__.co_freevars)
@@ -288,16 +299,25 @@ def _compiled_from_entry(f: types.FunctionType, entry: dict | None) -> Compiled 
             return None
     if not isinstance(plus, types.CodeType) or not set(guards) <= set(values):
         return None
+    if nestable:
+        if not text:
+            return None
+        plus = _with_filename(plus, _register_text(f, text))
+    elif plus.co_filename != f.__code__.co_filename:
+        # (code made from generated text: this process registered that text under its name)
+        plus = _with_filename(plus, f.__code__.co_filename)
+        fused = None if fused is None else _with_filename(fused, f.__code__.co_filename)
+        filename = f.__code__.co_filename
     codes: dict[str, types.CodeType] = {}
     _register_codes(plus, by_value, f, codes)
     helper_cells = {k: types.CellType(v) for k, v in values.items()}
     remember_guards({g: values[g] for g in guards}, helper_cells)
-    COMPILE_LOG.append((prefix, False, sum(len(c.co_code) for c in codes.values())))
+    COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
     return Compiled(
         plus,
         helper_cells,
         f,
-        False,
+        nestable,
         name,
         simple,
         prefix,
@@ -308,6 +328,14 @@ def _compiled_from_entry(f: types.FunctionType, entry: dict | None) -> Compiled 
         None,
         guards,
     )
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code nested in it, compiled from the file ``filename``."""
+    consts = tuple(
+        _with_filename(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -492,12 +520,8 @@ def _compile(
     filename = src.filename
     if nestable:
         # compiled from its own text, registered with linecache, so it can be transformed again
-        import linecache
-
-        _NEST_COUNTER[0] += 1
-        filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
         text = unparse(module) + "\n"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        filename = _register_text(f, text)
         to_compile: Any = text
     else:
         to_compile = module
@@ -545,6 +569,17 @@ def _compile(
 
 
 _NEST_COUNTER = [0]
+
+
+def _register_text(f: types.FunctionType, text: str) -> str:
+    """Register ``text``, the code of ``f`` made differentiable again, with linecache under
+    a new file name (the next order reads it there); returns the name."""
+    _NEST_COUNTER[0] += 1
+    filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return filename
+
+
 # (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much
 # code each order of a nested derivative generated
 COMPILE_LOG: list[tuple[str, bool, int]] = []
