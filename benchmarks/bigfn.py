@@ -151,7 +151,7 @@ def _peak_mb(thunk: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
-_MEMORY_UP_TO = 10_000  # (tracemalloc slows a transformation down; larger sizes are skipped)
+_MEMORY_UP_TO = 20_000  # (tracemalloc slows a transformation down; larger sizes are skipped)
 
 
 def _dplus_cells(dplus: Any, directory: Path, name: str, source: str, unit: int) -> list[str]:
