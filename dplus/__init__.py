@@ -31,6 +31,8 @@ from .derived import hessian, hvp, jacobian, jvp, value_and_grad
 from .structured import register_gradient_structure
 from .gradcheck import GradCheckError, check_grad
 from .transformer import generated_source as show
+from .persistent_cache import cache_directory, disable_cache, enable_cache
+from .persistent_cache import enable_from_environment as _enable_from_environment
 
 __version__ = "0.1.0"
 
@@ -79,6 +81,9 @@ __all__ = [
     "show",
     "show_by_line",
     "LineCode",
+    "enable_cache",
+    "disable_cache",
+    "cache_directory",
     "DplusError",
     "UnknownTransformError",
     "SensitivityError",
@@ -87,3 +92,5 @@ __all__ = [
     "NonDifferentiableError",
     "ArgumentError",
 ]
+
+_enable_from_environment()  # DPLUS_CACHE_DIR turns the persistent cache on

@@ -137,11 +137,11 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 
 def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types.FunctionType:
     """``P`` rebuilt from ``f`` without fast paths, with source that can be transformed again."""
-    from .transformer import _compile
+    from .transformer import _compile_or_load
 
     nest = _NEST.get(f.__code__)
     if nest is None:
-        nest = _NEST[f.__code__] = _compile(f, nestable=True)
+        nest = _NEST[f.__code__] = _compile_or_load(f, nestable=True)
     code = nest.codes.get(P.__code__.co_name)
     if code is None:
         raise NonDifferentiableError(f"dplus cannot differentiate {describe_callable(P)} again")

@@ -201,11 +201,25 @@ def _made_by_define_dplus(fn: types.FunctionType) -> bool:
 class _Inliner:
     def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
         self.fn = fn
-        self.bound = _bound_names(node) | set(fn.__code__.co_freevars)
-        self.taken = _all_names(node) | set(fn.__globals__) | set(dir(builtins))
+        self.node = node
+        self._bound: set[str] | None = None
+        self._taken: set[str] | None = None
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
+
+    # (the names are gathered when a call may be inlined: most big functions inline nothing)
+    @property
+    def bound(self) -> set[str]:
+        if self._bound is None:
+            self._bound = _bound_names(self.node) | set(self.fn.__code__.co_freevars)
+        return self._bound
+
+    @property
+    def taken(self) -> set[str]:
+        if self._taken is None:
+            self._taken = _all_names(self.node) | set(self.fn.__globals__) | set(dir(builtins))
+        return self._taken
 
     def fresh(self, hint: str, keep_underscore: bool = False) -> str:
         base = hint if keep_underscore else (hint.lstrip("_") or "v")
@@ -248,15 +262,14 @@ class _Inliner:
             call = st.value
         elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
             call = st.value
-        if (
-            call is None
-            or not isinstance(call.func, ast.Name)
-            or call.func.id in self.bound
-            or len(self.active) >= _MAX_DEPTH
-        ):
+        if call is None or not isinstance(call.func, ast.Name) or len(self.active) >= _MAX_DEPTH:
             return [st]
         fn = self.fn.__globals__.get(call.func.id)
-        if fn is None or any(fn is a for a in self.active):
+        if (
+            type(fn) is not types.FunctionType
+            or any(fn is a for a in self.active)
+            or call.func.id in self.bound
+        ):
             return [st]
         callee = _callee(fn, self.fn, call.args, call.keywords)
         if callee is None or callee.reads & self.bound:
@@ -265,7 +278,7 @@ class _Inliner:
 
     def inline(self, st: ast.stmt, call: ast.Call, callee: _Callee) -> list[ast.stmt]:
         fn = callee.fn
-        self.taken |= _all_names(callee.node)
+        self.taken.update(_all_names(callee.node))
         out: list[ast.stmt] = []
         temps: list[ast.Name | ast.Constant] = []
         walrus = any(isinstance(n, ast.NamedExpr) for a in call.args for n in walk(a))

@@ -58,6 +58,7 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     except TypeError:
         raise DplusError(f"cannot register {fn!r}: it is not hashable") from None
     _TRANSFORMS[fn] = transform
+    _CHANGES[0] += 1
     _TRANSFORM_IDS[id(transform)] = (transform, fn)
     if note:
         _NOTES[fn] = note
@@ -67,6 +68,13 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
         for hook in _ON_NEW_RULE:  # code that inlined fn's body must call it again
             hook(fn)
     return transform
+
+
+_CHANGES = [0]  # registrations so far (dplus.persistent_cache digests the rules again after one)
+
+
+def changes() -> int:
+    return _CHANGES[0]
 
 
 _ON_NEW_RULE: list[

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from .linear import gen_zero
 from .portable import remember_source
-from .registry import register_primitive
 from .markers import mark_derived
+from .registry import _CHANGES, register_primitive
 from .result import ProcResult
 
 __all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
@@ -81,6 +81,7 @@ def definline(fn: Any, *grads: Grad | None) -> None:
     ``len(grads)`` number arguments, with these gradient lambdas (``lambda A, r, *args:``),
     beside the transform already registered for every other call (``max(a, b)`` beside ``max``)."""
     _INLINE[fn] = InlineRule(fn, grads)
+    _CHANGES[0] += 1
 
 
 def _no_gradient(A: Any, r: Any, *args: Any) -> Any:

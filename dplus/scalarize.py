@@ -72,6 +72,8 @@ def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], d
 
 def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
     """Rewrite ``ir.body`` in place; returns how many lists were replaced."""
+    if not any(_display(st) for block in _blocks(ir.body) for st in block):
+        return 0  # (no display to replace: the name counts below walk the whole function)
     stores, loads, consts = name_counts(ir.body)
     excluded = set(ir.scope.params) | set(ir.boxed) | set(ir.outer_boxed) | _read_by_nested(ir.body)
     done = 0
@@ -288,9 +290,11 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
     rebound inlined name). It tests before returning that each element is still the one
     read, raising otherwise (something the call ran changed the parameter).
     """
+    hoisted: list[tuple[str, Any, str]] = []
+    if not _indexes_a_parameter(ir.body, set(ir.scope.params)):
+        return hoisted  # (nothing to hoist: the name counts below walk the whole function)
     stores, loads, consts = name_counts(ir.body)
     nested = _read_by_nested(ir.body)
-    hoisted: list[tuple[str, Any, str]] = []
     if _writes_containers(ir.body):
         return hoisted  # (a parameter may be changed through another name for it)
     looped = {
@@ -335,6 +339,17 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
             st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
     ir.body[0:0] = reads
     return hoisted
+
+
+def _indexes_a_parameter(body: list[ast.stmt], params: set[str]) -> bool:
+    """Whether an assignment reads an element of a parameter (``t = p[k]``)."""
+    return any(
+        isinstance(st, ast.Assign)
+        and isinstance(st.value, ast.Subscript)
+        and isinstance(st.value.value, ast.Name)
+        and st.value.value.id in params
+        for st in _statements(body)
+    )
 
 
 def _writes_containers(body: list[ast.stmt]) -> bool:

@@ -31,6 +31,7 @@ import ast
 import sys
 
 from .scopes import Scope, names_bound_by
+from .trees import walk
 
 __all__ = ["unshared_aug_targets"]
 
@@ -167,6 +168,8 @@ def unshared_aug_targets(
     """The names whose augmented assignments in ``body`` (the function of ``scope``, whose
     module globals are ``globals_``) may run out of place: no other reference to their
     array can observe the difference."""
+    if not any(isinstance(n, ast.AugAssign) for st in body for n in walk(st)):
+        return set()  # (no augmented assignment: the analysis below walks the whole function)
     module_level = {
         k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free
     }

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import gc
 import inspect
+import linecache
 import sys
 import threading
 import types
@@ -22,7 +23,14 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from .closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
+from .closures import (
+    CodeMap,
+    PlusInfo,
+    plus_info,
+    plus_info_of_code,
+    register_plus_code,
+    remember_generated,
+)
 from .errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
 from .linear import gen_zero
@@ -30,7 +38,7 @@ from .markers import mark
 from .normalize import Namer, normalize_function
 from .registry import bind_transform, lookup_transform, register_primitive
 from .result import ProcResult
-from . import reverse
+from . import persistent_cache, reverse
 from .reverse import Helpers, Specialized, build_plus_function, choose_prefix, clone
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
@@ -63,6 +71,7 @@ class Compiled:
     plus_def: Any = None  # the generated tree, only when asked for (large trees slow the GC)
     fused: types.CodeType | None = None  # grad in one function, for a one-segment float body
     _text: str | None = None
+    guards: tuple[str, ...] = ()  # the helper names of inlined functions (inline.py's guards)
 
     @property
     def source(self) -> str:
@@ -169,7 +178,7 @@ class _Unspecialized:
             compiled = _UNSPECIALIZED.get(f.__code__)
             if compiled is None:
                 with _LOCK:
-                    compiled = _UNSPECIALIZED[f.__code__] = _compile(f, specialize=False)
+                    compiled = _UNSPECIALIZED[f.__code__] = _compile_or_load(f, specialize=False)
             self.plus = _plus_from(compiled, f)
         return self.plus(*args, **kwargs)
 
@@ -202,9 +211,133 @@ def compile_function(f: types.FunctionType) -> Compiled:
     with _LOCK:
         compiled = _COMPILED.get(code)
         if compiled is None:
-            compiled = _compile(f)
+            compiled = _compile_or_load(f)
             _COMPILED[code] = compiled
     return compiled
+
+
+def _compile_or_load(
+    f: types.FunctionType, specialize: bool = True, nestable: bool = False
+) -> Compiled:
+    """``_compile(f)``, or its code read from the persistent cache when that is on and holds
+    it (written there after a transformation otherwise)."""
+    if persistent_cache.cache_directory() is None:
+        return _compile(f, nestable=nestable, specialize=specialize)
+    try:
+        key = persistent_cache.entry_key(f, (reverse.FAST_PATHS[0], specialize, nestable))
+    except persistent_cache.Unkeyable:
+        return _compile(f, nestable=nestable, specialize=specialize)
+    compiled = _compiled_from_entry(f, persistent_cache.load(key), nestable)
+    if compiled is not None:
+        persistent_cache.STATS["hits"] += 1
+        return compiled
+    persistent_cache.STATS["misses"] += 1
+    compiled = _compile(f, nestable=nestable, specialize=specialize)
+    _store_entry(key, compiled, f)
+    return compiled
+
+
+def _store_entry(key: str, compiled: Compiled, f: types.FunctionType) -> None:
+    values = {name: cell.cell_contents for name, cell in compiled.helper_cells.items()}
+    special = {id(v): "unspecialized" for v in values.values() if isinstance(v, _Unspecialized)}
+    try:
+        recipes = {
+            name: persistent_cache.recipe_for(value, f, special) for name, value in values.items()
+        }
+    except persistent_cache.Unfindable:
+        persistent_cache.STATS["unstorable"] += 1
+        return
+    by_value = {}
+    for name, code in compiled.codes.items():
+        info = plus_info_of_code(code)
+        by_value[name] = info.by_value_freevars if info is not None else ()
+    persistent_cache.store(
+        key,
+        {
+            "plus": compiled.code,
+            "fused": compiled.fused,
+            "helpers": recipes,
+            "guards": compiled.guards,
+            "by_value": by_value,
+            "name": compiled.name,
+            "simple": compiled.simple,
+            "prefix": compiled.prefix,
+            "filename": compiled.filename,
+            # the text of code made differentiable again, compiled from it (read again at
+            # the next order under the file name the code carries)
+            "text": "".join(linecache.getlines(compiled.code.co_filename))
+            if compiled.nestable
+            else "",
+        },
+    )
+
+
+def _compiled_from_entry(
+    f: types.FunctionType, entry: dict | None, nestable: bool = False
+) -> Compiled | None:
+    """The Compiled of a cache entry, with its helpers found in this process; None when the
+    entry is absent, malformed, or names a value this process does not have (a miss)."""
+    if entry is None:
+        return None
+    try:
+        plus, fused = entry["plus"], entry["fused"]
+        special = {"unspecialized": _Unspecialized(f)}
+        values = {
+            name: persistent_cache.follow_recipe(recipe, f, special)
+            for name, recipe in entry["helpers"].items()
+        }
+        guards = tuple(entry["guards"])
+        by_value = {name: tuple(names) for name, names in entry["by_value"].items()}
+        name, simple, prefix = str(entry["name"]), bool(entry["simple"]), str(entry["prefix"])
+        filename = str(entry["filename"])
+        text = str(entry["text"])
+    except (persistent_cache.Unfindable, KeyError, TypeError, ValueError, AttributeError):
+        return None
+    bindable = set(values) | set(f.__code__.co_freevars)
+    for code in (plus, fused):
+        if code is not None and not (
+            isinstance(code, types.CodeType) and set(code.co_freevars) <= bindable
+        ):
+            return None
+    if not isinstance(plus, types.CodeType) or not set(guards) <= set(values):
+        return None
+    if nestable:
+        if not text:
+            return None
+        plus = _with_filename(plus, _register_text(f, text))
+    elif plus.co_filename != f.__code__.co_filename:
+        # (code made from generated text: this process registered that text under its name)
+        plus = _with_filename(plus, f.__code__.co_filename)
+        fused = None if fused is None else _with_filename(fused, f.__code__.co_filename)
+        filename = f.__code__.co_filename
+    codes: dict[str, types.CodeType] = {}
+    _register_codes(plus, by_value, f, codes)
+    helper_cells = {k: types.CellType(v) for k, v in values.items()}
+    remember_guards({g: values[g] for g in guards}, helper_cells)
+    COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
+    return Compiled(
+        plus,
+        helper_cells,
+        f,
+        nestable,
+        name,
+        simple,
+        prefix,
+        codes,
+        filename,
+        None,
+        fused,
+        None,
+        guards,
+    )
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code nested in it, compiled from the file ``filename``."""
+    consts = tuple(
+        _with_filename(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -383,12 +516,8 @@ def _compile(
     filename = src.filename
     if nestable:
         # compiled from its own text, registered with linecache, so it can be transformed again
-        import linecache
-
-        _NEST_COUNTER[0] += 1
-        filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
         text = unparse(module) + "\n"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        filename = _register_text(f, text)
         to_compile: Any = text
     else:
         to_compile = module
@@ -430,10 +559,23 @@ def _compile(
         src.filename,
         plus_def if keep_tree else None,
         fused_code,
+        None,
+        tuple(guards),
     )
 
 
 _NEST_COUNTER = [0]
+
+
+def _register_text(f: types.FunctionType, text: str) -> str:
+    """Register ``text``, the code of ``f`` made differentiable again, with linecache under
+    a new file name (the next order reads it there); returns the name."""
+    _NEST_COUNTER[0] += 1
+    filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return filename
+
+
 # (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much
 # code each order of a nested derivative generated
 COMPILE_LOG: list[tuple[str, bool, int]] = []
