@@ -1,17 +1,21 @@
 """Transformation time of big generated functions (issue #27), per source line: straight-line,
 loop-heavy and branchy functions of 10^2 to 10^4 lines, and long single expressions.
 
-Opt-in (long): ``python -m benchmarks --only bigfn`` (``--quick``: up to 10^3 lines). JAX's
-``jit(grad)`` compile time of the same source is shown beside it when jax is installed.
+Opt-in (long): ``python -m benchmarks --only bigfn`` (``--quick``: up to 10^3 lines;
+``BIGFN_SIZES=100,100000`` and ``BIGFN_FAMILIES=straight-line`` choose others). Beside the
+first call: the transformation's peak memory, the first call with dplus's persistent cache
+cold and warm, and JAX's ``jit(grad)`` compile time of the same source when jax is installed.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,10 +98,11 @@ FAMILIES: list[tuple[str, Callable[[int, str], str]]] = [
 
 
 def load(directory: Path, name: str, source: str, module_math: Any = None) -> Callable:
-    """The function ``name`` of ``source``, from a file (dplus reads the source); ``math``
-    rebound when given (jax.numpy for JAX)."""
+    """The function ``name`` of ``source``, from a file (dplus reads the source), in a module
+    loaded afresh; ``math`` rebound when given (jax.numpy for JAX)."""
     path = directory / f"{name}.py"
-    path.write_text(source)
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -106,9 +111,77 @@ def load(directory: Path, name: str, source: str, module_math: Any = None) -> Ca
     return getattr(module, name)
 
 
+def _sizes(cfg: Any) -> list[int]:
+    """10^2..10^3 (``--quick``) or 10^2..10^4; ``BIGFN_SIZES=100,100000`` chooses others."""
+    chosen = os.environ.get("BIGFN_SIZES")
+    if chosen:
+        return [int(s) for s in chosen.split(",") if s.strip()]
+    return [100, 1000] if cfg.quick else [100, 1000, 10000]
+
+
+def _families() -> list[tuple[str, Callable[[int, str], str]]]:
+    """All families, or those named in ``BIGFN_FAMILIES`` (``straight-line,branchy``)."""
+    chosen = os.environ.get("BIGFN_FAMILIES")
+    if not chosen:
+        return FAMILIES
+    names = {s.strip() for s in chosen.split(",")}
+    return [(label, make) for label, make in FAMILIES if label.split(" ")[0] in names]
+
+
+def _timed(thunk: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    thunk()
+    return time.perf_counter() - t0
+
+
+def _timed_cpu(thunk: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``thunk()`` (CPU time is what a loaded machine inflates least)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    thunk()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def _peak_mb(thunk: Callable[[], Any]) -> float:
+    """Peak memory allocated by Python objects while ``thunk`` runs (tracemalloc), in MB."""
+    tracemalloc.start()
+    try:
+        thunk()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+_MEMORY_UP_TO = 20_000  # (tracemalloc slows a transformation down; larger sizes are skipped)
+
+
+def _dplus_cells(dplus: Any, directory: Path, name: str, source: str, unit: int) -> list[str]:
+    """First call without the cache; peak memory of that transformation; first call with an
+    empty cache (transformation and writing) and with the entry written (reading it). Each
+    measurement loads the module afresh (new code objects: nothing cached in the process)."""
+    point = (0.3, 0.7)
+    f = load(directory, name, source)
+    first, cpu = _timed_cpu(lambda: dplus.grad(f)(*point))
+    cells = [f"{first:.2f} s", f"{1000 * first / unit:.3f}", f"{1000 * cpu / unit:.3f}"]
+    if unit <= _MEMORY_UP_TO:
+        f = load(directory, name, source)
+        cells.append(f"{_peak_mb(lambda: dplus.grad(f)(*point)):.0f}")
+    else:
+        cells.append("")
+    with tempfile.TemporaryDirectory() as cache:
+        dplus.enable_cache(cache)
+        try:
+            f = load(directory, name, source)
+            cold = _timed(lambda: dplus.grad(f)(*point))
+            f = load(directory, name, source)
+            warm = _timed(lambda: dplus.grad(f)(*point))
+        finally:
+            dplus.disable_cache()
+    return cells + [f"{cold:.2f} s", f"{warm:.3f} s"]
+
+
 def run_bigfn(cfg: Any, out: Any) -> None:
-    sizes = [100, 1000] if cfg.quick else [100, 1000, 10000]
-    jax_sizes = [100] if cfg.quick else [100, 1000]
+    sizes = _sizes(cfg)
+    jax_sizes = [s for s in sizes if s <= (100 if cfg.quick else 10000)]
     try:
         import dplus
     except Exception as e:  # the harness works whatever state the engine is in
@@ -116,20 +189,29 @@ def run_bigfn(cfg: Any, out: Any) -> None:
         return
     jax, jnp = _jax()
     out(
-        "Transformation of big functions (first dplus.grad(f)(x, y), transformation included; ms per source line, per term for one expression):"
+        "Transformation of big functions: the first dplus.grad(f)(x, y), transformation "
+        "included, ms per source line (per term for one expression; wall and CPU time); peak memory of the "
+        "transformation (tracemalloc); first call with the persistent cache on, empty (cold: "
+        "transformation and writing) and holding the entry (warm: reading it):"
     )
-    header = ["family", "lines", "dplus first call", "ms / line"] + (
-        ["jax jit(grad) compile", "ms / line"] if jax else []
-    )
+    header = [
+        "family",
+        "lines",
+        "dplus first call",
+        "ms / line",
+        "peak MB",
+        "cold cache",
+        "warm cache",
+    ]
+    header += ["jax jit(grad) compile", "ms / line"] if jax else []
     rows = []
     old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(
-        max(old_limit, 100_000)
-    )  # CPython compiles a 10^4-term expression only so
+    # CPython compiles a 10^4-term expression only so
+    sys.setrecursionlimit(max(old_limit, 100_000))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp)
-            for label, make in FAMILIES:
+            for label, make in _families():
                 for size in sizes:
                     name = f"big_{make.__name__}_{size}"
                     source = make(size, name)
@@ -137,13 +219,9 @@ def run_bigfn(cfg: Any, out: Any) -> None:
                     unit = size if make is long_expression else lines  # a term of a long expression
                     row = [label, str(unit)]
                     try:
-                        f = load(directory, name, source)
-                        t0 = time.perf_counter()
-                        dplus.grad(f)(0.3, 0.7)
-                        dt = time.perf_counter() - t0
-                        row += [f"{dt:.2f} s", f"{1000 * dt / unit:.3f}"]
+                        row += _dplus_cells(dplus, directory, name, source, unit)
                     except Exception as e:
-                        row += [f"error: {type(e).__name__}", ""]
+                        row += [f"error: {type(e).__name__}", "", "", "", "", ""]
                     if jax:
                         row += (
                             _jax_cell(jax, jnp, directory, name, source, unit)

@@ -17,7 +17,6 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from .timing import TooSlow, autorange, call_once
 from .tools import TOOLS, Tool

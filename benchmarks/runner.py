@@ -459,7 +459,7 @@ def run_nested(cfg: Config, out: Report) -> None:
     rows = []
     max_order = 3 if cfg.quick else 4
     for label, f, deriv, x in funcs.NESTED:
-        tp = autorange(lambda: f(x), cfg.budget, repeats=cfg.repeats)
+        tp = autorange(lambda: f(x), cfg.budget, repeats=cfg.repeats)  # noqa: B023  (called at once, in this iteration)
         rows.append([label, "0", "", fmt_seconds(tp.seconds), "1.00x", "", "", "", "ok"])
         fn, prev, prev_code = f, tp.seconds, None
         for k in range(1, max_order + 1):
@@ -468,13 +468,14 @@ def run_nested(cfg: Config, out: Report) -> None:
                 logged = len(transformer.COMPILE_LOG)
                 fn = dplus.grad1(fn)
                 t1, v = call_once(
-                    lambda: fn(x), 60.0 if cfg.quick else 300.0
+                    lambda: fn(x),  # noqa: B023  (called at once, in this iteration)
+                    60.0 if cfg.quick else 300.0,
                 )  # includes the transform
                 code = sum(size for _, _, size in transformer.COMPILE_LOG[logged:])
                 ref = deriv(x, k)
                 err = abs(v - ref) / max(abs(ref), 1e-300)
                 check = "ok" if err <= 1e-8 else f"WRONG ({v!r} vs {ref!r})"
-                t = autorange(lambda: fn(x), cfg.budget, first=t1, repeats=cfg.repeats, cap=cfg.cap)
+                t = autorange(lambda: fn(x), cfg.budget, first=t1, repeats=cfg.repeats, cap=cfg.cap)  # noqa: B023  (called at once, in this iteration)
                 rows.append(
                     [
                         label,
@@ -550,7 +551,7 @@ def run_transform(cfg: Config, out: Report) -> None:
         twins = []
         for _ in range(5):
             twin = _types.FunctionType(f.__code__.replace(), f.__globals__, f.__name__)
-            twins.append(call_once(lambda: dplus.grad(twin)(x, y), 60.0)[0])
+            twins.append(call_once(lambda: dplus.grad(twin)(x, y), 60.0)[0])  # noqa: B023  (called at once, in this iteration)
         t_twin = sorted(twins)[2]
         g = dplus.grad(f)
         t = autorange(lambda: g(x, y), cfg.budget, repeats=cfg.repeats)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import types
 from collections import defaultdict
 from pathlib import Path
 from typing import Any

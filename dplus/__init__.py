@@ -4,6 +4,7 @@ from . import higher as _higher  # noqa: F401  (rules for derivatives of derivat
 from . import parallel
 from . import primitives as _primitives  # noqa: F401  (registers the rule library)
 from .api import D, apply, define_dplus, dplus, foldl, grad, grad1, lift_dplus
+from .by_line import LineCode, show_by_line
 from .checkpoint import checkpoint, checkpoint_loop
 from .derived import hessian, hvp, jacobian, jvp, value_and_grad
 from .errors import (
@@ -28,6 +29,8 @@ from .runtime.linear import add, coerce_zero, dot, gen_zero, register_linear_typ
 from .runtime.registry import register_backprop, register_primitive
 from .runtime.result import ProcResult, backprop, primal
 from .structured import register_gradient_structure
+from .transform.persistent_cache import cache_directory, disable_cache, enable_cache
+from .transform.persistent_cache import enable_from_environment as _enable_from_environment
 from .transform.transformer import generated_source as show
 
 __version__ = "0.1.0"
@@ -75,6 +78,11 @@ __all__ = [
     "check_grad",
     "GradCheckError",
     "show",
+    "show_by_line",
+    "LineCode",
+    "enable_cache",
+    "disable_cache",
+    "cache_directory",
     "DplusError",
     "UnknownTransformError",
     "SensitivityError",
@@ -83,3 +91,5 @@ __all__ = [
     "NonDifferentiableError",
     "ArgumentError",
 ]
+
+_enable_from_environment()  # DPLUS_CACHE_DIR turns the persistent cache on

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .errors import ArgumentError, SensitivityError, describe_callable
+from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
@@ -16,6 +17,8 @@ from .runtime.linear import check_conforms, gen_zero, is_number
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
+
+T = TypeVar("T")
 
 __all__ = ["lift_dplus", "dplus", "D", "grad", "grad1", "define_dplus", "foldl", "apply"]
 
@@ -36,7 +39,8 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
 
     if can_transform(f):
         return _public(plus_function_for(f))
-    return current_unknown_transform()(f, describe_callable(f))
+    chosen: Callable[..., ProcResult] = current_unknown_transform()(f, describe_callable(f))
+    return chosen
 
 
 def _refuse_generator_function(f: Any) -> None:
@@ -71,10 +75,11 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
 
     if can_transform(f):
         return plus_function_for(f)
-    return current_unknown_transform()(f, describe_callable(f))
+    chosen: Callable[..., ProcResult] = current_unknown_transform()(f, describe_callable(f))
+    return chosen
 
 
-def coerce_sensitivities(out: tuple, P: Any, args: tuple) -> tuple:
+def coerce_sensitivities(out: tuple[Any, ...], P: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Backprop results with no ``gen_zero`` inside: zeros shaped like what they stand for."""
     from .runtime.linear import coerce_zero
 
@@ -98,7 +103,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
         r = call_plus(P, *args, **kwargs)
         inner = r.backprop
 
-        def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
             return coerce_sensitivities(inner(A, Abox), P, args)
 
         return ProcResult(r.primal, public_backprop)
@@ -106,7 +111,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
     from .transform.transformer import _mark_plus
 
     _mark_plus(public_plus)
-    public_plus.__dplus_public_of__ = P
+    mark(public_plus, "__dplus_public_of__", P)
     public_plus.__qualname__ = getattr(P, "__qualname__", "plus")
     return public_plus
 
@@ -152,7 +157,9 @@ def default_sensitivity(result: Any, sensitivity: Any) -> Any:
     return sensitivity
 
 
-def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
+def boundary(
+    args: tuple[Any, ...], out: tuple[Any, ...], Abox: BoxSensitivities
+) -> tuple[Any, ...]:
     """The user-facing argument sensitivities: ``Abox`` entries of mutable arguments folded in.
 
     ``args`` are the arguments' snapshots (their layouts at the call).
@@ -164,20 +171,20 @@ def boundary(args: tuple, out: tuple, Abox: BoxSensitivities) -> tuple:
                 break
         else:
             return sens  # numbers in, numbers out: nothing to fold
-    out = []
+    folded: list[Any] = []
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
-            out.append(s)
+            folded.append(s)
         elif (
             type(a) is Snapshot
             and a.content == "floats"
             and s is gen_zero
             and (r := fold_float_list(a, Abox)) is not None
         ):
-            out.append(r)  # a list of floats: its entry's floats
+            folded.append(r)  # a list of floats: its entry's floats
         else:
-            out.append(fold(a, s, Abox))
-    return tuple(out)
+            folded.append(fold(a, s, Abox))
+    return tuple(folded)
 
 
 _DEFAULT_SENSITIVITY = float("1.0")
@@ -196,7 +203,7 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
         else:
             r = call_plus(fplus, *args)
 
-        def dplus_backprop(Aw: Any) -> tuple:
+        def dplus_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(snaps, out, Abox)
@@ -207,20 +214,20 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
     return dplus_fn
 
 
-def D(f: Any) -> Callable[..., Callable[[Any], tuple]]:
+def D(f: Any) -> Callable[..., Callable[[Any], tuple[Any, ...]]]:
     """``D(f)(*args)(Aw)`` returns the sensitivities of the arguments."""
     return _make_D(_lift(f), f)
 
 
-def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple]]:
-    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple]:
+def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple[Any, ...]]]:
+    def D_fn(*args: Any, **kwargs: Any) -> Callable[[Any], tuple[Any, ...]]:
         snaps = snapshot(args)
         if kwargs:
             r = call_plus(fplus, *args, **kwargs)
         else:
             r = call_plus(fplus, *args)
 
-        def D_backprop(Aw: Any) -> tuple:
+        def D_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
             out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             return boundary(snaps, out, Abox)
@@ -271,20 +278,20 @@ def grad(
 
 def _make_gradient(
     fplus: Any, f: Any, sensitivity: Any = _DEFAULT_SENSITIVITY
-) -> Callable[..., tuple]:
+) -> Callable[..., tuple[Any, ...]]:
     fused = getattr(fplus, "__dplus_fused__", None) if sensitivity is _DEFAULT_SENSITIVITY else None
     if fused is None:
 
-        def gradient(*args: Any, **kwargs: Any) -> tuple:
+        def gradient(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
             return _gradient_outermost(fplus, sensitivity, args, kwargs)
     else:
         n = fused.__code__.co_argcount
 
-        def gradient(*args: Any, **kwargs: Any) -> tuple:
+        def gradient(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
             # a formula on floats (and lists of floats): forward and reverse in one generated
             # function (reverse.FunctionBuilder.fused_gradient, fused.py); None: the general way
             if not _depth[0] and len(args) == n and not kwargs:
-                out = fused(*args)
+                out: tuple[Any, ...] | None = fused(*args)
                 if out is not None:
                     return out
             return _gradient_outermost(fplus, sensitivity, args, kwargs)
@@ -293,7 +300,9 @@ def _make_gradient(
     return gradient
 
 
-def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
+def _gradient_steps(
+    fplus: Any, sensitivity: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[Any, ...]:
     """A gradient: the forward pass, the backprop, and the boundary fold.
 
     Keyword arguments are passed through to the function and not differentiated (as in JAX).
@@ -309,7 +318,9 @@ def _gradient_steps(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> 
     return boundary(snaps, out, Abox)
 
 
-def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict) -> tuple:
+def _gradient_outermost(
+    fplus: Any, sensitivity: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
+) -> tuple[Any, ...]:
     """:func:`_gradient_steps`, set up once for forward and reverse when outermost.
 
     With one set-up the cyclic collector stays paused from the forward pass until the
@@ -333,7 +344,7 @@ def _gradient_outermost(fplus: Any, sensitivity: Any, args: tuple, kwargs: dict)
 
 
 def raise_if_not_accepted(
-    error: TypeError, fplus: Any, what: str, args: tuple, kwargs: dict
+    error: TypeError, fplus: Any, what: str, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> None:
     """Raise :class:`ArgumentError` when ``error`` came from calling the differentiated function
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
@@ -356,7 +367,7 @@ def raise_if_not_accepted(
         ) from None
 
 
-def _number_gradient(fplus: Any, args: tuple) -> tuple:
+def _number_gradient(fplus: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """:func:`_gradient_steps` when every argument is a number, at the outermost level: the
     arguments are their own snapshots, and the plus-function and backprop are called
     directly (nothing here is differentiated again). For small functions the steps cost
@@ -377,12 +388,15 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     """``grad(f)`` (``grad(f, sensitivity)``) called inside differentiated code: ``f`` is
     already a plus-function there. The sensitivity given gets the part of the gradient
     function's closure sensitivity for it, by position or by keyword as it was passed."""
-    if "argnums" in kwargs or "has_aux" in kwargs:
-        hooks.jax_style_inside(f, *rest, **kwargs)
+    jax_options = {k: kwargs.pop(k) for k in ("argnums", "has_aux") if k in kwargs}
+    if jax_options.get("argnums") is not None or jax_options.get("has_aux"):
+        if rest or kwargs:
+            raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
+        return hooks.jax_style_inside(f, grad=True, **jax_options)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
-    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         from .runtime.core import KeywordDict
         from .runtime.ops import closure_parts
 
@@ -393,10 +407,12 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
             else {}
         )
         s = parts.get("sensitivity", gen_zero)
+        keywords: dict[str, Any] = {k: s for k in kwargs}
+        keywords.update((k, gen_zero) for k in jax_options)
         return (
             ((), parts.get("fplus", gen_zero))
             + tuple(s for _ in rest)
-            + ((KeywordDict({k: s for k in kwargs}),) if kwargs else ())
+            + ((KeywordDict(keywords),) if keywords else ())
         )
 
     return ProcResult(G, grad_inside_backprop)
@@ -416,8 +432,8 @@ def _dplus_inside(f: Any) -> ProcResult:
     return ProcResult(G, _derived_closure_backprop(G, ("fplus",)))
 
 
-def _derived_closure_backprop(G: Any, names: tuple) -> Callable[..., tuple]:
-    def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+def _derived_closure_backprop(G: Any, names: tuple[Any, ...]) -> Callable[..., tuple[Any, ...]]:
+    def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
         from .runtime.ops import closure_parts
@@ -447,7 +463,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     g = _make_gradient(fplus, f)
     G1 = _make_gradient1(g, f)
 
-    def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
         from .runtime.ops import closure_parts
@@ -461,7 +477,7 @@ def _grad1_inside(f: Any) -> ProcResult:
 # Functions made by grad, D, dplus, grad1 remember what they were made from, so that
 # lift_dplus can differentiate them again (derivatives of derivatives).
 def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
-    fn.__dplus_derived__ = (kind, f) + extra
+    mark_derived(fn, kind, f, *extra)
     remember_source(f)  # (for a copy of fn made by unpickling in another process)
     try:
         fn.__name__ = f"{kind}_{getattr(f, '__name__', 'f')}"
@@ -470,7 +486,7 @@ def _mark_derived(fn: Any, kind: str, f: Any, *extra: Any) -> None:
         pass
 
 
-def define_dplus(f: Any) -> Any:
+def define_dplus(f: T) -> T:
     """Define ``f`` as usual and register its derived reverse transform as a primitive.
 
     The transform is derived lazily, at the first differentiated call, so recursion
@@ -507,6 +523,6 @@ def apply(f: Callable[..., Any], args: Any) -> Any:
 hooks.install(lift_class=_lift_class, define_dplus=define_dplus)
 
 # called inside differentiated code, foldl and apply are differentiated from their source
-foldl.__dplus_derived__ = ("helper",)
-_gradient_steps.__dplus_derived__ = ("helper",)
-apply.__dplus_derived__ = ("helper",)
+mark_derived(foldl, "helper")
+mark_derived(_gradient_steps, "helper")
+mark_derived(apply, "helper")

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import Box, BoxSensitivities
 from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_attributes
@@ -560,7 +561,7 @@ for _helper in (
     _folded_members_back,
     _entry_back,
 ):
-    _helper.__dplus_derived__ = ("rule helper",)
+    mark_derived(_helper, "rule helper")
 
 defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
 

@@ -16,9 +16,10 @@ differ (a checkpointed function that draws random numbers or reads state that ch
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .errors import ArgumentError
+from .markers import mark_derived
 from .runtime.portable import remember_source
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,7 +40,7 @@ def checkpoint(f: F) -> F:
     def checkpointed(*args: Any, **kwargs: Any) -> Any:
         return run_checkpointed(f, args, kwargs)
 
-    return labelled(checkpointed, f)  # type: ignore[return-value]
+    return cast(F, labelled(checkpointed, f))  # (a function of the same signature as f)
 
 
 def labelled(checkpointed: Any, f: Any) -> Any:
@@ -51,13 +52,13 @@ def labelled(checkpointed: Any, f: Any) -> Any:
     checkpointed.__name__ = getattr(f, "__name__", "checkpointed")
     checkpointed.__qualname__ = getattr(f, "__qualname__", "checkpointed")
     checkpointed.__doc__ = getattr(f, "__doc__", None)
-    checkpointed.__dplus_derived__ = ("helper",)
+    mark_derived(checkpointed, "helper")
     checkpointed.__dplus_checkpointed__ = f
     remember_source(f)
     return checkpointed
 
 
-def run_checkpointed(f: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def run_checkpointed(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:
     """``f(*args, **kwargs)``; under a gradient, its rule recomputes the record in the reverse pass."""
     from .runtime.core import (
         as_plain_callable,  # f may be a function made inside differentiated code
@@ -106,4 +107,4 @@ def check_loop_arguments(step: Any, n: Any, schedule: Any) -> None:
         )
 
 
-checkpoint.__dplus_derived__ = ("helper",)  # type: ignore[attr-defined]
+mark_derived(checkpoint, "helper")

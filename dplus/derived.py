@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
-from .errors import ArgumentError, NonDifferentiableError, SensitivityError
+from .errors import ArgumentError, SensitivityError
+from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
+from .runtime.closures import is_plus_function as _is_plus
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
 from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
@@ -34,7 +36,7 @@ from .structured import shaped_like
 __all__ = ["jacobian", "hessian", "hvp", "jvp", "value_and_grad"]
 
 
-def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
+def _leaves(v: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Paths to the number leaves of a (nested) value."""
     if is_number(v) and type(v) is not bool:
         yield path
@@ -50,7 +52,7 @@ def _leaves(v: Any, path: tuple = ()) -> Iterator[tuple]:
             yield path + (idx,)
 
 
-def _block_paths(v: Any, path: tuple = ()) -> list:
+def _block_paths(v: Any, path: tuple[Any, ...] = ()) -> list[Any]:
     """Paths to the numbers and to the NumPy arrays (each a whole) of a (nested) value."""
     if (is_number(v) and type(v) is not bool) or is_ndarray(v):
         return [path]
@@ -61,14 +63,14 @@ def _block_paths(v: Any, path: tuple = ()) -> list:
     return []
 
 
-def _array_shape_at(v: Any, path: tuple) -> tuple | None:
+def _array_shape_at(v: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """The shape of the array at ``path`` in ``v``; ``None`` for a number."""
     for head in path:
         v = v[head]
     return v.shape if is_ndarray(v) else None
 
 
-def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
+def _jacobian_block(r: ProcResult, y: Any, path: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
     """The Jacobian of the part of ``y`` at ``path``: for a number, one gradient per argument
     (shaped like it); for an array, one array per argument, of shape ``part.shape + arg.shape``."""
     shape = _array_shape_at(y, path)
@@ -82,7 +84,7 @@ def _jacobian_block(r: ProcResult, y: Any, path: tuple, args: tuple) -> Any:
     )
 
 
-def _unit(v: Any, path: tuple) -> Any:
+def _unit(v: Any, path: tuple[Any, ...]) -> Any:
     """The sensitivity of ``v`` that is 1 at ``path`` and 0 elsewhere."""
     if not path:
         if is_ndarray(v):
@@ -98,18 +100,20 @@ def _unit(v: Any, path: tuple) -> Any:
         return [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
     if isinstance(v, tuple):
         items = [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
-        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: (_unit(e, rest) if k == head else zero(e)) for k, e in v.items()}
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
 
 
-def _indexes(shape: tuple) -> list:
+def _indexes(shape: tuple[Any, ...]) -> list[Any]:
     """The indexes of an array of this shape, in order."""
     return list(sys.modules["numpy"].ndindex(shape))
 
 
-def _place(out: Any, path: tuple, value: Any) -> Any:
+def _place(out: Any, path: tuple[Any, ...], value: Any) -> Any:
     """``out`` with the leaf at ``path`` replaced by ``value`` (for structure-shaped results)."""
     if not path:
         return value
@@ -121,7 +125,9 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
     if isinstance(out, tuple):
         items = list(out)
         items[head] = _place(items[head], rest, value)
-        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(out)._make(items) if hasattr(type(out), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(out, dict):
         out = dict(out)
         out[head] = _place(out[head], rest, value)
@@ -131,9 +137,9 @@ def _place(out: Any, path: tuple, value: Any) -> Any:
 
 def _shaped_by_leaves(
     v: Any,
-    at_number: Callable[[tuple], Any],
-    at_array: Callable[[Any, tuple], Any],
-    path: tuple = (),
+    at_number: Callable[[tuple[Any, ...]], Any],
+    at_array: Callable[[Any, tuple[Any, ...]], Any],
+    path: tuple[Any, ...] = (),
 ) -> Any:
     """``v`` with each number leaf replaced by ``at_number(path)`` and each NumPy array leaf
     by ``at_array(array, path)``; other leaves (bools, strings, ...) are kept."""
@@ -145,7 +151,9 @@ def _shaped_by_leaves(
         items = [_shaped_by_leaves(e, at_number, at_array, path + (i,)) for i, e in enumerate(v)]
         if isinstance(v, list):
             return items
-        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+        # (a NamedTuple's _make when hasattr finds it; written as before, since rules
+        # differentiate this source at the next order)
+        return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
         return {k: _shaped_by_leaves(e, at_number, at_array, path + (k,)) for k, e in v.items()}
     return v
@@ -167,7 +175,7 @@ def _make_jacobian(fd: Callable[..., Any], f: Callable[..., Any]) -> Callable[..
             out = _place(out, path, _jacobian_block(r, y, path, args))
         return out
 
-    jacobian_fn.__dplus_derived__ = ("jacobian", f)
+    mark_derived(jacobian_fn, "jacobian", f)
     remember_source(f)
     return jacobian_fn
 
@@ -182,7 +190,7 @@ def _jacobian_inside(f: Any) -> ProcResult:
     fd_backprop = _derived_closure_backprop(fd, ("fplus",))
     G_backprop = _derived_closure_backprop(G, ("fd",))
 
-    def jacobian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def jacobian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         return fd_backprop(G_backprop(A, Abox)[1], Abox)
 
     return ProcResult(G, jacobian_inside_backprop)
@@ -198,13 +206,13 @@ def _hessian_inside(f: Any) -> ProcResult:
     made_grad = apply_transform(_grad_inside, f)
     made_jacobian = apply_transform(_jacobian_inside, made_grad.primal)
 
-    def hessian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def hessian_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         return made_grad.backprop(made_jacobian.backprop(A, Abox)[1], Abox)
 
     return ProcResult(made_jacobian.primal, hessian_inside_backprop)
 
 
-def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
+def hvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
     """``hvp(f)(args, v)``: the Hessian of ``f`` at ``args`` times ``v`` (shaped like ``args``)."""
     g = grad(f)
 
@@ -214,7 +222,7 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
 
     gd = grad(directional)
 
-    def hvp_fn(args: tuple, v: tuple) -> tuple:
+    def hvp_fn(args: tuple[Any, ...], v: tuple[Any, ...]) -> tuple[Any, ...]:
         args = tuple(args)
         v = tuple(v)
         if len(args) != len(v):
@@ -226,22 +234,22 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
     return hvp_fn
 
 
-def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
+def jvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
     """``jvp(f)(args, tangents)`` returns ``(f(*args), J·tangents)``, by transposing the backprop."""
     fd = dplus(f)
 
-    def jvp_fn(args: tuple, tangents: tuple) -> tuple:
+    def jvp_fn(args: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
         args = tuple(args)
         tangents = tuple(tangents)
         r = fd(*args)
         y = r.primal
 
-        def component(path: tuple) -> Any:
+        def component(path: tuple[Any, ...]) -> Any:
             return dot(r.backprop(_unit(y, path)), tangents)
 
-        np = sys.modules.get("numpy")
+        np: Any = sys.modules.get("numpy")  # (loaded: the result holds an array)
 
-        def components(array: Any, path: tuple) -> Any:
+        def components(array: Any, path: tuple[Any, ...]) -> Any:
             t = np.zeros(array.shape, dtype=float)
             for idx in np.ndindex(array.shape):
                 t[idx] = component(path + (idx,))
@@ -252,7 +260,9 @@ def jvp(f: Callable[..., Any]) -> Callable[[tuple, tuple], tuple]:
     return jvp_fn
 
 
-def _selected(gradients: tuple, args: tuple, argnums: int | tuple[int, ...]) -> Any:
+def _selected(
+    gradients: tuple[Any, ...], args: tuple[Any, ...], argnums: int | tuple[int, ...]
+) -> Any:
     """The gradients ``argnums`` asks for, each in its argument's own structure."""
     if isinstance(argnums, int):
         return shaped_like(args[argnums], gradients[argnums])
@@ -271,7 +281,7 @@ def _check_argnums(argnums: Any, what: str) -> None:
         )
 
 
-def _check_positions(argnums: int | tuple[int, ...], args: tuple, what: str) -> None:
+def _check_positions(argnums: int | tuple[int, ...], args: tuple[Any, ...], what: str) -> None:
     for i in (argnums,) if isinstance(argnums, int) else argnums:
         if not -len(args) <= i < len(args):
             raise ArgumentError(
@@ -293,7 +303,13 @@ def value_and_grad(
     One forward and one backward pass, whatever ``argnums`` selects.
     """
     _check_argnums(argnums, "value_and_grad")
-    fd = dplus(f)
+    return _make_value_and_grad(_lift(f), f, argnums, has_aux)
+
+
+def _make_value_and_grad(
+    fplus: Any, f: Any, argnums: int | tuple[int, ...], has_aux: bool
+) -> Callable[..., tuple[Any, Any]]:
+    fd = _make_dplus(fplus, f)
 
     def value_and_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         _check_positions(argnums, args, "value_and_grad")
@@ -309,7 +325,7 @@ def value_and_grad(
         sensitivity = (1.0, gen_zero) if has_aux else 1.0
         return value, _selected(r.backprop(sensitivity), args, argnums)
 
-    value_and_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    mark_derived(value_and_grad_fn, "value_and_grad", f)
     remember_source(f)
     return value_and_grad_fn
 
@@ -328,26 +344,68 @@ def jax_style_grad(
     f: Callable[..., Any], argnums: int | tuple[int, ...], has_aux: bool
 ) -> Callable[..., Any]:
     """``grad(f, argnums=..., has_aux=...)``: JAX's ``grad``, the gradient without the value."""
-    vg = value_and_grad(f, argnums, has_aux)
+    _check_argnums(argnums, "grad")
+    return _make_jax_grad(_lift(f), f, argnums, has_aux)
+
+
+def _make_jax_grad(
+    fplus: Any, f: Any, argnums: int | tuple[int, ...], has_aux: bool
+) -> Callable[..., Any]:
+    vg = _make_value_and_grad(fplus, f, argnums, has_aux)
 
     def jax_grad_fn(*args: Any, **kwargs: Any) -> Any:
         value, gradient = vg(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
 
-    jax_grad_fn.__dplus_derived__ = ("value_and_grad", f)
+    mark_derived(jax_grad_fn, "value_and_grad", f)
     remember_source(f)
     return jax_grad_fn
 
 
-def _jax_style_inside(f: Any, /, *rest: Any, **options: Any) -> Any:
-    raise NonDifferentiableError(
-        "value_and_grad(f) and grad(f, argnums=..., has_aux=...) are not differentiable again yet: inside a "
-        "function being differentiated, use dplus.grad(f) (one gradient per positional argument) and index its result"
-    )
+def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
+    """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
+    by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
+    whose ``fd``, whose ``fplus``)."""
+    from .runtime_ops import closure_parts
+
+    for name in path:
+        if A is gen_zero or A is None:
+            return gen_zero
+        names = G.__code__.co_freevars
+        parts = dict(zip(names, closure_parts(A, len(names))))
+        A = parts.get(name, gen_zero)
+        if name != path[-1]:
+            G = G.__closure__[names.index(name)].cell_contents
+    return A
+
+
+def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) -> ProcResult:
+    """``value_and_grad(f, ...)`` (or JAX's ``grad(f, argnums=..., has_aux=...)``) called inside
+    differentiated code: ``f`` is a plus-function there, as for ``dplus.grad`` (api._grad_inside);
+    the function made is differentiable again, and ``f``'s sensitivity is its closure's. Its
+    other arguments (``argnums``, ``has_aux``) get none, by position or keyword as passed."""
+    from .runtime import KeywordDict
+
+    options = dict(zip(("argnums", "has_aux"), rest), **kwargs)
+    argnums, has_aux = options.get("argnums"), options.get("has_aux", False)
+    argnums = 0 if argnums is None else argnums
+    _check_argnums(argnums, "grad" if grad else "value_and_grad")
+    fplus = f if _is_plus(f) else _lift(f)
+    made = (_make_jax_grad if grad else _make_value_and_grad)(fplus, f, argnums, has_aux)
+    path = ("vg", "fd", "fplus") if grad else ("fd", "fplus")
+
+    def jax_style_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        return (
+            ((), _closure_sensitivity(made, A, path))
+            + (None,) * len(rest)
+            + ((KeywordDict({k: gen_zero for k in kwargs}),) if kwargs else ())
+        )
+
+    return ProcResult(made, jax_style_inside_backprop)
 
 
 register_primitive(
-    value_and_grad, _jax_style_inside, note="JAX-style gradients are first order only"
+    value_and_grad, _jax_style_inside, note="value_and_grad called inside differentiated code"
 )
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 defnondiff(_unit)  # (they depend on the result's shape only)
@@ -355,9 +413,13 @@ defnondiff(_indexes)
 defnondiff(_block_paths)
 defnondiff(_array_shape_at)
 # differentiated from their source inside differentiated code
-_place.__dplus_derived__ = ("helper",)
-_jacobian_block.__dplus_derived__ = ("helper",)
+mark_derived(_place, "helper")
+mark_derived(_jacobian_block, "helper")
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
 
+# Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
+mark_derived(_selected, "helper of value_and_grad", None)
+mark_derived(_loss_of, "helper of value_and_grad", None)
+defnondiff(_check_positions)
 
 hooks.install(jax_style_grad=jax_style_grad, jax_style_inside=_jax_style_inside)

@@ -33,7 +33,7 @@ class GradCheckError(DplusError, AssertionError):
 
 
 # a path is a tuple of steps: ("item", index_or_key) | ("elem", array_index) | ("box",)
-Path = tuple
+Path = tuple[Any, ...]
 
 
 def _np() -> Any:
@@ -58,7 +58,7 @@ def _is_complex_leaf(x: Any) -> bool:
     return np is not None and isinstance(x, np.complexfloating)
 
 
-def _leaves(x: Any, path: Path, seen: set) -> Iterator[tuple[Path, Any]]:
+def _leaves(x: Any, path: Path, seen: set[Any]) -> Iterator[tuple[Path, Any]]:
     """The (path, value) of every float or complex leaf inside ``x``."""
     if _is_float_leaf(x) or _is_complex_leaf(x):
         yield path, x
@@ -125,12 +125,13 @@ def _set(x: Any, path: Path, value: Any) -> Any:
     if isinstance(x, tuple):
         items = list(x)
         items[key] = new
-        return type(x)._make(items) if hasattr(type(x), "_make") else type(x)(items)
+        make = getattr(type(x), "_make", None)  # a NamedTuple's
+        return make(items) if make is not None else type(x)(items)
     x[key] = new
     return x
 
 
-def _objective(f: Callable[..., Any], args: tuple, sensitivity: Any) -> float:
+def _objective(f: Callable[..., Any], args: tuple[Any, ...], sensitivity: Any) -> float:
     from .runtime.linear import dot
 
     result = f(*args)
@@ -162,7 +163,7 @@ def _step(x: float, eps: float) -> float:
 
 
 def _numeric(
-    f: Callable[..., Any], args: tuple, path: Path, x: Any, sensitivity: Any, eps: float
+    f: Callable[..., Any], args: tuple[Any, ...], path: Path, x: Any, sensitivity: Any, eps: float
 ) -> Any:
     """Central differences of the objective at the leaf ``path`` (value ``x``)."""
 
@@ -203,7 +204,7 @@ def check_grad(
     rtol: float = 1e-5,
     atol: float = 1e-7,
     sensitivity: Any = None,
-) -> tuple:
+) -> tuple[Any, ...]:
     """Check ``dplus.grad(f)(*args)`` against central finite differences; return the gradient.
 
     Every float inside ``args`` (see the module docs) is moved by ``±eps * max(1, |x|)``

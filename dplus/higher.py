@@ -51,6 +51,7 @@ from .boxes_again import (
     stash_take,
 )
 from .errors import NonDifferentiableError, describe_callable
+from .markers import mark_derived
 from .primitives import _iterables
 from .primitives import containers as _containers
 from .primitives import sets as _sets
@@ -90,7 +91,9 @@ from .runtime.result import ProcResult, call_plus, run_backprop
 from .runtime.result import backprop as result_backprop
 from .runtime.result import primal as result_primal
 
-Z = gen_zero
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
 
 _TOWER: weakref.WeakKeyDictionary[Any, Callable[..., ProcResult]] = weakref.WeakKeyDictionary()
 _NEST = CodeMap()
@@ -119,16 +122,13 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
     if form is not None:
         return plus_function_for(form)
     info = plus_info(P)
-    if (
-        info is None
-        and isinstance(P, types.FunctionType)
-        and isinstance(P.__dict__.get("__dplus_source__"), types.FunctionType)
-    ):
+    source = P.__dict__.get("__dplus_source__") if isinstance(P, types.FunctionType) else None
+    if info is None and isinstance(source, types.FunctionType):
         # a copy unpickled in another process (the code registry is per process): derive it again here
         from .runtime.portable import remember_source
 
-        remember_source(P.__dplus_source__)
-        P = plus_function_for(P.__dplus_source__)
+        remember_source(source)
+        P = plus_function_for(source)
         info = plus_info(P)
     if info is not None and info.origin is not None and isinstance(P, types.FunctionType):
         return plus_function_for(_differentiable_again(P, info.origin))
@@ -148,11 +148,11 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 
 def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types.FunctionType:
     """``P`` rebuilt from ``f`` without fast paths, with source that can be transformed again."""
-    from .transform.transformer import _compile
+    from .transform.transformer import _compile_or_load
 
     nest = _NEST.get(f.__code__)
     if nest is None:
-        nest = _NEST[f.__code__] = _compile(f, nestable=True)
+        nest = _NEST[f.__code__] = _compile_or_load(f, nestable=True)
     code = nest.codes.get(P.__code__.co_name)
     if code is None:
         raise NonDifferentiableError(f"dplus cannot differentiate {describe_callable(P)} again")
@@ -194,7 +194,7 @@ def _shift_callee(r: ProcResult) -> ProcResult:
     """A callee's plus-function's result as the result of ``call(f, *args)``: f's sensitivity is out[0]."""
     inner = r.backprop
 
-    def call_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def call_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         out = inner(A, Abox)
         return ((), out[0]) + tuple(out[1:])
 
@@ -204,7 +204,7 @@ def _shift_callee(r: ProcResult) -> ProcResult:
 def _operator_result(r: ProcResult) -> ProcResult:
     inner = r.backprop
 
-    def operator_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def operator_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         out = inner(A, Abox)
         return ((), None, out[1], out[2])
 
@@ -242,7 +242,7 @@ def _resolved(P: Any) -> Any:
 
 
 def _call_positionally_tower(
-    tower: Any, f: Any, names: tuple, args: tuple, kwargs: dict
+    tower: Any, f: Any, names: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> ProcResult:
     """The transform of ``runtime_ops._call_positionally``: keywords to a plus-function with
     plain parameters. The call is made positionally at this order too (through ``tower``,
@@ -254,7 +254,7 @@ def _call_positionally_tower(
     first = r.primal  # ProcResult(value, backprop answering by position)
     primal = ProcResult(first.primal, _keyword_backprop_plus(first.backprop, names, npos, keywords))
 
-    def call_positionally_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def call_positionally_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
             # the keyword backprop's closure sensitivity is a 1-tuple of the inner backprop's
             S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
@@ -264,7 +264,9 @@ def _call_positionally_tower(
     return ProcResult(primal, call_positionally_backprop)
 
 
-def _keyword_backprop_plus(inner: Any, names: tuple, npos: int, keywords: tuple) -> Any:
+def _keyword_backprop_plus(
+    inner: Any, names: tuple[Any, ...], npos: int, keywords: tuple[Any, ...]
+) -> Any:
     """The plus-function of ``_call_positionally``'s keyword backprop around ``inner`` (itself
     a plus-function at this order): it answers by name; its closure is ``(inner,)``."""
 
@@ -272,7 +274,7 @@ def _keyword_backprop_plus(inner: Any, names: tuple, npos: int, keywords: tuple)
         r = apply_transform(_call_tower, inner, A, Abox)
         n = 2 + npos
 
-        def keyword_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+        def keyword_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
             if S is Z or S is None:
                 return (Z,), Z, Z
             parts = tuple_items(S, n)
@@ -296,7 +298,7 @@ register_plus_code(
 )
 
 
-def _call_transform(T: Any, args: tuple, kwargs: dict) -> ProcResult:
+def _call_transform(T: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> ProcResult:
     """``T(*args, **kwargs)``, keywords' sensitivities returned by name."""
     if kwargs:
         return runtime_ops.call(T, *args, **kwargs)
@@ -324,14 +326,14 @@ def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
     inner = r.backprop
     names_from, names_to = names
 
-    def call_relayout_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def call_relayout_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         out = inner(A, Abox)
         return ((), relayout_closure(out[0], names_from, names_to)) + tuple(out[1:])
 
     return ProcResult(r.primal, call_relayout_backprop)
 
 
-def _closure_layouts(P: Any, T: Any) -> tuple | None:
+def _closure_layouts(P: Any, T: Any) -> tuple[Any, ...] | None:
     info_p, info_t = plus_info(P), plus_info(T)
     if (
         info_p is None
@@ -342,7 +344,7 @@ def _closure_layouts(P: Any, T: Any) -> tuple | None:
     return tuple(info_t.by_value_freevars), tuple(info_p.by_value_freevars)
 
 
-def relayout_closure(S: Any, names_from: tuple, names_to: tuple) -> Any:
+def relayout_closure(S: Any, names_from: tuple[Any, ...], names_to: tuple[Any, ...]) -> Any:
     """A closure sensitivity laid out by ``names_from``, as one laid out by ``names_to``
     (names missing from ``names_from`` get zero)."""
     if S is Z or S is None:
@@ -351,7 +353,7 @@ def relayout_closure(S: Any, names_from: tuple, names_to: tuple) -> Any:
     return tuple(parts.get(n, Z) for n in names_to)
 
 
-def _relayout_rule(S: Any, names_from: tuple, names_to: tuple) -> ProcResult:
+def _relayout_rule(S: Any, names_from: tuple[Any, ...], names_to: tuple[Any, ...]) -> ProcResult:
     # a selection by name: its transpose is the selection the other way
     return ProcResult(
         relayout_closure(S, names_from, names_to),
@@ -388,7 +390,7 @@ def _transform_of_plus_rule(P: Any) -> ProcResult:
     """``transform_of_plus`` inside transformed code: its result is used through call_plus."""
     T = transform_of_plus(P)
 
-    def transform_of_plus_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def transform_of_plus_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if is_registered_transform(P):
             return (), Z  # a rule's transform closes over constants: its gradient functions, zeros
         if not is_zero_sensitivity(A):
@@ -454,7 +456,7 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
     }
     r = add(adj, tuple(Z if i in transposes else parts[i] for i in range(n)))
 
-    def accumulate_tuple_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def accumulate_tuple_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         back = tuple(
             transposes[i](Abox2) if i in transposes else tuple_part(A, i, n) for i in range(n)
         )
@@ -470,7 +472,7 @@ def _add_tower(u: Any, v: Any) -> ProcResult:
 
 
 def _procresult_tower(p: Any, b: Any) -> ProcResult:
-    def procresult_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def procresult_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z or A is None:
             return (), Z, Z
         if isinstance(A, ProcResult):
@@ -493,7 +495,7 @@ def _route_result_tower(route: Any) -> ProcResult:
         return ProcResult(r, lambda S, Abox2: ((), None))
     h = router_stash(route)
 
-    def route_result_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+    def route_result_backprop(S: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         stash_add(h, S, Abox2)
         return (), None
 
@@ -506,7 +508,7 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
         h = router_stash(route)
         n = len(route.items)
 
-        def route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple:
+        def route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
             # the result's sensitivity was stashed first: this reverse runs after it
             return (), None, None, tuple_part(stash_take(h, Abox2), i, n), None
 
@@ -516,7 +518,7 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
         runtime_ops.route_back(route, i, A, Abox)
         h = router_stash(route)
 
-        def array_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple:
+        def array_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
             S = stash_take(h, Abox2)
             return (), None, None, Z if S is Z or S is None else S[i], None
 
@@ -543,7 +545,7 @@ def _unsupported_again(
     def again(*args: Any, **kwargs: Any) -> ProcResult:
         result = fn(*args, **kwargs)
 
-        def again_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        def again_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
             if is_tracked_mutable(result) and result in Abox:
                 A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
             if not is_zero_sensitivity(A):
@@ -566,7 +568,7 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
     # order the entry's sensitivity is Aw's (both mutable: it goes into Abox2, under Aw)
     entry = Abox.get(result, None)
 
-    def prepare_mutable_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def prepare_mutable_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         parts = [
             Abox2.pop(entry, Z) if is_tracked_mutable(entry) else Z,
             stash_take(cell_stash(Abox, result), Abox2),
@@ -585,7 +587,9 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
     return ProcResult(out, prepare_mutable_backprop)
 
 
-def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResult:
+def _boundary_tower(
+    args: tuple[Any, ...], out: tuple[Any, ...], Abox: BoxSensitivities
+) -> ProcResult:
     n = len(args)
     if not holds_mutables(args):
         result = boundary(args, out, Abox)
@@ -603,7 +607,7 @@ def _boundary_tower(args: tuple, out: tuple, Abox: BoxSensitivities) -> ProcResu
         folded for folded, _ in folds
     )  # (boundary's values: the transposes know these lists)
 
-    def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def boundary_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         # the gradients are new values; mutable ones (lists, dicts) keep their sensitivity in Abox2
         S = tuple(transpose(tuple_part(A, i, n), Abox2) for i, (_, transpose) in enumerate(folds))
         return (), Z, (Z,) + S + (Z,) * (len(out) - 1 - n), None
@@ -624,7 +628,7 @@ for _fn in (
     _binop_tower,
     _run_backprop_tower,
 ):
-    _fn.__dplus_derived__ = ("tower",)
+    mark_derived(_fn, "tower")
 register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
 defnondiff(_closure_layouts)
@@ -721,7 +725,7 @@ def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) 
         )
     runtime_ops.accumulate_cell(Abox, key, value, s)
 
-    def accumulate_cell_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def accumulate_cell_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         return (), None, None, Z, stash_take(cell_stash(Abox, key), Abox2)
 
     return ProcResult(None, accumulate_cell_backprop)
@@ -760,7 +764,7 @@ def _tuple_part_rule(S: Any, i: int, n: int) -> ProcResult:
     )
 
 
-def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
+def _unpack_sensitivity_rule(v: Any, parts: tuple[Any, ...]) -> ProcResult:
     if is_ndarray(v):
         # linear in the rows' sensitivities: its transpose hands each row its part
         n = len(parts)
@@ -773,7 +777,7 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple) -> ProcResult:
         r = runtime_ops.unpack_sensitivity(v, parts)
         n = len(parts)
 
-        def unpack_list_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        def unpack_list_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
             S = add(Abox2.pop(r, Z), A)
             return (), Z, Z if S is Z or S is None else tuple(S[i] for i in range(n))
 
@@ -792,13 +796,15 @@ def _tuple_items_rule(S: Any, n: int) -> ProcResult:
 
 # Calling conventions: binding arguments to parameters, and mapping parameter
 # sensitivities back, are linear maps transposed to each other.
-def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tuple:
+def _parameter_sensitivities(
+    sig: Any, args: tuple[Any, ...], kwargs: dict[Any, Any], S: Any
+) -> tuple[Any, ...]:
     """The transpose of unbind_sensitivities: per-parameter sensitivities from per-argument ones."""
     n_out = 1 + len(args) + (1 if kwargs else 0)
     items = tuple_items(S, n_out)
     pos = items[1 : 1 + len(args)]
     kw = items[-1] if kwargs else Z
-    by_name: dict = {}
+    by_name: dict[Any, Any] = {}
     i = 0
     for p in sig.parameters.values():
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and i < len(args):
@@ -820,13 +826,15 @@ def _parameter_sensitivities(sig: Any, args: tuple, kwargs: dict, S: Any) -> tup
     return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
 
 
-def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, *given_defaults: Any) -> ProcResult:
+def _bind_arguments_rule(
+    sig: Any, args: tuple[Any, ...], kwargs: dict[Any, Any], *given_defaults: Any
+) -> ProcResult:
     # ``defaults`` may be passed (None included, as rule code differentiated again passes it)
     # or left out: the backprop answers for exactly the arguments given
     defaults = given_defaults[0] if given_defaults else None
     values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
 
-    def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         out = runtime_ops.unbind_sensitivities(
             sig, args, kwargs, Z, tuple_items(A, len(values)), Abox
         )
@@ -846,11 +854,16 @@ def _bind_arguments_rule(sig: Any, args: tuple, kwargs: dict, *given_defaults: A
 
 
 def _unbind_sensitivities_rule(
-    sig: Any, args: tuple, kwargs: dict, closure: Any, sens: tuple, Abox: Any
+    sig: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+    closure: Any,
+    sens: tuple[Any, ...],
+    Abox: Any,
 ) -> ProcResult:
     out = runtime_ops.unbind_sensitivities(sig, args, kwargs, closure, sens, Abox)
 
-    def unbind_sensitivities_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def unbind_sensitivities_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         if kwargs and isinstance(out[-1], dict) and out[-1] in Abox2:
             raise NonDifferentiableError(
                 "derivatives of order three and more through keyword arguments are not supported yet; "
@@ -869,11 +882,13 @@ def _unbind_sensitivities_rule(
     return ProcResult(out, unbind_sensitivities_backprop)
 
 
-def _parameter_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, S: Any) -> ProcResult:
+def _parameter_sensitivities_rule(
+    sig: Any, args: tuple[Any, ...], kwargs: dict[Any, Any], S: Any
+) -> ProcResult:
     # linear in S; its transpose maps parameter sensitivities back to the call's arguments
     out = _parameter_sensitivities(sig, args, kwargs, S)
 
-    def parameter_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def parameter_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z:
             return (), None, Z, Z, Z
         back = runtime_ops.unbind_sensitivities(
@@ -884,7 +899,9 @@ def _parameter_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, S: Any) -
     return ProcResult(out, parameter_sensitivities_backprop)
 
 
-def _default_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, sens: tuple) -> ProcResult:
+def _default_sensitivities_rule(
+    sig: Any, args: tuple[Any, ...], kwargs: dict[Any, Any], sens: tuple[Any, ...]
+) -> ProcResult:
     out = runtime_ops.default_sensitivities(sig, args, kwargs, sens)
     found = runtime_ops.defaults_used(sig, args, kwargs)
     slots = tuple(j for j, (k, used) in enumerate(found) if used)  # among the defaults
@@ -892,7 +909,7 @@ def _default_sensitivities_rule(sig: Any, args: tuple, kwargs: dict, sens: tuple
     n = len(sens)
     nd = len(out)
 
-    def default_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def default_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         # the transpose: each default's part back at its parameter's position (through
         # scatter_slice and gather_slice, which differentiate again at any order)
         if A is Z or A is None:
@@ -912,10 +929,10 @@ register_primitive(
 )
 
 
-def _keyword_sensitivity_rule(g: tuple, pos: int, name: str) -> ProcResult:
+def _keyword_sensitivity_rule(g: tuple[Any, ...], pos: int, name: str) -> ProcResult:
     n = len(g)
 
-    def keyword_sensitivity_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def keyword_sensitivity_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z or A is None:
             return (), Z, None, None
         return (), OneHot(pos, KeywordDict({name: A}), n), None, None
@@ -923,10 +940,12 @@ def _keyword_sensitivity_rule(g: tuple, pos: int, name: str) -> ProcResult:
     return ProcResult(runtime_ops.keyword_sensitivity(g, pos, name), keyword_sensitivity_backprop)
 
 
-def _keywords_by_name_rule(out: tuple, names: tuple, npos: int, keywords: tuple) -> ProcResult:
+def _keywords_by_name_rule(
+    out: tuple[Any, ...], names: tuple[Any, ...], npos: int, keywords: tuple[Any, ...]
+) -> ProcResult:
     n = len(out)
 
-    def keywords_by_name_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def keywords_by_name_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if S is Z or S is None:
             return (), Z, None, None, None
         parts = tuple_items(S, 2 + npos)
@@ -940,10 +959,10 @@ def _keywords_by_name_rule(out: tuple, names: tuple, npos: int, keywords: tuple)
     )
 
 
-def _keywords_at_rule(g: tuple, pos: int, names: tuple) -> ProcResult:
+def _keywords_at_rule(g: tuple[Any, ...], pos: int, names: tuple[Any, ...]) -> ProcResult:
     n = len(g)
 
-    def keywords_at_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def keywords_at_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if not isinstance(S, dict) or all(is_zero_sensitivity(S.get(k, Z)) for k in names):
             return (), Z, None, None
         return (), OneHot(pos, KeywordDict({k: S.get(k, Z) for k in names}), n), None, None
@@ -951,10 +970,10 @@ def _keywords_at_rule(g: tuple, pos: int, names: tuple) -> ProcResult:
     return ProcResult(runtime_ops.keywords_at(g, pos, names), keywords_at_backprop)
 
 
-def _merged_keywords_rule(bound: dict, kwargs: dict) -> ProcResult:
+def _merged_keywords_rule(bound: dict[Any, Any], kwargs: dict[Any, Any]) -> ProcResult:
     out = runtime_ops.merged_keywords(bound, kwargs)
 
-    def merged_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def merged_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if S is Z or S is None:
             return (), Z, Z
         by_name = dict(zip(out[0], tuple_items(tuple_items(S, 2)[1], len(out[0]))))
@@ -967,11 +986,13 @@ def _merged_keywords_rule(bound: dict, kwargs: dict) -> ProcResult:
     return ProcResult(out, merged_keywords_backprop)
 
 
-def _call_plus_keywords_rule(P: Any, args: tuple, names: tuple, values: tuple) -> ProcResult:
+def _call_plus_keywords_rule(
+    P: Any, args: tuple[Any, ...], names: tuple[Any, ...], values: tuple[Any, ...]
+) -> ProcResult:
     r = apply_transform(_call_plus_tower, P, *args, **dict(zip(names, values)))
     n = len(args)
 
-    def call_plus_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def call_plus_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         out = r.backprop(S, Abox)  # ((), P's, *args', {keyword: ...})
         kw = out[2 + n] if len(out) > 2 + n and isinstance(out[2 + n], dict) else {}
         return (), out[1], tuple(out[2 : 2 + n]), None, tuple(kw.get(k, Z) for k in names)
@@ -1040,13 +1061,13 @@ _make_gradient_rule = _derived_maker_rule(_make_gradient, "grad")
 
 
 def _gradient_outermost_tower(
-    fplus: Any, sensitivity: Any, args: tuple, kwargs: dict
+    fplus: Any, sensitivity: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> ProcResult:
     """The transform of ``api._gradient_outermost``: ``_gradient_steps`` differentiated from its source."""
     return call_plus(lift(_gradient_steps), fplus, sensitivity, args, kwargs)
 
 
-_gradient_outermost_tower.__dplus_derived__ = ("tower",)
+mark_derived(_gradient_outermost_tower, "tower")
 
 
 def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
@@ -1090,7 +1111,7 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
         return _refused_seq_sens(sq, s, Abox)
     r = sq.sens(s, Abox)
 
-    def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+    def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         if r is Z or sq.kind == _iterables.CONST or (r is s and is_tracked_mutable(r)):
             return (), Z, Z, None  # zero, or the list itself (its sensitivity is its own, in Abox2)
         S = Abox2.pop(r, Z) if is_tracked_mutable(r) else Z
@@ -1110,7 +1131,7 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
 # A Seq in rule code differentiated again is a record of its argument: reading its value or
 # items (a tuple argument's own elements) sends the sensitivity back to where they came from.
 def _seq_rule(value: Any, items: Any, kind: int, fn: str, arg: str) -> ProcResult:
-    def seq_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    def seq_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if not isinstance(A, dict):
             return (), Z, Z, None, None, None
         return (), A.get("value", Z), A.get("items", Z), None, None, None

@@ -24,7 +24,9 @@ from .errors import ArgumentError, DplusError
 __all__ = ["map"]
 
 
-def map(f: Callable[[Any], Any], xs: Any, *, client: Any = None, chunks: int | None = None) -> list:
+def map(
+    f: Callable[[Any], Any], xs: Any, *, client: Any = None, chunks: int | None = None
+) -> list[Any]:
     """``[f(x) for x in xs]``; with a Dask ``client``, computed in chunks on its workers.
 
     ``chunks``: how many tasks (default: twice the number of workers, at most one per item).
@@ -64,7 +66,7 @@ def chunk_count(client: Any, chunks: int | None, n: int) -> int:
     return max(1, min(chunks, n))
 
 
-def split(items: list, k: int) -> list[list]:
+def split(items: list[Any], k: int) -> list[list[Any]]:
     """``items`` in ``k`` consecutive parts of nearly equal length (no part empty if k <= n)."""
     n = len(items)
     if n == 0:
@@ -82,7 +84,7 @@ def split(items: list, k: int) -> list[list]:
 # tasks run on the workers
 
 
-def run_plain_chunk(f: Callable[[Any], Any], part: list) -> list:
+def run_plain_chunk(f: Callable[[Any], Any], part: list[Any]) -> list[Any]:
     return [f(x) for x in part]
 
 
@@ -91,7 +93,7 @@ _KEPT_LOCK = threading.Lock()
 _TOKENS = itertools.count()
 
 
-def keep_records(bps: list, token_prefix: str) -> str:
+def keep_records(bps: list[Any], token_prefix: str) -> str:
     """Keep a chunk's backpropagators on this worker until its reverse pass: their token."""
     token = f"{token_prefix}-{next(_TOKENS)}"
     with _KEPT_LOCK:
@@ -99,7 +101,7 @@ def keep_records(bps: list, token_prefix: str) -> str:
     return token
 
 
-def run_backprops(token: str, sensitivities: list) -> tuple:
+def run_backprops(token: str, sensitivities: list[Any]) -> tuple[Any, ...]:
     """The reverse pass of one chunk on the worker that ran its forward pass."""
     from .runtime.boxes import BoxSensitivities
     from .runtime.linear import add_closure, gen_zero
@@ -132,7 +134,7 @@ def run_backprops(token: str, sensitivities: list) -> tuple:
     return closure, items
 
 
-def drop_records(tokens: list) -> None:
+def drop_records(tokens: list[Any]) -> None:
     with _KEPT_LOCK:
         for t in tokens:
             _KEPT.pop(t, None)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextvars
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from .errors import UnknownTransformError, describe_callable
+from .markers import mark
 from .runtime.hooks import hooks
 from .runtime.linear import gen_zero, is_zero_sensitivity
 from .runtime.result import ProcResult
@@ -20,6 +21,8 @@ __all__ = [
     "transform_from_source",
 ]
 
+# ``policy(op, op_name)``: the transform to use for ``op`` (a value that is not callable
+# comes back as it is)
 Policy = Callable[[Any, str], Any]
 
 _FIX = (
@@ -55,7 +58,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         _refuse_changed_arrays(op, op_name, changed)
         integer_valued = _is_integer_valued(result)
 
-        def unknown_backprop(A: Any, Abox: Any) -> tuple:
+        def unknown_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
             if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(
@@ -80,9 +83,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
-    unknown_plus.dp_unknown = (
-        True  # with constant arguments, a constant (runtime_ops.call_on_constants)
-    )
+    # with constant arguments, a constant (runtime_ops.call_on_constants)
+    mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
 
 
@@ -125,7 +127,7 @@ def _is_integer_valued(v: Any) -> bool:
     return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
 
 
-def _refuse_changed_arrays(op: Any, op_name: str, changed: list) -> None:
+def _refuse_changed_arrays(op: Any, op_name: str, changed: list[Any]) -> None:
     """Arrays are values in dplus: one changed in place by code dplus does not see may be
     recorded by the reverse pass (which would use its new contents as the old ones), and
     what it holds now depends on its old contents in a way the reverse pass cannot follow."""
@@ -198,7 +200,7 @@ class _PolicyScope:
         if not callable(policy):
             raise TypeError(f"a policy is a function (op, op_name) -> transform, not {policy!r}")
         self.policy = policy
-        self._tokens: list[contextvars.Token] = []
+        self._tokens: list[contextvars.Token[Policy | None]] = []
 
     def __enter__(self) -> Policy:
         self._tokens.append(_current.set(self.policy))
@@ -211,7 +213,13 @@ class _PolicyScope:
 class _CurrentUnknownTransform:
     """``current_unknown_transform()`` gives the policy; ``with current_unknown_transform(p):`` sets it."""
 
-    def __call__(self, policy: Policy | None = None) -> Any:
+    @overload
+    def __call__(self) -> Policy: ...
+
+    @overload
+    def __call__(self, policy: Policy) -> _PolicyScope: ...
+
+    def __call__(self, policy: Policy | None = None) -> Policy | _PolicyScope:
         if policy is None:
             return _current.get() or _program_policy[0]
         return _PolicyScope(policy)

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .markers import mark_derived
 from .runtime.linear import gen_zero
 from .runtime.portable import remember_source
-from .runtime.registry import register_primitive
+from .runtime.registry import _CHANGES, register_primitive
 from .runtime.result import ProcResult
 
 __all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
@@ -66,7 +67,7 @@ def defvjp(
     for g in grads:
         if g is not None:
             # gradient functions are transformed from source when differentiated again
-            g.__dplus_derived__ = ("rule", fn)
+            mark_derived(g, "rule", fn)
             remember_source(g)
     if inline:
         _INLINE[fn] = InlineRule(fn, grads)
@@ -80,16 +81,17 @@ def definline(fn: Any, *grads: Grad | None) -> None:
     ``len(grads)`` number arguments, with these gradient lambdas (``lambda A, r, *args:``),
     beside the transform already registered for every other call (``max(a, b)`` beside ``max``)."""
     _INLINE[fn] = InlineRule(fn, grads)
+    _CHANGES[0] += 1
 
 
 def _no_gradient(A: Any, r: Any, *args: Any) -> Any:
     return gen_zero
 
 
-_no_gradient.__dplus_derived__ = ("rule",)
+mark_derived(_no_gradient, "rule")
 
 
-def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
+def _vjp_transform(fn: Any, grads: tuple[Any, ...]) -> Callable[..., ProcResult]:
     """The transform for one gradient function per argument.
 
     Written without comprehensions or mutation, per arity, so that it can itself be
@@ -103,7 +105,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
         def transform(x: Any) -> ProcResult:
             r = fn(x)
 
-            def backprop(A: Any, Abox: Any) -> tuple:
+            def backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
                 if A is gen_zero:
                     return zeros
                 return ((), g0(A, r, x))
@@ -117,7 +119,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
         def transform2(x: Any, y: Any) -> ProcResult:
             r = fn(x, y)
 
-            def backprop2(A: Any, Abox: Any) -> tuple:
+            def backprop2(A: Any, Abox: Any) -> tuple[Any, ...]:
                 if A is gen_zero:
                     return zeros
                 return ((), g0(A, r, x, y), g1(A, r, x, y))
@@ -129,10 +131,10 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
     def transformn(*args: Any) -> ProcResult:
         r = fn(*args)
 
-        def backpropn(A: Any, Abox: Any) -> tuple:
+        def backpropn(A: Any, Abox: Any) -> tuple[Any, ...]:
             if A is gen_zero:
                 return zeros
-            out = ((),)
+            out: tuple[Any, ...] = ((),)
             for g in grads:
                 out = out + (g(A, r, *args),)
             return out
@@ -142,7 +144,7 @@ def _vjp_transform(fn: Any, grads: tuple) -> Callable[..., ProcResult]:
     return transformn
 
 
-def _zero_sensitivities(n: int, kwargs: dict) -> tuple:
+def _zero_sensitivities(n: int, kwargs: dict[Any, Any]) -> tuple[Any, ...]:
     return ((),) + (gen_zero,) * n + (({k: gen_zero for k in kwargs},) if kwargs else ())
 
 

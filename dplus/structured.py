@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from .markers import mark_derived
+
 __all__ = ["register_gradient_structure", "shaped_like"]
 
 _BUILDERS: dict[type, Callable[[Any, Any], Any]] = {}
@@ -40,7 +42,7 @@ def _fields(obj: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _with_fields(obj: Any, sens: dict) -> Any:
+def _with_fields(obj: Any, sens: dict[str, Any]) -> Any:
     """A shallow copy of ``obj`` whose fields hold their gradients (frozen classes too)."""
     out = copy.copy(obj)
     for name in _fields(obj) or ():
@@ -58,7 +60,8 @@ def shaped_like(arg: Any, sens: Any) -> Any:
             return build(arg, sens)
     if isinstance(arg, tuple) and isinstance(sens, tuple) and len(arg) == len(sens):
         items = [shaped_like(a, s) for a, s in zip(arg, sens)]
-        return type(arg)._make(items) if hasattr(type(arg), "_make") else tuple(items)
+        make = getattr(type(arg), "_make", None)  # a NamedTuple's
+        return make(items) if make is not None else tuple(items)
     if isinstance(arg, list) and isinstance(sens, list) and len(arg) == len(sens):
         return [shaped_like(a, s) for a, s in zip(arg, sens)]
     if isinstance(arg, dict) and isinstance(sens, dict):
@@ -66,3 +69,8 @@ def shaped_like(arg: Any, sens: Any) -> Any:
     if isinstance(sens, dict) and _fields(arg) is not None:
         return _with_fields(arg, sens)
     return sens
+
+
+# Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
+mark_derived(shaped_like, "helper of value_and_grad", None)
+mark_derived(_with_fields, "helper of value_and_grad", None)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import itertools
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from dplus.errors import DplusError, NonDifferentiableError
@@ -101,7 +102,9 @@ class Seq:
         self.kind = kind
         self.fn = fn
         self.arg = arg
-        self.lengths = None  # LIVE: what runtime_ops.list_length recorded once the items were taken
+        self.lengths: tuple[Any, ...] | None = (
+            None  # LIVE: what runtime_ops.list_length recorded once the items were taken
+        )
 
     def source(self) -> Any:
         """What to iterate over to get the elements (the materialized items when there are any)."""
@@ -185,7 +188,9 @@ def _live_seq(x: Any, fn: str, arg: str) -> Seq:
     return sq
 
 
-def _live_sens(live: Any, s: list, Abox: BoxSensitivities | None, lengths: tuple, n: int) -> Any:
+def _live_sens(
+    live: Any, s: list[Any], Abox: BoxSensitivities | None, lengths: tuple[Any, ...] | None, n: int
+) -> Any:
     """The sensitivities of the items a rule took from a live ``zip``/``map``/... iterator
     (``runtime_ops.LiveIteration``), routed to the positions each item read, last item first;
     the iterator's own call hands them on. ``lengths``: recorded when the ``n`` items were taken."""
@@ -285,7 +290,7 @@ def ensure_abox(Abox: Any) -> BoxSensitivities:
     return Abox if Abox is not None else BoxSensitivities()
 
 
-def out_sens(out: list, A: Any, Abox: BoxSensitivities) -> list | None:
+def out_sens(out: Sequence[Any], A: Any, Abox: BoxSensitivities) -> list | None:
     """The element sensitivities of the list ``out`` that the rule created (``None``: all zero).
 
     ``A`` given directly is added first (mutable elements' parts go to their own entries);
@@ -333,16 +338,16 @@ def columns(rows: Any, m: int) -> tuple:
             cols = ()
         if len(cols) == m:
             return cols
-    cols: list = [[] for _ in range(m)]
+    columns_: list[list[Any]] = [[] for _ in range(m)]
     for r in rows:
         its = tuple_items(r, m)
         for j in range(m):
-            cols[j].append(its[j])
-    return tuple(tuple(c) for c in cols)
+            columns_[j].append(its[j])
+    return tuple(tuple(c) for c in columns_)
 
 
-def rows_of(cols: Any, m: int) -> tuple:
-    """The transpose of :func:`columns`: rows (tuples) from ``m`` columns."""
+def rows_of(cols: Any, m: int) -> Any:
+    """The transpose of :func:`columns`: rows (tuples) from ``m`` columns (``gen_zero`` for none)."""
     if cols is gen_zero or cols is None:
         return gen_zero
     parts = [None if c is gen_zero or c is None else tuple(c) for c in tuple_items(cols, m)]
@@ -457,7 +462,7 @@ def fast_rule(function: Any, arity: int) -> tuple | None:
     return fn, rule.grads
 
 
-def all_float(a: tuple) -> bool:
+def all_float(a: Sequence[Any]) -> bool:
     for x in a:
         if type(x) is not float:
             return False

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.ops import call
 from dplus.runtime.registry import register_primitive
@@ -97,7 +98,7 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
         def composite_backprop(A: Any, Abox: Any) -> tuple:
             # the composition runs again here, in a backprop with source, so that a higher
             # order differentiates it from its source like any rule's backprop
-            wide = ()
+            wide: tuple[Any, ...] = ()
             for a in args:
                 wide = wide + (widened(a),)
             composed = call(impl, *wide, **kwargs)
@@ -108,9 +109,9 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
 
     name = getattr(fn, "__name__", "fn")
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
-    transform.__dplus_derived__ = ("rule helper",)
-    impl.__dplus_derived__ = ("rule helper",)
-    widened.__dplus_derived__ = ("rule helper",)
+    mark_derived(transform, "rule helper")
+    mark_derived(impl, "rule helper")
+    mark_derived(widened, "rule helper")
     module = getattr(fn, "__module__", None) or "numpy"
     register_primitive(
         fn,

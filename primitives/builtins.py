@@ -58,6 +58,7 @@ from __future__ import annotations
 import builtins as _b
 import operator
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
@@ -120,7 +121,7 @@ def _bind(sig: Any, fn: Any, args: tuple, kwargs: dict) -> tuple:
 
 
 def _zeros(args: tuple, kwargs: dict) -> tuple:
-    out = ((),) + (gen_zero,) * len(args)
+    out: tuple[Any, ...] = ((),) + (gen_zero,) * len(args)
     if kwargs:
         out = out + ({k: gen_zero for k in kwargs},)
     return out
@@ -150,8 +151,8 @@ def sum_plus(*args: Any, **kwargs: Any) -> ProcResult:
         def sum_concat_backprop(A: Any, Abox: Any) -> tuple:
             Abox = ensure_abox(Abox)
             if new_list:
-                es = out_sens(result, A, Abox)
-                es = [gen_zero] * total if es is None else list(es)
+                found = out_sens(result, A, Abox)
+                es: Sequence[Any] = [gen_zero] * total if found is None else list(found)
             else:
                 es = items_of(A, total)
             pieces = []
@@ -540,7 +541,7 @@ register_primitive(
 
 def map_plus(function: Any, *iterables: Any) -> ProcResult:
     if not iterables:
-        map(function)  # raises TypeError
+        map(function)  # type: ignore[call-overload]  # (to raise map's own TypeError)
     seqs = [lazy_seq(x, "map", _iterable_name(j)) for j, x in enumerate(iterables)]
     check_finite(seqs, "map")
     if all(sq.kind == LIST or sq.kind == TUPLE for sq in seqs):
@@ -591,7 +592,7 @@ def _map_floats(function: Any, seqs: list) -> ProcResult | None:
         for a in so:
             if type(a) is not float and a is not gen_zero and a is not None:
                 # a non-float sensitivity somewhere: the full rule, element by element
-                cols = [[gen_zero] * n for _ in seqs]
+                cols: list[Any] = [[gen_zero] * n for _ in seqs]
                 t = lift(function)
                 for k in range(n):
                     if so[k] is gen_zero or so[k] is None:
@@ -773,6 +774,10 @@ for _fn in (
     defnondiff(_fn)
 
 defnondiff(int, note="int(x): piecewise constant, zero derivative")
+# super() is a view of the instance: what a method reached through it reads or changes is the
+# instance's own state, whose sensitivities live in the box map by identity; the proxy itself
+# carries none (and so its rule is the same at every order).
+defnondiff(super, note="a view of the instance: sensitivities stay with the instance")
 defnondiff(round, note="round(x, ndigits=None): piecewise constant, zero derivative")
 
 del _fn
@@ -832,7 +837,8 @@ def _reads_differentiable(source: Any, namespaces: tuple) -> list[str]:
 
 def _is_module_namespace(ns: dict) -> bool:
     """A module's globals: differentiated code gives the values read there no sensitivity."""
-    module = sys.modules.get(ns.get("__name__")) if isinstance(ns.get("__name__"), str) else None
+    name = ns.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
     return module is not None and getattr(module, "__dict__", None) is ns
 
 

@@ -86,10 +86,8 @@ def _register_counter_methods() -> None:
         lazy_transform,  # (the transformer imports the rule library)
     )
 
-    # (not update: its fast path calls super().update, which the transformed method resolves
-    # back to Counter.update, recursing; it runs as an unknown function, refused if its
-    # result needs a sensitivity)
     for name in (
+        "update",
         "total",
         "most_common",
         "subtract",

@@ -22,9 +22,11 @@ import functools
 import operator
 import sys
 import types
+from collections.abc import Sequence
 from typing import Any
 
 from dplus.errors import NonDifferentiableError, UnknownTransformError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.runtime.core import (
@@ -49,9 +51,37 @@ from dplus.runtime.ops import provide_to_generated_code
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
-Z = gen_zero
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
 
 _ATTR_RULES: dict[tuple[type, str], Any] = {}
+
+# A subclass of list or dict may override a method in Python. Where the program calls the
+# method (``xs.append(v)``, ``d[k] = v``), the override runs and is differentiated from its
+# source; these rules describe the builtin methods, which the override reaches through
+# ``super()`` or ``list.append(self, v)``. So a rule that changes a list or dict calls the
+# builtin itself (``list.append(xs, v)``) when the instance's class overrides the method; it
+# keeps the method syntax otherwise, which is what the rule's code differentiated again
+# (second order) handles natively.
+_EXACT_CONTAINERS = frozenset({list, tuple, dict})
+_PYTHON_OVERRIDES: dict[tuple[type, str], Any] = {}
+
+
+def _python_method(t: type, name: str) -> Any:
+    """``t``'s method ``name`` when it is a Python function (a user class, or a subclass of a
+    builtin container overriding it), else None."""
+    key = (t, name)
+    if key not in _PYTHON_OVERRIDES:
+        method = getattr(t, name, None)
+        _PYTHON_OVERRIDES[key] = method if isinstance(method, types.FunctionType) else None
+    return _PYTHON_OVERRIDES[key]
+
+
+def _overrides(obj: Any, name: str) -> bool:
+    """Whether ``obj``'s class overrides the builtin container method ``name`` in Python."""
+    t = type(obj)
+    return t not in _EXACT_CONTAINERS and _python_method(t, name) is not None
 
 
 def register_attribute(cls: type, name: str, transform: Any) -> None:
@@ -67,7 +97,7 @@ _DEQUE_SETITEM = collections.deque.__setitem__
 _DEQUE_DELITEM = collections.deque.__delitem__
 
 
-def _conform_items(items: list, like: Any) -> Any:
+def _conform_items(items: Sequence[Any], like: Any) -> Any:
     if isinstance(like, _LIST_LIKE):  # (a deque's sensitivity is a list, by position)
         return list(items)
     if isinstance(like, tuple):
@@ -126,8 +156,26 @@ def read_global_plus(namespace: dict, name: str) -> ProcResult:
 
 
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """``obj[idx]``: the class's own ``__getitem__`` when it is Python, else the builtin's rule."""
     t = type(obj)
-    v = obj[idx]
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__getitem__")
+        if method is not None:
+            r = call(method, obj, idx)
+            inner = r.backprop
+            return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
+    return builtin_getitem_plus(obj, idx)
+
+
+def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """The builtin ``__getitem__`` of lists, tuples, dicts, arrays (``list.__getitem__(xs, i)``)."""
+    t = type(obj)
+    if not _overrides(obj, "__getitem__"):
+        v = obj[idx]
+    elif isinstance(obj, list):
+        v = list.__getitem__(obj, idx)
+    else:
+        v = dict.__getitem__(obj, idx)
     if t is list or isinstance(obj, _LIST_LIKE):  # (a deque: by position, as a list)
         n = len(obj)
         if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
@@ -191,11 +239,6 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
         return ProcResult(v, array_read_backprop)
     if isinstance(obj, (str, bytes, range)):
         return ProcResult(v, lambda A, Abox: ((), Z, None))
-    method = getattr(t, "__getitem__", None)
-    if isinstance(method, types.FunctionType):
-        r = call(method, obj, idx)
-        inner = r.backprop
-        return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
 
 
@@ -358,6 +401,18 @@ def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
 
 
 def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``obj[idx] = v``: the class's own ``__setitem__`` when it is Python, else the builtin's rule."""
+    t = type(obj)
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__setitem__")
+        if method is not None:
+            r = call(method, obj, idx, v)
+            inner = r.backprop
+            return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
+    return builtin_setitem_plus(obj, idx, v)
+
+
+def builtin_setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     t = type(obj)
     if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
         return apply_transform(lookup_transform(_DEQUE_SETITEM), obj, idx, v)
@@ -367,7 +422,10 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
             start, stop, step = idx.indices(n)
             vals = list(v)
             old_positions = list(range(start, stop, step))
-            obj[idx] = vals
+            if _overrides(obj, "__setitem__"):
+                list.__setitem__(obj, idx, vals)
+            else:
+                obj[idx] = vals
             m = len(vals)
 
             def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -393,7 +451,10 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
 
             return ProcResult(None, list_slice_write_backprop)
         i = idx + n if idx < 0 else idx
-        obj[i] = v
+        if _overrides(obj, "__setitem__"):
+            list.__setitem__(obj, i, v)
+        else:
+            obj[i] = v
 
         def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             entry = Abox.get(obj)
@@ -405,7 +466,10 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
 
         return ProcResult(None, list_write_backprop)
     if t is dict or isinstance(obj, dict):
-        obj[idx] = v
+        if _overrides(obj, "__setitem__"):
+            dict.__setitem__(obj, idx, v)
+        else:
+            obj[idx] = v
 
         def dict_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             entry = Abox.get(obj)
@@ -419,11 +483,6 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
             "assigning into a NumPy array inside differentiated code is not supported (arrays are values "
             "in dplus); build a new array instead, e.g. with numpy.where or numpy.concatenate"
         )
-    method = getattr(t, "__setitem__", None)
-    if isinstance(method, types.FunctionType):
-        r = call(method, obj, idx, v)
-        inner = r.backprop
-        return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
     obj[idx] = v
     return ProcResult(None, _unknown_write_backprop(f"assigning into a {t.__name__}"))
 
@@ -454,13 +513,28 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """``del obj[idx]``: the class's own ``__delitem__`` when it is Python, else the builtin's rule."""
+    t = type(obj)
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__delitem__")
+        if method is not None:
+            r = call(method, obj, idx)
+            inner = r.backprop
+            return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
+    return builtin_delitem_plus(obj, idx)
+
+
+def builtin_delitem_plus(obj: Any, idx: Any) -> ProcResult:
     if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
         return apply_transform(lookup_transform(_DEQUE_DELITEM), obj, idx)
     if isinstance(obj, list):
         n = len(obj)
         if isinstance(idx, slice):
             positions = list(range(*idx.indices(n)))
-            del obj[idx]
+            if _overrides(obj, "__delitem__"):
+                list.__delitem__(obj, idx)
+            else:
+                del obj[idx]
 
             def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
                 entry = Abox.get(obj)
@@ -474,7 +548,10 @@ def delitem_plus(obj: Any, idx: Any) -> ProcResult:
 
             return ProcResult(None, list_slice_del_backprop)
         i = idx + n if idx < 0 else idx
-        del obj[i]
+        if _overrides(obj, "__delitem__"):
+            list.__delitem__(obj, i)
+        else:
+            del obj[i]
 
         def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             entry = Abox.get(obj)
@@ -484,7 +561,10 @@ def delitem_plus(obj: Any, idx: Any) -> ProcResult:
 
         return ProcResult(None, list_del_backprop)
     if isinstance(obj, dict):
-        del obj[idx]
+        if _overrides(obj, "__delitem__"):
+            dict.__delitem__(obj, idx)
+        else:
+            del obj[idx]
 
         def dict_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             entry = Abox.get(obj)
@@ -707,7 +787,7 @@ def _star_parts(spec: tuple, parts: tuple) -> tuple[list, list]:
     return items, lengths
 
 
-def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: list) -> tuple:
+def _split_star(spec: tuple, parts: tuple, lengths: list, items_sens: Sequence[Any]) -> tuple:
     out: list = [()]
     pos = 0
     for is_star, p, ln in zip(spec, parts, lengths):
@@ -759,7 +839,7 @@ def build_set_star(spec: tuple, *parts: Any) -> ProcResult:
 # unpacking: a, b = v   and   a, *rest, b = v
 
 
-def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
+def _sequence_sensitivity(v: Any, items: Sequence[Any], order: Any = None) -> Any:
     """The sensitivity of the iterable ``v`` from those of the ``items`` iterating it gave;
     ``order``: those items themselves (a set's sensitivity is keyed by element, and the set
     may have changed since it was iterated)."""
@@ -776,7 +856,7 @@ def _sequence_sensitivity(v: Any, items: list, order: Any = None) -> Any:
     return _conform_items(items, v)
 
 
-def array_from_parts(v: Any, items: list | tuple) -> Any:
+def array_from_parts(v: Any, items: Sequence[Any]) -> Any:
     """The sensitivity of the array ``v`` from those of its rows (its elements, for a vector)
     as unpacking or iterating it gave them; ``Z`` rows are zeros."""
     np = sys.modules["numpy"]
@@ -915,7 +995,10 @@ def dict_plus(*args: Any, **kwargs: Any) -> ProcResult:
 
 
 def list_append_plus(xs: list, v: Any) -> ProcResult:
-    xs.append(v)
+    if _overrides(xs, "append"):
+        list.append(xs, v)
+    else:
+        xs.append(v)
 
     def append_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -929,7 +1012,10 @@ def list_append_plus(xs: list, v: Any) -> ProcResult:
 def list_extend_plus(xs: list, ys: Any) -> ProcResult:
     items = list(ys)
     m = len(items)
-    xs.extend(items)
+    if _overrides(xs, "extend"):
+        list.extend(xs, items)
+    else:
+        xs.extend(items)
 
     def extend_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -949,8 +1035,11 @@ def list_extend_plus(xs: list, ys: Any) -> ProcResult:
 
 def list_insert_plus(xs: list, i: int, v: Any) -> ProcResult:
     n = len(xs)
-    xs.insert(i, v)
-    j = xs.index(v) if False else (max(0, min(n, i + n if i < 0 else i)))
+    if _overrides(xs, "insert"):
+        list.insert(xs, i, v)
+    else:
+        xs.insert(i, v)
+    j = max(0, min(n, i + n if i < 0 else i))
 
     def insert_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -965,7 +1054,7 @@ def list_pop_plus(xs: list, *args: Any) -> ProcResult:
     n = len(xs)
     i = args[0] if args else -1
     j = i + n if i < 0 else i
-    v = xs.pop(i)
+    v = list.pop(xs, i) if _overrides(xs, "pop") else xs.pop(i)
 
     def pop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -984,7 +1073,10 @@ def list_pop_plus(xs: list, *args: Any) -> ProcResult:
 
 def list_remove_plus(xs: list, v: Any) -> ProcResult:
     j = xs.index(v)
-    del xs[j]
+    if _overrides(xs, "remove"):
+        list.__delitem__(xs, j)
+    else:
+        del xs[j]
 
     def remove_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -1001,7 +1093,10 @@ def list_copy_plus(xs: list) -> ProcResult:
 
 def list_clear_plus(xs: list) -> ProcResult:
     n = len(xs)
-    xs.clear()
+    if _overrides(xs, "clear"):
+        list.clear(xs)
+    else:
+        xs.clear()
 
     def clear_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -1013,7 +1108,10 @@ def list_clear_plus(xs: list) -> ProcResult:
 
 
 def list_reverse_plus(xs: list) -> ProcResult:
-    xs.reverse()
+    if _overrides(xs, "reverse"):
+        list.reverse(xs)
+    else:
+        xs.reverse()
 
     def reverse_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -1027,7 +1125,10 @@ def list_reverse_plus(xs: list) -> ProcResult:
 def list_sort_plus(xs: list, *, key: Any = None, reverse: bool = False) -> ProcResult:
     keyf = (lambda x: x) if key is None else (lambda x: lift(key)(x).primal)
     order = sorted(range(len(xs)), key=lambda i: keyf(xs[i]), reverse=reverse)
-    xs[:] = [xs[i] for i in order]
+    if _overrides(xs, "sort"):
+        list.__setitem__(xs, slice(None), [xs[i] for i in order])
+    else:
+        xs[:] = [xs[i] for i in order]
 
     def sort_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -1037,7 +1138,7 @@ def list_sort_plus(xs: list, *, key: Any = None, reverse: bool = False) -> ProcR
                 restored[old_pos] = entry[new_pos]
             entry[:] = restored
         out = ((), Z)
-        kw = {}
+        kw: dict[str, Any] = {}
         if key is not None:
             kw["key"] = Z
         if reverse:
@@ -1057,7 +1158,7 @@ def list_count_plus(xs: list, v: Any) -> ProcResult:
 
 def dict_get_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     if key in d:
-        r = apply_transform(getitem_plus, d, key)
+        r = apply_transform(builtin_getitem_plus, d, key)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
     v = default[0] if default else None
@@ -1066,11 +1167,14 @@ def dict_get_plus(d: dict, key: Any, *default: Any) -> ProcResult:
 
 def dict_setdefault_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     if key in d:
-        r = apply_transform(getitem_plus, d, key)
+        r = apply_transform(builtin_getitem_plus, d, key)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: inner(A, Abox) + ((Z,) if default else ()))
     v = default[0] if default else None
-    d[key] = v
+    if _overrides(d, "setdefault"):
+        dict.__setitem__(d, key, v)
+    else:
+        d[key] = v
 
     def setdefault_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         # the result is the stored value: its read sensitivity joins the entry, then moves to the default
@@ -1088,7 +1192,10 @@ def dict_update_plus(d: dict, /, *args: Any, **kwargs: Any) -> ProcResult:
         # (read once, before dict() would consume an iterator)
         pairs = list(args[0]) if not isinstance(args[0], (list, tuple)) else args[0]
     src = dict(*args, **kwargs) if pairs is None else dict(pairs, **kwargs)
-    d.update(src)
+    if _overrides(d, "update"):
+        dict.update(d, src)
+    else:
+        d.update(src)
     keys = (
         list(args[0]) if args and pairs is None else ()
     )  # (the mapping's keys now: it may change later)
@@ -1185,7 +1292,7 @@ def dict_ior_plus(x: Any, y: Any) -> ProcResult:
 
 def dict_pop_plus(d: dict, key: Any, *default: Any) -> ProcResult:
     if key in d:
-        v = d.pop(key)
+        v = dict.pop(d, key) if _overrides(d, "pop") else d.pop(key)
 
         def dict_pop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             if A is not Z and A is not None:
@@ -1329,6 +1436,8 @@ register_primitive(
 register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
+defnondiff(_python_method)
+defnondiff(_overrides)
 register_primitive(dict.get, dict_get_plus)
 register_primitive(dict.setdefault, dict_setdefault_plus)
 register_primitive(dict.update, dict_update_plus)
@@ -1401,7 +1510,7 @@ register_primitive(delattr, delattr_plus)
 # The helpers the rules above call are differentiated from their source when a rule is
 # itself differentiated (derivatives of derivatives).
 for _helper in (_conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
-    _helper.__dplus_derived__ = ("rule helper",)
+    mark_derived(_helper, "rule helper")
 
 # Generated code calls these by name (see dplus.runtime.ops.helper_named).
 provide_to_generated_code(

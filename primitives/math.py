@@ -58,6 +58,7 @@ once, and a non-zero sensitivity reaching their elements raises
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from dplus.rules import defnondiff, defvjp
@@ -344,7 +345,7 @@ def _prod_plus(iterable: Any, **kwargs: Any) -> ProcResult:
         for i in range(n - 1, -1, -1):
             sens[i] = _fit(A * (prefix[i] * suffix), xs[i])
             suffix = xs[i] * suffix
-        out = ((), sx.sens(sens, Abox))
+        out: tuple[Any, ...] = ((), sx.sens(sens, Abox))
         if kwargs:
             out = out + ({"start": _fit(A * suffix, start)},)
         return out
@@ -355,7 +356,7 @@ def _prod_plus(iterable: Any, **kwargs: Any) -> ProcResult:
 register_primitive(math.prod, _prod_plus, note="the product of the other factors (start included)")
 
 
-if hasattr(math, "sumprod"):  # Python 3.12+
+if sys.version_info >= (3, 12):  # math.sumprod
 
     def _sumprod_plus(p: Any, q: Any) -> ProcResult:
         sp, sq = _seq(p, "math.sumprod", "p"), _seq(q, "math.sumprod", "q")

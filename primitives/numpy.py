@@ -72,9 +72,10 @@ from typing import Any
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
-    np = None
+    np = None  # type: ignore[assignment]  # (the module registers nothing then: `if np is not None`)
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.linear import add, gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
@@ -145,7 +146,7 @@ def _kw_sens(kwargs: dict) -> dict:
 
 
 def _zeros(args: tuple, kwargs: dict) -> tuple:
-    out = ((),) + (Z,) * len(args)
+    out: tuple[Any, ...] = ((),) + (Z,) * len(args)
     if kwargs:
         out = out + (_kw_sens(kwargs),)
     return out
@@ -160,7 +161,7 @@ def _check_out(fn: Any, kwargs: dict) -> None:
 
 
 def _name(fn: Any) -> str:
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    name: Any = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if "." in name else f"numpy.{name}"
 
 
@@ -198,7 +199,7 @@ def defgrad(
     kwmap = kw or {}
     for g in grads:
         if g is not None:  # transformed from source when differentiated again
-            g.__dplus_derived__ = ("rule", fn)
+            mark_derived(g, "rule", fn)
     coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
@@ -227,7 +228,7 @@ def defgrad(
 
         return ProcResult(r, backprop)
 
-    general.__dplus_derived__ = ("rule helper",)  # differentiated from its source at second order
+    mark_derived(general, "rule helper")  # differentiated from its source at second order
     if n == 1 and grads[0] is not None:
         g0 = grads[0]
 
@@ -249,7 +250,7 @@ def defgrad(
             return ProcResult(r, backprop1)
 
     elif n == 2 and grads[0] is not None and grads[1] is not None:
-        g0, g1 = grads
+        g0, g1 = grads[0], grads[1]
 
         def transform(*args: Any, **kwargs: Any) -> ProcResult:
             if kwargs or len(args) != 2:
@@ -294,7 +295,7 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
     """Register ``fn`` from one function computing every positional sensitivity at once:
     ``vjp(A, r, *args, **kwargs) -> tuple`` (shorter than ``args``: the rest get none).
     For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...)."""
-    vjp.__dplus_derived__ = ("rule", fn)
+    mark_derived(vjp, "rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         if kwargs:
@@ -362,7 +363,7 @@ def _list_result_sens(r: list, A: Any, Abox: Any) -> list:
             A.to_list() if hasattr(A, "to_list") else (A.items if hasattr(A, "add_in_place") else A)
         )
         items = [add(a, b) for a, b in zip(items, parts)]
-    entry = Abox.pop(r, Z) if Abox is not None else Z
+    entry: Any = Abox.pop(r, Z) if Abox is not None else Z
     if entry is not Z and entry is not None:
         items = [add(a, b) for a, b in zip(items, entry)]
     return [
@@ -850,7 +851,7 @@ def _outer_vjp(A, r, a, b, out=None):
 
 def _einsum_parse(args: tuple) -> tuple[list[str], str, list, list[int]]:
     try:
-        from numpy._core.einsumfunc import _parse_einsum_input
+        from numpy._core.einsumfunc import _parse_einsum_input  # type: ignore[attr-defined]  # (private: not in NumPy's stubs)
     except ImportError:  # NumPy < 2
         from numpy.core.einsumfunc import _parse_einsum_input  # type: ignore[no-redef]
     ins, out_subs, ops = _parse_einsum_input(args)
@@ -861,7 +862,7 @@ def _einsum_parse(args: tuple) -> tuple[list[str], str, list, list[int]]:
     return ins.split(","), out_subs, list(ops), positions
 
 
-def _einsum_vjp(A, r, *args, **kwargs):
+def _einsum_vjp(A: Any, r: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """The sensitivity of each operand is an einsum of the result sensitivity with the others."""
     subs, out_subs, _, positions = _einsum_parse(args)
     ops = [args[p] for p in positions]
@@ -1538,7 +1539,7 @@ def register_numpy_rules() -> None:
 
     # -- the same methods on NumPy scalars (np.float64(2.0).sum(), np.max(x).item(), ...)
     gen = np.generic
-    for name, g in (
+    scalar_method_grads: tuple[tuple[str, Callable[..., Any]], ...] = (
         ("sum", _sum_grad),
         ("mean", _mean_grad),
         ("prod", _prod_grad),
@@ -1558,10 +1559,11 @@ def register_numpy_rules() -> None:
         ("conjugate", lambda A, r, x: np.conj(A)),
         ("item", lambda A, r, x, *args: A),
         ("tolist", lambda A, r, x: A),
-    ):
+    )
+    for name, scalar_grad in scalar_method_grads:
         fn = getattr(gen, name, None)
         if fn is not None:
-            defgrad(fn, g)
+            defgrad(fn, scalar_grad)
     defgrad(gen.clip, _clip_x, _clip_lo, _clip_hi, kw={"min": 1, "max": 2})
     nondiff(gen.argmax, gen.argmin, gen.argsort, gen.all, gen.any, gen.nonzero)
 
@@ -1578,7 +1580,7 @@ def register_numpy_rules() -> None:
             return ProcResult(r, backprop)
 
         transform.__name__ = transform.__qualname__ = f"ndarray_{name}_plus"
-        transform.__dplus_derived__ = ("rule helper",)
+        mark_derived(transform, "rule helper")
         register_attribute(nd, name, transform)
 
     attribute("T", lambda A, r, a: np.transpose(A))
@@ -1736,7 +1738,7 @@ def register_numpy_rules() -> None:
     # -- random draws: constants, except the location/scale of normal, uniform, exponential,
     # which get their pathwise (reparameterization) sensitivities
     rs = np.random.RandomState
-    gen = np.random.Generator
+    generator = np.random.Generator
     for name in (
         "random",
         "random_sample",
@@ -1781,13 +1783,13 @@ def register_numpy_rules() -> None:
         "zipf",
         "seed",
     ):
-        for cls in (rs, gen):
+        for cls in (rs, generator):
             fn = getattr(cls, name, None)
             if fn is not None:
                 defnondiff(
                     fn, note="random draw: treated as a constant (no derivative in its parameters)"
                 )
-    for cls in (rs, gen):
+    for cls in (rs, generator):
         defvjp_joint(cls.normal, _method_vjp(_normal_vjp))
         defvjp_joint(cls.uniform, _method_vjp(_uniform_vjp))
         defvjp_joint(cls.exponential, _method_vjp(_exponential_vjp))
@@ -1833,7 +1835,7 @@ def _mark_helpers() -> None:
             and type(obj).__name__ == "function"
         ):
             if name not in ("fit", "_fit_plus", "register_numpy_rules", "_mark_helpers"):
-                obj.__dplus_derived__ = ("rule helper",)
+                mark_derived(obj, "rule helper")
 
 
 if np is not None:

@@ -27,9 +27,10 @@ from typing import Any
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
-    np = None
+    np = None  # type: ignore[assignment]  # (the module registers nothing then: `if np is not None`)
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.runtime.linear import gen_zero, tuple_items
 
 from ._numpy_composite import defcomposite
@@ -164,6 +165,34 @@ def _svd_factors_grad(U, s, Vh, gU, gs, gVh):
     return np.matmul(np.matmul(U, inner), Vh) + out
 
 
+def _qr_grad(A, r, a, mode="reduced"):
+    """The reduced QR factorisation ``a = Q R`` of an m x n matrix, m >= n, R invertible:
+    with ``B = triu(gR R^T - Q^T gQ)`` and ``S = B + B^T - diag(B)``, ``ga = (gQ + Q S) R^-T``."""
+    _refuse_complex("qr", a)
+    m, n = np.shape(a)[-2:]
+    if mode == "r":
+        Q, R = np.linalg.qr(a)
+        gQ, gR = Z, A
+    elif mode == "reduced" or (mode == "complete" and m == n):
+        Q, R = r
+        gQ, gR = tuple_items(A, 2)
+    else:
+        raise NonDifferentiableError(
+            f"dplus differentiates numpy.linalg.qr with mode='reduced' or 'r' (mode={mode!r} "
+            "adds columns that are not unique): pass mode='reduced'"
+        )
+    if m < n:
+        raise NonDifferentiableError(
+            "dplus differentiates numpy.linalg.qr of a matrix with at least as many rows as "
+            f"columns (this one is {m} x {n}): factor its transpose instead"
+        )
+    gQ = np.zeros(np.shape(Q)) if gQ is Z else np.asarray(gQ)
+    gR = np.zeros(np.shape(R)) if gR is Z else np.asarray(gR)
+    B = np.triu(np.matmul(gR, _T(R)) - np.matmul(_T(Q), gQ))
+    S = B + _T(B) - B * np.eye(n)
+    return _T(np.linalg.solve(R, _T(gQ + np.matmul(Q, S))))
+
+
 def _svdvals(x):
     return np.linalg.svd(x, compute_uv=False)
 
@@ -241,6 +270,7 @@ def register_numpy_linalg_rules() -> None:
     defgrad(la.eigh, _eigh_grad)
     defgrad(la.eigvalsh, _eigvalsh_grad)
     defgrad(la.svd, _svd_grad)
+    defgrad(la.qr, _qr_grad)
     defnondiff(la.matrix_rank, note="non-differentiable: an integer")
     defnondiff(_rank_deficient, note="internal: a test of a NumPy rule")
     defnondiff(_repeated, note="internal: a test of a NumPy rule")
@@ -265,9 +295,10 @@ def register_numpy_linalg_rules() -> None:
         _eigvalsh_grad,
         _svd_grad,
         _svd_factors_grad,
+        _qr_grad,
         _refuse_complex,
     ):
-        helper.__dplus_derived__ = ("rule helper",)
+        mark_derived(helper, "rule helper")
 
 
 if np is not None:

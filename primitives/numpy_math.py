@@ -21,9 +21,10 @@ from __future__ import annotations
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
-    np = None
+    np = None  # type: ignore[assignment]  # (the module registers nothing then: `if np is not None`)
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.linear import gen_zero
 
@@ -485,7 +486,7 @@ def register_numpy_math_rules() -> None:
         _uniform_differences,
         _coordinate_differences,
     ):
-        helper.__dplus_derived__ = ("rule helper",)
+        mark_derived(helper, "rule helper")
 
 
 if np is not None:

@@ -24,9 +24,10 @@ from typing import Any
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
-    np = None
+    np = None  # type: ignore[assignment]  # (the module registers nothing then: `if np is not None`)
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import register_primitive
@@ -98,11 +99,13 @@ def _kron_layout(a_shape: tuple, b_shape: tuple) -> tuple:
 _INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 
 
-def _pad_index(shape: tuple, pad_width: Any, mode: str, reflect_type: str) -> tuple:
+def _pad_index(shape: tuple, pad_width: Any, mode: Any, reflect_type: str) -> tuple:
     """The open-mesh index with ``np.pad(a, pad_width, mode) == a[index]`` for the modes that
     copy elements (each axis padded by the same mode applied to its positions)."""
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
-    extra = {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
+    extra: dict[str, Any] = (
+        {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
+    )
     return np.ix_(
         *[np.pad(np.arange(n), tuple(w), mode=mode, **extra) for n, w in zip(shape, widths)]
     )
@@ -400,7 +403,7 @@ def register_numpy_shape_rules() -> None:
         _block_layout,
     ):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
-    for helper in (
+    for rule_helper in (
         _rot90_grad,
         _rollaxis_grad,
         _dstack_grad,
@@ -411,7 +414,7 @@ def register_numpy_shape_rules() -> None:
         _pad_constant,
         _concatenator_getitem_plus,
     ):
-        helper.__dplus_derived__ = ("rule helper",)
+        mark_derived(rule_helper, "rule helper")
 
 
 if np is not None:

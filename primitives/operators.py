@@ -68,7 +68,7 @@ import math
 import numbers
 import operator
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dplus.api import define_dplus
@@ -304,7 +304,7 @@ def _items(s: Any, n: int) -> list | None:
     return list(tuple_items(s, n))
 
 
-def _like(part: list, v: Any) -> Any:
+def _like(part: Sequence[Any], v: Any) -> Any:
     """Element sensitivities ``part`` shaped as the sensitivity of the sequence ``v``."""
     if isinstance(v, tuple):
         return tuple(part)
@@ -834,7 +834,7 @@ _POW_TRANSFORM = _binary(
     operator.pow, *_POW, general=(_pow_gx_general, _pow_gy_general), real_to_complex=True
 )
 
-_IN_PLACE_RULES = (
+_IN_PLACE_RULES: tuple[tuple[Callable[..., Any], Any, dict[str, Any]], ...] = (
     (operator.iadd, _ADD, dict(seq=_iconcat)),
     (operator.isub, _SUB, {}),
     (operator.imul, _MUL, dict(seq=_irepeat)),
@@ -895,14 +895,14 @@ register_primitive(
     note="zero almost everywhere",
 )
 
-for _fn in (
+for _nondiff in (
     operator.lt, operator.le, operator.eq, operator.ne, operator.ge, operator.gt,
     operator.not_, operator.truth, operator.is_, operator.is_not, operator.contains,
     operator.index, operator.invert, operator.inv,
     operator.and_, operator.xor, operator.lshift, operator.rshift,  # (or_: a dict merge, in containers.py)
     operator.countOf, operator.indexOf, operator.length_hint,
 ):  # fmt: skip
-    defnondiff(_fn)
+    defnondiff(_nondiff)
 
 # In-place bitwise operators: non-differentiable; on arrays they refuse as the other in-place
 # operators do (``|=`` on dicts is a dict update, in containers.py).

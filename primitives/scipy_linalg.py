@@ -19,6 +19,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.runtime.linear import gen_zero, tuple_items
 
 from .numpy import _det_grad, _inv_grad, defgrad, defvjp_joint
@@ -160,7 +161,7 @@ def register_scipy_linalg_rules() -> None:
     defgrad(sla.expm, _expm_grad)
     for name, obj in list(globals().items()):
         if name.startswith("_") and callable(obj) and getattr(obj, "__module__", None) == __name__:
-            obj.__dplus_derived__ = ("rule helper",)
+            mark_derived(obj, "rule helper")
 
 
 register_scipy_linalg_rules()

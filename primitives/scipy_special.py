@@ -16,6 +16,7 @@ import numpy as np
 import scipy.special as sc
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 
 from .numpy import _safe_div, defgrad
 
@@ -98,7 +99,7 @@ def register_scipy_special_rules() -> None:
     defgrad(sc.log_softmax, _log_softmax_grad)
     for name, obj in list(globals().items()):
         if name.startswith("_") and callable(obj) and getattr(obj, "__module__", None) == __name__:
-            obj.__dplus_derived__ = ("rule helper",)
+            mark_derived(obj, "rule helper")
 
 
 register_scipy_special_rules()

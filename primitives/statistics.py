@@ -99,11 +99,11 @@ def _fmean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
     def fmean_backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero:
             return _zeros(nargs, kwargs)
-        if ws is None:
+        if swt is None:
             a = A / n
             return _with_kwargs(((), sd.sens([a] * n, Abox)) + (gen_zero,) * len(args), kwargs, {})
-        W = math.fsum(ws)
-        sx = sd.sens([A * w / W for w in ws], Abox)
+        W = math.fsum(swt.items)
+        sx = sd.sens([A * w / W for w in swt.items], Abox)
         sw = swt.sens([A * (x - r) / W for x in xs], Abox)
         if args:
             return ((), sx, sw)
@@ -142,7 +142,7 @@ def _harmonic_mean_plus(data: Any, *args: Any, **kwargs: Any) -> ProcResult:
         w_list = [1.0] * len(xs) if ws is None else ws
         W = math.fsum(w_list)
         sx = sd.sens([A * r * r * w / (W * x * x) for w, x in zip(w_list, xs)], Abox)
-        if ws is None:
+        if swt is None:
             return _with_kwargs(((), sx) + (gen_zero,) * len(args), kwargs, {})
         sw = swt.sens([A * r * (1.0 - r / x) / W for x in xs], Abox)
         if args:

@@ -25,11 +25,13 @@ def python_twin(module: types.ModuleType, accelerator: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(
         f"dplus._python_{module.__name__}", module.__file__
     )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"dplus needs the Python source file of {module.__name__}")
     twin = importlib.util.module_from_spec(spec)
     hidden = sys.modules.get(accelerator)
-    sys.modules[accelerator] = (
-        None  # (``from _heapq import *`` then raises ImportError, which the module expects)
-    )
+    # (``from _heapq import *`` then raises ImportError, which the module expects; typeshed's
+    # sys.modules does not admit None, the import system's documented way to block a module)
+    sys.modules[accelerator] = None  # type: ignore[assignment]
     try:
         spec.loader.exec_module(twin)
     finally:
@@ -89,7 +91,7 @@ def merge(*iterables: Any, key: Any = None, reverse: bool = False) -> list:
     next elements, repeatedly; of equal ones, the earlier iterable's."""
     lists = [list(it) for it in iterables]
     positions = [0] * len(lists)
-    out = []
+    out: list[Any] = []
     while True:
         best = -1
         best_key = None
@@ -114,7 +116,9 @@ def _register_documented_forms() -> None:
         (heapq.nlargest, nlargest),
         (heapq.merge, merge),
     ):
-        register_primitive(fn, lazy_transform(documented), note=documented.__doc__.splitlines()[0])
+        # (no note when docstrings are stripped, under ``python -OO``)
+        note = documented.__doc__.splitlines()[0] if documented.__doc__ else ""
+        register_primitive(fn, lazy_transform(documented), note=note)
 
 
 _register_documented_forms()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from operator import mul
 
 import pytest
@@ -10,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dplus
-from dplus import BoxSensitivities, D, box, define_dplus, grad, grad1, lift_dplus, set_box, unbox
+from dplus import BoxSensitivities, box, define_dplus, grad, grad1, lift_dplus, set_box, unbox
 from dplus.gradcheck import check_grad
 
 floats = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False, allow_infinity=False)
@@ -119,7 +118,7 @@ def test_closures_made_in_a_loop_with_default_binding():
 def f_late_binding(x):
     fs = []
     for k in range(3):
-        fs.append(lambda t: t * k * x)
+        fs.append(lambda t: t * k * x)  # noqa: B023  (late binding is what the test checks)
     # late binding: every lambda sees the final k == 2
     return fs[0](1.0) + fs[1](1.0)
 
@@ -398,7 +397,7 @@ def mr_g(x, n):
 
 def test_mutual_recursion_check_grad():
     for n in range(5):
-        check_grad(lambda x: mr_f(x, n), 1.3)
+        check_grad(lambda x: mr_f(x, n), 1.3)  # noqa: B023  (checked at once, in this iteration)
 
 
 @define_dplus

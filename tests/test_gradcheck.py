@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dplus
-from dplus import Box, DplusError, ProcResult, SensitivityError, gen_zero, register_primitive
+from dplus import Box, DplusError, ProcResult, SensitivityError, register_primitive
 from dplus.gradcheck import GradCheckError, check_grad
 
 # ---------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_starred_empty_middle():
 
 def f_annotated(x: float) -> float:
     y: float = x * x
-    z: int
+    z: int  # noqa: F842  (the construct under test: an annotation without a value)
     return y * x
 
 
@@ -972,7 +972,7 @@ def f_reraise(x):
     try:
         raise KeyError("k")
     except KeyError:
-        y = x * 2
+        y = x * 2  # noqa: F841  (the program under test)
         raise
 
 
@@ -1652,7 +1652,7 @@ def c_not_list(xs, x):
 
 
 def c_percent_format(x):
-    s = "%.2f" % x
+    s = "%.2f" % x  # noqa: UP031  (the construct under test: %-formatting)
     return x * len(s)
 
 

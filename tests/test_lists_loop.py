@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import math
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from path_helpers import both_ways, check_fd, close

@@ -178,7 +178,7 @@ REFUSED = {
     "c_/2d",
 }
 # no rule yet: they raise UnknownTransformError when a sensitivity reaches them (never a wrong number)
-NOT_COVERED = {"qr", "eig/values"}
+NOT_COVERED = {"eig/values"}
 
 _BY_NAME = {name: (fn, make) for name, fn, make in ENTRIES}
 _COVERED = [name for name, _, _ in ENTRIES if name not in REFUSED | NOT_COVERED]
@@ -203,6 +203,15 @@ def test_numpy_api_refusals_name_the_fix(name):
         dplus.NonDifferentiableError, match="np.concatenate|np.column_stack|mode 'constant'"
     ):
         check_grads(fn, *make(), order=1)
+
+
+def test_qr_of_a_wide_matrix_or_complete_mode_is_refused_with_the_fix():
+    wide = np.arange(6.0).reshape(2, 3) + np.eye(2, 3)
+    with pytest.raises(dplus.NonDifferentiableError, match="transpose"):
+        dplus.grad(lambda m: np.sum(np.linalg.qr(m)[0]))(wide)
+    tall = np.arange(12.0).reshape(4, 3) + np.eye(4, 3)
+    with pytest.raises(dplus.NonDifferentiableError, match="mode='reduced'"):
+        dplus.grad(lambda m: np.sum(np.linalg.qr(m, mode="complete")[0]))(tall)
 
 
 @pytest.mark.parametrize("name", sorted(NOT_COVERED))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 import dplus
 from dplus import (
@@ -41,9 +42,6 @@ def direct(fn, *args, A=1.0, **kwargs):
         return r.primal, pos, kw
     assert len(out) == 1 + len(args)
     return r.primal, pos
-
-
-from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 
 def _leaves(x):

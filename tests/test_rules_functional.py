@@ -9,6 +9,7 @@ import operator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 import dplus
 from dplus import (
@@ -40,9 +41,6 @@ def direct(fn, *args, A=1.0, **kwargs):
         return r.primal, pos, {k: coerce_zero(v, kwargs[k]) for k, v in out[-1].items()}
     assert len(out) == 1 + len(args)
     return r.primal, pos
-
-
-from rules_fd_helpers import get_leaf, leaves, set_leaf
 
 
 def _leaves(x):

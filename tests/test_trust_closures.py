@@ -10,13 +10,9 @@ import math
 
 import pytest
 from path_helpers import (
-    both_ways,
-    check_fd,
     check_first_order,
     check_second_order,
     close,
-    fd_gradient,
-    fd_hessian,
 )
 
 import dplus
@@ -59,7 +55,7 @@ def closure_in_loop_body(x, y):
     s = x
     for i in range(3):
         v = y * s
-        h = lambda a: a + v
+        h = lambda a: a + v  # noqa: B023  (the program under test: late binding is what it checks)
         s = h(x)
     return s
 
@@ -194,7 +190,7 @@ def test_top_level_defaults_stay_constants():
 
 def tuple_read_by_uncalled_lambda(x, y):
     t = (x, 2.0)
-    g = lambda p: t[0] * p
+    g = lambda p: t[0] * p  # noqa: F841  (the program under test: a lambda never called)
     return x * y + 3.0
 
 

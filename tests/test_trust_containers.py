@@ -11,7 +11,7 @@ import math
 from typing import NamedTuple
 
 import pytest
-from path_helpers import both_ways, check_fd, close
+from path_helpers import check_fd, close
 
 import dplus
 from dplus import define_dplus
@@ -323,7 +323,7 @@ def test_object_holding_the_argument_list(xs):
         check_everything(f, list(xs))
         check_everything(f, tuple(xs))
         # second order, through the object (tuples: lists are not differentiated twice)
-        check_fd(lambda t: dplus.grad(f)(t)[0][1], tuple(xs))
+        check_fd(lambda t: dplus.grad(f)(t)[0][1], tuple(xs))  # noqa: B023  (checked at once, in this iteration)
     check_everything(held_with_keyword, list(xs))
     check_everything(held_with_keyword, tuple(xs))
     # keyword calls differentiate at second order (was a raw TypeError from inside dplus)
@@ -432,12 +432,12 @@ def evaluates_constants(x):
 
 
 def evaluates_names(x):
-    y = x * 2.0
+    y = x * 2.0  # noqa: F841  (read by eval)
     return eval("y * MODULE_SCALE") + x
 
 
 def evaluates_names_without_sensitivity(x):
-    y = x * 2.0
+    y = x * 2.0  # noqa: F841  (read by eval)
     flag = eval("y > 0")
     return x * 2.0 if flag else -x
 

@@ -6,22 +6,17 @@ second order (the Hessian against differences of the gradient)."""
 from __future__ import annotations
 
 import contextlib
-import functools
 
 import pytest
 from path_helpers import (
-    both_ways,
-    check_fd,
     check_first_order,
     check_second_order,
     close,
-    fd_gradient,
     fd_hessian,
 )
 
 import dplus
 from dplus import grad
-from dplus.transform.transformer import general_paths_only
 
 INPUTS = [(1.3, 0.7), (-0.4, 2.1), (2.5, -1.2), (0.3, 0.9)]
 

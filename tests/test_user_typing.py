@@ -43,6 +43,27 @@ with dplus.current_unknown_transform(dplus.transform_from_source):
     pass
 dplus.check_grad(f, 1.0, 2.0)
 text: str = dplus.show(f)
+
+
+@dplus.define_dplus
+def cube(x: float) -> float:
+    return x * x * x
+
+
+c: float = cube(2.0)
+
+
+def cube_again(x: float) -> float:
+    return x**3
+
+
+@dplus.register_backprop(cube_again)
+def _cube_again_backprop(x: float) -> Callable[[float, Any], tuple[Any, ...]]:
+    return lambda A, Abox: ((), 3 * x * x * A)
+
+
+result: dplus.ProcResult = dplus.lift_dplus(cube_again)(2.0)
+total: float = dplus.foldl(lambda x, acc: x + acc, 0.0, [1.0, 2.0])
 """
 
 WRONG_CODE = """
@@ -52,6 +73,15 @@ import dplus
 a: str = dplus.grad1(math.cos)
 b: int = dplus.value_and_grad(math.cos)
 c: str = dplus.grad(math.cos)
+
+
+@dplus.define_dplus
+def cube(x: float) -> float:
+    return x * x * x
+
+
+d: str = cube(2.0)
+e: str = dplus.dplus(cube)(2.0)
 """
 
 
@@ -91,8 +121,10 @@ def test_user_code_type_checks_strictly(tmp_path: Path) -> None:
 def test_the_signatures_are_read(tmp_path: Path) -> None:
     out = run_mypy(tmp_path, WRONG_CODE)
     assert out.returncode == 1
-    assert out.stdout.count("Incompatible types in assignment") == 3, out.stdout
+    assert out.stdout.count("Incompatible types in assignment") == 5, out.stdout
     assert (
         'expression has type "Callable[..., tuple[Any, ...]]", variable has type "str"'
         in out.stdout
     )
+    assert 'expression has type "float", variable has type "str"' in out.stdout  # define_dplus
+    assert 'expression has type "ProcResult", variable has type "str"' in out.stdout

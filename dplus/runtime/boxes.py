@@ -55,9 +55,9 @@ class BoxSensitivities:
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[Any, Any]] = {}
-        self._stashes: dict[int, tuple[Any, list]] | None = None
+        self._stashes: dict[int, tuple[Any, list[Any]]] | None = None
 
-    def stash_record(self, key: object) -> list:
+    def stash_record(self, key: object) -> list[Any]:
         """A private ``[value, extra]`` record for ``key`` in this pass, apart from the entries
         (derivatives of derivatives keep values here that later operations of the pass read)."""
         stashes = self._stashes
@@ -114,25 +114,27 @@ class BoxSensitivities:
         entry = self._entries.get(k)
         self._entries[k] = (key, sens if entry is None else add(entry[1], sens))
 
-    def list_entry(self, key: list, length: int) -> list:
-        """The element sensitivities of list ``key`` (created with ``length`` zeros)."""
+    def list_entry(self, key: object, length: int) -> list[Any]:
+        """The element sensitivities of list (or deque) ``key`` (created with ``length`` zeros)."""
         k = id(key)
         entry = self._entries.get(k)
         if entry is None:
             items = [gen_zero] * length
             self._entries[k] = (key, items)
             return items
-        return entry[1]
+        known: list[Any] = entry[1]
+        return known
 
-    def map_entry(self, key: object) -> dict:
+    def map_entry(self, key: object) -> dict[Any, Any]:
         """The element (attribute) sensitivities of a dict or object ``key``."""
         k = id(key)
         entry = self._entries.get(k)
         if entry is None:
-            items: dict = {}
+            items: dict[Any, Any] = {}
             self._entries[k] = (key, items)
             return items
-        return entry[1]
+        known: dict[Any, Any] = entry[1]
+        return known
 
 
 # A Box's sensitivity is a Box of its contents' sensitivity (SPEC section 4: Boxes conform

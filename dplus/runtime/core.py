@@ -12,8 +12,8 @@ import numbers
 import operator
 import sys
 import types
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from ..errors import NonDifferentiableError, SensitivityError
 from .boxes import Box, BoxSensitivities
@@ -83,7 +83,7 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
     elif isinstance(f, functools.partial):
         return hooks.plus_function_for(f)
     else:
-        call = getattr(type(f), "__call__", None)
+        call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
         if isinstance(call, types.FunctionType) and lookup_transform(call) is not None:
             # a callable object whose __call__ is registered (define_dplus)
             return hooks.plus_function_for(f)
@@ -229,16 +229,12 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
             # the list's length where this reverse runs: its entry's, when it has one; otherwise
             # the sensitivity's (a rule's, for the list as it read it: it may be resized since)
             items = _as_items(s, len(entry) if type(entry) is list else None, v)
-            if items is None:
-                return
             if len(items) != len(v):
                 _hand_over_resized(Abox, v, items)
                 return
             elements = v
         else:
             items = _as_items(s, len(elements), v)
-            if items is None:
-                return
         if elements is v and v and v.__class__ is list:
             # the common case, float sensitivities: they conform only to numbers, so no element
             # hands anything further (one pass over the items, none over the list)
@@ -282,8 +278,6 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         return
     if isinstance(v, collections.deque):
         items = _as_items(s, len(v), v)  # (a deque's sensitivity is a list, by position)
-        if items is None:
-            return
         entry = Abox.list_entry(v, len(v))
         for i, si in enumerate(items):
             if si is gen_zero or si is None:
@@ -372,7 +366,7 @@ def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
         entry[i] = add(entry[i], si)
 
 
-def _as_items(s: Any, n: int | None, v: Any) -> list | None:
+def _as_items(s: Any, n: int | None, v: Any) -> Sequence[Any]:
     """The element sensitivities in ``s``, for a list of ``n`` elements (``None``: as many as ``s`` has)."""
     ts = type(s)
     if ts is list or ts is tuple:
@@ -569,7 +563,7 @@ class ItemColumns:
         self.cols = cols
 
 
-def only_floats(xs: list | tuple) -> bool:
+def only_floats(xs: Sequence[Any]) -> bool:
     """Whether every element of the list or tuple ``xs`` is a ``float``, in one C-level
     pass: counting the element types equal to ``float`` (compared by identity first) is
     a third faster than testing the set of types, and these passes are most of the cost
@@ -646,7 +640,8 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
         items = [snapshot(e, _memo) for e in v]
         for x, e in zip(items, v):
             if x is not e:  # a mutable value inside, now its snapshot
-                return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)
+                make = getattr(type(v), "_make", None)  # a NamedTuple's
+                return make(items) if make is not None else tuple(items)
         return v
     return v
 
@@ -681,7 +676,7 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
     if key in _memo:
         return _memo[key]
     if t is list or isinstance(v, list):
-        entry = Abox.get(v) if Abox is not None else gen_zero
+        entry: Any = Abox.get(v) if Abox is not None else gen_zero
         base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
         if base is None and entry is not gen_zero and len(entry) == len(v):
             # the common case, a list of numbers: one pass, no recursion
@@ -710,7 +705,8 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         else:
             items = list(s)
         out_items = [fold(e, si, Abox, _memo) for e, si in zip(v, items)]
-        return type(v)._make(out_items) if hasattr(type(v), "_make") else tuple(out_items)
+        make = getattr(type(v), "_make", None)  # a NamedTuple's
+        return make(out_items) if make is not None else tuple(out_items)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
     if isinstance(v, collections.deque):
@@ -720,9 +716,9 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         )
         if type(entry) is list and len(entry) == len(v):
             base = [add(b, e) for b, e in zip(base, entry)]
-        out = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
-        _memo[key] = out
-        return out
+        folded = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
+        _memo[key] = folded
+        return folded
     if isinstance(v, (set, frozenset)):
         # (a set made outside has no values its elements' sensitivities could go back to, and
         # a gradient shaped like a set does not exist)
@@ -808,7 +804,7 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     key = id(snap)
     if key in _memo:
         return _memo[key]
-    entry = Abox.get(v) if Abox is not None else gen_zero
+    entry: Any = Abox.get(v) if Abox is not None else gen_zero
     items = snap.items
     if isinstance(v, list):
         base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
@@ -831,11 +827,11 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
             and (entry is gen_zero or type(entry) is list and len(entry) == len(items))
         ):
             # the common case, a list of floats: their sensitivities are the entry's
-            out = fold_float_list(snap, Abox)
-            if out is None:
-                out = [0.0 if e is gen_zero or e is None else e for e in entry]
-            _memo[key] = out
-            return out
+            floats = fold_float_list(snap, Abox)
+            if floats is None:  # (then the Abox has an entry: a list)
+                floats = [0.0 if e is gen_zero or e is None else e for e in cast(list[Any], entry)]
+            _memo[key] = floats
+            return floats
         return _fold_list(items, base, entry, Abox, _memo, key)
     if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
         return _fold_mapping(items, s, entry, Abox, _memo, key)
@@ -850,7 +846,9 @@ def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo:
     return fold(v, s, Abox, _memo)
 
 
-def _fold_list(items: list, base: list | None, entry: Any, Abox: Any, memo: dict, key: int) -> list:
+def _fold_list(
+    items: list[Any], base: Sequence[Any] | None, entry: Any, Abox: Any, memo: dict, key: int
+) -> list:
     """Element by element: the given sensitivities plus the list's ``Abox`` entry."""
     out: list = []
     memo[key] = out

@@ -167,7 +167,7 @@ class OneHot:
     def __repr__(self) -> str:
         return f"OneHot({self.index}, {self.value!r}, {self.length})"
 
-    def to_list(self) -> list:
+    def to_list(self) -> list[Any]:
         out = [gen_zero] * self.length
         out[self.index] = self.value
         return out
@@ -178,7 +178,7 @@ class TupleAccumulator:
 
     __slots__ = ("items",)
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list[Any]) -> None:
         self.items = items
 
     def __repr__(self) -> str:
@@ -194,7 +194,7 @@ class TupleAccumulator:
         return self
 
 
-def _tuple_items(v: Any, n: int) -> list:
+def _tuple_items(v: Any, n: int) -> list[Any]:
     if type(v) is OneHot:
         return v.to_list()
     if type(v) is TupleAccumulator:
@@ -204,7 +204,7 @@ def _tuple_items(v: Any, n: int) -> list:
     return list(v)
 
 
-def tuple_items(S: Any, n: int) -> tuple:
+def tuple_items(S: Any, n: int) -> tuple[Any, ...]:
     """The ``n`` element sensitivities of a tuple sensitivity in any representation.
 
     Rules read tuple sensitivities only through this function (and ``add``): it has a
@@ -286,7 +286,7 @@ def _add_number(u: Any, v: Any) -> Any:
 
 
 @_add.register(tuple)
-def _add_tuple(u: tuple, v: Any) -> Any:
+def _add_tuple(u: tuple[Any, ...], v: Any) -> Any:
     tv = type(v)
     if tv is OneHot or tv is TupleAccumulator:
         return TupleAccumulator(list(u)).add_in_place(v)
@@ -306,14 +306,14 @@ def _add_acc(u: TupleAccumulator, v: Any) -> Any:
 
 
 @_add.register(list)
-def _add_list(u: list, v: Any) -> Any:
+def _add_list(u: list[Any], v: Any) -> Any:
     if not isinstance(v, list) or len(u) != len(v):
         raise SensitivityError(f"cannot add a list of {len(u)} and {_describe(v)}")
     return [add(a, b) for a, b in zip(u, v)]
 
 
 @_add.register(dict)
-def _add_dict(u: dict, v: Any) -> Any:
+def _add_dict(u: dict[Any, Any], v: Any) -> Any:
     if not isinstance(v, dict):
         raise SensitivityError(f"cannot add a dict and {_describe(v)}")
     out = dict(u)
@@ -348,17 +348,17 @@ def scale(v: Any, a: Any) -> Any:
 
 
 @_scale.register(tuple)
-def _scale_tuple(v: tuple, a: Any) -> tuple:
+def _scale_tuple(v: tuple[Any, ...], a: Any) -> tuple[Any, ...]:
     return tuple(scale(e, a) for e in v)
 
 
 @_scale.register(list)
-def _scale_list(v: list, a: Any) -> list:
+def _scale_list(v: list[Any], a: Any) -> list[Any]:
     return [scale(e, a) for e in v]
 
 
 @_scale.register(dict)
-def _scale_dict(v: dict, a: Any) -> dict:
+def _scale_dict(v: dict[Any, Any], a: Any) -> dict[Any, Any]:
     return {k: scale(e, a) for k, e in v.items()}
 
 
@@ -368,7 +368,7 @@ def _scale_onehot(v: OneHot, a: Any) -> OneHot:
 
 
 @_scale.register(TupleAccumulator)
-def _scale_acc(v: TupleAccumulator, a: Any) -> tuple:
+def _scale_acc(v: TupleAccumulator, a: Any) -> tuple[Any, ...]:
     return tuple(scale(e, a) for e in v.items)
 
 
@@ -412,7 +412,7 @@ _dot.register(list, _dot_sequence)
 
 
 @_dot.register(dict)
-def _dot_dict(u: dict, v: Any) -> Any:
+def _dot_dict(u: dict[Any, Any], v: Any) -> Any:
     total: Any = 0.0
     for k, a in u.items():
         if k in v:
@@ -451,17 +451,17 @@ def zero(v: Any) -> Any:
 
 
 @_zero.register(tuple)
-def _zero_tuple(v: tuple) -> Any:
+def _zero_tuple(v: tuple[Any, ...]) -> Any:
     return _same_tuple_type(v, [zero(e) for e in v])
 
 
 @_zero.register(list)
-def _zero_list(v: list) -> list:
+def _zero_list(v: list[Any]) -> list[Any]:
     return [zero(e) for e in v]
 
 
 @_zero.register(dict)
-def _zero_dict(v: dict) -> dict:
+def _zero_dict(v: dict[Any, Any]) -> dict[Any, Any]:
     return {k: zero(e) for k, e in v.items()}
 
 
@@ -479,15 +479,12 @@ def _zero_function(fn: Any) -> Any:
     return tuple(zero(val) for val in closure_values(fn))
 
 
-def object_attributes(obj: Any) -> dict:
+def object_attributes(obj: Any) -> dict[Any, Any]:
     """The instance attributes of a user object (``__dict__`` and ``__slots__``)."""
-    attrs: dict = {}
+    attrs: dict[Any, Any] = {}
     for cls in type(obj).__mro__:
-        for name in (
-            getattr(cls, "__slots__", ())
-            if not isinstance(getattr(cls, "__slots__", ()), str)
-            else (cls.__slots__,)
-        ):
+        slots = getattr(cls, "__slots__", ())
+        for name in slots if not isinstance(slots, str) else (slots,):
             if name in ("__dict__", "__weakref__"):
                 continue
             if hasattr(obj, name):
@@ -498,21 +495,23 @@ def object_attributes(obj: Any) -> dict:
     return attrs
 
 
-def _same_tuple_type(like: tuple, items: list) -> tuple:
+def _same_tuple_type(like: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
     t = type(like)
     if t is tuple:
         return tuple(items)
     if hasattr(t, "_make"):  # named tuple: keep its type
-        return t._make(items)
+        named: tuple[Any, ...] = t._make(items)
+        return named
     return tuple(items)
 
 
-def _as_tuple(v: Any) -> tuple:
+def _as_tuple(v: Any) -> tuple[Any, ...]:
     if type(v) is OneHot:
         return tuple(v.to_list())
     if type(v) is TupleAccumulator:
         return tuple(v.items)
-    return v
+    as_is: tuple[Any, ...] = v
+    return as_is
 
 
 # --------------------------------------------------------------------------
@@ -537,7 +536,7 @@ def coerce_zero(u: Any, v: Any) -> Any:
 
 
 @_coerce.register(tuple)
-def _coerce_tuple(u: tuple, v: Any) -> Any:
+def _coerce_tuple(u: tuple[Any, ...], v: Any) -> Any:
     if isinstance(v, (tuple, list)) and len(v) == len(u):
         items = [coerce_zero(a, b) for a, b in zip(u, v)]
         return _same_tuple_type(v, items) if isinstance(v, tuple) else tuple(items)
@@ -551,14 +550,14 @@ def _coerce_tuple(u: tuple, v: Any) -> Any:
 
 
 @_coerce.register(list)
-def _coerce_list(u: list, v: Any) -> list:
+def _coerce_list(u: list[Any], v: Any) -> list[Any]:
     if isinstance(v, (list, tuple)) and len(v) == len(u):
         return [coerce_zero(a, b) for a, b in zip(u, v)]
     return list(u)
 
 
 @_coerce.register(dict)
-def _coerce_dict(u: dict, v: Any) -> dict:
+def _coerce_dict(u: dict[Any, Any], v: Any) -> dict[Any, Any]:
     if isinstance(v, dict):
         return {k: coerce_zero(u[k], val) if k in u else zero(val) for k, val in v.items()} | {
             k: a for k, a in u.items() if k not in v
@@ -703,7 +702,8 @@ def is_zero_sensitivity(s: Any) -> bool:
         return True
     t = type(s)
     if t is float or t is int or t is complex:
-        return s == 0
+        is_zero: bool = s == 0
+        return is_zero
     if t is OneHot:
         return is_zero_sensitivity(s.value)
     if t is TupleAccumulator:
@@ -717,5 +717,6 @@ def is_zero_sensitivity(s: Any) -> bool:
     if is_ndarray(s):
         return not s.any()
     if is_number(s):
-        return s == 0
+        is_zero_number: bool = s == 0  # (a NumPy scalar's answer, np.bool_, is kept)
+        return is_zero_number
     return False

@@ -10,6 +10,7 @@ import inspect
 import operator
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import DplusError, NonDifferentiableError, SensitivityError
@@ -358,7 +359,7 @@ class _ArrayRouter:
 
     def __init__(self, arr: Any) -> None:
         self.arr = arr
-        self.g = None
+        self.g: Any = None  # the array of sensitivities, made by the first one
         self.stash: Any = None  # derivatives of derivatives: where result's sensitivity waits
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
@@ -401,13 +402,14 @@ class LiveIteration:
         self.fn = fn
         self.args = args
         self.first = len(args[0]) - 1 if fn is reversed else 0
-        self.calls = self.positions = None
+        self.calls: Any = None  # a dplus.primitives._iterables.Calls, for map
+        self.positions: list[int] = []  # for filter
+        self.it: Iterator[Any]
         self.taken = 0  # items taken so far (a loop or a rule may go on where next() stopped)
         if fn is map:
             self.calls = hooks.recorded_calls(function)
             self.it = map(self._call, *args)
         elif fn is filter:
-            self.positions = []
             self.it = self._kept(
                 bool if function is None else as_plain_callable(function), iter(args[0])
             )
@@ -830,9 +832,10 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     return route.result()
 
 
-def iteration_router(itv: Any, n: int, length: int = -1) -> Any:
+def iteration_router(itv: Any, n: int, length: Any = -1) -> Any:
     """Where each iteration's element sensitivity goes, for a loop over ``itv`` that ran ``n``
-    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now)."""
+    times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now),
+    or the tuple :func:`list_length` recorded for a live iterator or a set's order."""
     t = type(itv)
     if t is range:
         return _NULL
@@ -928,11 +931,12 @@ def unbind_sensitivities(
     sig: inspect.Signature,
     args: tuple,
     kwargs: dict,
-    closure: tuple,
+    closure: Any,
     sens: tuple,
     Abox: BoxSensitivities,
 ) -> tuple:
-    """Map parameter sensitivities back to the positions and keywords the call used."""
+    """Map parameter sensitivities back to the positions and keywords the call used
+    (``closure``: the closure's sensitivity, put first)."""
     params = list(sig.parameters.values())
     by_name = dict(zip([p.name for p in params], sens))
     pos_sens: list = []
@@ -996,8 +1000,8 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     i = idx + n if idx < 0 else idx
     if type(obj) is tuple:
         return OneHot(i, A, n)
-    entry = Abox.list_entry(obj, n)
-    entry[i] = add(entry[i], A)
+    items = Abox.list_entry(obj, n)
+    items[i] = add(items[i], A)
     return Z
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import DplusError
 from .portable import remember_rule, remember_source
@@ -37,7 +37,9 @@ _NOTES: dict[Any, str] = {}
 # place at the next order (see register_next_order_form)
 _NEXT_ORDER_FORMS: dict[Any, Callable[..., ProcResult]] = {}
 
-_BUILTIN_METHOD = type([].append)
+F = TypeVar("F", bound=Callable[..., Any])
+
+_BUILTIN_METHOD: type[Any] = type([].append)
 _METHOD_WRAPPER = type((1.0).__add__)
 
 
@@ -56,6 +58,7 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     except TypeError:
         raise DplusError(f"cannot register {fn!r}: it is not hashable") from None
     _TRANSFORMS[fn] = transform
+    _CHANGES[0] += 1
     _TRANSFORM_IDS[id(transform)] = (transform, fn)
     if note:
         _NOTES[fn] = note
@@ -65,6 +68,13 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
         for hook in _ON_NEW_RULE:  # code that inlined fn's body must call it again
             hook(fn)
     return transform
+
+
+_CHANGES = [0]  # registrations so far (dplus.transform.persistent_cache digests the rules again after one)
+
+
+def changes() -> int:
+    return _CHANGES[0]
 
 
 _ON_NEW_RULE: list[
@@ -77,9 +87,7 @@ def register_method(cls: type, name: str, transform: Transform, *, note: str = "
     return register_primitive(getattr(cls, name), transform, note=note)
 
 
-def register_backprop(
-    fn: Any, *, note: str = ""
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register_backprop(fn: Any, *, note: str = "") -> Callable[[F], F]:
     """Decorator for a rule with no shared work between the primal and the backward pass.
 
     The decorated function takes ``fn``'s arguments and returns the backpropagator for
@@ -90,7 +98,7 @@ def register_backprop(
             return lambda A, Abox: ((), 3 * x * x * A)
     """
 
-    def decorate(make_backprop: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(make_backprop: F) -> F:
         def transform(*args: Any, **kwargs: Any) -> ProcResult:
             return ProcResult(fn(*args, **kwargs), make_backprop(*args, **kwargs))
 
@@ -145,7 +153,7 @@ def lookup_transform(fn: Any) -> Transform | None:
         owner = fn.__self__
         if owner is None or isinstance(owner, types.ModuleType):
             return None
-        descriptor = getattr(type(owner), fn.__name__, None)
+        descriptor = _builtin_descriptor(owner, fn)
         if descriptor is None:
             return None
         try:
@@ -154,6 +162,24 @@ def lookup_transform(fn: Any) -> Transform | None:
             return None
         if t is not None:
             return bind_transform(t, owner)
+    return None
+
+
+def _builtin_descriptor(owner: Any, method: Any) -> Any:
+    """The C descriptor that ``method``, a builtin method bound to ``owner``, came from.
+
+    Not ``getattr(type(owner), name)``: a subclass may override the name in Python and call
+    the builtin through ``super()``, and the override is not the method that runs. A bound
+    builtin method equals another when both wrap the same C function for the same instance.
+    """
+    name = method.__name__
+    for klass in type(owner).__mro__:
+        candidate = klass.__dict__.get(name)
+        if (
+            isinstance(candidate, (types.MethodDescriptorType, types.WrapperDescriptorType))
+            and candidate.__get__(owner, type(owner)) == method
+        ):
+            return candidate
     return None
 
 
@@ -168,7 +194,7 @@ def bind_transform(t: Transform, owner: Any, as_object: bool = False) -> Transfo
         r = call_plus(t, owner, *args, **kwargs)
         inner = r.backprop
 
-        def bound_backprop(A: Any, Abox: Any) -> tuple:
+        def bound_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
             out = inner(A, Abox)
             return ((out[1] if as_object else (out[1],)),) + tuple(out[2:])
 

@@ -6,11 +6,16 @@ import gc
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
-Backprop = Callable[..., tuple]
+T = TypeVar("T")
+
+# A backpropagator: ``bp(A, Abox)`` is the tuple of sensitivities, the closure's first.
+Backprop = Callable[..., tuple[Any, ...]]
+# A plus-function (a reverse transform): ``P(*args)`` is a ProcResult.
+PlusFunction = Callable[..., "ProcResult"]
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -24,8 +29,9 @@ class ProcResult:
         return f"ProcResult(primal={self.primal!r}, backprop={getattr(self.backprop, '__qualname__', self.backprop)!r})"
 
 
-_set_primal = ProcResult.primal.__set__  # type: ignore[attr-defined]
-_set_backprop = ProcResult.backprop.__set__  # type: ignore[attr-defined]
+# (the slots' descriptors, read from the class's namespace: `ProcResult.primal` is the same)
+_set_primal = ProcResult.__dict__["primal"].__set__
+_set_backprop = ProcResult.__dict__["backprop"].__set__
 
 
 def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
@@ -61,7 +67,7 @@ _DEEP = max(sys.getrecursionlimit() * 5, 5000)
 _depth = [0]  # how many call_plus/run_backprop are running: only the outermost sets things up
 
 
-def _outermost(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _outermost(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     _depth[0] += 1
     old = _getrecursionlimit()
     if old < _DEEP:
@@ -83,14 +89,14 @@ _getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursion
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
-def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple:
+def run_backprop(bp: Backprop, A: Any, Abox: Any) -> tuple[Any, ...]:
     """``bp(A, Abox)`` with room for the reverse of deep recursion."""
     if _depth[0]:
         return bp(A, Abox)
     return _outermost(bp, (A, Abox), {})
 
 
-def call_plus(P: Backprop, /, *args: Any, **kwargs: Any) -> ProcResult:
+def call_plus(P: PlusFunction, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``P(*args)``: call a plus-function captured from outside transformed code.
 
     Written this way (rather than ``P(*args)``) wherever dplus's own transformable code

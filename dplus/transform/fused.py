@@ -218,7 +218,7 @@ def _prologue(b: FunctionBuilder, params: list[str], vectors: dict[str, _Vector]
         for k, s in v.reads:
             out.append(assign(s, ast.Subscript(value=N(p), slice=C(k), ctx=ast.Load())))
         # floats only, as the general way would give an unread int its own zero, 0
-        not_floats = [
+        not_floats: list[ast.expr] = [
             ast.Compare(left=call(clone(typ), N(s)), ops=[ast.IsNot()], comparators=[clone(flt)])
             for _, s in v.reads
         ]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import ast
 import builtins
 import types
-from typing import Any
+from typing import Any, cast
 
 from ..errors import DplusError
 from ..runtime.registry import _ON_NEW_RULE, _TRANSFORMS
@@ -138,7 +138,7 @@ class _Callee:
         ):
             body = body[1:]  # the docstring
         self.body = body[:-1]
-        self.result = body[-1].value
+        self.result = cast(ast.Return, body[-1]).value  # (_callee checked: a return of a value)
         self.locals = _bound_names(ast.Module(body=body, type_ignores=[])) | set(self.params)
         self.reads = {
             n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
@@ -146,14 +146,13 @@ class _Callee:
 
 
 def _callee(
-    fn: Any, caller: types.FunctionType, args: list[ast.expr], keywords: list
+    fn: object, caller: types.FunctionType, args: list[ast.expr], keywords: list[ast.keyword]
 ) -> _Callee | None:
     """The definition of ``fn`` when a call of it with these arguments may be inlined."""
     if type(fn) is not types.FunctionType or fn is caller or keywords:
         return None
-    t = _TRANSFORMS.get(fn)
-    if t is None or getattr(t, "__dplus_source__", None) is not fn:
-        return None  # not define_dplus: no rule, or one written by hand
+    if not _made_by_define_dplus(fn):
+        return None  # no rule, or one written by hand
     code = fn.__code__
     if (
         fn.__globals__ is not caller.__globals__
@@ -194,14 +193,33 @@ def _callee(
     return _Callee(fn, node)
 
 
+def _made_by_define_dplus(fn: types.FunctionType) -> bool:
+    t = _TRANSFORMS.get(fn)
+    return t is not None and getattr(t, "__dplus_source__", None) is fn
+
+
 class _Inliner:
     def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
         self.fn = fn
-        self.bound = _bound_names(node) | set(fn.__code__.co_freevars)
-        self.taken = _all_names(node) | set(fn.__globals__) | set(dir(builtins))
+        self.node = node
+        self._bound: set[str] | None = None
+        self._taken: set[str] | None = None
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
+
+    # (the names are gathered when a call may be inlined: most big functions inline nothing)
+    @property
+    def bound(self) -> set[str]:
+        if self._bound is None:
+            self._bound = _bound_names(self.node) | set(self.fn.__code__.co_freevars)
+        return self._bound
+
+    @property
+    def taken(self) -> set[str]:
+        if self._taken is None:
+            self._taken = _all_names(self.node) | set(self.fn.__globals__) | set(dir(builtins))
+        return self._taken
 
     def fresh(self, hint: str, keep_underscore: bool = False) -> str:
         base = hint if keep_underscore else (hint.lstrip("_") or "v")
@@ -244,15 +262,14 @@ class _Inliner:
             call = st.value
         elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
             call = st.value
-        if (
-            call is None
-            or not isinstance(call.func, ast.Name)
-            or call.func.id in self.bound
-            or len(self.active) >= _MAX_DEPTH
-        ):
+        if call is None or not isinstance(call.func, ast.Name) or len(self.active) >= _MAX_DEPTH:
             return [st]
         fn = self.fn.__globals__.get(call.func.id)
-        if fn is None or any(fn is a for a in self.active):
+        if (
+            type(fn) is not types.FunctionType
+            or any(fn is a for a in self.active)
+            or call.func.id in self.bound
+        ):
             return [st]
         callee = _callee(fn, self.fn, call.args, call.keywords)
         if callee is None or callee.reads & self.bound:
@@ -261,9 +278,9 @@ class _Inliner:
 
     def inline(self, st: ast.stmt, call: ast.Call, callee: _Callee) -> list[ast.stmt]:
         fn = callee.fn
-        self.taken |= _all_names(callee.node)
+        self.taken.update(_all_names(callee.node))
         out: list[ast.stmt] = []
-        temps = []
+        temps: list[ast.Name | ast.Constant] = []
         walrus = any(isinstance(n, ast.NamedExpr) for a in call.args for n in walk(a))
         for a in call.args:  # each argument evaluated once, in order
             if isinstance(a, ast.Constant) or (isinstance(a, ast.Name) and not walrus):
@@ -302,7 +319,7 @@ class _Inliner:
             body = self.block(body)
         finally:
             self.active.pop()
-        check = (call.func.id, self.guard_name(fn))
+        check = (cast(ast.Name, call.func).id, self.guard_name(fn))  # (stmt checked: a name)
         if check not in self.checks:
             self.checks.append(check)
         out += body
@@ -311,7 +328,7 @@ class _Inliner:
         return out
 
 
-def _copy(e: ast.expr) -> ast.expr:
+def _copy(e: ast.Name | ast.Constant) -> ast.expr:
     return (
         ast.Name(id=e.id, ctx=ast.Load())
         if isinstance(e, ast.Name)

@@ -190,5 +190,5 @@ def _drop_dead_stores(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 def _rename_loads(node: ast.AST, old: str, new: str) -> None:
     for n in walk(node):
-        if type(n) is ast.Name and n.id == old and isinstance(n.ctx, ast.Load):  # type: ignore[attr-defined]
-            n.id = new  # type: ignore[attr-defined]
+        if type(n) is ast.Name and n.id == old and isinstance(n.ctx, ast.Load):
+            n.id = new

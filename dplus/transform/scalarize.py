@@ -30,8 +30,8 @@ name rebound between the display and a read still gives the value the list held.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 from .normalize.core import IRFunction, Namer, closure_reads
 from .trees import child_blocks, walk
@@ -72,6 +72,8 @@ def name_counts(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int], d
 
 def scalarize_lists(ir: IRFunction, namer: Namer) -> int:
     """Rewrite ``ir.body`` in place; returns how many lists were replaced."""
+    if not any(_display(st) for block in _blocks(ir.body) for st in block):
+        return 0  # (no display to replace: the name counts below walk the whole function)
     stores, loads, consts = name_counts(ir.body)
     excluded = set(ir.scope.params) | set(ir.boxed) | set(ir.outer_boxed) | _read_by_nested(ir.body)
     done = 0
@@ -125,7 +127,7 @@ class _Plan:
         self.name = name
         self.elts = elts
         self.aliases = {name}
-        self.uses: list[ast.stmt] = []  # statements that read the list (copies, unpacks, indexes)
+        self.uses: list[ast.Assign] = []  # statements that read the list (copies, unpacks, indexes)
 
 
 def _plan(
@@ -233,28 +235,27 @@ def _rewrite(
     display = block[i]
     parts = [namer.fresh(f"{plan.name.strip('_')[:12]}_{k}_") for k in range(len(plan.elts))]
     block[i : i + 1] = [ast.copy_location(_assign(p, e), display) for p, e in zip(parts, plan.elts)]
+    # each use (by id) and the assignments (target, part) that replace it: none for an alias
+    # (the casts: _use has checked each use's shape)
+    replaced_by: dict[int, list[tuple[str, str]]] = {}
     for st in plan.uses:
-        value = st.value
-        if isinstance(value, ast.Name) and isinstance(
-            st.targets[0], ast.Name
-        ):  # an alias: nothing to do
-            st.dp_alias_of = plan.name  # marked, and removed below
-            continue
-        if isinstance(value, ast.Name):  # unpack
-            st.dp_parts = [(e.id, parts[k]) for k, e in enumerate(st.targets[0].elts)]
+        target, value = st.targets[0], st.value
+        if isinstance(value, ast.Name) and isinstance(target, ast.Name):  # an alias
+            replaced_by[id(st)] = []
+        elif isinstance(value, ast.Name):  # unpack
+            elts = cast(ast.Tuple, target).elts
+            replaced_by[id(st)] = [(cast(ast.Name, e).id, parts[k]) for k, e in enumerate(elts)]
         else:
-            st.dp_parts = [(st.targets[0].id, parts[_index(value.slice, consts) % len(parts)])]
+            index = cast(int, _index(cast(ast.Subscript, value).slice, consts))
+            replaced_by[id(st)] = [(cast(ast.Name, target).id, parts[index % len(parts)])]
     for block_ in _all_blocks_containing(block, plan.uses):
         j = 0
         while j < len(block_):
-            st = block_[j]
-            if st in plan.uses:
-                if getattr(st, "dp_alias_of", None):
-                    del block_[j]
-                    continue
+            node = block_[j]
+            if id(node) in replaced_by:
                 new = [
-                    ast.copy_location(_assign(t, ast.Name(id=p, ctx=ast.Load())), st)
-                    for t, p in st.dp_parts
+                    ast.copy_location(_assign(t, ast.Name(id=p, ctx=ast.Load())), node)
+                    for t, p in replaced_by[id(node)]
                 ]
                 block_[j : j + 1] = new
                 j += len(new)
@@ -262,7 +263,9 @@ def _rewrite(
             j += 1
 
 
-def _all_blocks_containing(block: list[ast.stmt], uses: list[ast.stmt]) -> Iterator[list[ast.stmt]]:
+def _all_blocks_containing(
+    block: list[ast.stmt], uses: Sequence[ast.stmt]
+) -> Iterator[list[ast.stmt]]:
     targets = {id(u) for u in uses}
     for b in _blocks(block):
         if any(id(s) in targets for s in b):
@@ -287,9 +290,11 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
     rebound inlined name). It tests before returning that each element is still the one
     read, raising otherwise (something the call ran changed the parameter).
     """
+    hoisted: list[tuple[str, Any, str]] = []
+    if not _indexes_a_parameter(ir.body, set(ir.scope.params)):
+        return hoisted  # (nothing to hoist: the name counts below walk the whole function)
     stores, loads, consts = name_counts(ir.body)
     nested = _read_by_nested(ir.body)
-    hoisted: list[tuple[str, Any, str]] = []
     if _writes_containers(ir.body):
         return hoisted  # (a parameter may be changed through another name for it)
     looped = {
@@ -334,6 +339,17 @@ def hoist_constant_reads(ir: IRFunction, namer: Namer) -> list[tuple[str, Any, s
             st.value = ast.Name(id=names[(type(key), key)], ctx=ast.Load())
     ir.body[0:0] = reads
     return hoisted
+
+
+def _indexes_a_parameter(body: list[ast.stmt], params: set[str]) -> bool:
+    """Whether an assignment reads an element of a parameter (``t = p[k]``)."""
+    return any(
+        isinstance(st, ast.Assign)
+        and isinstance(st.value, ast.Subscript)
+        and isinstance(st.value.value, ast.Name)
+        and st.value.value.id in params
+        for st in _statements(body)
+    )
 
 
 def _writes_containers(body: list[ast.stmt]) -> bool:

@@ -31,6 +31,7 @@ import ast
 import sys
 
 from .scopes import Scope, names_bound_by
+from .trees import walk
 
 __all__ = ["unshared_aug_targets"]
 
@@ -167,6 +168,8 @@ def unshared_aug_targets(
     """The names whose augmented assignments in ``body`` (the function of ``scope``, whose
     module globals are ``globals_``) may run out of place: no other reference to their
     array can observe the difference."""
+    if not any(isinstance(n, ast.AugAssign) for st in body for n in walk(st)):
+        return set()  # (no augmented assignment: the analysis below walks the whole function)
     module_level = {
         k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free
     }
@@ -255,7 +258,7 @@ class _Visitor:
             self.method_calls.add(id(node.func.value))
         is_loop = isinstance(node, _LOOPS)
         inner = loops + (node,) if is_loop else loops
-        if is_loop:
+        if isinstance(node, _LOOPS):
             self.note_renewals(node)
         for field in node._fields:
             value = getattr(node, field, None)
@@ -270,7 +273,7 @@ class _Visitor:
             at = {id(loop): self.body_index.get(id(loop)) for loop in loops}
             self.augs.setdefault(node.target.id, []).append((self.clock, loops, at))
 
-    def note_renewals(self, loop: ast.AST) -> None:
+    def note_renewals(self, loop: ast.For | ast.AsyncFor | ast.While) -> None:
         """The statements ``a = <new array>`` at the top level of the loop's body."""
         for index, st in enumerate(loop.body):
             if (

@@ -20,7 +20,7 @@ import attrs
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from ..runtime.closures import CodeMap
 from ..runtime.portable import carried_lines
-from .trees import walk
+from .trees import clone, walk
 
 __all__ = ["FunctionSource", "function_source"]
 
@@ -105,6 +105,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
             module_lines = linecache.getlines(module_file)
             if len(module_lines) >= code.co_firstlineno:
                 lines, filename = module_lines, module_file
+    node = None
     carried = carried_lines(fn) if not lines else []
     if carried:
         # unpickled in another process: the source came with the function (dplus.runtime.portable)
@@ -128,11 +129,16 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
         except (TypeError, IndexError, SyntaxError):
             raise SourceUnavailableError(_fix_fn_error(fn)) from None
     else:
-        try:
-            block_lines, start = inspect.getsourcelines(fn)
-        except (OSError, TypeError, IndexError):
-            raise SourceUnavailableError(_fix_fn_error(fn)) from None
-    node = _find_node(fn, code, block_lines, start, lines, filename)
+        linecache.checkcache(filename)  # (as inspect does: a file edited since is read again)
+        lines = linecache.getlines(filename, fn.__globals__) or lines
+        node = _def_in_file(lines, code)
+        if node is None:
+            try:
+                block_lines, start = inspect.getsourcelines(fn)
+            except (OSError, TypeError, IndexError):
+                raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    if node is None:
+        node = _find_node(fn, code, block_lines, start, lines, filename)
     if not filename.startswith("<dplus:") and not _compiles_to(node, code):
         raise SourceUnavailableError(
             f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
@@ -140,6 +146,39 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
             "Re-import the module (importlib.reload) or restart, then differentiate again."
         )
     return FunctionSource(node, filename, code, fn.__globals__, code.co_freevars)
+
+
+# the defs of the file read last, by (first line, name): one parse of the whole file instead of
+# inspect's tokenizer per function (a sixth of a big function's transformation)
+_DEFS_OF_FILE: list[Any] = [None, {}]
+
+
+def _def_in_file(lines: list[str], code: types.CodeType) -> ast.FunctionDef | None:
+    """The ``def`` that ``code`` was compiled from, found in the parse of the whole file
+    ``lines`` (its first line is the first decorator's); None when not found that way."""
+    if code.co_name == "<lambda>":
+        return None
+    if _DEFS_OF_FILE[0] is not lines:  # (linecache gives a new list when the file changes)
+        defs: dict[tuple[int, str], list[ast.AST]] = {}
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        for node in walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                defs.setdefault((first, node.name), []).append(node)
+        _DEFS_OF_FILE[:] = [lines, defs]
+    found = _DEFS_OF_FILE[1].get((code.co_firstlineno, code.co_name), ())
+    if len(found) != 1:
+        return None
+    node = found[0]
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise UnsupportedSyntaxError(
+            f"async functions cannot be differentiated: {code.co_name} at "
+            f"{code.co_filename}:{code.co_firstlineno}"
+        )
+    return node
 
 
 # --------------------------------------------------------------------------
@@ -222,10 +261,9 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     function really was), the source is trusted."""
     import __future__
 
-    import copy
 
     try:
-        target = copy.deepcopy(node)
+        target = clone(node)
     except RecursionError:  # an expression nested deeper than this stack allows: trusted, as below
         return True
     if isinstance(target, ast.FunctionDef):
@@ -237,6 +275,10 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
         ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=ast.Constant(value=None))
         for v in code.co_freevars
     ]
+    if isinstance(target, ast.FunctionDef) and target.name not in code.co_freevars:
+        # the definition binds its name in the wrapper; where the function really was, its
+        # name is global, and a recursive call from a comprehension or lambda must stay so
+        outer_body.insert(0, ast.Global(names=[target.name]))
     outer_body.append(stmt)
     outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
     outer = ast.FunctionDef(
@@ -272,7 +314,7 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     spans = [
         (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
         for n in walk(node)
-        if isinstance(n, ast.Assert)
+        if isinstance(n, ast.Assert) and n.end_lineno is not None and n.end_col_offset is not None
     ]
     return len(found) == 1 and _shape(found[0], spans) == _shape(code, spans)
 
@@ -328,13 +370,14 @@ def _find_node(
     by_line = _LAMBDAS_BY_LINE.get(key)
     if by_line is None:
         # parse the file once and index its lambdas by line
+        file_tree: ast.Module | None
         try:
-            module = ast.parse("".join(all_lines))
+            file_tree = ast.parse("".join(all_lines))
         except SyntaxError:
-            module = None
+            file_tree = None
         by_line = {}
-        if module is not None:
-            for node in walk(module):
+        if file_tree is not None:
+            for node in walk(file_tree):
                 if isinstance(node, ast.Lambda):
                     by_line.setdefault(node.lineno, []).append(node)
         _LAMBDAS_BY_LINE[key] = by_line

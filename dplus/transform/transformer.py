@@ -13,21 +13,31 @@ import dataclasses
 import functools
 import gc
 import inspect
+import linecache
 import sys
 import threading
 import types
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from ..errors import SourceUnavailableError, describe_callable
-from ..runtime.closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
+from ..markers import mark
+from ..runtime.closures import (
+    CodeMap,
+    PlusInfo,
+    plus_info,
+    plus_info_of_code,
+    register_plus_code,
+    remember_generated,
+)
 from ..runtime.hooks import hooks
 from ..runtime.linear import gen_zero
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
+from . import persistent_cache
 from .fused import vector_fused_gradient
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
@@ -64,6 +74,7 @@ class Compiled:
     plus_def: Any = None  # the generated tree, only when asked for (large trees slow the GC)
     fused: types.CodeType | None = None  # grad in one function, for a one-segment float body
     _text: str | None = None
+    guards: tuple[str, ...] = ()  # the helper names of inlined functions (inline.py's guards)
 
     @property
     def source(self) -> str:
@@ -111,7 +122,7 @@ def can_transform(f: Any) -> bool:
         return True
     if isinstance(f, type):
         return False
-    call = getattr(type(f), "__call__", None)
+    call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
     return isinstance(call, types.FunctionType)
 
 
@@ -123,7 +134,7 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
     if isinstance(f, functools.partial):
         return _partial_plus(f)
     if not isinstance(f, types.FunctionType):
-        call = getattr(type(f), "__call__", None)
+        call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
         if isinstance(call, types.FunctionType):
             t = lookup_transform(call)
             # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
@@ -140,16 +151,17 @@ def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcR
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
-    fn.__dplus_source__ = f
+    mark(fn, "__dplus_source__", f)
     remember_generated(fn)  # (for a copy unpickled in another process: dplus.runtime.portable)
     if compiled.fused is not None:
-        fn.__dplus_fused__ = types.FunctionType(
+        fused = types.FunctionType(
             compiled.fused,
             f.__globals__,
             compiled.fused.co_name,
             None,
             _closure_for(compiled, f, compiled.fused),
         )
+        mark(fn, "__dplus_fused__", fused)
     return fn
 
 
@@ -169,7 +181,7 @@ class _Unspecialized:
             compiled = _UNSPECIALIZED.get(f.__code__)
             if compiled is None:
                 with _LOCK:
-                    compiled = _UNSPECIALIZED[f.__code__] = _compile(f, specialize=False)
+                    compiled = _UNSPECIALIZED[f.__code__] = _compile_or_load(f, specialize=False)
             self.plus = _plus_from(compiled, f)
         return self.plus(*args, **kwargs)
 
@@ -202,9 +214,133 @@ def compile_function(f: types.FunctionType) -> Compiled:
     with _LOCK:
         compiled = _COMPILED.get(code)
         if compiled is None:
-            compiled = _compile(f)
+            compiled = _compile_or_load(f)
             _COMPILED[code] = compiled
     return compiled
+
+
+def _compile_or_load(
+    f: types.FunctionType, specialize: bool = True, nestable: bool = False
+) -> Compiled:
+    """``_compile(f)``, or its code read from the persistent cache when that is on and holds
+    it (written there after a transformation otherwise)."""
+    if persistent_cache.cache_directory() is None:
+        return _compile(f, nestable=nestable, specialize=specialize)
+    try:
+        key = persistent_cache.entry_key(f, (FAST_PATHS[0], specialize, nestable))
+    except persistent_cache.Unkeyable:
+        return _compile(f, nestable=nestable, specialize=specialize)
+    compiled = _compiled_from_entry(f, persistent_cache.load(key), nestable)
+    if compiled is not None:
+        persistent_cache.STATS["hits"] += 1
+        return compiled
+    persistent_cache.STATS["misses"] += 1
+    compiled = _compile(f, nestable=nestable, specialize=specialize)
+    _store_entry(key, compiled, f)
+    return compiled
+
+
+def _store_entry(key: str, compiled: Compiled, f: types.FunctionType) -> None:
+    values = {name: cell.cell_contents for name, cell in compiled.helper_cells.items()}
+    special = {id(v): "unspecialized" for v in values.values() if isinstance(v, _Unspecialized)}
+    try:
+        recipes = {
+            name: persistent_cache.recipe_for(value, f, special) for name, value in values.items()
+        }
+    except persistent_cache.Unfindable:
+        persistent_cache.STATS["unstorable"] += 1
+        return
+    by_value = {}
+    for name, code in compiled.codes.items():
+        info = plus_info_of_code(code)
+        by_value[name] = info.by_value_freevars if info is not None else ()
+    persistent_cache.store(
+        key,
+        {
+            "plus": compiled.code,
+            "fused": compiled.fused,
+            "helpers": recipes,
+            "guards": compiled.guards,
+            "by_value": by_value,
+            "name": compiled.name,
+            "simple": compiled.simple,
+            "prefix": compiled.prefix,
+            "filename": compiled.filename,
+            # the text of code made differentiable again, compiled from it (read again at
+            # the next order under the file name the code carries)
+            "text": "".join(linecache.getlines(compiled.code.co_filename))
+            if compiled.nestable
+            else "",
+        },
+    )
+
+
+def _compiled_from_entry(
+    f: types.FunctionType, entry: dict | None, nestable: bool = False
+) -> Compiled | None:
+    """The Compiled of a cache entry, with its helpers found in this process; None when the
+    entry is absent, malformed, or names a value this process does not have (a miss)."""
+    if entry is None:
+        return None
+    try:
+        plus, fused = entry["plus"], entry["fused"]
+        special = {"unspecialized": _Unspecialized(f)}
+        values = {
+            name: persistent_cache.follow_recipe(recipe, f, special)
+            for name, recipe in entry["helpers"].items()
+        }
+        guards = tuple(entry["guards"])
+        by_value = {name: tuple(names) for name, names in entry["by_value"].items()}
+        name, simple, prefix = str(entry["name"]), bool(entry["simple"]), str(entry["prefix"])
+        filename = str(entry["filename"])
+        text = str(entry["text"])
+    except (persistent_cache.Unfindable, KeyError, TypeError, ValueError, AttributeError):
+        return None
+    bindable = set(values) | set(f.__code__.co_freevars)
+    for code in (plus, fused):
+        if code is not None and not (
+            isinstance(code, types.CodeType) and set(code.co_freevars) <= bindable
+        ):
+            return None
+    if not isinstance(plus, types.CodeType) or not set(guards) <= set(values):
+        return None
+    if nestable:
+        if not text:
+            return None
+        plus = _with_filename(plus, _register_text(f, text))
+    elif plus.co_filename != f.__code__.co_filename:
+        # (code made from generated text: this process registered that text under its name)
+        plus = _with_filename(plus, f.__code__.co_filename)
+        fused = None if fused is None else _with_filename(fused, f.__code__.co_filename)
+        filename = f.__code__.co_filename
+    codes: dict[str, types.CodeType] = {}
+    _register_codes(plus, by_value, f, codes)
+    helper_cells = {k: types.CellType(v) for k, v in values.items()}
+    remember_guards({g: values[g] for g in guards}, helper_cells)
+    COMPILE_LOG.append((prefix, nestable, sum(len(c.co_code) for c in codes.values())))
+    return Compiled(
+        plus,
+        helper_cells,
+        f,
+        nestable,
+        name,
+        simple,
+        prefix,
+        codes,
+        filename,
+        None,
+        fused,
+        None,
+        guards,
+    )
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    """``code`` and the code nested in it, compiled from the file ``filename``."""
+    consts = tuple(
+        _with_filename(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -359,6 +495,7 @@ def _compile(
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
     user_free = list(freevars)
+    returned = ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))
     factory = ast.FunctionDef(
         name=prefix + "factory",
         args=ast.arguments(
@@ -370,34 +507,23 @@ def _compile(
             kwarg=None,
             defaults=[],
         ),
-        body=[plus_def]
-        + ([fused_def] if fused_def is not None else [])
-        + [ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))],
+        body=[plus_def] + ([fused_def] if fused_def is not None else []) + [returned],
         decorator_list=[],
         returns=None,
         type_comment=None,
     )
     module = ast.Module(body=[factory], type_ignores=[])
     # the plus-function is located already; only the factory around it needs a position
-    for node in (
-        factory,
-        factory.args,
-        *factory.args.args,
-        factory.body[-1],
-        factory.body[-1].value,
-    ):
+    positioned: list[Any] = [factory, factory.args, *factory.args.args, returned, returned.value]
+    for node in positioned:
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = plus_def.lineno
             node.col_offset = node.end_col_offset = 0
     filename = src.filename
     if nestable:
         # compiled from its own text, registered with linecache, so it can be transformed again
-        import linecache
-
-        _NEST_COUNTER[0] += 1
-        filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
         text = unparse(module) + "\n"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        filename = _register_text(f, text)
         to_compile: Any = text
     else:
         to_compile = module
@@ -439,10 +565,23 @@ def _compile(
         src.filename,
         plus_def if keep_tree else None,
         fused_code,
+        None,
+        tuple(guards),
     )
 
 
 _NEST_COUNTER = [0]
+
+
+def _register_text(f: types.FunctionType, text: str) -> str:
+    """Register ``text``, the code of ``f`` made differentiable again, with linecache under
+    a new file name (the next order reads it there); returns the name."""
+    _NEST_COUNTER[0] += 1
+    filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return filename
+
+
 # (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much
 # code each order of a nested derivative generated
 COMPILE_LOG: list[tuple[str, bool, int]] = []
@@ -553,9 +692,9 @@ def generated_source(f: Any) -> str:
         raise SourceUnavailableError(
             f"{describe_callable(f)} is not a Python function: it has no generated code to show"
         )
-    info = plus_info(target)
-    if info is not None and getattr(target, "__dplus_source__", None) is not None:
-        target = target.__dplus_source__
+    source = getattr(target, "__dplus_source__", None)
+    if source is not None and plus_info(target) is not None:
+        target = source
     return compile_function(target).source
 
 
@@ -599,7 +738,7 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
             pos = out[1 : 1 + npos]
             kept = tuple([k for k in bound_names if k not in kwargs]) if kwargs else bound_names
             closure = (out[0], pos[:nb], keywords_at(out, 1 + npos, kept))
-            res = (closure,) + pos[nb:]
+            res: tuple[Any, ...] = (closure,) + pos[nb:]
             if kwargs:
                 res = res + (keywords_at(out, 1 + npos, tuple(kwargs)),)
             return res
@@ -618,10 +757,11 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
 _EXTRA_PLUS: set[types.CodeType] = set()
 
 
-def _mark_plus(fn: types.FunctionType) -> None:
-    if fn.__code__ not in _EXTRA_PLUS:
-        _EXTRA_PLUS.add(fn.__code__)
-        register_plus_code(fn.__code__, PlusInfo(None, (), None))
+def _mark_plus(fn: Callable[..., Any]) -> None:
+    code = cast(types.FunctionType, fn).__code__  # (a plus-function dplus made: a function)
+    if code not in _EXTRA_PLUS:
+        _EXTRA_PLUS.add(code)
+        register_plus_code(code, PlusInfo(None, (), None))
 
 
 # ---------------------------------------------------------------------------
@@ -643,8 +783,8 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
         return plus(*args)
 
     lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
-    lazy_plus.__dplus_source__ = f
-    lazy_plus.__dplus_lazy__ = True
+    mark(lazy_plus, "__dplus_source__", f)
+    mark(lazy_plus, "__dplus_lazy__", True)
     return lazy_plus
 
 
@@ -652,7 +792,7 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # constructing instances of user classes
 
 
-def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
+def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
     if dataclasses.is_dataclass(cls) or attrs.has(cls):
         return _field_constructor(cls)
     if _is_plain_namedtuple(cls):
@@ -688,7 +828,7 @@ def construct_plus(cls: type) -> Callable[..., ProcResult] | None:
     return None
 
 
-def _is_plain_namedtuple(cls: type) -> bool:
+def _is_plain_namedtuple(cls: type[Any]) -> bool:
     """A ``collections.namedtuple`` / ``typing.NamedTuple`` class whose construction is the
     generated one (no ``__new__`` or ``__init__`` of the user's)."""
     if not (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)):
@@ -705,7 +845,7 @@ def _is_plain_namedtuple(cls: type) -> bool:
     return True
 
 
-def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
+def _namedtuple_constructor(cls: type[Any]) -> Callable[..., ProcResult]:
     """A named tuple built from its fields: each argument gets its field's sensitivity."""
     names = list(cls._fields)
 
@@ -728,7 +868,7 @@ def _namedtuple_constructor(cls: type) -> Callable[..., ProcResult]:
     return construct_namedtuple
 
 
-def _field_constructor(cls: type) -> Callable[..., ProcResult]:
+def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     else:

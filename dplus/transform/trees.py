@@ -19,6 +19,46 @@ _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
 _STATELESS = (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
 _WALK_FIELDS: dict[type, tuple[str, ...]] = {}
+# fields that hold names, strings and numbers, never nodes: walks skip them (a Name, the
+# commonest node, then has nothing to look at)
+_SCALAR_FIELDS = frozenset(
+    {
+        ("Name", "id"),
+        ("Constant", "value"),
+        ("Constant", "kind"),
+        ("Attribute", "attr"),
+        ("arg", "arg"),
+        ("arg", "type_comment"),
+        ("keyword", "arg"),
+        ("alias", "name"),
+        ("alias", "asname"),
+        ("FunctionDef", "name"),
+        ("FunctionDef", "type_comment"),
+        ("AsyncFunctionDef", "name"),
+        ("AsyncFunctionDef", "type_comment"),
+        ("ClassDef", "name"),
+        ("Assign", "type_comment"),
+        ("For", "type_comment"),
+        ("AsyncFor", "type_comment"),
+        ("With", "type_comment"),
+        ("AsyncWith", "type_comment"),
+        ("ImportFrom", "module"),
+        ("ImportFrom", "level"),
+        ("Global", "names"),
+        ("Nonlocal", "names"),
+        ("ExceptHandler", "name"),
+        ("FormattedValue", "conversion"),
+        ("comprehension", "is_async"),
+    }
+)
+
+
+def _node_fields(t: type) -> tuple[str, ...]:
+    """The fields of node type ``t`` that may hold nodes (contexts left out)."""
+    fields = _WALK_FIELDS[t] = tuple(
+        f for f in t._fields if f != "ctx" and (t.__name__, f) not in _SCALAR_FIELDS
+    )
+    return fields
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
@@ -33,7 +73,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         t = type(n)
         fields = _WALK_FIELDS.get(t)
         if fields is None:
-            fields = _WALK_FIELDS[t] = tuple(f for f in t._fields if f != "ctx")
+            fields = _node_fields(t)
         for f in fields:
             v = getattr(n, f, None)
             if type(v) is list:
@@ -58,7 +98,7 @@ def nesting_depth(node: ast.AST) -> int:
         t = type(n)
         fields = _WALK_FIELDS.get(t)
         if fields is None:
-            fields = _WALK_FIELDS[t] = tuple(f for f in t._fields if f != "ctx")
+            fields = _node_fields(t)
         for f in fields:
             v = getattr(n, f, None)
             if type(v) is list:
@@ -95,7 +135,7 @@ def substituted(node: Any, mapping: dict[str, ast.expr]) -> Any:
     ``mapping`` is replaced by a copy of the expression it maps to."""
 
     def replace(n: ast.AST) -> ast.AST | None:
-        return clone(mapping[n.id]) if n.__class__ is ast.Name and n.id in mapping else None  # type: ignore[attr-defined]
+        return clone(mapping[n.id]) if n.__class__ is ast.Name and n.id in mapping else None
 
     return _copy(node, replace)
 
@@ -106,12 +146,11 @@ def unparse(node: ast.AST) -> str:
     ``-2 ** x``, which Python reads as ``-(2 ** x)``."""
 
     def replace(n: ast.AST) -> ast.AST | None:
-        if (
-            n.__class__ is ast.Constant
-            and type(n.value) in (int, float)
-            and str(n.value).startswith("-")
-        ):  # type: ignore[attr-defined]
-            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-n.value))  # type: ignore[attr-defined]
+        if n.__class__ is not ast.Constant:
+            return None
+        value = n.value
+        if (type(value) is int or type(value) is float) and str(value).startswith("-"):
+            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
         return None
 
     return ast.unparse(_copy(node, replace))

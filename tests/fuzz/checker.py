@@ -400,11 +400,11 @@ class Checker:
                 "refused",
                 f"{stage}:{type(e).__name__}: {normalised_message(e)}",
                 format_exception(e),
-            )
+            ) from e
         except Exception as e:
             raise _Stop(
                 "crash", f"{stage}:{type(e).__name__}", format_exception(e), normalised_message(e)
-            )
+            ) from e
 
     def run_checks(self, f, module, described, out: Outcome) -> None:
         # the plain call
@@ -414,7 +414,7 @@ class Checker:
         except FuzzTimeout:
             raise
         except Exception as e:
-            raise _Stop("skipped", "plain-raised", f"{type(e).__name__}: {e}")
+            raise _Stop("skipped", "plain-raised", f"{type(e).__name__}: {e}") from e
         if type(expected) not in (float, int) or not math.isfinite(expected) or abs(expected) > 1e8:
             raise _Stop("skipped", "not-a-finite-float", repr(expected))
 
@@ -475,7 +475,7 @@ class Checker:
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise Mismatch(
                     "gradient", f"no gradient entry at {path_text(path)} in {gradient!r}"
-                )
+                ) from None
             if isinstance(g, np.floating):
                 g = float(g)
             x = get(base_args, path)
@@ -535,7 +535,7 @@ class Checker:
                             "mutation",
                             f"dplus refused ({stop.kind}) after changing the array "
                             f"args[{i}]: {a!r} became {b!r}",
-                        )
+                        ) from stop
             raise
 
     def check_hessian_vector_product(self, f, described, out: Outcome) -> None:
@@ -578,7 +578,7 @@ class Checker:
             try:
                 got = np.asarray(product[i], float)
             except (IndexError, TypeError, ValueError):
-                raise Mismatch("second_order", f"hvp has no entry [{i}]: {product!r}")
+                raise Mismatch("second_order", f"hvp has no entry [{i}]: {product!r}") from None
             if got.shape != a.shape or not np.allclose(
                 got, a, rtol=SECOND_REL_TOL, atol=SECOND_ABS_TOL
             ):
@@ -648,7 +648,9 @@ class Checker:
                 try:
                     h_ij = hessian[i][j]
                 except (IndexError, TypeError, KeyError):
-                    raise Mismatch("second_order", f"hessian has no entry [{i}][{j}]: {hessian!r}")
+                    raise Mismatch(
+                        "second_order", f"hessian has no entry [{i}][{j}]: {hessian!r}"
+                    ) from None
                 if column is None:
                     out.second_skipped += 1
                     continue

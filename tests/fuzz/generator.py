@@ -55,6 +55,7 @@ FEATURES = (
     "heapq_bisect",  # heapq push/pop/pushpop/heapify/nsmallest/merge, bisect/insort on float lists
     "nested_decorators",  # @functools.cache / lru_cache / a user decorator on a nested def
     "generators",  # nested generator functions (yield, yield from) consumed by sum/max/sorted/list/for
+    "container_subclasses",  # list/Counter subclasses overriding methods, calling the builtin
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
@@ -321,6 +322,32 @@ class Pt:
         return f"Pt({self.a!r}, {self.b!r})"
 """
 
+# Subclasses of builtin containers whose methods override the builtin's and reach it through
+# super() or the base class (the container_subclasses family).
+SUBCLASSES = """
+class ScaledList(list):
+    @dplus.define_dplus
+    def append(self, v):
+        super().append(v * 1.5)
+
+
+class ShiftedList(list):
+    @dplus.define_dplus
+    def append(self, v):
+        list.append(self, v + 0.5)
+
+    @dplus.define_dplus
+    def extend(self, vs):
+        for v in vs:
+            self.append(v)
+
+
+class Tally(collections.Counter):
+    @dplus.define_dplus
+    def add(self, key, v):
+        self.update({key: v * 2.0})
+"""
+
 CONSTANTS = ("0.5", "1.5", "-0.75", "2.0", "0.25", "3", "1", "-1.25", "SCALE")
 
 
@@ -337,6 +364,7 @@ class Generator:
         self.max_statements = max_statements
         self.counter = 0
         self.helpers: list[str] = []  # module-level helper sources
+        self.uses_subclasses = False  # SUBCLASSES is emitted
         self.helper_names: list[tuple[str, int]] = []  # (name, number of float parameters)
         self.scopes: list[dict[str, Var]] = [{}]
         self.lines: list[str] = []
@@ -558,6 +586,7 @@ class Generator:
             "import functools",
             "import contextlib",
             "import heapq",
+            "import collections",
             "import bisect",
             "import numpy as np",
             "import dplus",
@@ -569,6 +598,8 @@ class Generator:
         ]
         if self.uses_pt or any(v.kind == "obj" for v in self.scope.values()):
             head.append(PT_CLASS)
+        if self.uses_subclasses:
+            head.append(SUBCLASSES)
         src = "\n".join(head + self.helpers + [f"def f({', '.join(params)}):"] + body) + "\n"
         return Program(source=src, args=values, features=self.features, seed=self.seed)
 
@@ -1438,6 +1469,32 @@ def st_heapq_bisect(g):
     g.bind(v, "float")
 
 
+def st_container_subclass(g):
+    r = g.rng
+    c, v = g.fresh("c"), g.fresh("v")
+    g.uses_subclasses = True
+    form = r.randint(0, 2)
+    if form == 0:
+        g.emit(f"{c} = ScaledList()")
+        g.emit(f"{c}.append({g.float_expr(1)})")
+        g.emit(f"{c}.append({g.float_expr(1)})")
+        g.emit(f"{c}.append({g.float_expr(1)})")
+        g.emit(f"{v} = {c}[0] * {c}[-1] + sum({c})")
+    elif form == 1:
+        g.emit(f"{c} = ShiftedList()")
+        g.emit(f"{c}.extend([{g.float_expr(1)}, {g.float_expr(0)}])")
+        g.emit(f"{c}.append({g.float_expr(1)})")
+        g.emit(f"{c}[1] = {c}[0] * {g.float_expr(1)}")
+        g.emit(f"{v} = {c}[1] * {c}[2] - {c}.pop()")
+    else:
+        g.emit(f"{c} = Tally({{'a': {g.float_expr(1)}}})")
+        g.emit(f"{c}.add('a', {g.float_expr(1)})")
+        g.emit(f"{c}.add('b', {g.float_expr(1)})")
+        g.emit(f"{c}.update({{'b': {g.float_expr(1)}}})")
+        g.emit(f"{v} = {c}['a'] * {c}['b'] + {c}['missing']")
+    g.bind(v, "float")
+
+
 def st_nested_decorator(g):
     if not closure_allowed(g):
         return False
@@ -1509,6 +1566,7 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("heapq_bisect", 0.6, False, st_heapq_bisect),
     ("nested_decorators", 0.5, False, st_nested_decorator),
     ("generators", 0.5, False, st_generators),
+    ("container_subclasses", 0.4, False, st_container_subclass),
 ]
 
 

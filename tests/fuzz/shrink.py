@@ -186,10 +186,10 @@ class Shrinker:
         while progress and time.monotonic() < deadline:
             progress = False
             passes: list[Callable[[], Iterator[tuple[ast.Module, tuple]]]] = [
-                lambda: ((t, best.args) for t in deletions(tree)),
-                lambda: ((t, best.args) for t in inlinings(tree)),
-                lambda: parameter_drops(tree, best.args, best.entry),
-                lambda: ((t, best.args) for t in expression_replacements(tree)),
+                lambda: ((t, best.args) for t in deletions(tree)),  # noqa: B023  (made and run in this iteration of the while loop)
+                lambda: ((t, best.args) for t in inlinings(tree)),  # noqa: B023  (made and run in this iteration of the while loop)
+                lambda: parameter_drops(tree, best.args, best.entry),  # noqa: B023  (made and run in this iteration of the while loop)
+                lambda: ((t, best.args) for t in expression_replacements(tree)),  # noqa: B023  (made and run in this iteration of the while loop)
             ]
             for make in passes:
                 for candidate, args in make():

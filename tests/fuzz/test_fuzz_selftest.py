@@ -10,7 +10,7 @@ import pytest
 import dplus
 
 from .checker import Checker, build_args, load, unload
-from .generator import ALL, FEATURES, generate
+from .generator import FEATURES, generate
 from .runner import reproduction
 from .shrink import Shrinker
 

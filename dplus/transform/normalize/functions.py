@@ -71,15 +71,22 @@ class FunctionForms:
         if i + 1 < len(e.generators):
             body = self._comp_loops(e, i + 1, kind, result)
         elif kind == "dict":
-            store = ast.Subscript(value=_name(result), slice=e.key, ctx=ast.Store())
+            store = ast.copy_location(
+                ast.Subscript(value=_name(result), slice=e.key, ctx=ast.Store()), e
+            )
             store.dp_comp_result = True
             body = [ast.copy_location(ast.Assign(targets=[store], value=e.value), e)]
         else:
             meth = "append" if kind == "list" else "add"
-            call = ast.Call(
-                func=ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()),
-                args=[e.elt],
-                keywords=[],
+            call = ast.copy_location(
+                ast.Call(
+                    func=ast.copy_location(
+                        ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()), e
+                    ),
+                    args=[e.elt],
+                    keywords=[],
+                ),
+                e,
             )
             call.dp_comp_result = (
                 True  # (into the comprehension's own new result: not a write the loop can see)

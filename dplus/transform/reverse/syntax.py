@@ -301,8 +301,11 @@ def _locate(root: ast.AST, lineno: int) -> None:
 
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
     """Give statements without a position ``like``'s line; their insides get theirs from
-    the single recursive pass over the whole function (``_locate`` in ``build``)."""
-    line = getattr(like, "lineno", 1) or 1
+    the single recursive pass over the whole function (``_locate`` in ``build``), as do
+    these statements when ``like`` has no position of its own (a node the normaliser made)."""
+    line = getattr(like, "lineno", None)
+    if line is None:
+        return
     for st in stmts:
         if getattr(st, "lineno", None) is None:
             st.lineno = st.end_lineno = line
