@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from .closures import CodeMap, PlusInfo, plus_info, register_plus_code, remember_generated
+from .closures import (
+    CodeMap,
+    PlusInfo,
+    is_plus_function,
+    plus_info,
+    register_plus_code,
+    remember_generated,
+)
 from .errors import SourceUnavailableError, describe_callable
 from .inline import inline_calls, remember_guards
 from .linear import gen_zero
@@ -573,7 +580,9 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
 
     inner_plus = (
         lift(p.func)
-        if not can_transform(p.func) or lookup_transform(p.func) is not None
+        if not can_transform(p.func)
+        or lookup_transform(p.func) is not None
+        or is_plus_function(p.func)  # made inside transformed code: it stands for itself
         else plus_function_for(p.func)
     )
     bound_args = p.args
