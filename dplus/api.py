@@ -118,7 +118,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
 
 def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
-    if cls.__module__.startswith("dplus."):
+    if cls.__module__.startswith("dplus.") and not cls.__dict__.get("__dplus_from_source__"):
         return None  # dplus's own classes have registered rules or none
     from .transform.transformer import construct_plus
 

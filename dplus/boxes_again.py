@@ -22,6 +22,7 @@ is a transpose:
 
 from __future__ import annotations
 
+import collections
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -239,6 +240,11 @@ class _Entries:
         self.found: dict[int, tuple[Any, Any, bool]] = {}
 
 
+# a deque's entry is a list by position, as a list's is
+_LIST_LIKE = (list, collections.deque)
+_SEQUENCES = (list, tuple, collections.deque)
+
+
 def _mutables_in(v: Any, out: dict, depth: int = 0) -> None:
     """Every tracked mutable value reachable from ``v`` (snapshots, elements, attributes)."""
     t = type(v)
@@ -257,7 +263,7 @@ def _mutables_in(v: Any, out: dict, depth: int = 0) -> None:
 
 
 def _members(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, _SEQUENCES):
         return v
     if isinstance(v, dict):
         return v.values()
@@ -331,7 +337,7 @@ def _handed_back(
         return Z
     seen.add(id(v))
     own = _entry_sensitivity(entries, v, Abox2)
-    if isinstance(v, list):
+    if isinstance(v, _LIST_LIKE):
         items = _items_of(s)
         held = v if elements is None else elements  # (what handover took the elements from)
         back = [
@@ -475,7 +481,7 @@ def _folded_back(
             seen.add(id(v))
             _entry_back(rec, F, Abox, Abox2)
         _folded_members_back(
-            v if isinstance(v, (list, dict)) else object_attributes(v),
+            v if isinstance(v, (*_LIST_LIKE, dict)) else object_attributes(v),
             F,
             entries,
             Abox,
@@ -493,7 +499,7 @@ def _folded_members_back(
     if isinstance(items, dict):
         for k, e in items.items():
             _folded_back(e, _part(F, k), entries, Abox, Abox2, seen)
-    elif isinstance(items, (list, tuple)):
+    elif isinstance(items, _SEQUENCES):
         for i, e in enumerate(items):
             _folded_back(e, _part(F, i), entries, Abox, Abox2, seen)
     elif type(items) is Box or is_tracked_mutable(items):

@@ -366,7 +366,7 @@ def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
     """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
     by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
     whose ``fd``, whose ``fplus``)."""
-    from .runtime_ops import closure_parts
+    from .runtime.ops import closure_parts
 
     for name in path:
         if A is gen_zero or A is None:
@@ -384,7 +384,7 @@ def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) 
     differentiated code: ``f`` is a plus-function there, as for ``dplus.grad`` (api._grad_inside);
     the function made is differentiable again, and ``f``'s sensitivity is its closure's. Its
     other arguments (``argnums``, ``has_aux``) get none, by position or keyword as passed."""
-    from .runtime import KeywordDict
+    from .runtime.result import KeywordDict
 
     options = dict(zip(("argnums", "has_aux"), rest), **kwargs)
     argnums, has_aux = options.get("argnums"), options.get("has_aux", False)

@@ -16,6 +16,7 @@ the tower work: the transform of "call ``f``'s transform" is "call the transform
 
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 from collections.abc import Callable
@@ -217,6 +218,8 @@ def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     With keyword arguments, the backprop's last element is the dict of their
     sensitivities, as for any call with keywords (``runtime_ops.call`` binds them)."""
     stands_for_itself = is_plus_function(f) and not is_registered_transform(f)
+    if type(f) is functools.partial and _stands_for_itself(f.func):
+        return _call_partial_tower(f, args, kwargs)
     if kwargs:
         names = runtime_ops.plain_parameters(
             f if stands_for_itself else _resolved(lift(f)), args, kwargs
@@ -229,6 +232,100 @@ def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     first = lift(f)
     T = transform_of_plus(first)
     return _shift_callee_relayout(_call_transform(T, args, kwargs), first, T)
+
+
+def _stands_for_itself(f: Any) -> bool:
+    """A plus-function made inside transformed code: at the next order it stands for itself."""
+    return is_plus_function(f) and not is_registered_transform(f)
+
+
+def _call_partial_tower(p: functools.partial, args: tuple, kwargs: dict) -> ProcResult:
+    """The transform of calling a partial whose function was made inside transformed code (so
+    it stands for itself here): the function called with the bound arguments, through the
+    transform of ``call``; the backprops answer as the partial's first-order plus-function's
+    do, the partial's sensitivity laid out as its rule's (function, bound arguments, bound
+    keywords)."""
+    layout = _PartialLayout(len(p.args), len(args), tuple(p.keywords), tuple(kwargs))
+    keywords = dict(p.keywords)
+    keywords.update(kwargs)
+    r = apply_transform(_call_tower, p.func, *(p.args + args), **keywords)
+    first = r.primal  # ProcResult(value, the function's backprop)
+    primal = ProcResult(first.primal, _partial_backprop_plus(first.backprop, layout))
+
+    def call_partial_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
+            # the partial backprop's closure sensitivity is a 1-tuple of the inner backprop's
+            S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
+        out = r.backprop(S, Abox)  # ((), function's, *positional, [keywords by name])
+        return ((),) + layout.as_partials(out[1:])
+
+    return ProcResult(primal, call_partial_backprop)
+
+
+class _PartialLayout:
+    """How the sensitivities of a call of ``partial(g, *bound, **bound_kw)(*args, **kwargs)``
+    are laid out: ``g``'s backprop answers ``(closure, *bound, *args, {keywords})``; the
+    partial's ``((closure, bound's, {bound keywords}), *args, [{keywords}])``."""
+
+    __slots__ = ("nb", "na", "bound_names", "names")
+
+    def __init__(self, nb: int, na: int, bound_names: tuple, names: tuple) -> None:
+        self.nb, self.na, self.bound_names, self.names = nb, na, bound_names, names
+
+    def kept(self) -> tuple:
+        return tuple([k for k in self.bound_names if k not in self.names])
+
+    def as_partials(self, out: tuple) -> tuple:
+        nb, npos = self.nb, self.nb + self.na
+        pos = tuple(out[1 : 1 + npos])
+        own = (out[0], pos[:nb], runtime_ops.keywords_at(out, 1 + npos, self.kept()))
+        res = (own,) + pos[nb:]
+        if self.names:
+            res = res + (runtime_ops.keywords_at(out, 1 + npos, self.names),)
+        return res
+
+    def as_function(self, S: Any) -> tuple:
+        """The transpose of ``as_partials``: a sensitivity of its result as one of ``out``."""
+        nb, na = self.nb, self.na
+        parts = tuple_items(S, 1 + na + (1 if self.names else 0))
+        own = parts[0]
+        s_fn, s_bound, s_kw = (Z, Z, Z) if own is Z or own is None else tuple_items(own, 3)
+        bound = (Z,) * nb if s_bound is Z or s_bound is None else tuple_items(s_bound, nb)
+        res = (s_fn,) + tuple(bound) + tuple(parts[1 : 1 + na])
+        if self.bound_names or self.names:
+            given = parts[-1] if self.names else {}
+            by_name = {k: s_kw.get(k, Z) if isinstance(s_kw, dict) else Z for k in self.kept()}
+            for k in self.names:
+                by_name[k] = given.get(k, Z) if isinstance(given, dict) else Z
+            res = res + (KeywordDict(by_name),)
+        return res
+
+
+defnondiff(_PartialLayout)
+
+
+def _partial_backprop_plus(inner: Any, layout: _PartialLayout) -> Any:
+    """The plus-function of a partial's backprop around ``inner`` (its function's backprop, a
+    plus-function at this order): it answers as the partial's; its closure is ``(inner,)``."""
+
+    def partial_backprop_plus(A: Any, Abox: BoxSensitivities) -> ProcResult:
+        r = apply_transform(_call_tower, inner, A, Abox)
+
+        def partial_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+            if S is Z or S is None:
+                return (Z,), Z, Z
+            g = r.backprop(layout.as_function(S), Abox2)  # ((), inner's, A's, Abox's)
+            return (g[1],), g[2], g[3]
+
+        return ProcResult(layout.as_partials(r.primal), partial_backprop_plus_backprop)
+
+    return partial_backprop_plus
+
+
+register_plus_code(
+    _partial_backprop_plus(None, _PartialLayout(0, 0, (), ())).__code__,
+    PlusInfo(None, ("inner",), None),
+)
 
 
 def _resolved(P: Any) -> Any:
@@ -1153,6 +1250,18 @@ register_primitive(
 )
 register_attribute(_iterables.Seq, "items", _seq_attribute_rule("items"))
 register_attribute(_iterables.Seq, "value", _seq_attribute_rule("value"))
+
+
+def _seq_source_rule(sq: Any) -> ProcResult:
+    """``sq.source()``: the materialized items, or the value itself when there are none."""
+    return apply_transform(_seq_attribute_rule("value" if sq.items is None else "items"), sq)
+
+
+register_primitive(
+    _iterables.Seq.source,
+    _seq_source_rule,
+    note="internal: what a rule iterates, at the next order",
+)
 
 _refused_seq_sens = _unsupported_again(
     _iterables.Seq.sens,

@@ -477,15 +477,19 @@ class Calls:
     :func:`fast_rule`). ``back(k, A, Abox)`` runs the backpropagator of call ``k`` (call
     them in reverse order) and returns ``(closure_sens, *arg_sens)`` with the parts that
     belong to mutable values already handed into ``Abox``; ``None`` when all are zero.
+
+    Rule code that differentiates again (``__dplus_from_source__``): at the next order a rule
+    that made a ``Calls`` is differentiated from its source, and so is this class, as a user
+    class is. So the function is called as generated code calls a callee
+    (``runtime_ops.call``, whose next-order rule calls the transform of its transform) and the
+    records are plain lists.
     """
 
-    __slots__ = ("function", "fp", "fast", "args", "results", "bps")
+    __slots__ = ("function", "fast", "args", "results", "bps")
+    __dplus_from_source__ = True
 
     def __init__(self, function: Any) -> None:
-        from dplus.runtime.core import lift
-
         self.function = function
-        self.fp = lift(function)
         self.fast: dict = {}
         self.args: list = []
         self.results: list = []
@@ -495,11 +499,9 @@ class Calls:
         return len(self.args)
 
     def _rule(self, arity: int) -> Any:
-        try:
-            return self.fast[arity]
-        except KeyError:
-            rule = self.fast[arity] = fast_rule(self.function, arity)
-            return rule
+        if arity not in self.fast:
+            self.fast[arity] = fast_rule(self.function, arity)
+        return self.fast[arity]
 
     def call(self, a: tuple) -> Any:
         self.args.append(a)
@@ -511,7 +513,7 @@ class Calls:
                     self.results.append(r)
                     self.bps.append(None)
                     return r
-        res = self.fp(*a)
+        res = _call_function(self.function, a)
         r = res.primal
         self.results.append(r)
         self.bps.append(res.backprop)
@@ -528,7 +530,7 @@ class Calls:
                 return ((),) + tuple(
                     gen_zero if g is None else g(A, r, *a) for g in self.fast[len(a)][1]
                 )
-            bp = self.fp(*a).backprop  # a non-float sensitivity: the full rule, run again
+            bp = _call_function(self.function, a).backprop  # a non-float sensitivity: the full rule
         else:
             A = settle(self.results[k], A, Abox)
         rs = bp(A, Abox)
@@ -536,3 +538,20 @@ class Calls:
 
 
 hooks.install(recorded_calls=Calls)
+
+
+def _call_function(function: Any, a: tuple) -> Any:
+    """``function(*a)`` through its transform, as generated code calls a callee."""
+    from dplus.runtime.ops import call
+
+    return call(function, *a)
+
+
+def _register_nondifferentiable_helpers() -> None:
+    from dplus.rules import defnondiff
+
+    defnondiff(fast_rule, note="internal: which inline rule a function argument has")
+    defnondiff(all_float, note="internal: a type test")
+
+
+_register_nondifferentiable_helpers()

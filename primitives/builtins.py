@@ -216,6 +216,11 @@ def _first_extremum(fn: Any, better: Any, keys: Any) -> int:
     return idx
 
 
+# (an index: piecewise constant. Rule code differentiated again calls it as it is, and does
+# not differentiate its comparisons, and its call of min or max, from source)
+defnondiff(_first_extremum, note="internal: the index min or max picks")
+
+
 def _extremum(fn: Any, better: Any) -> Any:
     name = fn.__name__
 
@@ -549,7 +554,7 @@ def map_plus(function: Any, *iterables: Any) -> ProcResult:
         if fast is not None:
             return fast
     calls = Calls(function)
-    out = list(map(calls.call, zip(*[sq.source() for sq in seqs])))
+    out = [calls.call(a) for a in zip(*[sq.source() for sq in seqs])]
     m = len(seqs)
     n = len(out)
 

@@ -1631,6 +1631,11 @@ def register_numpy_rules() -> None:
         np.triu_indices,
         note="non-differentiable: an array constructor",
     )
+    # (a class whose __next__ calls next() on an itertools.product: run as it is, not from source)
+    nondiff(np.ndindex, note="non-differentiable: an iterator of index tuples")
+    from dplus.runtime.ops import LABEL_ITERATORS
+
+    LABEL_ITERATORS.add(np.ndindex)
 
     # -- piecewise constant, integer- or bool-valued: zero sensitivity
     nondiff(

@@ -202,20 +202,7 @@ BUILTINS = {
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        n
-        if n != "list_of_map"
-        else pytest.param(
-            n,
-            marks=pytest.mark.xfail(
-                strict=True, reason="F14: map calls its function through Calls"
-            ),
-        )
-        for n in sorted(BUILTINS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(BUILTINS))
 def test_builtins_second_order(name):
     f = BUILTINS[name]
     for k, args in enumerate(_points(2, zlib.crc32(name.encode()) % 1000)):
@@ -300,29 +287,10 @@ FUNCTIONAL = {
 
 
 # rules that call their function argument through _iterables.Calls (reduce, map, accumulate,
-# starmap, partial of a lambda) are not differentiable again yet (F14 in tests/fuzz/FINDINGS.md):
-# they refuse or raise; sorted/max with a key work
-OPEN_FUNCTIONAL = {
-    "reduce",
-    "reduce_reads_variable",
-    "accumulate",
-    "starmap",
-    "map_reads_variable",
-    "partial",
-}
+# starmap) and a partial of a lambda were F14 (tests/fuzz/FINDINGS.md): fixed, checked here
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        n
-        if n not in OPEN_FUNCTIONAL
-        else pytest.param(
-            n, marks=pytest.mark.xfail(strict=True, reason="F14: Calls is not differentiable again")
-        )
-        for n in sorted(FUNCTIONAL)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL))
 def test_functional_second_order(name):
     f = FUNCTIONAL[name]
     for k, args in enumerate(_points(2, zlib.crc32(name.encode()) % 1000)):

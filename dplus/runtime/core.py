@@ -73,7 +73,9 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return t
     if is_plus_function(f) or getattr(type(f), "__dplus_plus_object__", False):
         return f
-    if type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f)):
+    if (
+        type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f))
+    ) or (type(f) is types.MethodType and _is_rule_method(f)):
         # made by grad, D, dplus or grad1, or a backprop a rule made: transformable, so derivatives nest
         return hooks.plus_function_for(f)
     if isinstance(f, type):
@@ -113,6 +115,16 @@ def _is_rule_closure(f: types.FunctionType) -> bool:
     module = f.__module__ or ""
     return module.startswith("dplus.primitives.") or (
         module.startswith("dplus.") and "<locals>" in f.__qualname__
+    )
+
+
+def _is_rule_method(m: types.MethodType) -> bool:
+    """A method of rule machinery written to be differentiated again (a class marked
+    ``__dplus_from_source__``, such as ``primitives._iterables.Calls``), held bound."""
+    return (
+        type(m.__func__) is types.FunctionType
+        and bool(type(m.__self__).__dict__.get("__dplus_from_source__"))
+        and _is_rule_closure(m.__func__)
     )
 
 
@@ -184,6 +196,8 @@ def _type_is_tracked(t: type) -> bool:
         t, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
     ):
         return False
+    if t.__dict__.get("__dplus_from_source__"):
+        return True  # rule machinery differentiated from its source, as a user class is
     if t.__module__ in (
         "builtins",
         "numpy",
@@ -277,15 +291,7 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
                 entry[k] = add(entry[k], sk) if k in entry else sk
         return
     if isinstance(v, collections.deque):
-        items = _as_items(s, len(v), v)  # (a deque's sensitivity is a list, by position)
-        entry = Abox.list_entry(v, len(v))
-        for i, si in enumerate(items):
-            if si is gen_zero or si is None:
-                continue
-            if is_tracked_mutable(v[i]):
-                handover(Abox, v[i], si)
-            else:
-                entry[i] = add(entry[i], si)
+        _hand_over_deque(Abox, v, s)
         return
     if t is set or isinstance(v, set):
         # (its elements are hashable values: their sensitivities stay in the set's entry)
@@ -347,6 +353,28 @@ def _exact_number_message(v: Any) -> str:
         "sensitivity). Fix: compute with floats, e.g. float(...) of the constant, outside the path "
         "from the arguments to the result"
     )
+
+
+def _hand_over_deque(Abox: BoxSensitivities, v: collections.deque, s: Any) -> None:
+    """``handover`` for a deque: its sensitivity is a list by position; as a list's, its length
+    is its entry's where this reverse runs, or else the sensitivity's (a rule's, for the deque
+    as it read it: it may have been resized since)."""
+    found = Abox._entries.get(id(v))
+    entry = None if found is None or found[1] is gen_zero else found[1]
+    items = _as_items(s, len(entry) if type(entry) is list else None, v)
+    if items is None:
+        return
+    if len(items) != len(v):
+        _hand_over_resized(Abox, v, items)
+        return
+    entry = Abox.list_entry(v, len(v))
+    for i, si in enumerate(items):
+        if si is gen_zero or si is None:
+            continue
+        if is_tracked_mutable(v[i]):
+            handover(Abox, v[i], si)
+        else:
+            entry[i] = add(entry[i], si)
 
 
 def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:

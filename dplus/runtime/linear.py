@@ -319,6 +319,13 @@ def _add_dict(u: dict[Any, Any], v: Any) -> Any:
     out = dict(u)
     for k, b in v.items():
         out[k] = add(out[k], b) if k in out else b
+    if type(u) is not dict or type(v) is not dict:
+        from .runtime import KeywordDict
+
+        if isinstance(u, KeywordDict) or isinstance(v, KeywordDict):
+            # keyword sensitivities are values (at the next order, carried as a tuple's are),
+            # and so is their sum: a plain dict would be taken for a mutable dict of the program
+            return KeywordDict(out)
     return out
 
 

@@ -62,6 +62,9 @@ _NUMERIC = (int, float, complex)
 _NUMBERS = frozenset({int, float})
 _FLOATS = frozenset({float})
 _LABELS = frozenset({int, bool})
+# iterators whose items are integer labels (np.ndindex's index tuples): their items' sensitivities
+# go nowhere, as a range's do (rule modules add their types)
+LABEL_ITERATORS: set[type] = set()
 
 
 def replay_segment(program: tuple, rec: tuple, adjoints: tuple, Abox: BoxSensitivities) -> tuple:
@@ -861,6 +864,8 @@ def iteration_router(itv: Any, n: int, length: Any = -1) -> Any:
         return _SetRouter(order)
     if isinstance(itv, (set, frozenset)):
         return _RaisingRouter("set")
+    if t in LABEL_ITERATORS:
+        return _NULL
     return _RaisingRouter(t.__name__)
 
 

@@ -28,6 +28,7 @@ from ..markers import mark
 from ..runtime.closures import (
     CodeMap,
     PlusInfo,
+    is_plus_function,
     plus_info,
     plus_info_of_code,
     register_plus_code,
@@ -716,7 +717,9 @@ def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
 
     inner_plus = (
         lift(p.func)
-        if not can_transform(p.func) or lookup_transform(p.func) is not None
+        if not can_transform(p.func)
+        or lookup_transform(p.func) is not None
+        or is_plus_function(p.func)  # made inside transformed code: it stands for itself
         else plus_function_for(p.func)
     )
     bound_args = p.args
