@@ -1957,7 +1957,12 @@ class FunctionBuilder:
             )
         if isinstance(target, ast.Attribute):
             return self.call_like(
-                None, self.rt("setattr_plus"), [target.value, C(target.attr), v], [], s
+                None,
+                self.rt("setattr_plus"),
+                [target.value, C(target.attr), v],
+                [],
+                s,
+                native=self.native_attribute_write(target, v),
             )
         name = target.id
         kind = getattr(s, "dp_kind", "general")
@@ -2036,7 +2041,14 @@ class FunctionBuilder:
                 name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func
             )
         if isinstance(v, ast.Attribute):
-            return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
+            return self.call_like(
+                name,
+                self.rt("getattr_plus"),
+                [v.value, C(v.attr)],
+                [],
+                s,
+                native=self.native_attribute_read(name, v),
+            )
         if isinstance(v, ast.Subscript):
             if (
                 not self.nestable
@@ -2180,6 +2192,40 @@ class FunctionBuilder:
         )
         run = [ast.Expr(call(attr(obj, "append"), clone(args[2]))), assign(target, C(None))]
         return test, run, call(self.rt("append_back"), N(obj), N(ABOX))
+
+    def native_attribute_read(self, target: str, v: ast.Attribute) -> Any:
+        """``target = obj.attr`` of a number the object holds itself, run natively (first-order
+        code): ``runtime_ops.own_number_attribute`` reads it (or says to take the rule), the
+        reverse adds the sensitivity into the object's entry (``own_attribute_back``)."""
+        if (
+            self.nestable
+            or not self.fast
+            or not isinstance(v.value, ast.Name)
+            or v.value.id == target  # (``p = p.next``: the test assigns the target first)
+        ):
+            return None
+        obj = v.value.id
+        read = call(self.rt("own_number_attribute"), N(obj), C(v.attr))
+        test = ast.Compare(
+            left=ast.NamedExpr(target=ast.Name(id=target, ctx=ast.Store()), value=read),
+            ops=[ast.IsNot()],
+            comparators=[self.rt("NOT_OWN")],
+        )
+
+        def reverse(A: ast.expr) -> ast.expr:
+            return call(self.rt("own_attribute_back"), N(obj), C(v.attr), A, N(ABOX))
+
+        return test, [], reverse
+
+    def native_attribute_write(self, target: ast.Attribute, v: ast.expr) -> Any:
+        """``obj.attr = v`` on a tracked object, run natively (first-order code): the reverse
+        takes the attribute's sensitivity out of the object's entry, as ``setattr_plus``'s."""
+        if self.nestable or not self.fast or not isinstance(target.value, ast.Name):
+            return None
+        obj = target.value.id
+        test = call(self.rt("store_own_attribute"), N(obj), C(target.attr), clone(v))
+        back = call(self.rt("own_attribute_write_back"), N(obj), C(target.attr), N(ABOX))
+        return test, [], back
 
     def list_write(self, obj: ast.Name, idx: ast.expr, v: ast.expr, s: ast.stmt) -> Any:
         """``obj[idx] = v``: native for lists (the record keeps the index), else the rule."""
@@ -2387,14 +2433,15 @@ class FunctionBuilder:
         s: ast.stmt,
         skip: int = 0,
         callee: ast.expr | None = None,
-        native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None,
+        native: tuple[ast.expr, list[ast.stmt], Any] | None = None,
     ) -> Any:
         """``target = plus(*args, **keywords).primal``, recording the backprop and argument values.
 
         ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
         ``native``: ``(test, statements, reverse)``: when ``test`` holds, the statements do the
         operation instead (assigning the target, with no backprop), and ``reverse`` gives
-        what the backprop would have returned.
+        what the backprop would have returned (an expression, or a function of the target's
+        sensitivity giving one).
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
             from . import runtime_ops
@@ -2465,9 +2512,12 @@ class FunctionBuilder:
             g = self.namer.fresh("g")
             back: ast.expr = call(bp, A if A is not None else N(self.Z), N(ABOX))
             if native is not None:
+                native_back = native[2]
+                if callable(native_back):
+                    native_back = native_back(clone(A) if A is not None else N(self.Z))
                 back = ast.IfExp(
                     test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]),
-                    body=native[2],
+                    body=native_back,
                     orelse=back,
                 )
             acc.out.append(assign(g, back))

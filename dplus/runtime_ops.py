@@ -26,9 +26,14 @@ from dplus.primitives.containers import (  # noqa: F401  (re-exported for genera
     getattr_plus,
     getitem_plus,
     match_args_plus,
+    NOT_OWN,
+    own_attribute_back,
+    own_attribute_write_back,
+    own_number_attribute,
     read_global_plus,
     setattr_plus,
     setitem_plus,
+    store_own_attribute,
     unpack_plus,
     unpack_star_plus,
     user_namespace_plus,
@@ -56,12 +61,12 @@ from .runtime import (
     KeywordDict,
     accumulate,
     apply_transform,
-    as_plain_callable,  # noqa: F401
-    fold,
+    as_plain_callable,
+    fold,  # noqa: F401  (generated code reads it here)
     handover,
     is_tracked_mutable,
-    keyword_sensitivity,
-    keywords_at,
+    keyword_sensitivity,  # noqa: F401  (generated code reads it here)
+    keywords_at,  # noqa: F401  (generated code reads it here)
     layouts,
     lift,
     only_floats,
