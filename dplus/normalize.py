@@ -847,7 +847,9 @@ class Normalizer:
                 else:
                     tmp = self.namer.fresh()
                     var = _name(tmp, ast.Store())
-                    post = self.capture(lambda: self.assign_to(item.optional_vars, _name(tmp), s))
+                    post = self.capture(
+                        lambda item=item, tmp=tmp: self.assign_to(item.optional_vars, _name(tmp), s)
+                    )
             items.append((cm, var, post))
         body = self.sub(s.body)
         node_body = body or [ast.Pass()]
@@ -941,7 +943,9 @@ class Normalizer:
         for case in s.cases:
             body = self.sub(case.body)
             guard = case.guard  # a condition: evaluated natively, it carries no sensitivity
-            prologue = self.capture(lambda: self.capture_bindings(case.pattern, subject, s))
+            prologue = self.capture(
+                lambda case=case: self.capture_bindings(case.pattern, subject, s)
+            )
             cases.append(
                 ast.match_case(
                     pattern=case.pattern, guard=guard, body=prologue + (body or [ast.Pass()])
@@ -1242,6 +1246,8 @@ class Normalizer:
             args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
             node = _internal("callmethod", args)
             node.keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
+            # (a comprehension's own result list: reverse.py's fast segments may append to it)
+            node.dp_comp_result = getattr(e, "dp_comp_result", False)
             return self.temp(node, e)
         if func is None:
             func = self.expr(e.func)

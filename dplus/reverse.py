@@ -1129,12 +1129,16 @@ class FunctionBuilder:
         )
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store' or 'general'.
+        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append' or 'general'.
 
         'display' and 'store' (first-order code) are ``L = [a, b]`` and ``xs[i] = L`` for a
-        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs."""
+        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs.
+        'append' (first-order code) is a comprehension appending a value to its own result
+        list (``_comp.append(x * y)``), which joins the fast segment computing the value."""
         if getattr(s, "dp_unpack", False):
             return "unpack"
+        if self.fast and not self.in_try and self.is_comprehension_append(s):
+            return "append"
         if self.fast and not self.in_try and isinstance(s, ast.Assign) and len(s.targets) == 1:
             t, v = s.targets[0], s.value
             if (
@@ -1185,6 +1189,29 @@ class FunctionBuilder:
                     return "inline"
         return "general"
 
+    def is_comprehension_append(self, s: ast.stmt) -> bool:
+        """``_ = _comp.append(v)``: a list comprehension (or generator expression) appending
+        a name or a number to the list it builds, which no other code can reach."""
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
+            return False
+        v = s.value
+        if not (
+            isinstance(v, ast.Call)
+            and getattr(v, "dp_op", None) == "callmethod"
+            and getattr(v, "dp_comp_result", False)
+            and not v.keywords
+            and len(v.args) == 3
+        ):
+            return False
+        comp, meth, item = v.args
+        return (
+            isinstance(comp, ast.Name)
+            and comp.id not in self.boxed
+            and isinstance(meth, ast.Constant)
+            and meth.value == "append"
+            and (isinstance(item, ast.Name) or _is_number_const(item))
+        )
+
     def segments(self, run: list[ast.stmt]) -> list[list[ast.stmt]]:
         segs: list[list[ast.stmt]] = []
         cur: list[ast.stmt] = []
@@ -1215,7 +1242,7 @@ class FunctionBuilder:
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store")
+            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store", "append")
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
             if cur and (fastish != cur_fast or leads or _deletes_name(s)):
@@ -1293,7 +1320,7 @@ class FunctionBuilder:
                 list(numbers),
                 checks,
                 self.numbers_kept(ssa, numbers),
-                any(st.dp_kind == "store" for st in ssa.stmts),
+                any(st.dp_kind in ("store", "append") for st in ssa.stmts),
             )
         )
         gen_fwd = gen_fwd[
@@ -1447,6 +1474,20 @@ class FunctionBuilder:
                 s.dp_write = w
                 ops.append((s, None))
                 continue
+            if k == "append":
+                # a number appended to the comprehension's own list (a list from its start)
+                comp, _, item = s.value.args
+                if comp.id in ssa.defined or not must_be_numbers([item]):
+                    return None
+                fwd += [
+                    ast.copy_location(ast.Expr(call(attr(comp.id, "append"), clone(item))), s),
+                    ast.copy_location(assign(s.targets[0].id, C(None)), s),
+                ]
+                if comp.id not in saved:
+                    saved.append(comp.id)
+                source[s.targets[0].id] = None
+                ops.append((s, None))
+                continue
             target = s.targets[0].id
             v = s.value
             if k == "copy":
@@ -1497,6 +1538,21 @@ class FunctionBuilder:
                         ),
                     )
                 )
+                continue
+            if k == "append":
+                # the appended number's sensitivity, off the end of the list's entry
+                acc.take(s.targets[0].id)
+                comp, _, item = s.value.args
+                if isinstance(item, ast.Name) and not self.is_module_constant(item.id):
+                    back = self.namer.fresh("s")
+                    acc.out.append(
+                        assign(back, call(self.rt("append_back_number"), N(comp.id), N(ABOX)))
+                    )
+                    acc.add(item.id, N(back))
+                else:
+                    acc.out.append(
+                        ast.Expr(call(self.rt("append_back_number"), N(comp.id), N(ABOX)))
+                    )
                 continue
             if k == "display":
                 acc.take(s.targets[0].id)  # (a local temporary read only by its store: nothing)
@@ -1576,7 +1632,7 @@ class FunctionBuilder:
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
-            if k in ("unpack", "store"):
+            if k in ("unpack", "store", "append"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id
             v = s.value

@@ -656,6 +656,15 @@ def append_back(xs: list, Abox: BoxSensitivities) -> tuple:
     return (), Z, None, found[1].pop()
 
 
+def append_back_number(xs: list, Abox: BoxSensitivities) -> Any:
+    """The reverse of a fast segment's ``xs.append(v)`` of a number: ``v``'s sensitivity,
+    taken off the end of the list's entry (what :func:`append_back` returns last)."""
+    found = Abox._entries.get(id(xs))
+    if found is None or found[1] is Z:
+        return Z
+    return found[1].pop()
+
+
 def holds_keys(obj: Any, keys: tuple) -> bool:
     """Whether reading ``obj[k]`` for every key gives an element without running user code:
     a dict holding the keys, or a list or tuple long enough for integer keys."""

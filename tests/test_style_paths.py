@@ -283,3 +283,112 @@ def test_second_order_through_a_property():
 )
 def test_second_order_through_linked_objects():
     check_second_order(walk_list, 0.4, 0.1)
+
+
+# --------------------------------------------------------------------------
+# comprehensions appending numbers to their own list: the append joins the fast segment
+# (``reverse.Reverser.is_comprehension_append``, ``runtime_ops.append_back_number``)
+
+SCALE = 1.5
+POINTS = [0.5, -1.0, 2.0, 0.25]
+
+
+def dot_genexpr(xs, ys):
+    return sum(x * y for x, y in zip(xs, ys))
+
+
+def relu_layer(w, xs):
+    return sum([max(sum(wi * x for wi, x in zip(row, xs)), 0.0) for row in w])
+
+
+def filtered(xs):
+    kept = [x * x for x in xs if x > 0.0]
+    return sum(kept) + len(kept)
+
+
+def constants_and_globals(xs):
+    ones = [2.0 for _ in xs]
+    scaled = [SCALE for _ in xs]
+    return sum(a * x for a, x in zip(ones, xs)) + sum(s * x for s, x in zip(scaled, xs))
+
+
+def list_used_after(xs):
+    squares = [x * x for x in xs]
+    squares.append(3.0 * xs[0])
+    return squares[0] * squares[-1] + sum(squares)
+
+
+def with_indexes(xs):
+    return sum([i * x * x for i, x in enumerate(xs)])
+
+
+def fit(a, b):
+    return sum((a * t + b - math.sin(t)) ** 2 for t in POINTS)
+
+
+def nested_products(a, b):
+    rows = [[a * t, b * t * t] for t in POINTS]
+    return sum(r[0] * r[1] for r in rows) + sum([a * b * t for t in POINTS])
+
+
+lists = st.lists(floats, min_size=1, max_size=6)
+
+
+def check_lists_both_ways_and_fd(f, *lists_args):
+    fast, general = both_ways(f, *copy.deepcopy(lists_args))
+    close(fast, general, tol=1e-10)
+    # finite differences, component by component
+    for i, xs in enumerate(lists_args):
+        for j in range(len(xs)):
+            up = copy.deepcopy(list(lists_args))
+            down = copy.deepcopy(list(lists_args))
+            up[i][j] += 1e-6
+            down[i][j] -= 1e-6
+            fd = (f(*up) - f(*down)) / 2e-6
+            assert math.isclose(fast[i][j], fd, rel_tol=1e-4, abs_tol=1e-4), (f, i, j)
+
+
+@SETTINGS
+@given(xs=lists, data=st.data())
+def test_comprehensions_equal_the_general_path(xs, data):
+    ys = data.draw(st.lists(floats, min_size=len(xs), max_size=len(xs)))
+    check_lists_both_ways_and_fd(dot_genexpr, xs, ys)
+    # (away from 0, where the filter's count jumps and finite differences see it)
+    check_lists_both_ways_and_fd(filtered, [x if abs(x) > 0.01 else 0.5 for x in xs])
+    check_lists_both_ways_and_fd(constants_and_globals, xs)
+    check_lists_both_ways_and_fd(list_used_after, xs)
+    check_lists_both_ways_and_fd(with_indexes, xs)
+    w = [[x * (k + 1) - 0.5 for x in ys] for k in range(3)]
+    fast, general = both_ways(relu_layer, w, xs)
+    close(fast, general, tol=1e-10)
+
+
+@SETTINGS
+@given(xs=lists)
+def test_comprehensions_of_other_values_take_the_general_way(xs):
+    class Scaled:  # arithmetic written in Python: the guard fails
+        def __init__(self, a):
+            self.a = a
+
+        def __mul__(self, other):
+            return self.a * other * 2.0
+
+    fast, general = both_ways(dot_genexpr, [Scaled(a) for a in xs], list(xs))
+    close(fast, general, tol=1e-10)
+    close(fast[0], [{"a": 2.0 * a} for a in xs], tol=1e-10)
+    mixed = [int(x) if k % 2 else x for k, x in enumerate(xs)]  # ints among floats
+    fast, general = both_ways(dot_genexpr, mixed, list(xs))
+    close(fast, general, tol=1e-10)
+
+
+@SETTINGS
+@given(a=floats, b=floats)
+def test_comprehensions_of_scalars_first_and_second_order(a, b):
+    for f in (fit, nested_products):
+        check_both_ways_and_fd(f, a, b)
+
+
+def test_comprehensions_at_second_order():
+    for f in (fit, nested_products):
+        for a, b in ((0.3, -0.7), (1.2, 0.4), (-1.6, 1.1)):
+            check_second_order(f, a, b)
