@@ -392,3 +392,42 @@ def test_comprehensions_at_second_order():
     for f in (fit, nested_products):
         for a, b in ((0.3, -0.7), (1.2, 0.4), (-1.6, 1.1)):
             check_second_order(f, a, b)
+
+
+# --------------------------------------------------------------------------
+# a display assigned to targets other than distinct names: value by value, in order
+# (``normalize.Normalizer.assign_display_elementwise``)
+
+
+def swap_items(a, b):
+    xs = [a, b, a * b]
+    xs[0], xs[1] = xs[1], xs[0]
+    xs[2], c = xs[0] * 2.0, xs[2]
+    return xs[0] * xs[1] + xs[2] * c
+
+
+def swap_attributes(x, v):
+    p = Plain(x, v)
+    p.x, p.v = p.v, p.x * p.v
+    p.x, p.v = p.v * 2.0, p.x
+    return p.x * p.x + math.sin(p.v)
+
+
+def repeated_names(a, b):
+    t, t = a * b, a + b  # (the last assignment wins, as in Python)
+    u, [w, z] = a, [b, a * a]
+    return t * u + w * z
+
+
+@SETTINGS
+@given(a=floats, b=floats)
+def test_displays_assigned_elementwise(a, b):
+    for f in (swap_items, swap_attributes, repeated_names):
+        check_both_ways_and_fd(f, a, b)
+
+
+def test_displays_assigned_elementwise_at_second_order():
+    for f in (swap_items, swap_attributes, repeated_names):
+        check_second_order(f, 0.3, -1.1)
+    assert repeated_names(2.0, 3.0) == 5.0 * 2.0 + 3.0 * 4.0
+    assert swap_items(2.0, 3.0) == 3.0 * 2.0 + 6.0 * 6.0
