@@ -318,6 +318,12 @@ def list_used_after(xs):
     return squares[0] * squares[-1] + sum(squares)
 
 
+def first_of_reversed(xs):
+    # (a loop over a plain iterable whose reverse starts with no adjoint to carry: the
+    # appended elements' sensitivities come from the list's entry, so it is never skipped)
+    return [v * v for v in reversed(xs)][0] * xs[-1]
+
+
 def with_indexes(xs):
     return sum([i * x * x for i, x in enumerate(xs)])
 
@@ -358,6 +364,7 @@ def test_comprehensions_equal_the_general_path(xs, data):
     check_lists_both_ways_and_fd(constants_and_globals, xs)
     check_lists_both_ways_and_fd(list_used_after, xs)
     check_lists_both_ways_and_fd(with_indexes, xs)
+    check_lists_both_ways_and_fd(first_of_reversed, xs)
     w = [[x * (k + 1) - 0.5 for x in ys] for k in range(3)]
     fast, general = both_ways(relu_layer, w, xs)
     close(fast, general, tol=1e-10)
