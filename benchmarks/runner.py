@@ -20,12 +20,24 @@ from .bigfn import run_bigfn
 from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .checkpointing import run_checkpointing
 from .parallel import run_parallel
+from .styles import run_styles
 from .timing import TooSlow, autorange, call_once, fmt_seconds, time_limit
 from .tools import TOOLS, Tool, tool_versions
 from .workloads import ALL, BY_NAME, dplus_setup_error
+from .workloads.styles import STYLE_BY_NAME
 
-SECTIONS = ("table", "scaling", "memory", "nested", "transform", "bigfn", "checkpoint", "parallel")
-OPT_IN = ("bigfn", "checkpoint", "parallel")  # long: run only when named in --only
+SECTIONS = (
+    "table",
+    "scaling",
+    "memory",
+    "nested",
+    "transform",
+    "bigfn",
+    "checkpoint",
+    "parallel",
+    "styles",
+)
+OPT_IN = ("bigfn", "checkpoint", "parallel", "styles")  # long: run only when named in --only
 
 
 @dataclass
@@ -459,7 +471,7 @@ def run_nested(cfg: Config, out: Report) -> None:
     rows = []
     max_order = 3 if cfg.quick else 4
     for label, f, deriv, x in funcs.NESTED:
-        tp = autorange(lambda: f(x), cfg.budget, repeats=cfg.repeats)  # noqa: B023  (called at once, in this iteration)
+        tp = autorange(lambda f=f, x=x: f(x), cfg.budget, repeats=cfg.repeats)
         rows.append([label, "0", "", fmt_seconds(tp.seconds), "1.00x", "", "", "", "ok"])
         fn, prev, prev_code = f, tp.seconds, None
         for k in range(1, max_order + 1):
@@ -468,14 +480,15 @@ def run_nested(cfg: Config, out: Report) -> None:
                 logged = len(transformer.COMPILE_LOG)
                 fn = dplus.grad1(fn)
                 t1, v = call_once(
-                    lambda: fn(x),  # noqa: B023  (called at once, in this iteration)
-                    60.0 if cfg.quick else 300.0,
+                    lambda fn=fn, x=x: fn(x), 60.0 if cfg.quick else 300.0
                 )  # includes the transform
                 code = sum(size for _, _, size in transformer.COMPILE_LOG[logged:])
                 ref = deriv(x, k)
                 err = abs(v - ref) / max(abs(ref), 1e-300)
                 check = "ok" if err <= 1e-8 else f"WRONG ({v!r} vs {ref!r})"
-                t = autorange(lambda: fn(x), cfg.budget, first=t1, repeats=cfg.repeats, cap=cfg.cap)  # noqa: B023  (called at once, in this iteration)
+                t = autorange(
+                    lambda fn=fn, x=x: fn(x), cfg.budget, first=t1, repeats=cfg.repeats, cap=cfg.cap
+                )
                 rows.append(
                     [
                         label,
@@ -551,7 +564,7 @@ def run_transform(cfg: Config, out: Report) -> None:
         twins = []
         for _ in range(5):
             twin = _types.FunctionType(f.__code__.replace(), f.__globals__, f.__name__)
-            twins.append(call_once(lambda: dplus.grad(twin)(x, y), 60.0)[0])  # noqa: B023  (called at once, in this iteration)
+            twins.append(call_once(lambda twin=twin: dplus.grad(twin)(x, y), 60.0)[0])
         t_twin = sorted(twins)[2]
         g = dplus.grad(f)
         t = autorange(lambda: g(x, y), cfg.budget, repeats=cfg.repeats)
@@ -603,10 +616,12 @@ def main(argv: list[str] | None = None) -> int:
     if opts.list:
         for w in ALL:
             print(f"{w.name:12} {w.title}")
+        for w in STYLE_BY_NAME.values():
+            print(f"{w.name:12} {w.title} (styles)")
         print("sections:", ", ".join(SECTIONS))
         return 0
     only = [s.strip() for item in opts.only for s in item.split(",") if s.strip()]
-    unknown = [s for s in only if s not in BY_NAME and s not in SECTIONS]
+    unknown = [s for s in only if s not in BY_NAME and s not in SECTIONS and s not in STYLE_BY_NAME]
     if unknown:
         print(
             f"unknown --only names: {', '.join(unknown)}; workloads: {', '.join(BY_NAME)}; "
@@ -633,6 +648,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if workloads and "table" not in sections:
         sections.insert(0, "table")
+    styles = [STYLE_BY_NAME[s] for s in only if s in STYLE_BY_NAME]
+    if styles and "styles" not in sections:
+        sections.append("styles")
 
     out = Report()
     start = time.perf_counter()
@@ -671,6 +689,8 @@ def main(argv: list[str] | None = None) -> int:
             runners[name](cfg, parts[name])
     if "table" in sections and workloads:
         run_table(cfg, workloads, out)
+    if "styles" in sections:
+        run_styles(cfg, out, styles or None)
     for name in sections:
         if name in parts:
             out("\n".join(parts[name].lines).rstrip("\n"))

@@ -50,10 +50,32 @@ def rebind(fn: Callable, overrides: dict[str, Any]) -> Callable:
     g.update(overrides)
     for name, v in list(g.items()):
         if isinstance(v, types.FunctionType) and v.__globals__ is g0:
-            clone = types.FunctionType(v.__code__, g, v.__name__, v.__defaults__, v.__closure__)
-            clone.__kwdefaults__ = v.__kwdefaults__
-            g[name] = clone
+            g[name] = _clone_function(v, g)
+        elif isinstance(v, type) and _methods_reading(v, g0):
+            g[name] = _rebound_class(v, g0, g)
     return g[fn.__name__]
+
+
+def _clone_function(f: types.FunctionType, g: dict) -> types.FunctionType:
+    clone = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    clone.__kwdefaults__ = f.__kwdefaults__
+    return clone
+
+
+def _methods_reading(cls: type, g0: dict) -> dict[str, types.FunctionType]:
+    """The methods defined in ``cls``'s body that read the module namespace ``g0``."""
+    return {
+        k: v
+        for k, v in vars(cls).items()
+        if isinstance(v, types.FunctionType) and v.__globals__ is g0
+    }
+
+
+def _rebound_class(cls: type, g0: dict, g: dict) -> type:
+    """A subclass of ``cls`` whose methods read ``g`` instead of ``g0``: instances that the
+    rebound functions construct (``Particle(...)``) call methods seeing the overrides."""
+    methods = {k: _clone_function(v, g) for k, v in _methods_reading(cls, g0).items()}
+    return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__})
 
 
 def _math_namespace(name: str, funcs: dict[str, Callable]) -> types.SimpleNamespace:

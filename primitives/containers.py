@@ -87,6 +87,7 @@ def _overrides(obj: Any, name: str) -> bool:
 def register_attribute(cls: type, name: str, transform: Any) -> None:
     """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
     _ATTR_RULES[(cls, name)] = transform
+    _OWN_ATTRIBUTE_KINDS.clear()
 
 
 # (module constants: rule code differentiated again reads them as constants, not as
@@ -315,7 +316,21 @@ def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
     return ProcResult(v, unknown_read_backprop)
 
 
+def _class_descriptor_shadows(t: type, name: str) -> bool:
+    """Whether reading ``name`` of a ``t`` runs a data descriptor of the class (a property)
+    rather than reading what the instance holds (its ``__dict__`` or a ``__slots__`` member)."""
+    for cls in t.__mro__:
+        if name in cls.__dict__:
+            found = type(cls.__dict__[name])
+            if found is types.MemberDescriptorType:
+                return False
+            return hasattr(found, "__set__") or hasattr(found, "__delete__")
+    return False
+
+
 def _instance_has(obj: Any, name: str) -> bool:
+    if _class_descriptor_shadows(type(obj), name):
+        return False
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict) and name in d:
         return True
@@ -492,6 +507,81 @@ def _unknown_write_backprop(what: str) -> Any:
         return (), Z, None, Z
 
     return unknown_write_backprop
+
+
+# Attributes of user objects read and assigned natively by first-order generated code
+# (reverse.py, ``Reverser.attribute_read`` / ``attribute_write``): the same values, effects
+# and sensitivities as ``getattr_plus``'s keyed read and ``setattr_plus``, without a
+# ProcResult and a closure per operation (``self.px += DT * self.vx`` in a method).
+
+NOT_OWN = object()  # the read is not a number attribute of the object's own: take the rule
+_OWN_ATTRIBUTE_KINDS: dict[tuple[type, str], str | None] = {}
+
+
+def _own_attribute_kind(obj: Any, name: str) -> str | None:
+    """How instances of ``type(obj)`` hold ``name`` when reading it runs no user code and
+    ``getattr_plus`` reads it as the object's own attribute: ``"slot"`` (a ``__slots__``
+    member), ``"dict"`` (the instance's ``__dict__``, when it has the name), else None (a
+    rule for the attribute, a ``Box``, an object that is not tracked, ``__getattribute__``
+    overridden, a property or other data descriptor)."""
+    t = type(obj)
+    if (t, name) in _ATTR_RULES or t is Box or not is_tracked_mutable(obj):
+        return None
+    if t.__getattribute__ is not object.__getattribute__ or _class_descriptor_shadows(t, name):
+        return None
+    for cls in t.__mro__:
+        if type(cls.__dict__.get(name)) is types.MemberDescriptorType:
+            return "slot"
+    return "dict"
+
+
+def own_number_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` when it is a number the object holds itself (what ``getattr_plus`` reads
+    as a keyed read), else ``NOT_OWN`` (then nothing was run: the caller takes the rule)."""
+    key = (type(obj), name)
+    kind = _OWN_ATTRIBUTE_KINDS.get(key, NOT_OWN)
+    if kind is NOT_OWN:
+        kind = _OWN_ATTRIBUTE_KINDS[key] = _own_attribute_kind(obj, name)
+    if kind is None:
+        return NOT_OWN
+    if kind == "dict":
+        d = getattr(obj, "__dict__", None)
+        if not (isinstance(d, dict) and name in d):
+            return NOT_OWN
+    v = getattr(obj, name)
+    tv = type(v)
+    return v if tv is float or tv is int else NOT_OWN
+
+
+def own_attribute_back(obj: Any, name: str, A: Any, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``v = obj.name`` read by ``own_number_attribute``: what the keyed
+    read's backprop returns, ``A`` added into the object's entry."""
+    if A is Z or A is None:
+        return (), Z, None
+    found = Abox._entries.get(id(obj))
+    entry = Abox.map_entry(obj) if found is None else found[1]
+    prev = entry.get(name, Z)
+    entry[name] = (
+        A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+    )
+    return (), Z, None
+
+
+def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
+    """``obj.name = v`` done here when ``setattr_plus`` would do only that (a tracked object
+    other than a ``Box``); False: nothing was done, the caller takes the rule."""
+    if type(obj) is Box or not is_tracked_mutable(obj):
+        return False
+    setattr(obj, name, v)
+    return True
+
+
+def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``store_own_attribute``: what ``setattr_plus``'s backprop returns."""
+    entry = Abox.get(obj)
+    if entry is Z:
+        return (), Z, None, Z
+    return (), Z, None, entry.pop(name, Z)
 
 
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
@@ -1526,11 +1616,16 @@ provide_to_generated_code(
     getattr_plus,
     getitem_plus,
     match_args_plus,
+    own_attribute_back,
+    own_attribute_write_back,
+    own_number_attribute,
     read_global_plus,
     setattr_plus,
     setitem_plus,
     unpack_plus,
     unpack_star_plus,
     user_namespace_plus,
+    store_own_attribute,
+    NOT_OWN=NOT_OWN,
 )
 hooks.install(sequence_sensitivity=_sequence_sensitivity)

@@ -10,9 +10,9 @@ and a doubled gradient, both silent before).
 import collections
 
 import pytest
-from dplus.runtime.registry import lookup_transform
 
 import dplus
+from dplus.runtime.registry import lookup_transform
 from tests.path_helpers import check_fd, fd_hessian
 
 

@@ -13,11 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dplus.transform.transformer import general_paths_only
 from path_helpers import check_fd, close, fd_gradient
 
 import dplus
 from dplus import persistent_cache, transformer
+from dplus.transform.transformer import general_paths_only
 
 POINTS = [(0.3, 0.7), (-0.45, 0.2), (1.1, -0.6)]
 

@@ -13,12 +13,11 @@ import operator
 
 import numpy as np
 import pytest
+from path_helpers import check_first_order, check_second_order, close, fd_gradient
 
 import dplus
 from dplus import grad, grad1
 from dplus.transform.transformer import general_paths_only
-
-from path_helpers import check_first_order, check_second_order, close, fd_gradient
 
 POINTS = [(1.190105, -0.4), (-1.565679, 0.97367), (0.35, 1.7)]
 

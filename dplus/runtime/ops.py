@@ -596,6 +596,15 @@ def append_back(xs: list, Abox: BoxSensitivities) -> tuple:
     return (), Z, None, found[1].pop()
 
 
+def append_back_number(xs: list, Abox: BoxSensitivities) -> Any:
+    """The reverse of a fast segment's ``xs.append(v)`` of a number: ``v``'s sensitivity,
+    taken off the end of the list's entry (what :func:`append_back` returns last)."""
+    found = Abox._entries.get(id(xs))
+    if found is None or found[1] is Z:
+        return Z
+    return found[1].pop()
+
+
 def holds_keys(obj: Any, keys: tuple) -> bool:
     """Whether reading ``obj[k]`` for every key gives an element without running user code:
     a dict holding the keys, or a list or tuple long enough for integer keys."""
@@ -1220,10 +1229,12 @@ def unpack_sensitivity(v: Any, parts: tuple) -> Any:
 _PROVIDED: dict[str, Any] = {}
 
 
-def provide_to_generated_code(*functions: Any) -> None:
-    """Let generated code call each of ``functions`` by its ``__name__``."""
+def provide_to_generated_code(*functions: Any, **values: Any) -> None:
+    """Let generated code call each of ``functions`` by its ``__name__`` (and read each of
+    ``values`` by its keyword)."""
     for fn in functions:
         _PROVIDED[fn.__name__] = fn
+    _PROVIDED.update(values)
 
 
 def helper_named(name: str) -> Any:

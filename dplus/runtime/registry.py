@@ -70,7 +70,9 @@ def register_primitive(fn: Any, transform: Transform, *, note: str = "") -> Tran
     return transform
 
 
-_CHANGES = [0]  # registrations so far (dplus.transform.persistent_cache digests the rules again after one)
+_CHANGES = [
+    0
+]  # registrations so far (dplus.transform.persistent_cache digests the rules again after one)
 
 
 def changes() -> int:

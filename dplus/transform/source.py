@@ -261,7 +261,6 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     function really was), the source is trusted."""
     import __future__
 
-
     try:
         target = clone(node)
     except RecursionError:  # an expression nested deeper than this stack allows: trusted, as below

@@ -63,7 +63,9 @@ class ExceptionForms:
                 else:
                     tmp = self.namer.fresh()
                     var = _name(tmp, ast.Store())
-                    post = self.capture(lambda: self.assign_to(item.optional_vars, _name(tmp), s))
+                    post = self.capture(
+                        lambda item=item, tmp=tmp: self.assign_to(item.optional_vars, _name(tmp), s)
+                    )
             items.append((cm, var, post))
         body = self.sub(s.body)
         node_body = body or [ast.Pass()]
@@ -85,7 +87,9 @@ class ExceptionForms:
         for case in s.cases:
             body = self.sub(case.body)
             guard = case.guard  # a condition: evaluated natively, it carries no sensitivity
-            prologue = self.capture(lambda: self.capture_bindings(case.pattern, subject, s))
+            prologue = self.capture(
+                lambda case=case: self.capture_bindings(case.pattern, subject, s)
+            )
             cases.append(
                 ast.match_case(
                     pattern=case.pattern, guard=guard, body=prologue + (body or [ast.Pass()])

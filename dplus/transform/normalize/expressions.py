@@ -194,6 +194,8 @@ class ExpressionForms:
             args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
             node = _internal("callmethod", args)
             node.keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
+            # (a comprehension's own result list: reverse.py's fast segments may append to it)
+            node.dp_comp_result = getattr(e, "dp_comp_result", False)
             return self.temp(node, e)
         if func is None:
             func = self.expr(e.func)

@@ -169,6 +169,33 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
             raise self.unsupported(s, f"the statement {type(s).__name__}")
         method(s)
 
+    def assign_display_elementwise(self, s: ast.Assign) -> bool:
+        """``obj.x, obj.y = a + b, c`` (targets other than distinct plain names, a display of
+        as many values): each value is evaluated into a temporary, in order, then assigned to
+        its target, in order, as Python does, with no tuple made and unpacked. (Distinct
+        plain names keep the native unpack, which scalar replacement takes apart.)"""
+        if len(s.targets) != 1:
+            return False
+        target, value = s.targets[0], s.value
+        if not (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts + value.elts)
+        ):
+            return False
+        names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+        if len(names) == len(target.elts) and len(set(names)) == len(names):
+            return False
+        parts = []
+        for e in value.elts:
+            atom = self.expr(e)
+            # (a name may be rebound by an earlier target: its value is taken now)
+            parts.append(self.temp(atom, e) if isinstance(atom, ast.Name) else atom)
+        for t, part in zip(target.elts, parts):
+            self.assign_to(t, part, s)
+        return True
+
     def s_Import(self, s: ast.Import | ast.ImportFrom) -> None:
         self.emit(s)
 

@@ -23,6 +23,8 @@ class StatementForms:
         pass
 
     def s_Assign(self, s: ast.Assign) -> None:
+        if self.assign_display_elementwise(s):
+            return
         value = self.expr(s.value)
         if (
             len(s.targets) == 1

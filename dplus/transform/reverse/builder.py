@@ -23,7 +23,7 @@ import attrs
 
 from ..normalize.core import IRFunction, Namer, closure_reads
 from ..scopes import names_bound_by
-from ..trees import walk
+from ..trees import clone, walk
 from . import syntax
 from .calls import CallRules
 from .containers import ContainerRules
@@ -45,6 +45,7 @@ from .syntax import (
     S,
     _assigned_names,
     _gen_zero,
+    _is_number_const,
     _locate,
     _locate_all,
     _procresult,
@@ -561,6 +562,63 @@ class FunctionBuilder(
         for part in reversed(rev_parts):
             rev.extend(part)
         return fwd, rev
+
+    def is_comprehension_append(self, s: ast.stmt) -> bool:
+        """``_ = _comp.append(v)``: a list comprehension (or generator expression) appending
+        a name or a number to the list it builds, which no other code can reach."""
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
+            return False
+        v = s.value
+        if not (
+            isinstance(v, ast.Call)
+            and getattr(v, "dp_op", None) == "callmethod"
+            and getattr(v, "dp_comp_result", False)
+            and not v.keywords
+            and len(v.args) == 3
+        ):
+            return False
+        comp, meth, item = v.args
+        return (
+            isinstance(comp, ast.Name)
+            and comp.id not in self.boxed
+            and isinstance(meth, ast.Constant)
+            and meth.value == "append"
+            and (isinstance(item, ast.Name) or _is_number_const(item))
+        )
+
+    def native_attribute_read(self, target: str, v: ast.Attribute) -> Any:
+        """``target = obj.attr`` of a number the object holds itself, run natively (first-order
+        code): ``runtime_ops.own_number_attribute`` reads it (or says to take the rule), the
+        reverse adds the sensitivity into the object's entry (``own_attribute_back``)."""
+        if (
+            self.nestable
+            or not self.fast
+            or not isinstance(v.value, ast.Name)
+            or v.value.id == target  # (``p = p.next``: the test assigns the target first)
+        ):
+            return None
+        obj = v.value.id
+        read = call(self.rt("own_number_attribute"), N(obj), C(v.attr))
+        test = ast.Compare(
+            left=ast.NamedExpr(target=ast.Name(id=target, ctx=ast.Store()), value=read),
+            ops=[ast.IsNot()],
+            comparators=[self.rt("NOT_OWN")],
+        )
+
+        def reverse(A: ast.expr) -> ast.expr:
+            return call(self.rt("own_attribute_back"), N(obj), C(v.attr), A, N(syntax.ABOX))
+
+        return test, [], reverse
+
+    def native_attribute_write(self, target: ast.Attribute, v: ast.expr) -> Any:
+        """``obj.attr = v`` on a tracked object, run natively (first-order code): the reverse
+        takes the attribute's sensitivity out of the object's entry, as ``setattr_plus``'s."""
+        if self.nestable or not self.fast or not isinstance(target.value, ast.Name):
+            return None
+        obj = target.value.id
+        test = call(self.rt("store_own_attribute"), N(obj), C(target.attr), clone(v))
+        back = call(self.rt("own_attribute_write_back"), N(obj), C(target.attr), N(syntax.ABOX))
+        return test, [], back
 
     # ---------------------------------------------------------------- compound statements
     def compound(self, s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:

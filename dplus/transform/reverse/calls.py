@@ -65,14 +65,15 @@ class CallRules:
         s: ast.stmt,
         skip: int = 0,
         callee: ast.expr | None = None,
-        native: tuple[ast.expr, list[ast.stmt], ast.expr] | None = None,
+        native: tuple[ast.expr, list[ast.stmt], Any] | None = None,
     ) -> Any:
         """``target = plus(*args, **keywords).primal``, recording the backprop and argument values.
 
         ``skip`` leading arguments are not differentiated (an operator, a callee passed to call).
         ``native``: ``(test, statements, reverse)``: when ``test`` holds, the statements do the
         operation instead (assigning the target, with no backprop), and ``reverse`` gives
-        what the backprop would have returned.
+        what the backprop would have returned (an expression, or a function of the target's
+        sensitivity giving one).
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
             from ...runtime import ops as runtime_ops
@@ -147,9 +148,12 @@ class CallRules:
             g = self.namer.fresh("g")
             back: ast.expr = call(bp, A if A is not None else N(self.Z), N(syntax.ABOX))
             if native is not None:
+                native_back = native[2]
+                if callable(native_back):
+                    native_back = native_back(clone(A) if A is not None else N(self.Z))
                 back = ast.IfExp(
                     test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]),
-                    body=native[2],
+                    body=native_back,
                     orelse=back,
                 )
             acc.out.append(assign(g, back))

@@ -609,9 +609,11 @@ class FastLoopRules:
         reverse starts, every iteration's contributions are zero and the loop is skipped (a
         dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
         ``a = c if a is Z else a + c``) propagates nothing."""
-        store_back = self.rt("store_display_numbers").id
-        if any(isinstance(n, ast.Name) and n.id == store_back for st in body for n in walk(st)):
-            return run  # (a store's reverse moves sensitivities out of Abox: never skipped)
+        from_abox = {self.rt("store_display_numbers").id, self.rt("append_back_number").id}
+        if any(isinstance(n, ast.Name) and n.id in from_abox for st in body for n in walk(st)):
+            # (a store's or a comprehension append's reverse moves sensitivities out of Abox:
+            # never skipped)
+            return run
         persistent = set(self.adjoint_names.values())
         flowing: list[str] = []
         for st in body:

@@ -22,6 +22,7 @@ from .syntax import (
     _locate,
     _names_read,
     assign,
+    attr,
     call,
     tuple_,
     unpack,
@@ -271,6 +272,20 @@ class FastPathRules:
                 s.dp_write = w
                 ops.append((s, None))
                 continue
+            if k == "append":
+                # a number appended to the comprehension's own list (a list from its start)
+                comp, _, item = s.value.args
+                if comp.id in ssa.defined or not must_be_numbers([item]):
+                    return None
+                fwd += [
+                    ast.copy_location(ast.Expr(call(attr(comp.id, "append"), clone(item))), s),
+                    ast.copy_location(assign(s.targets[0].id, C(None)), s),
+                ]
+                if comp.id not in saved:
+                    saved.append(comp.id)
+                source[s.targets[0].id] = None
+                ops.append((s, None))
+                continue
             target = s.targets[0].id
             v = s.value
             if k == "copy":
@@ -321,6 +336,23 @@ class FastPathRules:
                         ),
                     )
                 )
+                continue
+            if k == "append":
+                # the appended number's sensitivity, off the end of the list's entry
+                acc.take(s.targets[0].id)
+                comp, _, item = s.value.args
+                if isinstance(item, ast.Name) and not self.is_module_constant(item.id):
+                    back = self.namer.fresh("s")
+                    acc.out.append(
+                        assign(
+                            back, call(self.rt("append_back_number"), N(comp.id), N(syntax.ABOX))
+                        )
+                    )
+                    acc.add(item.id, N(back))
+                else:
+                    acc.out.append(
+                        ast.Expr(call(self.rt("append_back_number"), N(comp.id), N(syntax.ABOX)))
+                    )
                 continue
             if k == "display":
                 acc.take(s.targets[0].id)  # (a local temporary read only by its store: nothing)
@@ -400,7 +432,7 @@ class FastPathRules:
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
-            if k in ("unpack", "store"):
+            if k in ("unpack", "store", "append"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id
             v = s.value

@@ -130,12 +130,16 @@ class SegmentRules:
         )
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store' or 'general'.
+        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append' or 'general'.
 
         'display' and 'store' (first-order code) are ``L = [a, b]`` and ``xs[i] = L`` for a
-        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs."""
+        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs.
+        'append' (first-order code) is a comprehension appending a value to its own result
+        list (``_comp.append(x * y)``), which joins the fast segment computing the value."""
         if getattr(s, "dp_unpack", False):
             return "unpack"
+        if self.fast and not self.in_try and self.is_comprehension_append(s):
+            return "append"
         if self.fast and not self.in_try and isinstance(s, ast.Assign) and len(s.targets) == 1:
             t, v = s.targets[0], s.value
             if (
@@ -216,7 +220,7 @@ class SegmentRules:
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store")
+            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store", "append")
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
             if cur and (fastish != cur_fast or leads or _deletes_name(s)):
@@ -294,7 +298,7 @@ class SegmentRules:
                 list(numbers),
                 checks,
                 self.numbers_kept(ssa, numbers),
-                any(st.dp_kind == "store" for st in ssa.stmts),
+                any(st.dp_kind in ("store", "append") for st in ssa.stmts),
             )
         )
         gen_fwd = gen_fwd[

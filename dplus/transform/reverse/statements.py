@@ -146,7 +146,12 @@ class StatementRules:
             )
         if isinstance(target, ast.Attribute):
             return self.call_like(
-                None, self.rt("setattr_plus"), [target.value, C(target.attr), v], [], s
+                None,
+                self.rt("setattr_plus"),
+                [target.value, C(target.attr), v],
+                [],
+                s,
+                native=self.native_attribute_write(target, v),
             )
         name = target.id
         kind = getattr(s, "dp_kind", "general")
@@ -231,7 +236,14 @@ class StatementRules:
                 name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func
             )
         if isinstance(v, ast.Attribute):
-            return self.call_like(name, self.rt("getattr_plus"), [v.value, C(v.attr)], [], s)
+            return self.call_like(
+                name,
+                self.rt("getattr_plus"),
+                [v.value, C(v.attr)],
+                [],
+                s,
+                native=self.native_attribute_read(name, v),
+            )
         if isinstance(v, ast.Subscript):
             if (
                 not self.nestable
