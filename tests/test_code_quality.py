@@ -7,9 +7,11 @@
 Each tool starts from an empty cache under ``tmp_path``, so the time this file takes is the
 time a CI run without a cache takes (mypy reads NumPy's stubs too: the longest part).
 
-``NOT_YET_CHECKED`` lists the modules another change is restructuring (issue #19's split of
-``reverse.py`` and ``normalize.py``): their mypy errors and lint are not counted until it
-lands. Empty the tuple then, and the test requires a clean run of the whole code base.
+``NOT_YET_CHECKED`` lists the packages whose mypy errors are not counted yet: the reverse
+transform and the normaliser, split by construct into mixins of one builder class (issue
+#19), which mypy cannot check until the builder's attributes are declared in one place (a
+base class or a Protocol the mixins share). Empty the tuple then, and the test requires a
+clean mypy run of the whole code base. ruff checks every file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TYPED = ["dplus", "primitives"]
 LINTED = ["dplus", "primitives", "tests", "benchmarks", "docs"]
-NOT_YET_CHECKED: tuple[str, ...] = ("dplus/reverse.py", "dplus/normalize.py")
+NOT_YET_CHECKED: tuple[str, ...] = ("dplus/transform/reverse/", "dplus/transform/normalize/")
 
 
 def nsmallest_sum(x: float, y: float) -> float:
@@ -101,8 +103,7 @@ def test_mypy_reports_no_error(tmp_path: Path) -> None:
 
 def test_ruff_lint_passes(tmp_path: Path) -> None:
     pytest.importorskip("ruff")
-    excluded = ["--extend-exclude", ",".join(NOT_YET_CHECKED)] if NOT_YET_CHECKED else []
-    out = run("ruff", "check", "--cache-dir", str(tmp_path / "ruff"), *excluded, *LINTED)
+    out = run("ruff", "check", "--cache-dir", str(tmp_path / "ruff"), *LINTED)
     assert out.returncode == 0, out.stdout + out.stderr
 
 

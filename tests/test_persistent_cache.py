@@ -16,7 +16,7 @@ import pytest
 from path_helpers import check_fd, close, fd_gradient
 
 import dplus
-from dplus import persistent_cache, transformer
+from dplus.transform import persistent_cache, transformer
 from dplus.transform.transformer import general_paths_only
 
 POINTS = [(0.3, 0.7), (-0.45, 0.2), (1.1, -0.6)]
@@ -281,7 +281,7 @@ CHILD = textwrap.dedent(
     import json, sys, time
     sys.path.insert(0, sys.argv[1])
     import dplus
-    from dplus import persistent_cache, transformer
+    from dplus.transform import persistent_cache, transformer
     calls = []
     original = transformer._compile
     transformer._compile = lambda *a, **k: calls.append(1) or original(*a, **k)

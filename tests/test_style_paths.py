@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass
 
 import pytest
-from dplus.transform.transformer import general_paths_only
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from path_helpers import both_ways, close
 
 import dplus
 from dplus import define_dplus
+from dplus.transform.transformer import general_paths_only
 
 SETTINGS = settings(max_examples=20, deadline=None)
 floats = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)

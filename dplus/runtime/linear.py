@@ -320,7 +320,7 @@ def _add_dict(u: dict[Any, Any], v: Any) -> Any:
     for k, b in v.items():
         out[k] = add(out[k], b) if k in out else b
     if type(u) is not dict or type(v) is not dict:
-        from .runtime import KeywordDict
+        from .result import KeywordDict
 
         if isinstance(u, KeywordDict) or isinstance(v, KeywordDict):
             # keyword sensitivities are values (at the next order, carried as a tuple's are),
