@@ -930,11 +930,17 @@ def _bind_arguments_rule(
     # or left out: the backprop answers for exactly the arguments given
     defaults = given_defaults[0] if given_defaults else None
     values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
+    # the ``**`` parameter is a dict made here: the sensitivities of its entries are in Abox,
+    # under that dict, not in A
+    star_star = [k for k, p in enumerate(sig.parameters.values()) if p.kind is p.VAR_KEYWORD]
 
     def bind_arguments_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
-        out = runtime_ops.unbind_sensitivities(
-            sig, args, kwargs, Z, tuple_items(A, len(values)), Abox
-        )
+        sens = tuple_items(A, len(values))
+        for k in star_star:
+            entry = Abox.pop(values[k], Z)
+            if entry is not Z and entry:
+                sens = sens[:k] + (add(sens[k], dict(entry)),) + sens[k + 1 :]
+        out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, sens, Abox)
         kw_sens = out[-1] if kwargs else Z
         if isinstance(kw_sens, dict):
             # ``kwargs`` is the plus-function's ``**`` dict: its sensitivity lives in Abox
