@@ -31,7 +31,6 @@ from dplus.rules import defnondiff
 from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
 from dplus.runtime.core import (
     apply_transform,
-    call,
     handover,
     is_tracked_mutable,
     keywords_at,
@@ -162,7 +161,7 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__getitem__")
         if method is not None:
-            r = call(method, obj, idx)
+            r = apply_transform(lift(method), obj, idx)
             inner = r.backprop
             return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return builtin_getitem_plus(obj, idx)
@@ -389,7 +388,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return ProcResult(v, _method_of_value_backprop)
     prop = getattr(t, name, None)
     if isinstance(prop, property) and prop.fget is not None:
-        r = call(prop.fget, obj)
+        r = apply_transform(lift(prop.fget), obj)
         inner = r.backprop
         return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if is_number(obj) or is_ndarray(obj):
@@ -421,7 +420,7 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__setitem__")
         if method is not None:
-            r = call(method, obj, idx, v)
+            r = apply_transform(lift(method), obj, idx, v)
             inner = r.backprop
             return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
     return builtin_setitem_plus(obj, idx, v)
@@ -608,7 +607,7 @@ def delitem_plus(obj: Any, idx: Any) -> ProcResult:
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__delitem__")
         if method is not None:
-            r = call(method, obj, idx)
+            r = apply_transform(lift(method), obj, idx)
             inner = r.backprop
             return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
     return builtin_delitem_plus(obj, idx)
