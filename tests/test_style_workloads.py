@@ -14,12 +14,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from dplus.transform.transformer import general_paths_only
-
 import dplus
 from benchmarks.workloads import max_rel_error
 from benchmarks.workloads._base import get_path, paths, set_path
 from benchmarks.workloads.styles import STYLES
+from dplus.transform.transformer import general_paths_only
 
 IDS = [w.name for w in STYLES]
 
