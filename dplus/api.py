@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 from .errors import ArgumentError, SensitivityError, describe_callable
 from .markers import mark, mark_derived
@@ -30,7 +30,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     were passed, a dict of their sensitivities follows as the last element.
     """
     if is_plus_function(f):
-        return hooks.transform_of_plus(f)
+        return cast(Callable[..., ProcResult], hooks.transform_of_plus(f))
     _refuse_generator_function(f)
     t = lookup_transform(f)
     if t is not None:
@@ -272,7 +272,9 @@ def grad(
     if argnums is not None or has_aux:
         if sensitivity is not _DEFAULT_SENSITIVITY:
             raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
-        return hooks.jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
+        return cast(
+            Callable[..., Any], hooks.jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
+        )
     return _make_gradient(_lift(f), f, sensitivity)
 
 
@@ -392,7 +394,7 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     if jax_options.get("argnums") is not None or jax_options.get("has_aux"):
         if rest or kwargs:
             raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
-        return hooks.jax_style_inside(f, grad=True, **jax_options)
+        return cast(ProcResult, hooks.jax_style_inside(f, grad=True, **jax_options))
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 

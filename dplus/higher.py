@@ -239,7 +239,9 @@ def _stands_for_itself(f: Any) -> bool:
     return is_plus_function(f) and not is_registered_transform(f)
 
 
-def _call_partial_tower(p: functools.partial, args: tuple, kwargs: dict) -> ProcResult:
+def _call_partial_tower(
+    p: functools.partial[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ProcResult:
     """The transform of calling a partial whose function was made inside transformed code (so
     it stands for itself here): the function called with the bound arguments, through the
     transform of ``call``; the backprops answer as the partial's first-order plus-function's
@@ -252,7 +254,7 @@ def _call_partial_tower(p: functools.partial, args: tuple, kwargs: dict) -> Proc
     first = r.primal  # ProcResult(value, the function's backprop)
     primal = ProcResult(first.primal, _partial_backprop_plus(first.backprop, layout))
 
-    def call_partial_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+    def call_partial_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
             # the partial backprop's closure sensitivity is a 1-tuple of the inner backprop's
             S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
@@ -269,13 +271,15 @@ class _PartialLayout:
 
     __slots__ = ("nb", "na", "bound_names", "names")
 
-    def __init__(self, nb: int, na: int, bound_names: tuple, names: tuple) -> None:
+    def __init__(
+        self, nb: int, na: int, bound_names: tuple[Any, ...], names: tuple[Any, ...]
+    ) -> None:
         self.nb, self.na, self.bound_names, self.names = nb, na, bound_names, names
 
-    def kept(self) -> tuple:
+    def kept(self) -> tuple[Any, ...]:
         return tuple([k for k in self.bound_names if k not in self.names])
 
-    def as_partials(self, out: tuple) -> tuple:
+    def as_partials(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
         nb, npos = self.nb, self.nb + self.na
         pos = tuple(out[1 : 1 + npos])
         own = (out[0], pos[:nb], runtime_ops.keywords_at(out, 1 + npos, self.kept()))
@@ -284,7 +288,7 @@ class _PartialLayout:
             res = res + (runtime_ops.keywords_at(out, 1 + npos, self.names),)
         return res
 
-    def as_function(self, S: Any) -> tuple:
+    def as_function(self, S: Any) -> tuple[Any, ...]:
         """The transpose of ``as_partials``: a sensitivity of its result as one of ``out``."""
         nb, na = self.nb, self.na
         parts = tuple_items(S, 1 + na + (1 if self.names else 0))
@@ -311,7 +315,7 @@ def _partial_backprop_plus(inner: Any, layout: _PartialLayout) -> Any:
     def partial_backprop_plus(A: Any, Abox: BoxSensitivities) -> ProcResult:
         r = apply_transform(_call_tower, inner, A, Abox)
 
-        def partial_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple:
+        def partial_backprop_plus_backprop(S: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
             if S is Z or S is None:
                 return (Z,), Z, Z
             g = r.backprop(layout.as_function(S), Abox2)  # ((), inner's, A's, Abox's)

@@ -377,7 +377,9 @@ def _hand_over_deque(Abox: BoxSensitivities, v: collections.deque, s: Any) -> No
             entry[i] = add(entry[i], si)
 
 
-def _hand_over_resized(Abox: BoxSensitivities, v: list, items: Any) -> None:
+def _hand_over_resized(
+    Abox: BoxSensitivities, v: list[Any] | collections.deque[Any], items: Any
+) -> None:
     """``handover`` for a list whose length differs from the sensitivity's: resized after the
     operation whose reverse runs now read it. Its entry (the sensitivities of the elements it
     held then) gets the items; an element that is itself a container cannot be found again."""

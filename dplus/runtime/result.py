@@ -119,7 +119,7 @@ def call_plus(P: PlusFunction, /, *args: Any, **kwargs: Any) -> ProcResult:
 # calls with keywords
 
 
-class KeywordDict(dict):
+class KeywordDict(dict[str, Any]):
     """Keyword arguments by name, in a new dict that no code changes: the sensitivities of a
     call's keywords (the last element of a backprop's result when the call had keywords),
     a partial's bound keywords. A value like a tuple, not a mutable whose sensitivity lives
@@ -132,7 +132,9 @@ _VARARGS = 0x04  # (code flags)
 _VARKW = 0x08
 
 
-def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
+def plain_parameters(
+    f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...] | None:
     """The parameter names of ``f`` when it has plain parameters only and ``args`` and
     ``kwargs`` fill them exactly (so the call can be made positionally), else None."""
     if type(f) is not types.FunctionType:
@@ -150,26 +152,29 @@ def plain_parameters(f: Any, args: tuple, kwargs: dict) -> tuple | None:
     return names
 
 
-def keywords_by_name(out: tuple, names: tuple, npos: int, keywords: tuple) -> tuple:
+def keywords_by_name(
+    out: tuple[Any, ...], names: tuple[Any, ...], npos: int, keywords: tuple[Any, ...]
+) -> tuple[Any, ...]:
     """A positional backprop result ``(closure, *per-parameter)`` as the result of a call
     with ``npos`` positional arguments and then ``keywords``: ``(closure, *positional, {keyword: ...})``."""
     by_name = dict(zip(names, out[1:]))
     return (out[0],) + tuple(out[1 : 1 + npos]) + (KeywordDict({k: by_name[k] for k in keywords}),)
 
 
-def _call_positionally(f: Any, args: tuple, kwargs: dict) -> ProcResult:
+def _call_positionally(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProcResult:
     """Keyword arguments to a plus-function with plain parameters: its backprop answers by
     position, so call it positionally and give the keywords their sensitivities back by name."""
     names = plain_parameters(f, args, kwargs)
     if names is None:
-        return f(*args, **kwargs)
+        result: ProcResult = f(*args, **kwargs)
+        return result
     full = list(args) + [kwargs[n] for n in names[len(args) :]]
     r = f(*full)
     inner = r.backprop
     npos = len(args)
     keywords = tuple(kwargs)
 
-    def keyword_backprop(A: Any, Abox: Any) -> tuple:
+    def keyword_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
         return keywords_by_name(inner(A, Abox), names, npos, keywords)
 
     return ProcResult(r.primal, keyword_backprop)

@@ -489,8 +489,8 @@ def _compile(
         const_names=consts,
         specialized=specialized,
     )
-    if plus_def.dp_fusable and not ir.args.vararg:
-        plus_def.dp_fused = vector_fused_gradient(
+    if plus_def.dp_fusable and not ir.args.vararg:  # type: ignore[attr-defined]
+        plus_def.dp_fused = vector_fused_gradient(  # type: ignore[attr-defined]
             ir, namer, helpers, f.__globals__, freevars, set(consts), specialized
         )
     by_value = _unique_plus_names(plus_def)

@@ -56,7 +56,7 @@ _SCALAR_FIELDS = frozenset(
 def _node_fields(t: type) -> tuple[str, ...]:
     """The fields of node type ``t`` that may hold nodes (contexts left out)."""
     fields = _WALK_FIELDS[t] = tuple(
-        f for f in t._fields if f != "ctx" and (t.__name__, f) not in _SCALAR_FIELDS
+        f for f in getattr(t, "_fields", ()) if f != "ctx" and (t.__name__, f) not in _SCALAR_FIELDS
     )
     return fields
 
