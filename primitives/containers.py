@@ -155,15 +155,23 @@ def read_global_plus(namespace: dict, name: str) -> ProcResult:
     raise NameError(f"name {name!r} is not defined")
 
 
+def _python_method_call(method: Any, obj: Any, *args: Any) -> ProcResult:
+    """``method(obj, *args)``, a class's Python ``__getitem__``/``__setitem__``/``__delitem__``,
+    through its transform (not ``call``: rule code differentiated again must see the
+    transform); the backprop answers as the operator's, with no closure of its own."""
+    r = apply_transform(lift(method), obj, *args)
+    inner = r.backprop
+    n = 1 + len(args)
+    return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1 : 1 + n]))
+
+
 def getitem_plus(obj: Any, idx: Any) -> ProcResult:
     """``obj[idx]``: the class's own ``__getitem__`` when it is Python, else the builtin's rule."""
     t = type(obj)
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__getitem__")
         if method is not None:
-            r = apply_transform(lift(method), obj, idx)
-            inner = r.backprop
-            return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
+            return _python_method_call(method, obj, idx)
     return builtin_getitem_plus(obj, idx)
 
 
@@ -420,9 +428,7 @@ def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__setitem__")
         if method is not None:
-            r = apply_transform(lift(method), obj, idx, v)
-            inner = r.backprop
-            return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:4]))
+            return _python_method_call(method, obj, idx, v)
     return builtin_setitem_plus(obj, idx, v)
 
 
@@ -607,9 +613,7 @@ def delitem_plus(obj: Any, idx: Any) -> ProcResult:
     if t not in _EXACT_CONTAINERS:
         method = _python_method(t, "__delitem__")
         if method is not None:
-            r = apply_transform(lift(method), obj, idx)
-            inner = r.backprop
-            return ProcResult(None, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1:3]))
+            return _python_method_call(method, obj, idx)
     return builtin_delitem_plus(obj, idx)
 
 
