@@ -58,6 +58,7 @@ from __future__ import annotations
 import builtins as _b
 import operator
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -783,6 +784,14 @@ defnondiff(int, note="int(x): piecewise constant, zero derivative")
 # instance's own state, whose sensitivities live in the box map by identity; the proxy itself
 # carries none (and so its rule is the same at every order).
 defnondiff(super, note="a view of the instance: sensitivities stay with the instance")
+
+
+def cast_plus(typ: Any, value: Any) -> ProcResult:
+    """``typing.cast(T, v)`` is ``v``: its sensitivity goes to ``v``, none to the type."""
+    return ProcResult(value, lambda A, Abox: ((), None, A))
+
+
+register_primitive(typing.cast, cast_plus, note="the identity on its value")
 defnondiff(round, note="round(x, ndigits=None): piecewise constant, zero derivative")
 
 del _fn
