@@ -399,8 +399,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
     def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        from .runtime.calls import closure_parts
         from .runtime.core import KeywordDict
-        from .runtime.ops import closure_parts
 
         names = G.__code__.co_freevars
         parts = (
@@ -438,7 +438,7 @@ def _derived_closure_backprop(G: Any, names: tuple[Any, ...]) -> Callable[..., t
     def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         parts = dict(zip(G.__code__.co_freevars, closure_parts(A, len(G.__code__.co_freevars))))
         return ((), parts.get(names[0], gen_zero))
@@ -468,7 +468,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         (Ag,) = closure_parts(A, 1)
         return _derived_closure_backprop(g, ("fplus",))(Ag, Abox)

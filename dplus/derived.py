@@ -366,7 +366,7 @@ def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
     """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
     by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
     whose ``fd``, whose ``fplus``)."""
-    from .runtime.ops import closure_parts
+    from .runtime.calls import closure_parts
 
     for name in path:
         if A is gen_zero or A is None:

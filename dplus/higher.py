@@ -58,7 +58,13 @@ from .primitives import containers as _containers
 from .primitives import sets as _sets
 from .primitives.containers import gather_slice, register_attribute, scatter_slice
 from .rules import defnondiff
-from .runtime import ops as runtime_ops
+from .runtime import arguments as runtime_arguments
+from .runtime import calls as runtime_calls
+from .runtime import core as runtime_core
+from .runtime import linear as runtime_linear
+from .runtime import list_writes as runtime_list_writes
+from .runtime import result as runtime_result
+from .runtime import routers as runtime_routers
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import CodeMap, PlusInfo, is_plus_function, plus_info, register_plus_code
 from .runtime.core import (
@@ -213,22 +219,22 @@ def _operator_result(r: ProcResult) -> ProcResult:
 
 
 def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
-    """The transform of ``runtime_ops.call``: call the transform of ``f``'s transform.
+    """The transform of ``runtime_calls.call``: call the transform of ``f``'s transform.
 
     With keyword arguments, the backprop's last element is the dict of their
-    sensitivities, as for any call with keywords (``runtime_ops.call`` binds them)."""
+    sensitivities, as for any call with keywords (``runtime_calls.call`` binds them)."""
     stands_for_itself = is_plus_function(f) and not is_registered_transform(f)
     if type(f) is functools.partial and _stands_for_itself(f.func):
         return _call_partial_tower(f, args, kwargs)
     if kwargs:
-        names = runtime_ops.plain_parameters(
+        names = runtime_result.plain_parameters(
             f if stands_for_itself else _resolved(lift(f)), args, kwargs
         )
         if names is not None:
             return _call_positionally_tower(_call_tower, f, names, args, kwargs)
     if stands_for_itself:
         # a plus-function made inside transformed code stands for itself
-        return _shift_callee(runtime_ops.call(f, *args, **kwargs) if kwargs else f(*args))
+        return _shift_callee(runtime_calls.call(f, *args, **kwargs) if kwargs else f(*args))
     first = lift(f)
     T = transform_of_plus(first)
     return _shift_callee_relayout(_call_transform(T, args, kwargs), first, T)
@@ -257,7 +263,7 @@ def _call_partial_tower(
     def call_partial_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
             # the partial backprop's closure sensitivity is a 1-tuple of the inner backprop's
-            S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
+            S = ProcResult(S.primal, runtime_calls.closure_parts(S.backprop, 1)[0])
         out = r.backprop(S, Abox)  # ((), function's, *positional, [keywords by name])
         return ((),) + layout.as_partials(out[1:])
 
@@ -282,10 +288,10 @@ class _PartialLayout:
     def as_partials(self, out: tuple[Any, ...]) -> tuple[Any, ...]:
         nb, npos = self.nb, self.nb + self.na
         pos = tuple(out[1 : 1 + npos])
-        own = (out[0], pos[:nb], runtime_ops.keywords_at(out, 1 + npos, self.kept()))
+        own = (out[0], pos[:nb], runtime_core.keywords_at(out, 1 + npos, self.kept()))
         res = (own,) + pos[nb:]
         if self.names:
-            res = res + (runtime_ops.keywords_at(out, 1 + npos, self.names),)
+            res = res + (runtime_core.keywords_at(out, 1 + npos, self.names),)
         return res
 
     def as_function(self, S: Any) -> tuple[Any, ...]:
@@ -345,7 +351,7 @@ def _resolved(P: Any) -> Any:
 def _call_positionally_tower(
     tower: Any, f: Any, names: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[Any, Any]
 ) -> ProcResult:
-    """The transform of ``runtime_ops._call_positionally``: keywords to a plus-function with
+    """The transform of ``runtime_result._call_positionally``: keywords to a plus-function with
     plain parameters. The call is made positionally at this order too (through ``tower``,
     the transform of ``call`` or of ``call_plus``), and the backprop it returns is made to
     answer by name again, as the first-order call's does."""
@@ -358,9 +364,9 @@ def _call_positionally_tower(
     def call_positionally_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if isinstance(S, ProcResult) and S.backprop is not Z and S.backprop is not None:
             # the keyword backprop's closure sensitivity is a 1-tuple of the inner backprop's
-            S = ProcResult(S.primal, runtime_ops.closure_parts(S.backprop, 1)[0])
+            S = ProcResult(S.primal, runtime_calls.closure_parts(S.backprop, 1)[0])
         out = r.backprop(S, Abox)  # ((), f's, *per-parameter)
-        return ((),) + runtime_ops.keywords_by_name(out[1:], names, npos, keywords)
+        return ((),) + runtime_result.keywords_by_name(out[1:], names, npos, keywords)
 
     return ProcResult(primal, call_positionally_backprop)
 
@@ -387,7 +393,7 @@ def _keyword_backprop_plus(
             return (g[1],), g[2], g[3]
 
         return ProcResult(
-            runtime_ops.keywords_by_name(r.primal, names, npos, keywords),
+            runtime_result.keywords_by_name(r.primal, names, npos, keywords),
             keyword_backprop_plus_backprop,
         )
 
@@ -402,17 +408,17 @@ register_plus_code(
 def _call_transform(T: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> ProcResult:
     """``T(*args, **kwargs)``, keywords' sensitivities returned by name."""
     if kwargs:
-        return runtime_ops.call(T, *args, **kwargs)
+        return runtime_calls.call(T, *args, **kwargs)
     return call_plus(T, *args)
 
 
 def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
-    """The transform of ``runtime_ops.call_on_constants``: a constant at every order when
+    """The transform of ``runtime_calls.call_on_constants``: a constant at every order when
     its callee is unknown, else the transform of ``call``."""
-    P = runtime_ops.constant_callee(f, args, {})
+    P = runtime_calls.constant_callee(f, args, {})
     if P is None:
         return apply_transform(_call_tower, f, *args)
-    r = runtime_ops.call_on_constants(f, *args)
+    r = runtime_calls.call_on_constants(f, *args)
     zeros = ((), None) + (Z,) * len(args)
     return ProcResult(r, lambda A, Abox: zeros)
 
@@ -450,7 +456,7 @@ def relayout_closure(S: Any, names_from: tuple[Any, ...], names_to: tuple[Any, .
     (names missing from ``names_from`` get zero)."""
     if S is Z or S is None:
         return Z
-    parts = dict(zip(names_from, runtime_ops.closure_parts(S, len(names_from))))
+    parts = dict(zip(names_from, runtime_calls.closure_parts(S, len(names_from))))
     return tuple(parts.get(n, Z) for n in names_to)
 
 
@@ -476,7 +482,7 @@ def _run_backprop_tower(bp: Any, A: Any, Abox: Any) -> ProcResult:
 def _call_plus_tower(P: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     """The transform of ``api.call_plus``: ``P`` came from outside, so differentiate it again."""
     if kwargs:
-        names = runtime_ops.plain_parameters(_resolved(P), args, kwargs)
+        names = runtime_result.plain_parameters(_resolved(P), args, kwargs)
         if names is not None:
             return _call_positionally_tower(_call_plus_tower, P, names, args, kwargs)
     T = transform_of_plus(P)
@@ -484,7 +490,9 @@ def _call_plus_tower(P: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
 
 
 def _binop_tower(fn: Any, a: Any, b: Any) -> ProcResult:
-    return _operator_result(call_plus(transform_of_plus(runtime_ops.select_binop(fn, a, b)), a, b))
+    return _operator_result(
+        call_plus(transform_of_plus(runtime_calls.select_binop(fn, a, b)), a, b)
+    )
 
 
 def _transform_of_plus_rule(P: Any) -> ProcResult:
@@ -544,7 +552,7 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
             "keep such values in tuples inside functions differentiated more than once"
         )
     if not _sensitivity_reaches_mutable(v, s):
-        r = runtime_ops.accumulate(adj, v, s, Abox)
+        r = runtime_core.accumulate(adj, v, s, Abox)
         return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
     if is_tracked_mutable(v):  # its sensitivity goes into its entries in Abox
         transpose = handed_over(Abox, v, s)
@@ -586,13 +594,16 @@ def _procresult_tower(p: Any, b: Any) -> ProcResult:
 
 
 def _closure_parts_tower(A: Any, n: int) -> ProcResult:
-    parts = runtime_ops.closure_parts(A, n)
+    parts = runtime_calls.closure_parts(A, n)
     return ProcResult(parts, lambda S, Abox: ((), S, None))
 
 
 def _route_result_tower(route: Any) -> ProcResult:
-    r = runtime_ops.route_result(route)
-    if type(route) is not runtime_ops._TupleRouter and type(route) is not runtime_ops._ArrayRouter:
+    r = runtime_routers.route_result(route)
+    if (
+        type(route) is not runtime_routers._TupleRouter
+        and type(route) is not runtime_routers._ArrayRouter
+    ):
         return ProcResult(r, lambda S, Abox2: ((), None))
     h = router_stash(route)
 
@@ -604,8 +615,8 @@ def _route_result_tower(route: Any) -> ProcResult:
 
 
 def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> ProcResult:
-    if type(route) is runtime_ops._TupleRouter:
-        runtime_ops.route_back(route, i, A, Abox)
+    if type(route) is runtime_routers._TupleRouter:
+        runtime_routers.route_back(route, i, A, Abox)
         h = router_stash(route)
         n = len(route.items)
 
@@ -614,9 +625,9 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
             return (), None, None, tuple_part(stash_take(h, Abox2), i, n), None
 
         return ProcResult(None, route_back_backprop)
-    if type(route) is runtime_ops._ArrayRouter:
+    if type(route) is runtime_routers._ArrayRouter:
         # the array's sensitivity is the result, stashed first; row i's is its row
-        runtime_ops.route_back(route, i, A, Abox)
+        runtime_routers.route_back(route, i, A, Abox)
         h = router_stash(route)
 
         def array_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
@@ -624,15 +635,15 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
             return (), None, None, Z if S is Z or S is None else S[i], None
 
         return ProcResult(None, array_route_back_backprop)
-    if type(route) is runtime_ops._ListRouter and not is_zero_sensitivity(A):
+    if type(route) is runtime_routers._ListRouter and not is_zero_sensitivity(A):
         transpose = added_to_element(Abox, route, i, A)
         return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
-    if not isinstance(route, runtime_ops._NullRouter) and not is_zero_sensitivity(A):
+    if not isinstance(route, runtime_routers._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
             "derivatives of derivatives of loops over lists, sets or arrays are not supported yet; "
             "loop over a tuple, or over range(len(xs)) and index"
         )
-    runtime_ops.route_back(route, i, A, Abox)
+    runtime_routers.route_back(route, i, A, Abox)
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
 
 
@@ -738,14 +749,14 @@ defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
 defnondiff(is_zero_sensitivity)
-defnondiff(runtime_ops.select_binop)
+defnondiff(runtime_calls.select_binop)
 register_primitive(
-    runtime_ops.call,
+    runtime_calls.call,
     _call_tower,
     note="calling a callee from generated code (derivatives of derivatives)",
 )
 register_primitive(
-    runtime_ops.call_on_constants,
+    runtime_calls.call_on_constants,
     _call_on_constants_tower,
     note="calling a callee on constants from generated code (derivatives of derivatives)",
 )
@@ -760,13 +771,13 @@ register_primitive(
     _call_plus_tower,
     note="calling a rule's transform (derivatives of derivatives)",
 )
-register_primitive(runtime_ops.binop_plus, _binop_tower)
-register_primitive(runtime_ops.accumulate, _accumulate_tower)
-register_primitive(runtime_ops.add, _add_tower)
+register_primitive(runtime_calls.binop_plus, _binop_tower)
+register_primitive(runtime_core.accumulate, _accumulate_tower)
+register_primitive(runtime_linear.add, _add_tower)
 register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
-register_primitive(runtime_ops.closure_parts, _closure_parts_tower)
-register_primitive(runtime_ops.route_back, _route_back_tower)
-register_primitive(runtime_ops.route_result, _route_result_tower)
+register_primitive(runtime_calls.closure_parts, _closure_parts_tower)
+register_primitive(runtime_routers.route_back, _route_back_tower)
+register_primitive(runtime_routers.route_result, _route_result_tower)
 defnondiff(stash_dual)
 defnondiff(router_stash)
 register_primitive(prepare_sensitivity, _prepare_sensitivity_tower)
@@ -786,7 +797,7 @@ defnondiff(watch_call)
 defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
-defnondiff(runtime_ops.iteration_router)
+defnondiff(runtime_routers.iteration_router)
 
 
 # The linear interface as differentiable primitives, so derivative code can be differentiated.
@@ -824,7 +835,7 @@ def _accumulate_cell_rule(Abox: BoxSensitivities, key: Any, value: Any, s: Any) 
             "derivatives of derivatives through a list, dict or object held in a rebound captured "
             "variable are not supported yet"
         )
-    runtime_ops.accumulate_cell(Abox, key, value, s)
+    runtime_calls.accumulate_cell(Abox, key, value, s)
 
     def accumulate_cell_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         return (), None, None, Z, stash_take(cell_stash(Abox, key), Abox2)
@@ -850,7 +861,7 @@ def _fold_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
 defnondiff(_sensitivity_reaches_mutable)
 defnondiff(holds_mutables)
 defnondiff(_sensitivity_reaches_set)
-register_primitive(runtime_ops.accumulate_cell, _accumulate_cell_rule)
+register_primitive(runtime_calls.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
 
 
@@ -870,12 +881,12 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple[Any, ...]) -> ProcResult:
         # linear in the rows' sensitivities: its transpose hands each row its part
         n = len(parts)
         return ProcResult(
-            runtime_ops.unpack_sensitivity(v, parts),
+            runtime_list_writes.unpack_sensitivity(v, parts),
             lambda A, Abox: ((), Z, Z if A is Z or A is None else tuple(A[i] for i in range(n))),
         )
     if type(v) is list:
         # a new list of the parts: its sensitivity, kept in Abox2, is theirs
-        r = runtime_ops.unpack_sensitivity(v, parts)
+        r = runtime_list_writes.unpack_sensitivity(v, parts)
         n = len(parts)
 
         def unpack_list_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
@@ -887,7 +898,7 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple[Any, ...]) -> ProcResult:
         raise NonDifferentiableError(
             f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
         )
-    return ProcResult(runtime_ops.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
+    return ProcResult(runtime_list_writes.unpack_sensitivity(v, parts), lambda A, Abox: ((), Z, A))
 
 
 def _tuple_items_rule(S: Any, n: int) -> ProcResult:
@@ -933,7 +944,7 @@ def _bind_arguments_rule(
     # ``defaults`` may be passed (None included, as rule code differentiated again passes it)
     # or left out: the backprop answers for exactly the arguments given
     defaults = given_defaults[0] if given_defaults else None
-    values = runtime_ops.bind_arguments(sig, args, kwargs, defaults)
+    values = runtime_arguments.bind_arguments(sig, args, kwargs, defaults)
     # the ``**`` parameter is a dict made here: the sensitivities of its entries are in Abox,
     # under that dict, not in A
     star_star = [k for k, p in enumerate(sig.parameters.values()) if p.kind is p.VAR_KEYWORD]
@@ -944,7 +955,7 @@ def _bind_arguments_rule(
             entry = Abox.pop(values[k], Z)
             if entry is not Z and entry:
                 sens = sens[:k] + (add(sens[k], dict(entry)),) + sens[k + 1 :]
-        out = runtime_ops.unbind_sensitivities(sig, args, kwargs, Z, sens, Abox)
+        out = runtime_arguments.unbind_sensitivities(sig, args, kwargs, Z, sens, Abox)
         kw_sens = out[-1] if kwargs else Z
         if isinstance(kw_sens, dict):
             # ``kwargs`` is the plus-function's ``**`` dict: its sensitivity lives in Abox
@@ -955,7 +966,13 @@ def _bind_arguments_rule(
         if defaults is None:
             return (), None, args_sens, Z, Z
         sens = tuple_items(A, len(values))
-        return (), None, args_sens, Z, runtime_ops.default_sensitivities(sig, args, kwargs, sens)
+        return (
+            (),
+            None,
+            args_sens,
+            Z,
+            runtime_arguments.default_sensitivities(sig, args, kwargs, sens),
+        )
 
     return ProcResult(values, bind_arguments_backprop)
 
@@ -968,7 +985,7 @@ def _unbind_sensitivities_rule(
     sens: tuple[Any, ...],
     Abox: Any,
 ) -> ProcResult:
-    out = runtime_ops.unbind_sensitivities(sig, args, kwargs, closure, sens, Abox)
+    out = runtime_arguments.unbind_sensitivities(sig, args, kwargs, closure, sens, Abox)
 
     def unbind_sensitivities_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
         if kwargs and isinstance(out[-1], dict) and out[-1] in Abox2:
@@ -998,7 +1015,7 @@ def _parameter_sensitivities_rule(
     def parameter_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z:
             return (), None, Z, Z, Z
-        back = runtime_ops.unbind_sensitivities(
+        back = runtime_arguments.unbind_sensitivities(
             sig, args, kwargs, Z, tuple_items(A, len(out)), Abox
         )
         return (), None, Z, Z, back
@@ -1009,8 +1026,8 @@ def _parameter_sensitivities_rule(
 def _default_sensitivities_rule(
     sig: Any, args: tuple[Any, ...], kwargs: dict[Any, Any], sens: tuple[Any, ...]
 ) -> ProcResult:
-    out = runtime_ops.default_sensitivities(sig, args, kwargs, sens)
-    found = runtime_ops.defaults_used(sig, args, kwargs)
+    out = runtime_arguments.default_sensitivities(sig, args, kwargs, sens)
+    found = runtime_arguments.defaults_used(sig, args, kwargs)
     slots = tuple(j for j, (k, used) in enumerate(found) if used)  # among the defaults
     positions = tuple(k for k, used in found if used)  # among the parameters
     n = len(sens)
@@ -1026,13 +1043,13 @@ def _default_sensitivities_rule(
     return ProcResult(out, default_sensitivities_backprop)
 
 
-register_primitive(runtime_ops.bind_arguments, _bind_arguments_rule)
-register_primitive(runtime_ops.default_sensitivities, _default_sensitivities_rule)
+register_primitive(runtime_arguments.bind_arguments, _bind_arguments_rule)
+register_primitive(runtime_arguments.default_sensitivities, _default_sensitivities_rule)
 register_primitive(_parameter_sensitivities, _parameter_sensitivities_rule)
-register_primitive(runtime_ops.unbind_sensitivities, _unbind_sensitivities_rule)
+register_primitive(runtime_arguments.unbind_sensitivities, _unbind_sensitivities_rule)
 register_primitive(
-    runtime_ops.keyword_sensitivities,
-    _unsupported_again(runtime_ops.keyword_sensitivities, "keyword arguments"),
+    runtime_arguments.keyword_sensitivities,
+    _unsupported_again(runtime_arguments.keyword_sensitivities, "keyword arguments"),
 )
 
 
@@ -1044,7 +1061,7 @@ def _keyword_sensitivity_rule(g: tuple[Any, ...], pos: int, name: str) -> ProcRe
             return (), Z, None, None
         return (), OneHot(pos, KeywordDict({name: A}), n), None, None
 
-    return ProcResult(runtime_ops.keyword_sensitivity(g, pos, name), keyword_sensitivity_backprop)
+    return ProcResult(runtime_core.keyword_sensitivity(g, pos, name), keyword_sensitivity_backprop)
 
 
 def _keywords_by_name_rule(
@@ -1062,7 +1079,7 @@ def _keywords_by_name_rule(
         return (), back, None, None, None
 
     return ProcResult(
-        runtime_ops.keywords_by_name(out, names, npos, keywords), keywords_by_name_backprop
+        runtime_result.keywords_by_name(out, names, npos, keywords), keywords_by_name_backprop
     )
 
 
@@ -1074,11 +1091,11 @@ def _keywords_at_rule(g: tuple[Any, ...], pos: int, names: tuple[Any, ...]) -> P
             return (), Z, None, None
         return (), OneHot(pos, KeywordDict({k: S.get(k, Z) for k in names}), n), None, None
 
-    return ProcResult(runtime_ops.keywords_at(g, pos, names), keywords_at_backprop)
+    return ProcResult(runtime_core.keywords_at(g, pos, names), keywords_at_backprop)
 
 
 def _merged_keywords_rule(bound: dict[Any, Any], kwargs: dict[Any, Any]) -> ProcResult:
-    out = runtime_ops.merged_keywords(bound, kwargs)
+    out = runtime_arguments.merged_keywords(bound, kwargs)
 
     def merged_keywords_backprop(S: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if S is Z or S is None:
@@ -1107,14 +1124,14 @@ def _call_plus_keywords_rule(
     return ProcResult(r.primal, call_plus_keywords_backprop)
 
 
-register_primitive(runtime_ops.keyword_sensitivity, _keyword_sensitivity_rule)
-register_primitive(runtime_ops.merged_keywords, _merged_keywords_rule)
-register_primitive(runtime_ops.call_plus_keywords, _call_plus_keywords_rule)
-register_primitive(runtime_ops.keywords_at, _keywords_at_rule)
-register_primitive(runtime_ops.keywords_by_name, _keywords_by_name_rule)
+register_primitive(runtime_core.keyword_sensitivity, _keyword_sensitivity_rule)
+register_primitive(runtime_arguments.merged_keywords, _merged_keywords_rule)
+register_primitive(runtime_arguments.call_plus_keywords, _call_plus_keywords_rule)
+register_primitive(runtime_core.keywords_at, _keywords_at_rule)
+register_primitive(runtime_result.keywords_by_name, _keywords_by_name_rule)
 register_primitive(
-    runtime_ops.double_star_sensitivity,
-    _unsupported_again(runtime_ops.double_star_sensitivity, "keyword arguments"),
+    runtime_arguments.double_star_sensitivity,
+    _unsupported_again(runtime_arguments.double_star_sensitivity, "keyword arguments"),
 )
 
 
@@ -1134,7 +1151,7 @@ register_attribute(OneHot, "length", _onehot_int_rule("length"))
 register_primitive(OneHot, _onehot_rule)
 register_primitive(tuple_items, _tuple_items_rule)
 register_primitive(tuple_part, _tuple_part_rule)
-register_primitive(runtime_ops.unpack_sensitivity, _unpack_sensitivity_rule)
+register_primitive(runtime_list_writes.unpack_sensitivity, _unpack_sensitivity_rule)
 
 
 # grad/grad1 called inside code that is differentiated again: the rules above run

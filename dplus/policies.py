@@ -83,7 +83,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
-    # with constant arguments, a constant (runtime_ops.call_on_constants)
+    # with constant arguments, a constant (runtime.calls.call_on_constants)
     mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
 

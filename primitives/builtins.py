@@ -6,7 +6,7 @@ Conventions (see also ``_iterables``):
   ``enumerate`` and ``reversed`` return *lists*, not iterators (and ``sorted``
   returns a list as always), except where the program could tell: a ``for`` loop over
   them that may change what they read, or a call kept in a variable, gets Python's own
-  lazy iterator (``runtime_ops.live_iteration``; its items' sensitivities are routed back). Iterating over them works as usual; code that relies on
+  lazy iterator (``runtime.routers.live_iteration``; its items' sensitivities are routed back). Iterating over them works as usual; code that relies on
   their laziness (``next(map(...))`` on an infinite input, side effects interleaved
   with consumption) behaves differently. ``zip`` and ``map`` still stop at their
   shortest input, so an infinite iterator (``itertools.count()``, ``repeat(x)``) may
@@ -19,7 +19,7 @@ Conventions (see also ``_iterables``):
   :class:`dplus.NonDifferentiableError` naming the function and argument (fix: pass
   a list or tuple). An infinite ``itertools.repeat(x)`` is the exception: its
   sensitivity is the (summed) sensitivity of ``x``.
-* ``iter(xs)`` of a list returns a :class:`dplus.runtime.ops.ListIterator` (Python's list
+* ``iter(xs)`` of a list returns a :class:`dplus.runtime.routers.ListIterator` (Python's list
   iterator, whose list and position stay known): the elements ``next`` and ``for`` loops
   take from it send their sensitivities to the list.
 * **Function arguments** (``map``) are called through ``dplus.runtime.core.lift``, so a
@@ -665,7 +665,7 @@ register_primitive(
 
 
 def iter_plus(*args: Any) -> ProcResult:
-    from dplus.runtime.ops import ListIterator
+    from dplus.runtime.routers import ListIterator
 
     if len(args) == 1 and type(args[0]) is list:
         return ProcResult(ListIterator(args[0]), lambda A, Abox: ((), gen_zero))
@@ -675,7 +675,7 @@ def iter_plus(*args: Any) -> ProcResult:
 def next_plus(it: Any, *default: Any) -> ProcResult:
     from dplus.runtime.core import handover, is_tracked_mutable
     from dplus.runtime.linear import add
-    from dplus.runtime.ops import ListIterator, LiveIteration
+    from dplus.runtime.routers import ListIterator, LiveIteration
 
     if type(it) is LiveIteration:
         return _next_live(it, default)
@@ -715,7 +715,7 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
 def _next_live(it: Any, default: tuple) -> ProcResult:
     """``next`` of a live ``zip``/``map``/... iterator: the item taken sends its sensitivity to
     the positions it read (as a loop's iteration does)."""
-    from dplus.runtime.ops import iteration_router
+    from dplus.runtime.routers import iteration_router
 
     taken = it.taken
     v = _b.next(it, *default)
@@ -730,7 +730,7 @@ def _next_live(it: Any, default: tuple) -> ProcResult:
 
     lengths = None
     if took:
-        from dplus.runtime.ops import list_length
+        from dplus.runtime.routers import list_length
 
         lengths = list_length(it)
     return ProcResult(v, next_live_backprop)

@@ -25,7 +25,7 @@ from typing import Any
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
-from dplus.runtime import ops as runtime_ops
+from dplus.runtime import calls as runtime_calls
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.core import is_tracked_mutable, lift
 from dplus.runtime.linear import gen_zero, is_ndarray
@@ -60,7 +60,7 @@ def stands_for_itself(f: Any) -> bool:
 def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     """``f``'s transform called on ``args``: its result and the record of its backprop."""
     if stands_for_itself(f):
-        return runtime_ops.call(f, *args, **kwargs)
+        return runtime_calls.call(f, *args, **kwargs)
     return call_plus(plus_of(f), *args, **kwargs)
 
 

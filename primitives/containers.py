@@ -29,6 +29,7 @@ from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.boxes import Box, BoxSensitivities, box, set_box, unbox
+from dplus.runtime.calls import provide_to_generated_code
 from dplus.runtime.core import (
     apply_transform,
     handover,
@@ -46,7 +47,6 @@ from dplus.runtime.linear import (
     is_zero_sensitivity,
     tuple_items,
 )
-from dplus.runtime.ops import provide_to_generated_code
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 

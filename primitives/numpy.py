@@ -1633,7 +1633,7 @@ def register_numpy_rules() -> None:
     )
     # (a class whose __next__ calls next() on an itertools.product: run as it is, not from source)
     nondiff(np.ndindex, note="non-differentiable: an iterator of index tuples")
-    from dplus.runtime.ops import LABEL_ITERATORS
+    from dplus.runtime.routers import LABEL_ITERATORS
 
     LABEL_ITERATORS.add(np.ndindex)
 

@@ -74,11 +74,11 @@ from typing import Any
 from dplus.api import define_dplus
 from dplus.errors import NonDifferentiableError
 from dplus.rules import defnondiff, defvjp
+from dplus.runtime.calls import refuse_array_in_place
 from dplus.runtime.core import apply_transform
 from dplus.runtime.hooks import hooks
 from dplus.runtime.linear import GenZero, OneHot, gen_zero, tuple_items
 from dplus.runtime.linear import add as _add
-from dplus.runtime.ops import refuse_array_in_place
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 

@@ -583,7 +583,7 @@ class ItemColumns:
     held as columns: ``cols[j]`` lists every item's ``j``-th part (``None``: all zero).
 
     Only the reverse of a fast loop over such a list puts one in ``Abox``
-    (``runtime_ops.route_columns``), and only the backprop of the builtin that made the
+    (``runtime.routers.route_columns``), and only the backprop of the builtin that made the
     list reads it (``primitives._iterables.columns``): no user code can reach the list.
     """
 

@@ -712,8 +712,9 @@ def _bound_plus(
 
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
+    from ..runtime.arguments import call_plus_keywords, merged_keywords
     from ..runtime.core import KeywordDict, lift
-    from ..runtime.ops import call_plus_keywords, keywords_at, merged_keywords
+    from ..runtime.ops import keywords_at
 
     inner_plus = (
         lift(p.func)
@@ -779,8 +780,8 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
         if plus is None:
             plus = state["plus"] = plus_function_for(f)
             register_primitive(f, plus, note="derived from source by define_dplus")
-        if kwargs:  # (bound by runtime_ops.call, so their sensitivities come back by name)
-            from ..runtime.ops import call
+        if kwargs:  # (bound by runtime.calls.call, so their sensitivities come back by name)
+            from ..runtime.calls import call
 
             return call(plus, *args, **kwargs)
         return plus(*args)
