@@ -18,6 +18,10 @@ from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401
 from . import parallel  # noqa: F401
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
+from . import numpy_ufuncs  # noqa: F401
+from . import numpy_products  # noqa: F401
+from . import numpy_arrays  # noqa: F401
+from . import numpy_table  # noqa: F401
 from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
 from . import numpy_linalg  # noqa: F401

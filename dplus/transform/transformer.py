@@ -713,8 +713,7 @@ def _bound_plus(
 
 def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
     from ..runtime.arguments import call_plus_keywords, merged_keywords
-    from ..runtime.core import KeywordDict, lift
-    from ..runtime.ops import keywords_at
+    from ..runtime.core import KeywordDict, keywords_at, lift
 
     inner_plus = (
         lift(p.func)
