@@ -54,9 +54,9 @@ from .boxes_again import (
 from .errors import NonDifferentiableError, describe_callable
 from .markers import mark_derived
 from .primitives import _iterables
-from .primitives import containers as _containers
+from .primitives import container_displays as _container_displays
 from .primitives import sets as _sets
-from .primitives.containers import gather_slice, register_attribute, scatter_slice
+from .primitives.container_reads import gather_slice, register_attribute, scatter_slice
 from .rules import defnondiff
 from .runtime import arguments as runtime_arguments
 from .runtime import calls as runtime_calls
@@ -1305,9 +1305,9 @@ register_primitive(
 _SETS_AGAIN = "the elements of sets"
 _SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
 for _helper_module, _helper_name in (
-    (_containers, "set_sensitivity"),
-    (_containers, "set_entry"),
-    (_containers, "set_items_sensitivities"),
+    (_container_displays, "set_sensitivity"),
+    (_container_displays, "set_entry"),
+    (_container_displays, "set_items_sensitivities"),
     (_iterables, "set_sens"),
     (_sets, "_route"),
 ):

@@ -186,7 +186,7 @@ for _fn in (cmath.isfinite, cmath.isinf, cmath.isnan, cmath.isclose):
 # conjugate ``conj(A)``; for int and float, ``real`` and ``conjugate`` are the identity
 # and ``imag`` the constant 0)
 
-from .containers import register_attribute  # noqa: E402
+from .container_reads import register_attribute  # noqa: E402
 
 
 def _real_part_plus(z: Any) -> ProcResult:

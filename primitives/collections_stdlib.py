@@ -18,7 +18,7 @@ from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .containers import (
+from .container_methods import (
     dict_copy_plus,
     dict_items_plus,
     dict_keys_plus,
@@ -168,7 +168,7 @@ def _restore(Abox: BoxSensitivities, d: collections.deque, before: list) -> None
 
 
 def _values_sensitivity(values: Any, items: list, sens: list) -> Any:
-    from .containers import _sequence_sensitivity
+    from .container_displays import _sequence_sensitivity
 
     return _sequence_sensitivity(values, sens, items)
 

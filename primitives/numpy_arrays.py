@@ -17,7 +17,7 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
 from dplus.runtime.linear import gen_zero
 from dplus.runtime.result import ProcResult
 
-from .containers import scatter_add
+from .container_reads import scatter_add
 from .numpy import _kw_sens, _list_result_sens, _register, fit
 from .numpy_ufuncs import _unsupported
 

@@ -15,7 +15,7 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
 
 from dplus.runtime.linear import gen_zero, tuple_items
 
-from .containers import scatter_add
+from .container_reads import scatter_add
 from .numpy_ufuncs import _T, _expand, _matmul_grads, _safe_div, _sign_conj, _sum_to, _unsupported
 
 Z = gen_zero

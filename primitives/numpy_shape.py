@@ -34,7 +34,7 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._numpy_composite import defcomposite
-from .containers import scatter_add
+from .container_reads import scatter_add
 
 Z = gen_zero
 

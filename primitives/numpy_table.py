@@ -143,7 +143,7 @@ def _attr(obj: Any, *names: str) -> Any:
 
 def register_numpy_rules() -> None:
     """Register every rule of this module (done on import when NumPy is installed)."""
-    from .containers import register_attribute
+    from .container_reads import register_attribute
 
     nd = np.ndarray
 

@@ -21,7 +21,7 @@ from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
-from .containers import set_entry
+from .container_displays import set_entry
 from .operators import SET_OPERATORS, UNSHARED_IN_PLACE
 
 
