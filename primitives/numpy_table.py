@@ -20,8 +20,6 @@ from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from . import numpy as numpy_rules
-from . import numpy_arrays, numpy_products, numpy_ufuncs
 from .numpy import (
     _as_array_sens,
     _register,
@@ -624,7 +622,12 @@ def register_numpy_rules() -> None:
 
 if np is not None:
     register_numpy_rules()
-    for _module in (numpy_rules, numpy_ufuncs, numpy_products, numpy_arrays, sys.modules[__name__]):
+    # (the family's modules are imported above, for their gradients)
+    for _module in ("numpy", "numpy_ufuncs", "numpy_products", "numpy_arrays", "numpy_table"):
         mark_module_helpers(
-            vars(_module), "fit", "_fit_plus", "mark_module_helpers", "register_numpy_rules"
+            vars(sys.modules[f"{__package__}.{_module}"]),
+            "fit",
+            "_fit_plus",
+            "mark_module_helpers",
+            "register_numpy_rules",
         )
