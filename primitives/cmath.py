@@ -45,7 +45,7 @@ from dplus.runtime.linear import gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .operators import _fit
+from .operator_operands import _fit
 
 _Z1 = ((), gen_zero)
 _Z2 = ((), gen_zero, gen_zero)

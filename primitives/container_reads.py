@@ -250,7 +250,7 @@ def scatter_add(like: Any, idx: Any, A: Any) -> Any:
 def _scatter_add_plus(like: Any, idx: Any, A: Any) -> ProcResult:
     """Linear in ``A``: its transpose reads the sensitivity at ``idx`` back (summed over
     the axes along which ``A`` was broadcast)."""
-    from .operators import _fit
+    from .operator_operands import _fit
 
     def scatter_add_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
         if S is Z or S is None:

@@ -88,7 +88,7 @@ from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .operators import _fit, _unbroadcast
+from .operator_operands import _fit, _unbroadcast
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)

@@ -22,7 +22,8 @@ from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
 from .container_displays import set_entry
-from .operators import SET_OPERATORS, UNSHARED_IN_PLACE
+from .operator_operands import SET_OPERATORS
+from .operators import UNSHARED_IN_PLACE
 
 
 def _is_set(x: Any) -> bool:

@@ -159,6 +159,9 @@ def test_rule_code_never_calls_a_registered_transform_directly():
         "dplus.primitives." + m
         for m in (
             "operators",
+            "operator_operands",
+            "operator_sequences",
+            "operator_builders",
             "math",
             "cmath",
             "builtins",
