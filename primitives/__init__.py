@@ -12,6 +12,8 @@ from . import stdlib_algorithms  # noqa: F401
 from . import collections_stdlib  # noqa: F401
 from . import caching  # noqa: F401
 from . import builtins  # noqa: F401
+from . import builtin_iteration  # noqa: F401
+from . import builtin_eval  # noqa: F401
 from . import functional  # noqa: F401
 from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401

@@ -165,6 +165,8 @@ def test_rule_code_never_calls_a_registered_transform_directly():
             "math",
             "cmath",
             "builtins",
+            "builtin_iteration",
+            "builtin_eval",
             "containers",
             "container_reads",
             "container_writes",
