@@ -11,7 +11,8 @@ from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
+from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
 from .runtime.linear import check_conforms, gen_zero, is_number
 from .runtime.portable import DEFINED, remember_rule, remember_source
@@ -139,7 +140,7 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     if is_tracked_mutable(result) or (
         type(result) is tuple and any(map(is_tracked_mutable, result))
     ):
-        from .runtime.core import accumulate
+        from .runtime.handover import accumulate
 
         return accumulate(gen_zero, result, Aw, Abox)
     return Aw

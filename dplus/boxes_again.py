@@ -30,7 +30,8 @@ from typing import Any
 from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import Box, BoxSensitivities
-from .runtime.core import Snapshot, fold, handover, is_tracked_mutable, object_attributes
+from .runtime.fold import Snapshot, fold
+from .runtime.handover import handover, is_tracked_mutable
 from .runtime.linear import (
     OneHot,
     TupleAccumulator,
@@ -38,6 +39,7 @@ from .runtime.linear import (
     gen_zero,
     is_ndarray,
     is_zero_sensitivity,
+    object_attributes,
     tuple_part,
 )
 from .runtime.registry import register_primitive

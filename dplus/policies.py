@@ -43,12 +43,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return op
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        from .runtime.core import (
-            as_plain_callable,
-            changed_since,
-            mutable_sensitivity_of,
-            watch_call,
-        )
+        from .runtime.core import as_plain_callable
+        from .runtime.fold import changed_since, mutable_sensitivity_of, watch_call
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}

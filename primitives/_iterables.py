@@ -28,7 +28,8 @@ from dplus.errors import DplusError, NonDifferentiableError
 from dplus.rules import inline_rule_for
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import ItemColumns, accumulate, handover
+from dplus.runtime.fold import ItemColumns
+from dplus.runtime.handover import accumulate, handover
 from dplus.runtime.hooks import hooks
 from dplus.runtime.linear import (
     add,

@@ -39,7 +39,7 @@ def _code_names(code: Any) -> set[str]:
 
 
 def _carries_sensitivity(v: Any) -> bool:
-    from dplus.runtime.core import is_tracked_mutable
+    from dplus.runtime.handover import is_tracked_mutable
 
     if type(v) is bool or v is None or callable(v) and not is_tracked_mutable(v):
         return False

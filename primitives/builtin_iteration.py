@@ -9,7 +9,8 @@ import builtins as _b
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.core import ItemColumns, as_plain_callable, lift
+from dplus.runtime.core import as_plain_callable, lift
+from dplus.runtime.fold import ItemColumns
 from dplus.runtime.linear import gen_zero, is_zero_sensitivity
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
@@ -248,7 +249,7 @@ def iter_plus(*args: Any) -> ProcResult:
 
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
-    from dplus.runtime.core import handover, is_tracked_mutable
+    from dplus.runtime.handover import handover, is_tracked_mutable
     from dplus.runtime.linear import add
     from dplus.runtime.routers import ListIterator, LiveIteration
 

@@ -27,7 +27,8 @@ from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
 from dplus.runtime import calls as runtime_calls
 from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import is_tracked_mutable, lift
+from dplus.runtime.core import lift
+from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.linear import gen_zero, is_ndarray
 from dplus.runtime.registry import (
     is_registered_transform,

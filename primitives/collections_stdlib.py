@@ -12,7 +12,7 @@ import collections
 from typing import Any
 
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.core import handover, is_tracked_mutable
+from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.linear import add, tuple_items
 from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import register_primitive

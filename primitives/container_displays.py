@@ -11,9 +11,7 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.core import (
-    handover,
-)
+from dplus.runtime.handover import handover
 from dplus.runtime.linear import (
     add,
     gen_zero,

@@ -14,12 +14,8 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.runtime.boxes import Box, BoxSensitivities
-from dplus.runtime.core import (
-    apply_transform,
-    handover,
-    is_tracked_mutable,
-    lift,
-)
+from dplus.runtime.core import apply_transform, lift
+from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.linear import (
     OneHot,
     add,

@@ -11,10 +11,8 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
-from dplus.runtime.core import (
-    apply_transform,
-    is_tracked_mutable,
-)
+from dplus.runtime.core import apply_transform
+from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.linear import (
     add,
     gen_zero,

@@ -389,7 +389,7 @@ def _fit_plus(g: Any, v: Any) -> ProcResult:
     def fit_backprop(A: Any, Abox: Any) -> tuple:
         if r is not g and isinstance(r, (list, tuple)):
             # a list made here keeps its sensitivity in Abox; a tuple's may be sparse (OneHot)
-            from dplus.runtime.core import fold
+            from dplus.runtime.fold import fold
 
             A = fold(r, A, Abox)
         if A is Z or A is None or g is Z or g is None:

@@ -270,7 +270,7 @@ def _tolist_transform(a: Any) -> ProcResult:
     r = a.tolist()
 
     def backprop(A: Any, Abox: Any) -> tuple:
-        from dplus.runtime.core import fold
+        from dplus.runtime.fold import fold
 
         s = fold(r, A, Abox)
         return ((), np.asarray(s, dtype=np.result_type(a.dtype, float)).reshape(a.shape))

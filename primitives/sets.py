@@ -15,7 +15,8 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.core import apply_transform, handover
+from dplus.runtime.core import apply_transform
+from dplus.runtime.handover import handover
 from dplus.runtime.linear import add, is_zero_sensitivity
 from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import lookup_transform, register_primitive

@@ -184,6 +184,8 @@ def test_rule_code_never_calls_a_registered_transform_directly():
     ]
     modules += [
         "dplus.runtime.core",
+        "dplus.runtime.handover",
+        "dplus.runtime.fold",
         "dplus.runtime.calls",
         "dplus.runtime.routers",
         "dplus.runtime.arguments",

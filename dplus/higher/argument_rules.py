@@ -15,11 +15,8 @@ from ..runtime import core as runtime_core
 from ..runtime import list_writes as runtime_list_writes
 from ..runtime import result as runtime_result
 from ..runtime.boxes import BoxSensitivities
-from ..runtime.core import (
-    KeywordDict,
-    apply_transform,
-    handover,
-)
+from ..runtime.core import KeywordDict, apply_transform
+from ..runtime.handover import handover
 from ..runtime.linear import (
     OneHot,
     add,

@@ -13,10 +13,8 @@ from ..primitives import container_displays as _container_displays
 from ..primitives import sets as _sets
 from ..primitives.container_reads import register_attribute
 from ..runtime.boxes import BoxSensitivities
-from ..runtime.core import (
-    apply_transform,
-    is_tracked_mutable,
-)
+from ..runtime.core import apply_transform
+from ..runtime.handover import is_tracked_mutable
 from ..runtime.linear import (
     add,
     gen_zero,

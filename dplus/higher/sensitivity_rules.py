@@ -28,23 +28,15 @@ from ..errors import NonDifferentiableError
 from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime import calls as runtime_calls
-from ..runtime import core as runtime_core
+from ..runtime import handover as runtime_handover
 from ..runtime import linear as runtime_linear
 from ..runtime import list_writes as runtime_list_writes
 from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
-from ..runtime.core import (
-    CellKey,
-    apply_transform,
-    changed_since,
-    fold,
-    handover,
-    is_tracked_mutable,
-    lift,
-    snapshot,
-    watch_call,
-)
+from ..runtime.core import CellKey, apply_transform, lift
+from ..runtime.fold import changed_since, fold, snapshot, watch_call
+from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.linear import (
     OneHot,
     add,
@@ -126,7 +118,7 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
             "keep such values in tuples inside functions differentiated more than once"
         )
     if not _sensitivity_reaches_mutable(v, s):
-        r = runtime_core.accumulate(adj, v, s, Abox)
+        r = runtime_handover.accumulate(adj, v, s, Abox)
         return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
     if is_tracked_mutable(v):  # its sensitivity goes into its entries in Abox
         transpose = handed_over(Abox, v, s)
@@ -346,7 +338,7 @@ register_primitive(
     note="calling a rule's transform (derivatives of derivatives)",
 )
 register_primitive(runtime_calls.binop_plus, _binop_tower)
-register_primitive(runtime_core.accumulate, _accumulate_tower)
+register_primitive(runtime_handover.accumulate, _accumulate_tower)
 register_primitive(runtime_linear.add, _add_tower)
 register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_calls.closure_parts, _closure_parts_tower)

@@ -12,15 +12,9 @@ from typing import Any
 from ..errors import NonDifferentiableError, SensitivityError
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
-from .core import (
-    CellKey,
-    accumulate,
-    apply_transform,
-    handover,
-    is_tracked_mutable,
-    layouts,
-    lift,
-)
+from .core import CellKey, apply_transform, lift
+from .fold import layouts
+from .handover import accumulate, handover, is_tracked_mutable
 from .linear import (
     add,
     gen_zero,

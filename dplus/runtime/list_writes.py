@@ -8,11 +8,7 @@ from typing import Any
 
 from ..errors import SensitivityError
 from .boxes import BoxSensitivities
-from .core import (
-    accumulate,
-    handover,
-    is_tracked_mutable,
-)
+from .handover import accumulate, handover, is_tracked_mutable
 from .hooks import hooks
 from .linear import (
     OneHot,

@@ -14,20 +14,15 @@ from .calls import _PROVIDED
 # generated code calls these through helper_named
 from .core import (  # noqa: F401
     CellKey,
-    ItemColumns,
     KeywordDict,
-    accumulate,
     apply_transform,
     as_plain_callable,
-    fold,
-    handover,
-    is_tracked_mutable,
     keyword_sensitivity,
     keywords_at,
-    layouts,
     lift,
-    only_floats,
 )
+from .fold import ItemColumns, fold, layouts  # noqa: F401
+from .handover import accumulate, handover, is_tracked_mutable, only_floats  # noqa: F401
 from .result import (  # noqa: F401  (plain_parameters, keywords_by_name: ops of generated code)
     ProcResult,
     _call_positionally,

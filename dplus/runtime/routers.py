@@ -14,13 +14,9 @@ from typing import Any
 from ..errors import NonDifferentiableError
 from .boxes import BoxSensitivities
 from .calls import call
-from .core import (
-    ItemColumns,
-    as_plain_callable,
-    handover,
-    is_tracked_mutable,
-    only_floats,
-)
+from .core import as_plain_callable
+from .fold import ItemColumns
+from .handover import handover, is_tracked_mutable, only_floats
 from .hooks import hooks
 from .linear import (
     TupleAccumulator,

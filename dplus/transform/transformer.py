@@ -810,7 +810,8 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
         init_plus = t if t is not None else plus_function_for(init)
 
         def construct(*args: Any, **kwargs: Any) -> ProcResult:
-            from ..runtime.core import apply_transform, handover
+            from ..runtime.core import apply_transform
+            from ..runtime.handover import handover
 
             obj = cls.__new__(cls)
             # (through apply_transform, so that this code can be differentiated again)
@@ -882,7 +883,7 @@ def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
         pos_names = names[: len(args)]
 
         def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
-            from ..runtime.core import handover
+            from ..runtime.handover import handover
 
             if A is not Z and A is not None:
                 handover(Abox, obj, A)
