@@ -36,7 +36,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     t = lookup_transform(f)
     if t is not None:
         return t
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return _public(plus_function_for(f))
@@ -72,7 +72,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     _refuse_generator_function(f)
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return plus_function_for(f)
@@ -109,7 +109,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
 
         return ProcResult(r.primal, public_backprop)
 
-    from .transform.transformer import _mark_plus
+    from .transform.plus_functions import _mark_plus
 
     _mark_plus(public_plus)
     mark(public_plus, "__dplus_public_of__", P)
@@ -121,7 +121,7 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
     if cls.__module__.startswith("dplus.") and not cls.__dict__.get("__dplus_from_source__"):
         return None  # dplus's own classes have registered rules or none
-    from .transform.transformer import construct_plus
+    from .transform.plus_functions import construct_plus
 
     return construct_plus(cls)
 
@@ -499,7 +499,7 @@ def define_dplus(f: T) -> T:
         inner = f.__func__
         define_dplus(inner)
         return f
-    from .transform.transformer import lazy_transform
+    from .transform.plus_functions import lazy_transform
 
     register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
     remember_rule(f, DEFINED)

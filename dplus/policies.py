@@ -172,7 +172,7 @@ def transform_from_source(op: Any, op_name: str) -> Any:
         or fn.__module__.startswith("dplus")
     ):
         return error_non_zero_sensitivity_transform(op, op_name)
-    from .transform.transformer import plus_function_for
+    from .transform.plus_functions import plus_function_for
 
     try:
         plus_function_for(fn)  # transform now: a function dplus cannot read takes the default

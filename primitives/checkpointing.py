@@ -44,7 +44,7 @@ from ._iterables import add_closure
 def plus_of(f: Any) -> Any:
     """The transform of a function the user asked to checkpoint: derived from its source if
     it has no rule (asking for a checkpoint is asking for ``f`` to be differentiated)."""
-    from dplus.transform.transformer import plus_function_for
+    from dplus.transform.plus_functions import plus_function_for
 
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift(f)

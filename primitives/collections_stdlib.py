@@ -82,9 +82,7 @@ register_primitive(
 
 
 def _register_counter_methods() -> None:
-    from dplus.transform.transformer import (
-        lazy_transform,  # (the transformer imports the rule library)
-    )
+    from dplus.transform.plus_functions import lazy_transform
 
     for name in (
         "update",

@@ -893,7 +893,7 @@ def not_one_segment(x, y):
 
 
 def _fused(f):
-    from dplus.transform.transformer import plus_function_for
+    from dplus.transform.plus_functions import plus_function_for
 
     return getattr(plus_function_for(f), "__dplus_fused__", None)
 

@@ -207,7 +207,7 @@ def _resolved(P: Any) -> Any:
     """The plus-function that ``P`` calls: define_dplus's lazy wrapper stands for the
     plus-function derived from its source."""
     if getattr(P, "__dplus_lazy__", False):
-        from ..transform.transformer import plus_function_for
+        from ..transform.plus_functions import plus_function_for
 
         return plus_function_for(P.__dplus_source__)
     return P

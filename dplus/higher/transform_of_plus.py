@@ -35,7 +35,7 @@ def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 
 
 def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
-    from ..transform.transformer import plus_function_for
+    from ..transform.plus_functions import plus_function_for
 
     form = next_order_form(P)
     if form is not None:
