@@ -11,10 +11,12 @@ from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
+from .runtime.conformance import check_conforms
 from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
 from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
-from .runtime.linear import check_conforms, gen_zero, is_number
+from .runtime.kinds import is_number
+from .runtime.linear import gen_zero
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop

@@ -32,12 +32,12 @@ from .rules import defnondiff
 from .runtime.boxes import Box, BoxSensitivities
 from .runtime.fold import Snapshot, fold
 from .runtime.handover import handover, is_tracked_mutable
+from .runtime.kinds import is_ndarray
 from .runtime.linear import (
     OneHot,
     TupleAccumulator,
     add,
     gen_zero,
-    is_ndarray,
     is_zero_sensitivity,
     object_attributes,
     tuple_part,

@@ -27,7 +27,8 @@ from .runtime.closures import is_plus_function
 from .runtime.closures import is_plus_function as _is_plus
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
-from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
+from .runtime.kinds import is_ndarray, is_number
+from .runtime.linear import dot, gen_zero, zero
 from .runtime.portable import remember_source
 from .runtime.registry import register_primitive
 from .runtime.result import ProcResult

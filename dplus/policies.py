@@ -127,7 +127,7 @@ def _refuse_changed_arrays(op: Any, op_name: str, changed: list[Any]) -> None:
     """Arrays are values in dplus: one changed in place by code dplus does not see may be
     recorded by the reverse pass (which would use its new contents as the old ones), and
     what it holds now depends on its old contents in a way the reverse pass cannot follow."""
-    from .runtime.linear import is_ndarray
+    from .runtime.kinds import is_ndarray
 
     for v in changed:
         if is_ndarray(v):

@@ -31,12 +31,12 @@ from dplus.runtime.closures import is_plus_function
 from dplus.runtime.fold import ItemColumns
 from dplus.runtime.handover import accumulate, handover
 from dplus.runtime.hooks import hooks
+from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import (
     add,
-    add_closure,  # (where the rules of this library import it from)
+    add_closure,
     coerce_zero,
     gen_zero,
-    is_ndarray,
     is_zero_sensitivity,
     tuple_items,
 )

@@ -65,7 +65,8 @@ from typing import Any
 from dplus.errors import NonDifferentiableError
 from dplus.rules import definline, defnondiff
 from dplus.runtime.core import as_plain_callable
-from dplus.runtime.linear import gen_zero, is_ndarray, is_number, is_zero_sensitivity
+from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.linear import gen_zero, is_zero_sensitivity
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 

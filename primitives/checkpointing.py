@@ -29,7 +29,8 @@ from dplus.runtime import calls as runtime_calls
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.core import lift
 from dplus.runtime.handover import is_tracked_mutable
-from dplus.runtime.linear import gen_zero, is_ndarray
+from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import (
     is_registered_transform,
     lookup_transform,

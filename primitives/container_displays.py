@@ -12,13 +12,8 @@ from typing import Any
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.handover import handover
-from dplus.runtime.linear import (
-    add,
-    gen_zero,
-    is_ndarray,
-    is_zero_sensitivity,
-    tuple_items,
-)
+from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.linear import add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.result import ProcResult
 
 from .container_reads import _conform_items

@@ -13,12 +13,8 @@ from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
-from dplus.runtime.linear import (
-    add,
-    gen_zero,
-    is_ndarray,
-    tuple_items,
-)
+from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.linear import add, gen_zero, tuple_items
 from dplus.runtime.result import ProcResult
 
 from .container_displays import _sequence_sensitivity

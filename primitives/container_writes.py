@@ -13,12 +13,8 @@ from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import is_tracked_mutable
-from dplus.runtime.linear import (
-    add,
-    gen_zero,
-    is_ndarray,
-    is_number,
-)
+from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import lookup_transform
 from dplus.runtime.result import ProcResult
 

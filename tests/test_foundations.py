@@ -21,7 +21,8 @@ from dplus import (
     scale,
     zero,
 )
-from dplus.runtime.linear import conforms, is_zero_sensitivity
+from dplus.runtime.conformance import conforms
+from dplus.runtime.linear import is_zero_sensitivity
 
 small = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)
 

@@ -37,13 +37,13 @@ from ..runtime.closures import is_plus_function
 from ..runtime.core import CellKey, apply_transform, lift
 from ..runtime.fold import changed_since, fold, snapshot, watch_call
 from ..runtime.handover import handover, is_tracked_mutable
+from ..runtime.kinds import is_ndarray
 from ..runtime.linear import (
     OneHot,
     add,
     coerce_zero,
     dot,
     gen_zero,
-    is_ndarray,
     is_zero_sensitivity,
     scale,
     tuple_items,

@@ -15,12 +15,8 @@ from .calls import closure_parts
 from .core import (
     KeywordDict,
 )
-from .linear import (
-    add,
-    gen_zero,
-    is_ndarray,
-    is_zero_sensitivity,
-)
+from .kinds import is_ndarray
+from .linear import add, gen_zero, is_zero_sensitivity
 from .result import (
     ProcResult,
     call_plus,

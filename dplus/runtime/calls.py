@@ -15,13 +15,8 @@ from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .core import CellKey, apply_transform, lift
 from .fold import layouts
 from .handover import accumulate, handover, is_tracked_mutable
-from .linear import (
-    add,
-    gen_zero,
-    is_ndarray,
-    is_number,
-    tuple_items,
-)
+from .kinds import is_ndarray, is_number
+from .linear import add, gen_zero, tuple_items
 from .registry import _TRANSFORMS, lookup_transform
 from .result import (
     ProcResult,

@@ -16,15 +16,13 @@ from .boxes import Box, BoxSensitivities
 from .closures import closure_values
 from .core import CellKey
 from .handover import _as_items, is_tracked_mutable, only_floats
+from .kinds import is_atom, is_ndarray, is_number
 from .linear import (
     OneHot,
     TupleAccumulator,
     add,
     coerce_zero,
     gen_zero,
-    is_atom,
-    is_ndarray,
-    is_number,
     is_zero_sensitivity,
     object_attributes,
     zero,

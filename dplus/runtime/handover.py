@@ -16,15 +16,8 @@ from typing import Any
 from ..errors import NonDifferentiableError, SensitivityError
 from .boxes import Box, BoxSensitivities
 from .core import CellKey
-from .linear import (
-    OneHot,
-    TupleAccumulator,
-    add,
-    gen_zero,
-    is_ndarray,
-    is_number,
-    is_zero_sensitivity,
-)
+from .kinds import is_ndarray, is_number
+from .linear import OneHot, TupleAccumulator, add, gen_zero, is_zero_sensitivity
 from .result import KeywordDict, ProcResult
 
 _add_floats = operator.add

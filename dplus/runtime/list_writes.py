@@ -10,12 +10,8 @@ from ..errors import SensitivityError
 from .boxes import BoxSensitivities
 from .handover import accumulate, handover, is_tracked_mutable
 from .hooks import hooks
-from .linear import (
-    OneHot,
-    add,
-    gen_zero,
-    is_number,
-)
+from .kinds import is_number
+from .linear import OneHot, add, gen_zero
 
 Z = gen_zero
 _FLOATS = frozenset({float})

@@ -18,16 +18,8 @@ from .core import as_plain_callable
 from .fold import ItemColumns
 from .handover import handover, is_tracked_mutable, only_floats
 from .hooks import hooks
-from .linear import (
-    TupleAccumulator,
-    add,
-    add_closure,
-    gen_zero,
-    is_ndarray,
-    is_number,
-    is_zero_sensitivity,
-    tuple_items,
-)
+from .kinds import is_ndarray, is_number
+from .linear import TupleAccumulator, add, add_closure, gen_zero, is_zero_sensitivity, tuple_items
 from .result import (
     ProcResult,
 )
