@@ -13,17 +13,6 @@ from ..api import (
     default_sensitivity,
     prepare_sensitivity,
 )
-from ..boxes_again import (
-    added_to_element,
-    cell_stash,
-    folded_with_transpose,
-    handed_over,
-    holds_mutables,
-    router_stash,
-    stash_add,
-    stash_dual,
-    stash_take,
-)
 from ..errors import NonDifferentiableError
 from ..markers import mark_derived
 from ..rules import defnondiff
@@ -54,6 +43,7 @@ from ..runtime.registry import is_registered_transform, register_primitive
 from ..runtime.result import ProcResult, call_plus, run_backprop
 from ..runtime.result import backprop as result_backprop
 from ..runtime.result import primal as result_primal
+from .box_map import added_to_element, folded_with_transpose, handed_over, holds_mutables
 from .call_rules import (
     _binop_tower,
     _call_on_constants_tower,
@@ -71,6 +61,7 @@ from .call_rules import (
     _transform_of_plus_rule,
     relayout_closure,
 )
+from .stashes import cell_stash, router_stash, stash_add, stash_dual, stash_take
 from .transform_of_plus import transform_of_plus
 
 # (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
