@@ -41,7 +41,8 @@ from .generated_text import (
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
 from .normalize.normalizer import normalize_function
-from .reverse.builder import Specialized, build_plus_function
+from .reverse.builder import build_plus_function
+from .reverse.entry import Specialized
 from .reverse.syntax import FAST_PATHS, Helpers, choose_prefix
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
