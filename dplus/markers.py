@@ -13,6 +13,9 @@ live here, typed, rather than as ignored errors across the code base. The reader
 * ``__dplus_fused__``: the fused gradient function of a plus-function.
 * ``__dplus_public_of__``: the plus-function a public ``dplus(f)`` function calls.
 * ``dp_unknown``: a plus-function made by an unknown-function policy.
+* ``__dplus_stands_for__``: a plain function that calls a plus-function and returns its
+  primal (a method of a class built by differentiated code, a plus-function handed to code
+  dplus does not differentiate): its transform is that plus-function (``lookup_transform``).
 """
 
 from __future__ import annotations

@@ -249,12 +249,17 @@ def iter_plus(*args: Any) -> ProcResult:
 
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
+    from dplus.runtime.generators import Generator
     from dplus.runtime.handover import handover, is_tracked_mutable
     from dplus.runtime.linear import add
     from dplus.runtime.routers import ListIterator, LiveIteration
 
     if type(it) is LiveIteration:
         return _next_live(it, default)
+    if type(it) is Generator:
+        from .generators import generator_next_plus
+
+        return generator_next_plus(it, *default)
 
     listed = type(it) is ListIterator
     pos = it.index if listed else -1

@@ -14,6 +14,7 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
@@ -325,6 +326,9 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
     v = getattr(obj, name)
     t = type(obj)
     if isinstance(obj, (types.ModuleType, type)):
+        owner = local_owner(obj, name) if isinstance(obj, type) else None
+        if owner is not None:  # (an attribute of a class built by differentiated code)
+            return _keyed_read(owner, name, v)
         return ProcResult(v, _no_sens_2)
     rule = _ATTR_RULES.get((t, name))
     if rule is not None:
@@ -344,6 +348,11 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return apply_transform(getitem_plus, obj, field)
     if is_tracked_mutable(obj) and _instance_has(obj, name):
         return _keyed_read(obj, name, v)
+    owner = local_owner(obj, name)
+    if owner is not None:
+        # a value a class built by differentiated code holds, read through an instance: its
+        # sensitivity goes to the class (runtime.classes), hence to the class body's value
+        return _keyed_read(owner, name, v)
     if isinstance(v, types.MethodType) and v.__self__ is obj:
         # a bound method closes over its instance: its sensitivity is (A_self,)
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:

@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ..markers import mark
 from .closures import is_plus_function
 from .hooks import hooks
 from .linear import (
@@ -124,7 +125,8 @@ def as_plain_callable(a: Any) -> Any:
             return a(*args, **kwargs).primal
 
         primal_only.__qualname__ = getattr(a, "__qualname__", "plus_function")
-        return primal_only
+        # (when it comes back to differentiated code, its transform is ``a``: lookup_transform)
+        return mark(primal_only, "__dplus_stands_for__", a)
     return a
 
 

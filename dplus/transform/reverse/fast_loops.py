@@ -81,23 +81,41 @@ class FastLoopRules:
             item.ctx = ast.Load()
             for e in item.elts:
                 e.ctx = ast.Load()
+        fresh = getattr(s, "dp_fresh_iter", False)
+        src: ast.expr = clone(s.iter) if fresh else N(self.namer.fresh("loop_src"))
+        prefix_loop: ast.stmt = ast.For(
+            target=clone(item_target),
+            iter=N(iterv),
+            body=[
+                *lead,
+                ast.If(
+                    test=clone(fast.guard),
+                    body=prefix_body,
+                    orelse=[assign(pend, tuple_([item])), ast.Break()],
+                ),
+            ],
+            orelse=[],
+            type_comment=None,
+        )
+        if not fresh:
+            from ...runtime.generators import GeneratorTaker
+
+            fwd.append(self.loop_iterable(src.id, s.iter))
+            # (a generator's values each go back to their resumption as the loop's reverse
+            # reaches them: its iterations all take the general way)
+            prefix_loop = ast.If(
+                test=ast.Compare(
+                    left=call(self.helper(type, "type"), clone(src)),
+                    ops=[ast.Is()],
+                    comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
+                ),
+                body=[assign(pend, ast.Tuple(elts=[], ctx=ast.Load()))],
+                orelse=[prefix_loop],
+            )
         fwd += [
-            assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
+            assign(iterv, call(self.helper(iter, "iter"), clone(src))),
             assign(pend, C(None)),
-            ast.For(
-                target=clone(item_target),
-                iter=N(iterv),
-                body=[
-                    *lead,
-                    ast.If(
-                        test=clone(fast.guard),
-                        body=prefix_body,
-                        orelse=[assign(pend, tuple_([item])), ast.Break()],
-                    ),
-                ],
-                orelse=[],
-                type_comment=None,
-            ),
+            prefix_loop,
             assign(n, C(0)),
             ast.If(
                 test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]),
@@ -115,7 +133,7 @@ class FastLoopRules:
             # (after no fast iteration an invariant may be unbound, as in the primal)
             self.push(
                 tuple_(
-                    [clone(s.iter), N(nf), N(n), self.list_length(s)]
+                    [clone(src), N(nf), N(n), self.list_length(s, src)]
                     + ([N(col)] if col else [])
                     + (
                         [
@@ -131,6 +149,7 @@ class FastLoopRules:
         ]
         # reverse: the general iterations (the last ones), then the prefix
         route, i = self.namer.fresh("route"), self.namer.fresh("i")
+        every = None if fresh else self.namer.fresh("every")
         total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
         rev_body = list(br) + [
             self.routed(
@@ -139,16 +158,33 @@ class FastLoopRules:
                     targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())],
                     value=N(A_t),
                 ),
+                every,
             )
         ]
-        make_route = assign(
-            route,
-            ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total),
+        zeros: ast.expr = ast.BinOp(
+            left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total
         )
         length = self.namer.fresh("len")
+        if every is not None:
+            zeros = ast.IfExp(
+                test=N(every),
+                body=call(
+                    self.rt("generator_route"),
+                    N(itv),
+                    clone(total),
+                    N(length),
+                    N(syntax.ABOX),
+                    C(True),
+                ),
+                orelse=zeros,
+            )
+        make_route = assign(route, zeros)
         rev: list[ast.stmt] = self.pop_into(
             [itv, nf, n, length] + ([col] if col else []) + ([inv] if inv else [])
-        ) + [
+        )
+        if every is not None:
+            rev += self.generator_route(every, itv, n, length, True)
+        rev += [
             make_route,
             ast.If(
                 test=N(n),
