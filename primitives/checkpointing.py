@@ -194,20 +194,7 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         raise
     check_loop_arguments(step, n, schedule)
     n = int(n)
-    if schedule == "none":
-        stride = 1
-    elif schedule == "sqrt":
-        stride = max(1, math.isqrt(max(n - 1, 0)) + 1)
-    else:
-        stride = n + 1  # bisection keeps only the initial state in the forward pass
-    kept = {}
-    s = state
-    for i in range(n):
-        if i % stride == 0:
-            kept[i] = kept_value(s, step, "loop state")
-        s = run_checkpointed(step, (s,), {})
-    require_value(s, step, "loop state")
-    out = s
+    kept, out = _run_keeping(step, state, n, _stride(schedule, n))
 
     def record(lo: int, hi: int, s_lo: Any) -> tuple:
         """The steps lo..hi-1 through the transform: their backprops and the state at hi."""
@@ -253,6 +240,28 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return loop_sensitivities(fs, a, args, kwargs)
 
     return ProcResult(out, checkpoint_loop_backprop)
+
+
+def _stride(schedule: str, n: int) -> int:
+    """How many steps apart the forward pass keeps the states of an ``n``-step loop."""
+    if schedule == "none":
+        return 1
+    if schedule == "sqrt":
+        return max(1, math.isqrt(max(n - 1, 0)) + 1)
+    return n + 1  # bisection keeps only the initial state in the forward pass
+
+
+def _run_keeping(step: Any, state: Any, n: int, stride: int) -> tuple[dict[int, Any], Any]:
+    """The loop's ``n`` steps run without recording, keeping the state at every ``stride``-th
+    step; the states kept, by step, and the final state."""
+    kept = {}
+    s = state
+    for i in range(n):
+        if i % stride == 0:
+            kept[i] = kept_value(s, step, "loop state")
+        s = run_checkpointed(step, (s,), {})
+    require_value(s, step, "loop state")
+    return kept, s
 
 
 def backprop_steps(bps: list, a: Any, fs: Any, Abox: Any) -> tuple:
