@@ -77,7 +77,7 @@ def _sequence_nonconformance(sens: Any, primal: Any, what: str, path: str) -> st
     return None
 
 
-def _dict_nonconformance(sens: Any, primal: dict, what: str, path: str) -> str | None:
+def _dict_nonconformance(sens: Any, primal: dict[Any, Any], what: str, path: str) -> str | None:
     if not isinstance(sens, dict):
         return f"{type(sens).__name__} given where the result is a dict"
     extra = set(sens) - set(primal)

@@ -132,7 +132,7 @@ def _hand_over_list(Abox: BoxSensitivities, v: list, s: Any, elements: list | No
             entry[i] = add(entry[i], si)
 
 
-def _hand_over_floats(Abox: BoxSensitivities, v: list, items: list) -> bool:
+def _hand_over_floats(Abox: BoxSensitivities, v: list, items: Sequence[Any]) -> bool:
     """The common case, float sensitivities: they conform only to numbers, so no element
     hands anything further (one pass over the items, none over the list). False when the
     items are not all floats (nothing done then)."""

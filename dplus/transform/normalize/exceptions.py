@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from ..trees import walk
 from .core import Atom, _assign, _const, _internal, _may_escape, _name
 
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
-class ExceptionForms:
+
+class ExceptionForms(NormalizerState):
     """Methods of :class:`Normalizer`: ``try``, ``with`` and ``match``."""
 
     def s_Try(self, s: ast.Try) -> None:
@@ -157,6 +163,6 @@ class ExceptionForms:
                     ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like
                 )
                 self.capture_bindings(p, part, like)
-        for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns):
-            part = self.temp(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), like)
+        for name, p in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            part = self.temp(ast.Attribute(value=subject, attr=name, ctx=ast.Load()), like)
             self.capture_bindings(p, part, like)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...runtime.hooks import hooks
 from ..normalize.core import IRFunction
@@ -12,8 +12,13 @@ from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import BINOPS, INPLACE, C, N, assign, attr, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class CallRules:
+
+class CallRules(Builder):
     """Methods of :class:`FunctionBuilder`: calls, operators and closures (nested ``def``)."""
 
     def calls_directly(

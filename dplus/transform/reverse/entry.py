@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +26,11 @@ from .syntax import (
     tuple_,
     unpack,
 )
+
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
 
 @attrs.frozen
@@ -49,7 +54,7 @@ def _hoisted_by_parameter(hoisted: list[tuple[str, Any, str]]) -> list[tuple[str
     return [(p, tuple(k), tuple(n)) for p, (k, n) in out.items()]
 
 
-class EntryRules:
+class EntryRules(Builder):
     """Methods of :class:`FunctionBuilder`: the plus-function's ``def`` around the reversed body:
     its signature, the prologue (tape, keys of boxed variables), the backprop's ``def``, and the
     tests of what a specialised transform assumed."""

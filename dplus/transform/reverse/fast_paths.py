@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..trees import clone
 from .fast_segment import FastSegment, FastSegmentParts
 from .ssa import _SSA
@@ -23,8 +25,13 @@ from .syntax import (
     tuple_,
 )
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class FastPathRules:
+
+class FastPathRules(Builder):
     """Methods of :class:`FunctionBuilder`: float fast segments under a type guard, and the
     fused gradient of a function whose body is one fast segment."""
 
@@ -94,7 +101,7 @@ class FastPathRules:
         ]
         if signature is None:  # floats only (ints, bools and objects take the general way)
             signature = params
-            not_floats = [
+            not_floats: list[ast.expr] = [
                 ast.Compare(
                     left=call(clone(typ), N(p)), ops=[ast.IsNot()], comparators=[clone(flt)]
                 )
@@ -146,13 +153,13 @@ class FastPathRules:
         """The fast variant of a segment (see :class:`~.fast_segment.FastSegment`), or None."""
         return FastSegment(self, ssa).build()
 
-    def may_be_complex(self, s: ast.Assign) -> bool:
+    def may_be_complex(self, s: Core) -> bool:
         """An inline ``x ** y`` without a whole constant exponent: complex for a negative
         real base (``(-1.75) ** 0.5``), the one inline operation that leaves the reals."""
         rule, _ = self.inline_rule(s.value)
         if rule is None or rule.fn not in _POWERS:
             return False
-        exponent = self.operands(s.value)[-1]
+        exponent: Core = self.operands(s.value)[-1]
         return not (
             _is_number_const(exponent)
             and (type(exponent.value) is int or float(exponent.value).is_integer())
@@ -176,8 +183,9 @@ class FastPathRules:
                     for o in self.operands(v)
                 )
                 rule, _ = self.inline_rule(v)
+                assert rule is not None  # (an inline statement has an inline rule)
                 if rule.fn in _POWERS:
-                    exponent = self.operands(v)[-1]
+                    exponent: Core = self.operands(v)[-1]
                     ok = (
                         ok
                         and _is_number_const(exponent)
@@ -204,7 +212,7 @@ class FastPathRules:
             ops=[ast.Is() for _ in names],
             comparators=types_[1:] + [self.helper(float, "float")],
         )
-        tests = [
+        tests: list[ast.expr] = [
             ast.Compare(left=clone(t), ops=[ast.In()], comparators=[clone(num)]) for t in types_
         ]
         numbers = ast.BoolOp(op=ast.And(), values=tests) if len(tests) > 1 else tests[0]

@@ -4,14 +4,19 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import syntax
 from .ssa import _SSA
 from .syntax import C, N, S, _locate_all, _NotReplayable, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class ReplayRules:
+
+class ReplayRules(Builder):
     """Methods of :class:`FunctionBuilder`: specialisation: the general variant of a segment as a replay program"""
 
     def replay_plan(self, ssa: _SSA) -> tuple[list[ast.stmt], list[str], Any] | None:
@@ -57,7 +62,7 @@ def _replay_operands(v: ast.expr) -> list[ast.expr]:
         return [v.left, v.right]
     if isinstance(v, ast.UnaryOp):
         return [v.operand]
-    return v.args  # type: ignore[attr-defined, no-any-return]  # (a call)
+    return v.args  # type: ignore[attr-defined]  # (a call)
 
 
 class _ReplayPlan:

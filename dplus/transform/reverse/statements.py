@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..trees import clone
 from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import UNARYOPS, C, N, assign, attr, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
+
 # a statement's general path: its forward, the names its reverse reads, and its reverse
 Reversed = tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]
 
 
-class StatementRules:
+class StatementRules(Builder):
     """Methods of :class:`FunctionBuilder`: assignments and unpacking outside fast segments: one statement of the general path."""
 
     # ---------------------------------------------------------------- general statements
-    def unpack_reverse(self, s: ast.Assign, acc: _AdjointAccumulator) -> None:
+    def unpack_reverse(self, s: Core, acc: _AdjointAccumulator) -> None:
         parts = [acc.take(e.id) for e in s.targets[0].elts]
         if all(p is None for p in parts):
             return
@@ -122,7 +129,7 @@ class StatementRules:
     def ssa_defined_names(self, acc: _AdjointAccumulator) -> dict[str, None]:
         return acc.ssa.defined
 
-    def general_stmt(self, s: ast.stmt, ssa: _SSA) -> Reversed:
+    def general_stmt(self, s: Core, ssa: _SSA) -> Reversed:
         """A statement's general path: its forward, the names its reverse reads, its reverse."""
         if getattr(s, "dp_unpack", False):
             return [clone(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
@@ -144,7 +151,7 @@ class StatementRules:
             )
         return self.name_assignment(target.id, s.value, s)
 
-    def subscript_write(self, target: ast.Subscript, s: ast.Assign) -> Reversed:
+    def subscript_write(self, target: ast.Subscript, s: Core) -> Reversed:
         if (
             not self.nestable
             and not isinstance(target.slice, ast.Slice)
@@ -159,7 +166,7 @@ class StatementRules:
             s,
         )
 
-    def name_assignment(self, name: str, v: ast.expr, s: ast.Assign) -> Reversed:
+    def name_assignment(self, name: str, v: Core, s: Core) -> Reversed:
         """``name = v``: boxed variables, constants and copies here; operations by the kind
         of ``v`` (the table ``VALUE_RULES``)."""
         kind = getattr(s, "dp_kind", "general")
@@ -188,7 +195,9 @@ class StatementRules:
 
     def boxed_write(self, name: str, v: ast.expr) -> Reversed:
         """A write to a boxed variable: its sensitivity lives in Abox under the cell key."""
-        fwd = [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
+        fwd: list[ast.stmt] = (
+            [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
+        )
 
         def rev_boxed(acc: _AdjointAccumulator) -> None:
             popped = call(attr(syntax.ABOX, "pop"), N(self.key(name)), N(self.Z))
@@ -201,7 +210,7 @@ class StatementRules:
 
     def boxed_read(self, name: str, boxed: str) -> Reversed:
         """``name = boxed`` of a boxed variable: the adjoint goes to its cell's key."""
-        fwd = [assign(name, N(boxed))]
+        fwd: list[ast.stmt] = [assign(name, N(boxed))]
 
         def rev_read(acc: _AdjointAccumulator) -> None:
             A = acc.take(name)
