@@ -170,3 +170,15 @@ def test_second_order_runs_in_process():
     for args in [(0.5, 0.1), (-1.2, 0.7)]:
         close(dplus.hessian(loss)(*args), dplus.hessian(loss_plain)(*args), tol=1e-10)
         close(dplus.hessian(loss)(*args), fd_hessian(loss_plain, args), tol=1e-5)
+
+
+def test_second_order_with_the_client_captured(client):
+    # the loss closes over the client (and passes it by keyword): at the second order the
+    # map runs in process, and no sensitivity, not even a zero, is handed into the client
+    loss = make_loss(client, 3)
+    for args in [(0.5, 0.1), (-1.2, 0.7)]:
+        h = dplus.hessian(loss)(*args)
+        close(h, dplus.hessian(loss_plain)(*args), tol=1e-10)
+        close(h, fd_hessian(loss_plain, args), tol=1e-5)
+        close(dplus.grad1(lambda w: grad(loss)(w, args[1])[0])(args[0]), h[0][0], tol=1e-10)
+

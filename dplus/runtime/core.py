@@ -691,6 +691,24 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
     return snapshot(e, memo)
 
 
+def keyword_dict_sensitivity(kwargs: dict, s: Any, Abox: BoxSensitivities) -> KeywordDict:
+    """The sensitivity of a function's ``**kwargs`` dict as its caller takes it: by keyword,
+    ``s``'s part plus the dict's ``Abox`` entry, and nothing more.
+
+    A value in it that is a list, dict or object has its own sensitivity in ``Abox`` under
+    its own identity, where the caller finds it: it is not folded in here (as the user-facing
+    :func:`fold` does), or the caller would hand it over a second time, and zeros would be
+    made of the whole object graph behind it (a Dask client's, say) and handed into it."""
+    entry = Abox.get(kwargs) if kwargs in Abox else gen_zero
+    out = KeywordDict()
+    for k in kwargs:
+        sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+        if isinstance(entry, dict) and k in entry:
+            sk = add(sk, entry[k])
+        out[k] = sk
+    return out
+
+
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
     """The user-facing sensitivity of ``v``: ``s`` plus ``Abox`` entries, no ``gen_zero`` inside."""
     if _memo is None:

@@ -28,6 +28,7 @@ from .core import (  # noqa: F401
     fold,
     handover,
     is_tracked_mutable,
+    keyword_dict_sensitivity,
     keyword_sensitivity,
     keywords_at,
     layouts,

@@ -268,7 +268,12 @@ class FunctionBuilder(
                 # the **kwargs dict is mutable: its sensitivity is in Abox
                 prologue.append(assign(syntax.PFX + "kwobj", N(p)))
                 param_sens.append(
-                    call(self.rt("fold"), N(syntax.PFX + "kwobj"), N(self.adj(p)), N(syntax.ABOX))
+                    call(
+                        self.rt("keyword_dict_sensitivity"),
+                        N(syntax.PFX + "kwobj"),
+                        N(self.adj(p)),
+                        N(syntax.ABOX),
+                    )
                 )
             else:
                 param_sens.append(N(self.adj(p)))
