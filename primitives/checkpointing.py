@@ -37,6 +37,7 @@ from dplus.runtime.registry import (
 )
 from dplus.runtime.result import ProcResult, call_plus
 
+from . import revolve
 from ._iterables import add_closure
 
 
@@ -180,18 +181,22 @@ register_primitive(
 )
 
 
-def _loop_sig(step: Any, state: Any, n: Any, *, schedule: str = "sqrt") -> tuple:
-    return step, state, n, schedule
+def _loop_sig(
+    step: Any, state: Any, n: Any, *, schedule: str = "sqrt", snapshots: Any = None
+) -> tuple:
+    return step, state, n, schedule, snapshots
 
 
 def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
     try:
-        step, state, n, schedule = _loop_sig(*args, **kwargs)
+        step, state, n, schedule, snapshots = _loop_sig(*args, **kwargs)
     except TypeError:
         checkpoint_loop(*args, **kwargs)  # the plain function's own error
         raise
-    check_loop_arguments(step, n, schedule)
+    check_loop_arguments(step, n, schedule, snapshots)
     n = int(n)
+    if schedule == "revolve":
+        return revolve_loop(step, state, n, snapshots, args, kwargs)
     if schedule == "none":
         stride = 1
     elif schedule == "sqrt":
@@ -253,6 +258,98 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
     return ProcResult(out, checkpoint_loop_backprop)
 
 
+def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dict) -> ProcResult:
+    """The forward pass of the binomial schedule with ``k`` snapshots: the plain steps, keeping
+    the states where the schedule's forward sweep puts its snapshots, and the last step
+    recorded (Griewank's "youturn"). The reverse pass (:class:`RevolveReversal`) continues
+    the schedule from there."""
+    if n == 0:
+        return ProcResult(state, lambda A, Abox: loop_sensitivities(gen_zero, A, args, kwargs))
+    first = kept_value(state, step, "loop state")
+    positions = set(revolve.first_descent(n, k))
+    descent: dict = {}
+    s = state
+    for i in range(n - 1):
+        if i in positions:
+            descent[i] = kept_value(s, step, "loop state")
+        s = run_checkpointed(step, (s,), {})
+    last_input = kept_value(s, step, "loop state")
+    del s
+    if n - 1 in positions:  # (a snapshot of the last step's state: the state it is recorded from)
+        descent[n - 1] = last_input
+    r = call_recorded(step, (last_input,), {})
+    out = r.primal
+    require_value(out, step, "loop state")
+    # the first reverse pass uses the forward sweep's snapshots and record, and drops them as
+    # it goes; a later one (a jacobian runs the backprop once per output) starts from scratch
+    youturn: list = [descent, r.backprop, last_input]
+    del r, descent, last_input
+
+    def checkpoint_loop_revolve_backprop(A: Any, Abox: Any) -> tuple:
+        reversal = RevolveReversal(step, out, A, Abox)
+        if youturn:
+            reversal.descent, reversal.youturn = youturn[0], (youturn[1], youturn[2])
+            youturn.clear()
+        reversal.run(0, n, k, first, reversal.youturn is not None)
+        return loop_sensitivities(reversal.fs, reversal.a, args, kwargs)
+
+    return ProcResult(out, checkpoint_loop_revolve_backprop)
+
+
+class RevolveReversal:
+    """One reverse pass of a loop under the binomial schedule: the steps newest first, each
+    recorded from its state, advanced from the nearest snapshot as ``revolve.split`` says.
+
+    Each recorded step's result is compared with the state the step reversed before it was
+    recorded from (the last one's with the forward pass's result), so the recorded steps
+    form one trajectory from the initial state to the forward pass's result, or the pass
+    refuses. States are referenced only while the schedule holds them."""
+
+    def __init__(self, step: Any, out: Any, A: Any, Abox: Any) -> None:
+        self.step, self.Abox = step, Abox
+        self.a, self.fs = A, gen_zero
+        self.expected = out  # what the step reversed next must produce
+        self.descent: dict = {}  # the forward sweep's snapshots not used yet, by position
+        self.youturn: tuple | None = None  # the forward pass's record of the last step, its state
+
+    def run(self, lo: int, hi: int, slots: int, s_lo: Any, on_descent: bool) -> None:
+        """Reverse steps ``lo .. hi-1`` from ``s_lo``, the state at ``lo``, keeping at most
+        ``slots`` states at once (``s_lo``'s included). ``on_descent``: the range ends the
+        forward sweep's, whose snapshots and last record are there to take."""
+        while hi - lo > 1 and slots > 1:
+            j = revolve.split(hi - lo, slots)
+            if on_descent:
+                s_j = self.descent.pop(lo + j)
+            else:
+                s_j = self.advance(s_lo, j)
+            self.run(lo + j, hi, slots - 1, s_j, on_descent)
+            del s_j  # (its slot is free again for the first part of the range)
+            on_descent = False
+            hi = lo + j
+        for i in range(hi - 1, lo - 1, -1):
+            if (
+                on_descent and self.youturn is not None
+            ):  # the last step, recorded by the forward pass
+                bp, s_i = self.youturn
+                self.youturn = None
+            else:
+                s_i = self.advance(s_lo, i - lo)
+                r = call_recorded(self.step, (s_i,), {})
+                check_recomputed(r.primal, self.expected, self.step)
+                bp = r.backprop
+                del r
+            self.expected = None
+            self.a, self.fs = backprop_steps([bp], self.a, self.fs, self.Abox)
+            del bp
+            self.expected = s_i
+            del s_i
+
+    def advance(self, s: Any, steps: int) -> Any:
+        for _ in range(steps):
+            s = run_checkpointed(self.step, (s,), {})
+        return s
+
+
 def backprop_steps(bps: list, a: Any, fs: Any, Abox: Any) -> tuple:
     """Run the steps' backprops newest first: the first state's sensitivity and the summed
     closure sensitivity of the step function."""
@@ -275,7 +372,7 @@ def loop_sensitivities(fs: Any, a: Any, args: tuple, kwargs: dict) -> tuple:
 register_primitive(
     checkpoint_loop,
     checkpoint_loop_plus,
-    note="dplus.checkpoint_loop: keeps every k-th state (sqrt) or none (bisection), recomputes segments in reverse",
+    note="dplus.checkpoint_loop: keeps every k-th state (sqrt), none (bisection) or k where the binomial schedule says (revolve), recomputes in reverse",
 )
 
 
@@ -299,7 +396,7 @@ def run_checkpointed_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
 
 
 def checkpoint_loop_recorded(*args: Any, **kwargs: Any) -> ProcResult:
-    step, state, n, schedule = _loop_sig(*args, **kwargs)
+    step, state, n, _, _ = _loop_sig(*args, **kwargs)
     bps = []
     s = state
     for _ in range(n):
