@@ -37,8 +37,8 @@ from dplus.runtime.registry import (
 )
 from dplus.runtime.result import ProcResult, call_plus
 
-from . import revolve
 from ._iterables import add_closure
+from .revolve import first_descent, split
 
 
 def plus_of(f: Any) -> Any:
@@ -266,7 +266,7 @@ def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dic
     if n == 0:
         return ProcResult(state, lambda A, Abox: loop_sensitivities(gen_zero, A, args, kwargs))
     first = kept_value(state, step, "loop state")
-    positions = set(revolve.first_descent(n, k))
+    positions = set(first_descent(n, k))
     descent: dict = {}
     s = state
     for i in range(n - 1):
@@ -317,7 +317,7 @@ class RevolveReversal:
         ``slots`` states at once (``s_lo``'s included). ``on_descent``: the range ends the
         forward sweep's, whose snapshots and last record are there to take."""
         while hi - lo > 1 and slots > 1:
-            j = revolve.split(hi - lo, slots)
+            j = split(hi - lo, slots)
             if on_descent:
                 s_j = self.descent.pop(lo + j)
             else:
