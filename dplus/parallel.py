@@ -123,8 +123,9 @@ class DaskWorkers:
 
     def send(self, place: Any, fn: Callable[..., Any], *args: Any) -> None:
         """``fn(*args)`` on the worker at ``place``, not waited for."""
-        from distributed import fire_and_forget
+        import distributed
 
+        fire_and_forget: Any = distributed.fire_and_forget  # (untyped)
         fire_and_forget(self.client.submit(fn, *args, pure=False, **self.placement(place)))
 
     @staticmethod
@@ -144,11 +145,12 @@ class RayWorkers:
 
     def __init__(self, n: int | None = None, **actor_options: Any) -> None:
         try:
-            import ray
+            import ray as ray_module
         except ImportError:
             raise ArgumentError(
                 "dplus.parallel.RayWorkers needs Ray: pip install 'dplus[ray]'"
             ) from None
+        ray: Any = ray_module  # (typed in part: used as the untyped library it mostly is)
         if not ray.is_initialized():
             raise ArgumentError(
                 "dplus.parallel.RayWorkers: start or join a Ray session first (ray.init(...))"
@@ -162,7 +164,7 @@ class RayWorkers:
         self._ray = ray
         options = {"num_cpus": 1, **actor_options}
         actor_class = ray.remote(ChunkWorker).options(**options)
-        self.actors = [actor_class.remote() for _ in range(n)]
+        self.actors: list[Any] = [actor_class.remote() for _ in range(n)]
 
     def count(self) -> int:
         return len(self.actors)
