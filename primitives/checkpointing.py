@@ -26,8 +26,8 @@ from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, ru
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
 from dplus.runtime import ops as runtime_ops
-from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import is_tracked_mutable, lift
+from dplus.runtime.closures import is_plus_function, user_function
+from dplus.runtime.core import as_plain_callable, is_tracked_mutable, lift
 from dplus.runtime.linear import gen_zero, is_ndarray
 from dplus.runtime.registry import (
     is_registered_transform,
@@ -56,6 +56,19 @@ def plus_of(f: Any) -> Any:
 def stands_for_itself(f: Any) -> bool:
     """A function made inside differentiated code: its value is its own transform."""
     return is_plus_function(f) and not is_registered_transform(f)
+
+
+def plain_callable(f: Any, nargs: int) -> Any:
+    """``f`` as a recomputation calls it plainly with ``nargs`` arguments: for a function made
+    inside differentiated code, the user's own function rebuilt when it can be
+    (``user_function``: at the primal's speed, where ``f`` itself would record as it runs and
+    drop the record); otherwise as ``run_checkpointed`` calls it. (What it computes is
+    checked against the recorded recomputation, as every recomputation is.)"""
+    if stands_for_itself(f):
+        rebuilt = user_function(f, nargs)
+        if rebuilt is not None:
+            return rebuilt
+    return as_plain_callable(f)
 
 
 def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
@@ -162,7 +175,10 @@ register_primitive(
 
 def run_checkpointed_plus(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     saved = kept_value(tuple(args), f, "arguments")
-    out = run_checkpointed(f, saved, kwargs)
+    if kwargs:
+        out = run_checkpointed(f, saved, kwargs)
+    else:
+        out = plain_callable(f, len(saved))(*saved)
     require_value(out, f, "result")
 
     def run_checkpointed_backprop(A: Any, Abox: Any) -> tuple:
@@ -204,11 +220,12 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
     else:
         stride = n + 1  # bisection keeps only the initial state in the forward pass
     kept = {}
+    advance = plain_callable(step, 1)
     s = state
     for i in range(n):
         if i % stride == 0:
             kept[i] = kept_value(s, step, "loop state")
-        s = run_checkpointed(step, (s,), {})
+        s = advance(s)
     require_value(s, step, "loop state")
     out = s
 
@@ -242,7 +259,7 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         mid = (lo + hi) // 2
         s_mid = s_lo
         for _ in range(lo, mid):
-            s_mid = run_checkpointed(step, (s_mid,), {})
+            s_mid = advance(s_mid)
         a, fs = reverse_bisected(mid, hi, kept_value(s_mid, step, "loop state"), a, fs, Abox)
         return reverse_bisected(lo, mid, s_lo, a, fs, Abox)
 
@@ -268,11 +285,12 @@ def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dic
     first = kept_value(state, step, "loop state")
     positions = set(first_descent(n, k))
     descent: dict = {}
+    advance = plain_callable(step, 1)
     s = state
     for i in range(n - 1):
         if i in positions:
             descent[i] = kept_value(s, step, "loop state")
-        s = run_checkpointed(step, (s,), {})
+        s = advance(s)
     last_input = kept_value(s, step, "loop state")
     del s
     if n - 1 in positions:  # (a snapshot of the last step's state: the state it is recorded from)
@@ -286,7 +304,7 @@ def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dic
     del r, descent, last_input
 
     def checkpoint_loop_revolve_backprop(A: Any, Abox: Any) -> tuple:
-        reversal = RevolveReversal(step, out, A, Abox)
+        reversal = RevolveReversal(step, advance, out, A, Abox)
         if youturn:
             reversal.descent, reversal.youturn = youturn[0], (youturn[1], youturn[2])
             youturn.clear()
@@ -305,8 +323,8 @@ class RevolveReversal:
     form one trajectory from the initial state to the forward pass's result, or the pass
     refuses. States are referenced only while the schedule holds them."""
 
-    def __init__(self, step: Any, out: Any, A: Any, Abox: Any) -> None:
-        self.step, self.Abox = step, Abox
+    def __init__(self, step: Any, plain_step: Any, out: Any, A: Any, Abox: Any) -> None:
+        self.step, self.plain_step, self.Abox = step, plain_step, Abox
         self.a, self.fs = A, gen_zero
         self.expected = out  # what the step reversed next must produce
         self.descent: dict = {}  # the forward sweep's snapshots not used yet, by position
@@ -346,7 +364,7 @@ class RevolveReversal:
 
     def advance(self, s: Any, steps: int) -> Any:
         for _ in range(steps):
-            s = run_checkpointed(self.step, (s,), {})
+            s = self.plain_step(s)
         return s
 
 

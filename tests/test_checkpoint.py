@@ -19,6 +19,7 @@ from path_helpers import check_fd, close, fd_gradient, fd_hessian
 import dplus
 from dplus import NonDifferentiableError, checkpoint, checkpoint_loop, define_dplus, grad, grad1
 from dplus.rules import defnondiff
+from dplus.runtime.closures import is_plus_function, user_function
 from dplus.transform.transformer import general_paths_only
 
 finite = st.floats(-2.0, 2.0, allow_nan=False)
@@ -486,3 +487,69 @@ def test_revolve_arguments():
     with pytest.raises(dplus.ArgumentError, match="snapshots=k"):
         grad1(lambda x: checkpoint_loop(lambda s: s * x, 1.0, 3, schedule="revolve"))(2.0)
     assert checkpoint_loop(lambda s: s * 2, 1, 5, schedule="revolve", snapshots=2) == 32
+
+
+# -- recomputing at the primal's speed: the user's function behind a plus-function -----------
+
+SEEN = []
+
+
+def see(f):
+    SEEN.append(f)
+    return 0.0
+
+
+defnondiff(see)
+OFFSET = 0.25
+
+
+def makes_steps(c, d):
+    def named(s):
+        return s * c + OFFSET
+
+    with_default = lambda s, k=3.0: s * d * k
+    inner = lambda s: s * c
+    calls_inner = lambda s: inner(s) + d
+    total = 0.0
+    for f in (named, with_default, calls_inner):
+        see(f)
+        total += f(c)
+    return total
+
+
+def test_user_function_rebuilt_only_when_it_means_the_same():
+    SEEN.clear()
+    grad(makes_steps)(1.5, 2.0)
+    named, with_default, calls_inner = SEEN
+    rebuilt = user_function(named, 1)
+    assert rebuilt is not None and not is_plus_function(rebuilt)
+    consts = makes_steps.__code__.co_consts
+    assert rebuilt.__code__ is next(c for c in consts if getattr(c, "co_name", "") == "named")
+    assert rebuilt(2.0) == 2.0 * 1.5 + OFFSET == named(2.0).primal
+    assert user_function(named, 2) is None  # (a call with another number of arguments)
+    rebuilt = user_function(with_default, 1)  # its default is not rebuilt: refused
+    assert rebuilt is None
+    assert user_function(with_default, 2)(2.0, 5.0) == 2.0 * 2.0 * 5.0
+    assert user_function(calls_inner, 1) is None  # a plain call of a plus-function: refused
+
+
+def make_loop_with(kind):
+    @define_dplus
+    def sim(k, c, x0):
+        g = lambda s: oscillator_step(s, k, c)
+        steps = {
+            "lambda": lambda s: oscillator_step(s, k, c),
+            "default": lambda s, k=k: oscillator_step(s, k, c),
+            "captures a closure": lambda s: g(s),
+        }
+        s = checkpoint_loop(steps[kind], (x0, 0.0), 30, schedule="revolve", snapshots=3)
+        return s[0]
+
+    return sim
+
+
+@pytest.mark.parametrize("kind", ["lambda", "default", "captures a closure"])
+def test_loop_steps_made_inside_differentiated_code(kind):
+    sim, plain = make_loop_with(kind), make_plain_sim(30)
+    for args in [(2.0, 0.1, 1.0), (0.5, 0.3, -0.4)]:
+        close(grad(sim)(*args), grad(plain)(*args), tol=1e-12)
