@@ -25,10 +25,12 @@ from typing import Any
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
-from dplus.runtime import ops as runtime_ops
+from dplus.runtime import calls as runtime_calls
 from dplus.runtime.closures import is_plus_function, user_function
-from dplus.runtime.core import as_plain_callable, is_tracked_mutable, lift
-from dplus.runtime.linear import gen_zero, is_ndarray
+from dplus.runtime.core import as_plain_callable, lift
+from dplus.runtime.handover import is_tracked_mutable
+from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import (
     is_registered_transform,
     lookup_transform,
@@ -44,7 +46,7 @@ from .revolve import first_descent, split
 def plus_of(f: Any) -> Any:
     """The transform of a function the user asked to checkpoint: derived from its source if
     it has no rule (asking for a checkpoint is asking for ``f`` to be differentiated)."""
-    from dplus.transform.transformer import plus_function_for
+    from dplus.transform.plus_functions import plus_function_for
 
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift(f)
@@ -74,7 +76,7 @@ def plain_callable(f: Any, nargs: int) -> Any:
 def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     """``f``'s transform called on ``args``: its result and the record of its backprop."""
     if stands_for_itself(f):
-        return runtime_ops.call(f, *args, **kwargs)
+        return runtime_calls.call(f, *args, **kwargs)
     return call_plus(plus_of(f), *args, **kwargs)
 
 
@@ -213,21 +215,8 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
     n = int(n)
     if schedule == "revolve":
         return revolve_loop(step, state, n, snapshots, args, kwargs)
-    if schedule == "none":
-        stride = 1
-    elif schedule == "sqrt":
-        stride = max(1, math.isqrt(max(n - 1, 0)) + 1)
-    else:
-        stride = n + 1  # bisection keeps only the initial state in the forward pass
-    kept = {}
     advance = plain_callable(step, 1)
-    s = state
-    for i in range(n):
-        if i % stride == 0:
-            kept[i] = kept_value(s, step, "loop state")
-        s = advance(s)
-    require_value(s, step, "loop state")
-    out = s
+    kept, out = _run_keeping(step, advance, state, n, _stride(schedule, n))
 
     def record(lo: int, hi: int, s_lo: Any) -> tuple:
         """The steps lo..hi-1 through the transform: their backprops and the state at hi."""
@@ -273,6 +262,31 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return loop_sensitivities(fs, a, args, kwargs)
 
     return ProcResult(out, checkpoint_loop_backprop)
+
+
+def _stride(schedule: str, n: int) -> int:
+    """How many steps apart the forward pass keeps the states of an ``n``-step loop."""
+    if schedule == "none":
+        return 1
+    if schedule == "sqrt":
+        return max(1, math.isqrt(max(n - 1, 0)) + 1)
+    return n + 1  # bisection keeps only the initial state in the forward pass
+
+
+def _run_keeping(
+    step: Any, advance: Any, state: Any, n: int, stride: int
+) -> tuple[dict[int, Any], Any]:
+    """The loop's ``n`` steps run without recording (``advance``: the step called plainly),
+    keeping the state at every ``stride``-th step; the states kept, by step, and the final
+    state."""
+    kept = {}
+    s = state
+    for i in range(n):
+        if i % stride == 0:
+            kept[i] = kept_value(s, step, "loop state")
+        s = advance(s)
+    require_value(s, step, "loop state")
+    return kept, s
 
 
 def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dict) -> ProcResult:
