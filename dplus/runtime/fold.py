@@ -27,7 +27,7 @@ from .linear import (
     object_attributes,
     zero,
 )
-from .result import ProcResult
+from .result import KeywordDict, ProcResult
 
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
@@ -250,6 +250,25 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
         if snap is not None:
             return snap
     return snapshot(e, memo)
+
+
+def keyword_dict_sensitivity(kwargs: dict, s: Any, Abox: BoxSensitivities) -> KeywordDict:
+    """The sensitivity of a function's ``**kwargs`` dict as its caller takes it: by keyword,
+    ``s``'s part plus the dict's ``Abox`` entry, and nothing more.
+
+    A value in it that is a list, dict or object has its own sensitivity in ``Abox`` under
+    its own identity, where the caller finds it: it is not folded in here (as :func:`fold`
+    does at the user's boundary), or the caller would hand it over a second time, and zeros
+    would be made of the whole object graph behind it (a Dask client's, say) and handed
+    into it."""
+    entry = Abox.get(kwargs) if kwargs in Abox else gen_zero
+    out = KeywordDict()
+    for k in kwargs:
+        sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+        if isinstance(entry, dict) and k in entry:
+            sk = add(sk, entry[k])
+        out[k] = sk
+    return out
 
 
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:

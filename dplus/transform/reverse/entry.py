@@ -263,7 +263,12 @@ class _PlusDef:
                 # the **kwargs dict is mutable: its sensitivity is in Abox
                 self.prologue.append(assign(syntax.PFX + "kwobj", N(p)))
                 param_sens.append(
-                    call(b.rt("fold"), N(syntax.PFX + "kwobj"), N(b.adj(p)), N(syntax.ABOX))
+                    call(
+                        b.rt("keyword_dict_sensitivity"),
+                        N(syntax.PFX + "kwobj"),
+                        N(b.adj(p)),
+                        N(syntax.ABOX),
+                    )
                 )
             else:
                 param_sens.append(self.taken(p))
