@@ -51,10 +51,10 @@ def standing_for(plus: Any, name: str | None = None, qualname: str | None = None
     def primal_only(*args: Any, **kwargs: Any) -> Any:
         return call_plus(plus, *args, **kwargs).primal
 
-    primal_only.__name__ = name or getattr(plus, "__name__", "plus_function")
-    primal_only.__qualname__ = qualname or getattr(plus, "__qualname__", primal_only.__name__)
+    primal_only.__name__ = str(name or getattr(plus, "__name__", "plus_function"))
+    primal_only.__qualname__ = str(qualname or getattr(plus, "__qualname__", primal_only.__name__))
     primal_only.__doc__ = getattr(plus, "__doc__", None)
-    primal_only.__wrapped__ = plus  # type: ignore[attr-defined]  (inspect.signature reads it)
+    mark(primal_only, "__wrapped__", plus)  # (inspect.signature reads it)
     return mark(primal_only, STANDS_FOR, plus)
 
 

@@ -487,69 +487,89 @@ def _pair_value(A: Any) -> Any:
 
 def generator_take_plus(it: Any) -> ProcResult:
     """``(True, next(it))``, or ``(False, None)`` when ``it`` is exhausted: a ``for`` loop's
-    next item inside a generator."""
-    t = type(it)
-    if t is Generator:
-        out, k = _resumed(it.core, NEXT, None, False)
-        return ProcResult(out, _resumption_backprop(it.core, k, 1))
-    if t is ListIterator:
-        pos, n = it.index, len(it.source)
-        try:
-            v = next(it)
-        except StopIteration:
-            return ProcResult((False, None), _no_sensitivity_1)
+    next item inside a generator (by the kind of iterator ``generator_iterate_plus`` made)."""
+    take = _TAKE_BY_KIND.get(type(it), _take_from_other)
+    return take(it)
 
-        def list_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            from .handover import handover, is_tracked_mutable
 
-            s = _pair_value(A)
-            if s is Z or s is None:
-                return (), Z
-            if is_tracked_mutable(v):
-                handover(Abox, v, s)
-            else:
-                entry = Abox.list_entry(it.source, n)
-                entry[pos] = add(entry[pos], s)
+def _take_from_generator(it: Generator) -> ProcResult:
+    out, k = _resumed(it.core, NEXT, None, False)
+    return ProcResult(out, _resumption_backprop(it.core, k, 1))
+
+
+def _take_from_list(it: ListIterator) -> ProcResult:
+    pos, n = it.index, len(it.source)
+    try:
+        v = next(it)
+    except StopIteration:
+        return ProcResult((False, None), _no_sensitivity_1)
+
+    def list_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        from .handover import handover, is_tracked_mutable
+
+        s = _pair_value(A)
+        if s is Z or s is None:
             return (), Z
+        if is_tracked_mutable(v):
+            handover(Abox, v, s)
+        else:
+            entry = Abox.list_entry(it.source, n)
+            entry[pos] = add(entry[pos], s)
+        return (), Z
 
-        return ProcResult((True, v), list_take_backprop)
-    if t is _RoutedIterator:
-        i = it.count
-        try:
-            v = next(it.it)
-        except StopIteration:
-            return ProcResult((False, None), _no_sensitivity_1)
-        it.count = i + 1
+    return ProcResult((True, v), list_take_backprop)
 
-        def routed_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            s = _pair_value(A)
-            if s is not Z and s is not None:
-                rec = Abox.stash_record(it)
-                if rec[1] is None:
-                    rec[1] = {}
-                rec[1][i] = add(rec[1][i], s) if i in rec[1] else s
-            return (), Z
 
-        return ProcResult((True, v), routed_take_backprop)
-    if t is LiveIteration:
-        try:
-            v = next(it)
-        except StopIteration:
-            return ProcResult((False, None), _no_sensitivity_1)
-        lengths = list_length(it)
+def _take_routed(it: _RoutedIterator) -> ProcResult:
+    i = it.count
+    try:
+        v = next(it.it)
+    except StopIteration:
+        return ProcResult((False, None), _no_sensitivity_1)
+    it.count = i + 1
 
-        def live_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            s = _pair_value(A)
-            if s is not Z and s is not None:
-                iteration_router(it, 1, lengths).back(0, s, Abox)
-            return (), Z
+    def routed_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        s = _pair_value(A)
+        if s is not Z and s is not None:
+            rec = Abox.stash_record(it)
+            if rec[1] is None:
+                rec[1] = {}
+            rec[1][i] = add(rec[1][i], s) if i in rec[1] else s
+        return (), Z
 
-        return ProcResult((True, v), live_take_backprop)
+    return ProcResult((True, v), routed_take_backprop)
+
+
+def _take_live(it: LiveIteration) -> ProcResult:
+    try:
+        v = next(it)
+    except StopIteration:
+        return ProcResult((False, None), _no_sensitivity_1)
+    lengths = list_length(it)
+
+    def live_take_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        s = _pair_value(A)
+        if s is not Z and s is not None:
+            iteration_router(it, 1, lengths).back(0, s, Abox)
+        return (), Z
+
+    return ProcResult((True, v), live_take_backprop)
+
+
+def _take_from_other(it: Any) -> ProcResult:
     try:
         v = next(it)
     except StopIteration:
         return ProcResult((False, None), _no_sensitivity_1)
     return ProcResult((True, v), _nowhere(type(it).__name__))
+
+
+_TAKE_BY_KIND: dict[type, Callable[[Any], ProcResult]] = {
+    Generator: _take_from_generator,
+    ListIterator: _take_from_list,
+    _RoutedIterator: _take_routed,
+    LiveIteration: _take_live,
+}
 
 
 def _nowhere(what: str) -> Callable[[Any, BoxSensitivities], tuple]:

@@ -501,7 +501,8 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
     if type(sens) is not list:  # (a generator's route: each iteration was routed as reversed)
-        return sens.result()
+        route: Any = sens
+        return route.result()
     t = type(itv)
     if t is list or isinstance(itv, (list, collections.deque)):
         n = len(itv) if length < 0 else length

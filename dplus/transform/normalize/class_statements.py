@@ -32,8 +32,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 __all__ = ["ClassStatement", "ClassSyntaxError"]
+
+_Node = TypeVar("_Node", bound=ast.AST)
 
 
 class ClassSyntaxError(Exception):
@@ -212,8 +215,8 @@ class ClassStatement:
         )
         out.append(ast.Assign(targets=[self.S(self.cell)], value=built))
         result: ast.expr = self.N(self.cell)
-        for d in reversed(decorators):
-            result = ast.Call(func=self.N(d), args=[result], keywords=[])
+        for decorator in reversed(decorators):
+            result = ast.Call(func=self.N(decorator), args=[result], keywords=[])
         out.append(ast.Assign(targets=[self.S(node.name)], value=result))
         for s in out:
             ast.copy_location(s, node)
@@ -224,9 +227,9 @@ class ClassStatement:
         return out
 
     # ---------------------------------------------------------------- class-level statements
-    def names_to_entries(self, node: ast.AST) -> ast.AST:
+    def names_to_entries(self, node: _Node) -> _Node:
         """Names the class binds, read or written in class-level code, become namespace entries."""
-        return _ToEntries(self).visit(node)
+        return cast(_Node, _ToEntries(self).visit(node))
 
     def statement(self, st: ast.stmt) -> list[ast.stmt]:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -293,8 +296,6 @@ class ClassStatement:
         for n in ast.walk(st):
             if isinstance(n, ast.NamedExpr):
                 raise ClassSyntaxError(n, "an assignment expression (:=) in a class body", "")
-            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n is not st:
-                pass
         if isinstance(st, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.Match)):
             return [self.compound(st)]
         return [self.names_to_entries(st)]
@@ -347,7 +348,8 @@ class ClassStatement:
             type_comment=None,
         )
         ast.copy_location(fn, st)
-        fn.dp_method = (self.qualname, st.name)  # (boxed captures; its name and __qualname__)
+        # (boxed captures; its name and __qualname__)
+        setattr(fn, "dp_method", (self.qualname, st.name))  # noqa: B010
         return [fn, ast.copy_location(self.store(st.name, self.N(name)), st)]
 
 
@@ -368,10 +370,10 @@ class _ToEntries(ast.NodeTransformer):
         node.args.kw_defaults = [
             self.visit(d) if d is not None else None for d in node.args.kw_defaults
         ]
-        node.dp_method = (self.cls.qualname, "<lambda>")
+        setattr(node, "dp_method", (self.cls.qualname, "<lambda>"))  # noqa: B010
         return node
 
-    def _comprehension(self, node: ast.AST) -> ast.AST:
+    def _comprehension(self, node: Any) -> ast.AST:
         # only the first iterable is evaluated in the class scope
         node.generators[0].iter = self.visit(node.generators[0].iter)
         return node

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from typing import cast
 
 from ...errors import UnsupportedSyntaxError
 from .class_statements import ClassStatement, ClassSyntaxError
@@ -142,7 +143,7 @@ class _Definitions:
             if isinstance(st, ast.FunctionDef):
                 method = getattr(st, "dp_method", None)
                 qual = f"{method[0]}.{method[1]}" if method else f"{where}.{st.name}"
-                out.append(self.function(st, qual))
+                out.append(cast(ast.FunctionDef, self.function(st, qual)))
                 continue
             for field in ("body", "orelse", "finalbody"):
                 inner = getattr(st, field, None)

@@ -145,7 +145,7 @@ def _declared(body: list[ast.stmt], kind: type) -> list[str]:
     out: dict[str, None] = {}
     for st in body:
         for n in _walk_here(st):
-            if isinstance(n, kind):
+            if isinstance(n, (ast.Global, ast.Nonlocal)) and isinstance(n, kind):
                 for name in n.names:
                     out.setdefault(name, None)
     return list(out)
@@ -305,7 +305,7 @@ class GeneratorMachine:
                 self.N(resume.name),
                 ast.Constant(fn.name),
                 ast.Constant(self.qualname),
-                ast.Constant(tuple(self.close_runs)),
+                ast.Tuple(elts=[ast.Constant(k) for k in self.close_runs], ctx=ast.Load()),
             ],
         )
         new_body = doc + init + [resume, ast.Return(value=make)]
@@ -674,12 +674,14 @@ class GeneratorMachine:
             orelse = self.block(st.orelse) if _any_yield(st.orelse) else st.orelse
         finally:
             self.try_stack.pop()
-        final = st.finalbody
-        if final:
+        finalbody: list[ast.stmt] = st.finalbody
+        if finalbody:
             # a suspended generator's try is still open: its finally runs when it ends
-            final = [ast.If(test=self.running(), body=list(final), orelse=[])]
+            finalbody = [ast.If(test=self.running(), body=list(finalbody), orelse=[])]
         return [
-            ast.Try(body=body or [ast.Pass()], handlers=st.handlers, orelse=orelse, finalbody=final)
+            ast.Try(
+                body=body or [ast.Pass()], handlers=st.handlers, orelse=orelse, finalbody=finalbody
+            )
         ]
 
     def s_Match(self, st: ast.Match) -> list[ast.stmt]:
@@ -837,24 +839,7 @@ class _Prepare(ast.NodeTransformer):
         ):
             self.check(node)
             return node
-        if isinstance(node, (ast.If, ast.While)):
-            self.check(node.test)
-        elif isinstance(node, ast.For):
-            self.check(node.target)
-            self.check(node.iter)
-        elif isinstance(node, ast.Match):
-            self.check(node.subject)
-            for c in node.cases:
-                self.check(c.pattern)
-                if c.guard is not None:
-                    self.check(c.guard)
-        elif isinstance(node, ast.With):
-            for item in node.items:
-                self.check(item.context_expr)
-        elif isinstance(node, ast.Try):
-            for h in node.handlers:
-                if h.type is not None:
-                    self.check(h.type)
+        self.check_header(node)
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, field, None)
             if isinstance(block, list):
@@ -867,6 +852,25 @@ class _Prepare(ast.NodeTransformer):
                         new.append(r)
                 setattr(node, field, new)
         return node
+
+    def check_header(self, node: ast.AST) -> None:
+        """A compound statement's own expressions (not its blocks): no yield there."""
+        if isinstance(node, (ast.If, ast.While)):
+            self.check(node.test)
+        elif isinstance(node, ast.For):
+            self.check(node.target)
+            self.check(node.iter)
+        elif isinstance(node, ast.Match):
+            self.check(node.subject)
+            for c in node.cases:
+                self.check(c.pattern)
+                self.check(c.guard)
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                self.check(item.context_expr)
+        elif isinstance(node, ast.Try):
+            for h in node.handlers:
+                self.check(h.type)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         new: list[Any] = []

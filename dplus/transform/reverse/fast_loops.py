@@ -35,6 +35,38 @@ class FastLoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: a loop whose body is one fast segment, emitted as a
     fast prefix loop and the general loop over one iterator."""
 
+    def no_prefix_for_generators(self, src: ast.Name, pend: str, prefix_loop: ast.stmt) -> ast.If:
+        """``if type(src) is GeneratorTaker: pend = () else: <prefix_loop>``: a generator's
+        values each go back to their resumption as the loop's reverse reaches them, so its
+        iterations all take the general way."""
+        from ...runtime.generators import GeneratorTaker
+
+        return ast.If(
+            test=ast.Compare(
+                left=call(self.helper(type, "type"), clone(src)),
+                ops=[ast.Is()],
+                comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
+            ),
+            body=[assign(pend, ast.Tuple(elts=[], ctx=ast.Load()))],
+            orelse=[prefix_loop],
+        )
+
+    def route_of_generators(
+        self, every: str | None, itv: str, n: str, total: ast.expr, length: str, zeros: ast.expr
+    ) -> tuple[list[ast.stmt], ast.expr]:
+        """With ``every`` (the loop's iterable may be a generator): the statement that sets it
+        and the route, a ``GeneratorRoute`` for a generator; else nothing and ``zeros``."""
+        if every is None:
+            return [], zeros
+        route = ast.IfExp(
+            test=N(every),
+            body=call(
+                self.rt("generator_route"), N(itv), clone(total), N(length), N(syntax.ABOX), C(True)
+            ),
+            orelse=zeros,
+        )
+        return self.generator_route(every, itv, n, length, True), route
+
     def fast_prefix_loop(
         self,
         s: ast.For,
@@ -103,21 +135,9 @@ class FastLoopRules(Builder):
             orelse=[],
             type_comment=None,
         )
-        if not fresh:
-            from ...runtime.generators import GeneratorTaker
-
+        if isinstance(src, ast.Name) and not fresh:
             fwd.append(self.loop_iterable(src.id, s.iter))
-            # (a generator's values each go back to their resumption as the loop's reverse
-            # reaches them: its iterations all take the general way)
-            prefix_loop = ast.If(
-                test=ast.Compare(
-                    left=call(self.helper(type, "type"), clone(src)),
-                    ops=[ast.Is()],
-                    comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
-                ),
-                body=[assign(pend, ast.Tuple(elts=[], ctx=ast.Load()))],
-                orelse=[prefix_loop],
-            )
+            prefix_loop = self.no_prefix_for_generators(src, pend, prefix_loop)
         fwd += [
             assign(iterv, call(self.helper(iter, "iter"), clone(src))),
             assign(pend, C(None)),
@@ -171,25 +191,12 @@ class FastLoopRules(Builder):
             left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total
         )
         length = self.namer.fresh("len")
-        if every is not None:
-            zeros = ast.IfExp(
-                test=N(every),
-                body=call(
-                    self.rt("generator_route"),
-                    N(itv),
-                    clone(total),
-                    N(length),
-                    N(syntax.ABOX),
-                    C(True),
-                ),
-                orelse=zeros,
-            )
+        is_generator, zeros = self.route_of_generators(every, itv, n, total, length, zeros)
         make_route = assign(route, zeros)
         rev: list[ast.stmt] = self.pop_into(
             [itv, nf, n, length] + ([col] if col else []) + ([inv] if inv else [])
         )
-        if every is not None:
-            rev += self.generator_route(every, itv, n, length, True)
+        rev += is_generator
         rev += [
             make_route,
             ast.If(

@@ -98,8 +98,9 @@ class LoopRules(Builder):
         ):
             return self.loop_with_fast_prefix(s, parts[0], bf, br, n, itv, rec_it)
         fresh = getattr(s, "dp_fresh_iter", False)
-        src: ast.expr = clone(it) if fresh else N(self.namer.fresh("loop_src"))
-        fwd = [] if fresh else [self.loop_iterable(src.id, it)]
+        src_name = self.namer.fresh("loop_src")
+        src: ast.expr = clone(it) if fresh else N(src_name)
+        fwd = [] if fresh else [self.loop_iterable(src_name, it)]
         fwd += [
             assign(n, C(0)),
             ast.For(target=S(target), iter=clone(src), body=bf, orelse=[], type_comment=None),
