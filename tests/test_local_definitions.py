@@ -358,3 +358,25 @@ def test_generators_second_order(f, x):
 def test_generators_refused_at_second_order_by_name(f, what):
     with pytest.raises(dplus.UnsupportedSyntaxError, match=what):
         dplus.hessian(f)(0.8)
+
+
+def test_generator_unpacked_into_a_call_or_display_is_refused_by_name():
+    def into_call(x):
+        def g():
+            yield x
+            yield x * x
+
+        return (lambda a, b: a * b)(*g())
+
+    def into_targets(x):
+        def g():
+            yield x
+            yield x * x
+
+        a, *rest = g()
+        return a * rest[0]
+
+    with pytest.raises(dplus.NonDifferentiableError, match=r"\*Generator.*list"):
+        dplus.grad(into_call)(1.5)
+    with pytest.raises(dplus.NonDifferentiableError, match="Generator"):
+        dplus.grad(into_targets)(1.5)

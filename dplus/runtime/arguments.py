@@ -25,6 +25,20 @@ from .result import (
 Z = gen_zero
 
 
+def star_length(value: Any) -> int:
+    """How many arguments ``*value`` supplies, measured before the call (its sensitivities
+    are routed back by position): an iterable with no length (a generator, an iterator) is
+    consumed by the call itself and cannot be measured, so it is refused."""
+    try:
+        return len(value)
+    except TypeError:
+        raise NonDifferentiableError(
+            f"a call's argument *{type(value).__name__}: dplus needs the number of arguments it "
+            "supplies before the call, and this iterable has no length (taking its values would "
+            "consume it). Unpack a list of its values: f(*list(it))"
+        ) from None
+
+
 def star_sensitivity(g: tuple, pos: int, n: int, value: Any) -> Any:
     """The sensitivities of the arguments a ``*value`` supplied, shaped like ``value``."""
     items = list(g[pos : pos + n])
