@@ -166,7 +166,61 @@ def class_attribute_written(x):
     return P.k * p.k
 
 
+def class_slots_nonlocal_shared_attribute(x):
+    count = 0.0
+
+    class P:
+        __slots__ = ("a", "b")
+        items = []
+
+        def __init__(self, a):
+            self.a = a
+            self.b = a * x
+
+        def bump(self, v):
+            nonlocal count
+            count = count + v * self.b
+            self.items.append(v * x)
+
+    p = P(x * 2.0)
+    p.bump(1.0)
+    P(x).bump(x)
+    return count + sum(P.items) + p.a * p.b
+
+
+def class_decorated_init_subclass_call(x):
+    def add_twice(cls):
+        cls.twice = lambda self: 2.0 * self.v  # (a function of differentiated code, as a method)
+        return cls
+
+    class Base:
+        registry = []
+
+        def __init_subclass__(cls, **kw):
+            super().__init_subclass__(**kw)
+            Base.registry.append(cls)
+
+    @add_twice
+    class T(Base):
+        def __init__(self, v):
+            self.v = v * x
+
+        def __call__(self, u):
+            return self.v * math.sin(u)
+
+    class U(Base):
+        w = x * x
+        total = 0.0
+        for i in range(3):
+            total += x * i
+
+    t = T(x)
+    return t.twice() + t(x) + sum(map(t, [x, 1.0])) + U.w * U.total + len(Base.registry)
+
+
 CLASSES = [
+    class_slots_nonlocal_shared_attribute,
+    class_decorated_init_subclass_call,
     class_attribute_and_method,
     class_dunders,
     class_inheritance,
