@@ -234,6 +234,14 @@ def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     return _shift_callee_relayout(_call_transform(T, args, kwargs), first, T)
 
 
+def _live_iteration_again_tower(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``runtime_ops.live_iteration_again``: the transform of the ordinary call
+    where the iterator's laziness cannot show (``zip`` of tuples), else the same refusal."""
+    if runtime_ops.laziness_visible(fn, args, kwargs):
+        runtime_ops.refuse_live_iteration_again(fn)
+    return apply_transform(_call_tower, fn, *args, **kwargs)
+
+
 def _stands_for_itself(f: Any) -> bool:
     """A plus-function made inside transformed code: at the next order it stands for itself."""
     return is_plus_function(f) and not is_registered_transform(f)
@@ -723,6 +731,7 @@ for _fn in (
     _call_tower,
     _call_transform,
     _call_on_constants_tower,
+    _live_iteration_again_tower,
     _call_plus_tower,
     _call_positionally_tower,
     _keyword_backprop_plus,
@@ -743,6 +752,11 @@ register_primitive(
     runtime_ops.call,
     _call_tower,
     note="calling a callee from generated code (derivatives of derivatives)",
+)
+register_primitive(
+    runtime_ops.live_iteration_again,
+    _live_iteration_again_tower,
+    note="a lazy builtin's iterator in code differentiated again (derivatives of derivatives)",
 )
 register_primitive(
     runtime_ops.call_on_constants,
