@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast, overload
 
@@ -11,7 +12,14 @@ from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+from .runtime.core import (
+    Snapshot,
+    apply_transform,
+    fold,
+    fold_float_list,
+    is_tracked_mutable,
+    snapshot,
+)
 from .runtime.hooks import hooks
 from .runtime.linear import check_conforms, gen_zero, is_number
 from .runtime.portable import DEFINED, remember_rule, remember_source
@@ -352,9 +360,14 @@ def raise_if_not_accepted(
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
     import inspect
 
+    from .runtime.ops import own_signature
+
     source = getattr(fplus, "__dplus_source__", None)
     try:
-        signature = inspect.signature(source) if source is not None else None
+        if isinstance(source, types.FunctionType):
+            signature = own_signature(source)  # (the parameters its body binds)
+        else:
+            signature = inspect.signature(source) if source is not None else None
     except (TypeError, ValueError):
         return
     if signature is None:
@@ -394,7 +407,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     if jax_options.get("argnums") is not None or jax_options.get("has_aux"):
         if rest or kwargs:
             raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
-        return cast(ProcResult, hooks.jax_style_inside(f, grad=True, **jax_options))
+        # (through apply_transform: a rule's transform called from rule code, see core.py)
+        return apply_transform(hooks.jax_style_inside, f, grad=True, **jax_options)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 

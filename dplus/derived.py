@@ -20,6 +20,7 @@ from typing import Any
 
 from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
 from .errors import ArgumentError, SensitivityError
+from .higher import derived_maker_rule
 from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
@@ -541,6 +542,15 @@ def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) 
 
 register_primitive(
     value_and_grad, _jax_style_inside, note="value_and_grad called inside differentiated code"
+)
+# the makers that _jax_style_inside calls, when it is differentiated again (value_and_grad or
+# JAX's grad inside code differentiated twice): the function made closes over fplus
+register_primitive(
+    _make_value_and_grad,
+    derived_maker_rule(_make_value_and_grad, "value_and_grad", ("fd", "fplus")),
+)
+register_primitive(
+    _make_jax_grad, derived_maker_rule(_make_jax_grad, "grad", ("vg", "fd", "fplus"))
 )
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 register_primitive(jvp, _jvp_inside, note="jvp called inside differentiated code")

@@ -924,6 +924,15 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     return inspect.signature(f)
 
 
+def own_signature(f: types.FunctionType) -> inspect.Signature:
+    """The signature of ``f``'s own code and defaults. ``inspect.signature(f)`` follows
+    ``__wrapped__`` (set by ``functools.wraps``) and ``__signature__``: the parameters of
+    another function, not the ones ``f``'s body binds."""
+    plain = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    plain.__kwdefaults__ = f.__kwdefaults__
+    return inspect.signature(plain)
+
+
 def bind_arguments(
     sig: inspect.Signature, args: tuple, kwargs: dict, defaults: tuple | None = None
 ) -> tuple:

@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import functools
 import gc
-import inspect
 import linecache
 import sys
 import threading
@@ -36,6 +35,7 @@ from ..runtime.closures import (
 )
 from ..runtime.hooks import hooks
 from ..runtime.linear import gen_zero
+from ..runtime.ops import own_signature
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
 from . import persistent_cache
@@ -148,7 +148,7 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
 
 def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcResult]:
     closure = _closure_for(compiled, f)
-    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": inspect.signature(f)}
+    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": own_signature(f)}
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
