@@ -897,7 +897,8 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple[Any, ...]) -> ProcResult:
             return (), Z, Z if S is Z or S is None else tuple(S[i] for i in range(n))
 
         return ProcResult(r, unpack_list_backprop)
-    if type(v) is not tuple and not is_zero_sensitivity(parts):
+    # (a tuple subclass, as NumPy's SVDResult, gets a plain tuple of the parts, as a tuple does)
+    if not isinstance(v, tuple) and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
             f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -314,3 +315,49 @@ def test_jax_grad_of_a_function_defined_inside_refuses_at_second_order_as_grad_d
         assert dplus.grad1(f)(1.5) == 8.0 * 1.5  # first order: d/dx (4 x^2)
         with pytest.raises(dplus.NonDifferentiableError, match="defined inside"):
             dplus.hessian(f)(1.5)
+
+
+# ---------------------------------------------------------------------------
+# Unpacking a tuple subclass (NumPy's SVDResult, EighResult, SlogdetResult, a NamedTuple) at
+# the second order was refused ("unpack a tuple"): its sensitivity is a plain tuple of the
+# parts, as a tuple's is, so the rule of a tuple applies.
+
+
+def svd_unpacked(a):
+    u, s, vt = np.linalg.svd(a)
+    return np.sum(s**3) + np.sum(u[:, 0] * vt[0]) ** 2
+
+
+def eigh_unpacked(a):
+    w, v = np.linalg.eigh(a + a.T)
+    return np.sum(w**3) + np.sum(v[:, 0] ** 4)
+
+
+def slogdet_unpacked(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return logdet * sign + logdet**2
+
+
+@pytest.mark.parametrize("f", [svd_unpacked, eigh_unpacked, slogdet_unpacked])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_unpacking_numpy_named_results_at_second_order(f, seed):
+    from array_checks import check_grads
+
+    a = np.eye(3) * 2.0 + 0.4 * np.random.default_rng(seed).normal(size=(3, 3))
+    check_grads(f, a, order=2)
+
+
+class _Pair(typing.NamedTuple):
+    x: float
+    y: float
+
+
+def named_tuple_unpacked(x, y):
+    a, b = _Pair(x * y, x + math.sin(y))
+    return a * b + a
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_unpacking_a_named_tuple_at_second_order(point):
+    check_first_order(named_tuple_unpacked, *point)
+    check_second_order(named_tuple_unpacked, *point)
