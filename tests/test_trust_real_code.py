@@ -361,3 +361,58 @@ def named_tuple_unpacked(x, y):
 def test_unpacking_a_named_tuple_at_second_order(point):
     check_first_order(named_tuple_unpacked, *point)
     check_second_order(named_tuple_unpacked, *point)
+
+
+# ---------------------------------------------------------------------------
+# A loop over enumerate/zip/reversed of a list made in the loop's header (`sorted(d)`, a
+# display, `list(...)`) was iterated lazily whenever the body called anything that might
+# write a list (np.sum), and so refused at the second order; no name reaches such a list, so
+# the body cannot change what the iterator reads: it is iterated as a list made at once.
+
+
+def enumerate_sorted_keys(d):
+    a = 0.0
+    b = 0.0
+    for i, k in enumerate(sorted(d)):
+        a = a + np.sum(np.sin(d[k])) * (i + 1.0)
+        b = b + np.sum(np.cos(d[k]))
+    return a + b
+
+
+def enumerate_sorted_values(x, y):
+    out = []
+    for i, v in enumerate(sorted([x, y, x * y])):
+        out.append(v * (i + 1.0) + math.sin(v))
+    return sum(out)
+
+
+def zip_of_displays(x, y):
+    out = []
+    for u, v in zip([x, y], list((y, x * x))):
+        out.append(u * v)
+    return out[0] + out[1] * x
+
+
+@pytest.mark.parametrize("f", [enumerate_sorted_values, zip_of_displays])
+@pytest.mark.parametrize("point", POINTS)
+def test_lazy_builtin_over_a_list_made_in_the_header_at_second_order(f, point):
+    check_first_order(f, *point)
+    check_second_order(f, *point)
+
+
+def test_enumerate_sorted_dict_keys_at_second_order():
+    d = {"b": np.array([0.3, -0.4]), "a": np.array([1.1])}
+
+    def second(d):
+        (g,) = dplus.grad(enumerate_sorted_keys)(d)
+        return np.sum(np.sin(g["a"])) + np.sum(g["b"] ** 2)
+
+    (h,) = dplus.grad(second)(d)
+    for key in d:
+        for idx in np.ndindex(d[key].shape):
+            up = {k: v.copy() for k, v in d.items()}
+            down = {k: v.copy() for k, v in d.items()}
+            up[key][idx] += 1e-6
+            down[key][idx] -= 1e-6
+            fd = (second(up) - second(down)) / 2e-6
+            assert abs(h[key][idx] - fd) < 1e-6 * max(1.0, abs(fd))
