@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast, overload
@@ -21,7 +22,7 @@ from .runtime.core import (
     snapshot,
 )
 from .runtime.hooks import hooks
-from .runtime.linear import check_conforms, gen_zero, is_number
+from .runtime.linear import check_conforms, gen_zero, is_ndarray, is_number
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
@@ -154,15 +155,34 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
 
 
 def default_sensitivity(result: Any, sensitivity: Any) -> Any:
-    """``grad``'s sensitivity: 1.0 for a number, else the one given (error if none was)."""
+    """``grad``'s sensitivity: 1.0 for a number (an array of shape ``()`` of ones for a
+    0-d array, which NumPy gives as the number of ``np.tensordot`` and others), else the
+    one given (error if none was)."""
     if sensitivity is _DEFAULT_SENSITIVITY:
+        if is_scalar_array(result):
+            return scalar_array_unit(result)
         if not is_number(result):
             raise SensitivityError(
-                f"grad needs a number as the result, but the result is {type(result).__name__}: pass "
+                f"grad needs a number as the result, but the result is {_kind_of(result)}: pass "
                 "grad(f, sensitivity=...) with a sensitivity conforming to the result"
             )
         return 1.0
     return sensitivity
+
+
+def is_scalar_array(v: Any) -> bool:
+    """A NumPy array of shape ``()`` and a number dtype: a number for ``grad``."""
+    return is_ndarray(v) and v.shape == () and v.dtype.kind in "fciu"
+
+
+def scalar_array_unit(v: Any) -> Any:
+    """The sensitivity 1 of a NumPy array of shape ``()`` (of its dtype; float for integers)."""
+    np = sys.modules["numpy"]
+    return np.ones((), dtype=np.result_type(v.dtype, float))
+
+
+def _kind_of(v: Any) -> str:
+    return f"an array of shape {v.shape}" if is_ndarray(v) else type(v).__name__
 
 
 def boundary(

@@ -18,7 +18,16 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
+from .api import (
+    _derived_closure_backprop,
+    _grad_inside,
+    _lift,
+    _make_dplus,
+    dplus,
+    grad,
+    is_scalar_array,
+    scalar_array_unit,
+)
 from .errors import ArgumentError, SensitivityError
 from .higher import derived_maker_rule
 from .markers import mark_derived
@@ -451,19 +460,27 @@ def _make_value_and_grad(
         _check_positions(argnums, args, "value_and_grad")
         r = fd(*args, **kwargs)
         value = r.primal
-        loss = _loss_of(value, has_aux)
-        if not is_number(loss):
-            raise SensitivityError(
-                f"value_and_grad needs {'the first element of ' if has_aux else ''}the result of "
-                f"{getattr(f, '__name__', 'f')} to be a number, but it is {type(loss).__name__}"
-                + ("" if has_aux else "; a function returning (loss, aux) needs has_aux=True")
-            )
-        sensitivity = (1.0, gen_zero) if has_aux else 1.0
+        unit = _unit_of_loss(_loss_of(value, has_aux), f, has_aux)
+        sensitivity = (unit, gen_zero) if has_aux else unit
         return value, _selected(r.backprop(sensitivity), args, argnums)
 
     mark_derived(value_and_grad_fn, "value_and_grad", f)
     remember_source(f)
     return value_and_grad_fn
+
+
+def _unit_of_loss(loss: Any, f: Any, has_aux: bool) -> Any:
+    """The sensitivity 1 of the loss: a number, or a NumPy array of shape ``()``."""
+    if is_scalar_array(loss):
+        return scalar_array_unit(loss)
+    if not is_number(loss):
+        kind = f"an array of shape {loss.shape}" if is_ndarray(loss) else type(loss).__name__
+        raise SensitivityError(
+            f"value_and_grad needs {'the first element of ' if has_aux else ''}the result of "
+            f"{getattr(f, '__name__', 'f')} to be a number, but it is {kind}"
+            + ("" if has_aux else "; a function returning (loss, aux) needs has_aux=True")
+        )
+    return 1.0
 
 
 def _loss_of(value: Any, has_aux: bool) -> Any:
@@ -578,5 +595,6 @@ register_primitive(hessian, _hessian_inside, note="hessian called inside differe
 mark_derived(_selected, "helper of value_and_grad", None)
 mark_derived(_loss_of, "helper of value_and_grad", None)
 defnondiff(_check_positions)
+defnondiff(_unit_of_loss)
 
 hooks.install(jax_style_grad=jax_style_grad, jax_style_inside=_jax_style_inside)

@@ -416,3 +416,63 @@ def test_enumerate_sorted_dict_keys_at_second_order():
             down[key][idx] -= 1e-6
             fd = (second(up) - second(down)) / 2e-6
             assert abs(h[key][idx] - fd) < 1e-6 * max(1.0, abs(fd))
+
+
+# ---------------------------------------------------------------------------
+# A result that is a NumPy array of shape () (np.tensordot, np.einsum, np.array(x)) was
+# refused by grad and value_and_grad ("needs a number"), as JAX and autograd accept it; and
+# the attributes of NumPy scalars (np.float64(...).real, np.complex128(...).imag) had no rule.
+
+
+def tensordot_loss(x, y):
+    return np.tensordot(np.sin(x) * np.einsum("ij,ij", x, x), y, 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_zero_dimensional_array_result_is_a_number_for_grad(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    x, y = r.normal(size=(2, 3)), r.normal(size=(2, 3))
+    assert type(tensordot_loss(x, y)) is np.ndarray and np.shape(tensordot_loss(x, y)) == ()
+    check_grads(tensordot_loss, x, y, order=2)
+    g_rack = dplus.grad(tensordot_loss)(x, y)
+    value, g_jax = dplus.value_and_grad(tensordot_loss, argnums=(0, 1))(x, y)
+    assert value == tensordot_loss(x, y)
+    for a, b in zip(g_rack, g_jax):
+        np.testing.assert_array_equal(a, b)
+    hx = dplus.grad(lambda x: np.sum(dplus.grad(tensordot_loss, argnums=0)(x, y) ** 2))(x)[0]
+    v = r.normal(size=x.shape)
+
+    def gsq(x):
+        return np.sum(dplus.grad(tensordot_loss, argnums=0)(x, y) ** 2)
+
+    fd = (gsq(x + 1e-6 * v) - gsq(x - 1e-6 * v)) / 2e-6
+    assert np.isclose(np.sum(hx * v), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_float32_zero_dimensional_result_keeps_the_dtype():
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    (g,) = dplus.grad(lambda a: np.einsum("i,i", a, a))(x)
+    assert g.dtype == np.float32 and np.allclose(g, 2 * x)
+
+
+def test_a_singleton_array_that_is_not_zero_dimensional_is_still_refused():
+    with pytest.raises(dplus.SensitivityError, match=r"shape \(1, 1\)"):
+        dplus.grad(lambda a: np.sum(a, keepdims=True))(np.ones((2, 2)))
+
+
+def numpy_scalar_attributes(z):
+    w = np.sum(z * z)  # a NumPy complex scalar
+    s = np.sum(np.abs(z))  # a NumPy float scalar
+    return w.real * w.imag + s.real * s + s.imag + w.real**2 * s.shape.count(1)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_attributes_of_numpy_scalars(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    z = r.normal(size=3) + 1j * r.normal(size=3)
+    check_grads(numpy_scalar_attributes, z, order=2)
+    check_grads(lambda x: np.sum(np.sin(x)).real * np.float64(2.0).real, r.normal(size=3))
