@@ -476,3 +476,21 @@ def test_attributes_of_numpy_scalars(seed):
     z = r.normal(size=3) + 1j * r.normal(size=3)
     check_grads(numpy_scalar_attributes, z, order=2)
     check_grads(lambda x: np.sum(np.sin(x)).real * np.float64(2.0).real, r.normal(size=3))
+
+
+# ---------------------------------------------------------------------------
+# Indexing a NumPy scalar as the 0-d array it stands for (scipy.stats.multivariate_normal
+# does `log_det_cov[..., np.newaxis]`) had no rule: every element of the result is the
+# scalar, so its sensitivity is their sum.
+
+
+def numpy_scalar_indexed(x):
+    s = np.sum(x * x)  # a NumPy float scalar
+    return np.sin(s[..., np.newaxis]) * x + s[()] + np.sum(s[None, None] * x)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_indexing_a_numpy_scalar(seed):
+    from array_checks import check_grads
+
+    check_grads(numpy_scalar_indexed, np.random.default_rng(seed).normal(size=3), order=2)
