@@ -13,16 +13,13 @@ from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .runtime.core import (
-    Snapshot,
-    apply_transform,
-    fold,
-    fold_float_list,
-    is_tracked_mutable,
-    snapshot,
-)
+from .runtime.conformance import check_conforms
+from .runtime.core import apply_transform
+from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
+from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
-from .runtime.linear import check_conforms, gen_zero, is_ndarray, is_number
+from .runtime.kinds import is_ndarray, is_number
+from .runtime.linear import gen_zero
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
@@ -44,7 +41,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     t = lookup_transform(f)
     if t is not None:
         return t
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return _public(plus_function_for(f))
@@ -80,7 +77,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     _refuse_generator_function(f)
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return plus_function_for(f)
@@ -117,7 +114,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
 
         return ProcResult(r.primal, public_backprop)
 
-    from .transform.transformer import _mark_plus
+    from .transform.plus_functions import _mark_plus
 
     _mark_plus(public_plus)
     mark(public_plus, "__dplus_public_of__", P)
@@ -129,7 +126,7 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
     if cls.__module__.startswith("dplus.") and not cls.__dict__.get("__dplus_from_source__"):
         return None  # dplus's own classes have registered rules or none
-    from .transform.transformer import construct_plus
+    from .transform.plus_functions import construct_plus
 
     return construct_plus(cls)
 
@@ -148,7 +145,7 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     if is_tracked_mutable(result) or (
         type(result) is tuple and any(map(is_tracked_mutable, result))
     ):
-        from .runtime.core import accumulate
+        from .runtime.handover import accumulate
 
         return accumulate(gen_zero, result, Aw, Abox)
     return Aw
@@ -380,9 +377,10 @@ def raise_if_not_accepted(
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
     import inspect
 
-    from .runtime.ops import own_signature
+    from .runtime.arguments import own_signature
 
     source = getattr(fplus, "__dplus_source__", None)
+    signature: inspect.Signature | None
     try:
         if isinstance(source, types.FunctionType):
             signature = own_signature(source)  # (the parameters its body binds)
@@ -433,8 +431,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
     def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        from .runtime.calls import closure_parts
         from .runtime.core import KeywordDict
-        from .runtime.ops import closure_parts
 
         names = G.__code__.co_freevars
         parts = (
@@ -472,7 +470,7 @@ def _derived_closure_backprop(G: Any, names: tuple[Any, ...]) -> Callable[..., t
     def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         parts = dict(zip(G.__code__.co_freevars, closure_parts(A, len(G.__code__.co_freevars))))
         return ((), parts.get(names[0], gen_zero))
@@ -502,7 +500,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         (Ag,) = closure_parts(A, 1)
         return _derived_closure_backprop(g, ("fplus",))(Ag, Abox)
@@ -532,7 +530,7 @@ def define_dplus(f: T) -> T:
         inner = f.__func__
         define_dplus(inner)
         return f
-    from .transform.transformer import lazy_transform
+    from .transform.plus_functions import lazy_transform
 
     register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
     remember_rule(f, DEFINED)

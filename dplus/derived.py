@@ -29,7 +29,7 @@ from .api import (
     scalar_array_unit,
 )
 from .errors import ArgumentError, SensitivityError
-from .higher import derived_maker_rule
+from .higher.call_rules import derived_maker_rule
 from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
@@ -37,7 +37,8 @@ from .runtime.closures import is_plus_function
 from .runtime.closures import is_plus_function as _is_plus
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
-from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
+from .runtime.kinds import is_ndarray, is_number
+from .runtime.linear import dot, gen_zero, zero
 from .runtime.portable import remember_source
 from .runtime.registry import register_primitive
 from .runtime.result import ProcResult
@@ -519,7 +520,7 @@ def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
     """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
     by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
     whose ``fd``, whose ``fplus``)."""
-    from .runtime.ops import closure_parts
+    from .runtime.calls import closure_parts
 
     for name in path:
         if A is gen_zero or A is None:

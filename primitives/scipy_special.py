@@ -20,7 +20,8 @@ import scipy.special as sc
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 
-from .numpy import Z, _safe_div, defgrad, nondiff
+from .numpy import Z, defgrad, nondiff
+from .numpy_ufuncs import _safe_div
 
 
 def _polygamma_grad(A, r, n, x):
