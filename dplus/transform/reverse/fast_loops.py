@@ -8,6 +8,7 @@ import ast
 from itertools import chain as _chain
 from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..scopes import names_bound_by
 from ..trees import clone, walk
 from . import syntax
@@ -21,6 +22,7 @@ from .syntax import (
     assign,
     attr,
     call,
+    store_tuple,
     tuple_,
     unpack,
 )
@@ -35,7 +37,7 @@ class FastLoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: a loop whose body is one fast segment, emitted as a
     fast prefix loop and the general loop over one iterator."""
 
-    def no_prefix_for_generators(self, src: ast.Name, pend: str, prefix_loop: ast.stmt) -> ast.If:
+    def no_prefix_for_generators(self, src: str, pend: str, prefix_loop: ast.stmt) -> ast.If:
         """``if type(src) is GeneratorTaker: pend = () else: <prefix_loop>``: a generator's
         values each go back to their resumption as the loop's reverse reaches them, so its
         iterations all take the general way."""
@@ -43,7 +45,7 @@ class FastLoopRules(Builder):
 
         return ast.If(
             test=ast.Compare(
-                left=call(self.helper(type, "type"), clone(src)),
+                left=call(self.helper(type, "type"), N(src)),
                 ops=[ast.Is()],
                 comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
             ),
@@ -69,7 +71,7 @@ class FastLoopRules(Builder):
 
     def fast_prefix_loop(
         self,
-        s: ast.For,
+        s: Core,
         fast: FastParts,
         bf: list[ast.stmt],
         br: list[ast.stmt],
@@ -112,15 +114,12 @@ class FastLoopRules(Builder):
             fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
         # the items of zip and enumerate are tuples: unpacked by the for statements themselves
         direct = self.unpacked_items(s, fast, target)
-        lead = [] if direct else [clone(u) for u in fast.lead]
-        item_target = direct if direct else S(target)
-        item = clone(direct) if direct else N(target)
-        if direct:
-            item.ctx = ast.Load()
-            for e in item.elts:
-                e.ctx = ast.Load()
+        lead = [] if direct is not None else [clone(u) for u in fast.lead]
+        item_target = store_tuple(direct) if direct is not None else S(target)
+        item = tuple_([N(x) for x in direct]) if direct is not None else N(target)
         fresh = getattr(s, "dp_fresh_iter", False)
-        src: ast.expr = clone(s.iter) if fresh else N(self.namer.fresh("loop_src"))
+        src_name = self.namer.fresh("loop_src")
+        src: ast.expr = clone(s.iter) if fresh else N(src_name)
         prefix_loop: ast.stmt = ast.For(
             target=clone(item_target),
             iter=N(iterv),
@@ -135,9 +134,9 @@ class FastLoopRules(Builder):
             orelse=[],
             type_comment=None,
         )
-        if isinstance(src, ast.Name) and not fresh:
-            fwd.append(self.loop_iterable(src.id, s.iter))
-            prefix_loop = self.no_prefix_for_generators(src, pend, prefix_loop)
+        if not fresh:
+            fwd.append(self.loop_iterable(src_name, s.iter))
+            prefix_loop = self.no_prefix_for_generators(src_name, pend, prefix_loop)
         fwd += [
             assign(iterv, call(self.helper(iter, "iter"), clone(src))),
             assign(pend, C(None)),
@@ -219,7 +218,6 @@ class FastLoopRules(Builder):
             ),
         ]
         items = call(self.rt("prefix_reversed"), N(itv), N(nf))
-        column = call(self.helper(reversed, "reversed"), N(col)) if col else None
         col_target: ast.expr = (
             (
                 S(column_names[0])
@@ -229,15 +227,17 @@ class FastLoopRules(Builder):
             if col
             else S("_")
         )
-        if reads_items and col:
-            loop_target: ast.expr = ast.Tuple(
-                elts=[clone(item_target), col_target], ctx=ast.Store()
-            )
-            source: ast.expr = call(self.helper(zip, "zip"), items, column)
+        loop_target: ast.expr
+        source: ast.expr
+        if col:
+            column = call(self.helper(reversed, "reversed"), N(col))
+            if reads_items:
+                loop_target = ast.Tuple(elts=[clone(item_target), col_target], ctx=ast.Store())
+                source = call(self.helper(zip, "zip"), items, column)
+            else:
+                loop_target, source = col_target, column
         elif reads_items:
             loop_target, source = clone(item_target), items
-        elif col:
-            loop_target, source = col_target, column
         else:
             loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
         body = ([clone(u) for u in lead] if reads_items else []) + [clone(x) for x in fast.rev]
@@ -350,7 +350,7 @@ class FastLoopRules(Builder):
         )
         return fwd, rev
 
-    def prefix_records(self, s: ast.For, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
+    def prefix_records(self, s: Core, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
         """What a fast loop's reverse reads, by where it comes from: the names the items give
         again (unpacked from the tuples of a fresh list), the values the body never assigns (the
         same in every iteration: recorded once), and the rest (a column, one entry per iteration)."""
@@ -373,23 +373,23 @@ class FastLoopRules(Builder):
         column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
         return from_items, invariant, column_names
 
-    def unpacked_items(self, s: ast.For, fast: FastParts, target: str) -> ast.Tuple | None:
+    def unpacked_items(self, s: Core, fast: FastParts, target: str) -> list[str] | None:
         """The names a fast loop over tuples (``zip``, ``enumerate``) unpacks each item into
-        first, as a target for the ``for`` statement itself, when nothing else reads the item."""
+        first, for a target of the ``for`` statement itself, when nothing else reads the item."""
         if not (getattr(s, "dp_tuple_items", False) and len(fast.lead) == 1):
             return None
         u = fast.lead[0]
         t = u.targets[0]
         if not (
-            isinstance(u.value, ast.Name)
-            and u.value.id == target
-            and isinstance(t, ast.Tuple)
-            and all(isinstance(e, ast.Name) for e in t.elts)
+            isinstance(u.value, ast.Name) and u.value.id == target and isinstance(t, ast.Tuple)
         ):
+            return None
+        names = [e.id for e in t.elts if isinstance(e, ast.Name)]
+        if len(names) != len(t.elts):
             return None
         if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in walk(x)):
             return None
-        return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
+        return names
 
     def unless_zero(
         self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]
