@@ -261,6 +261,15 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
 
         return generator_next_plus(it, *default)
 
+    if type(it) is list:
+        # (plain Python raises TypeError here too; inside a derivative differentiated again
+        # the usual list is a generator's values, which dplus collects there: say so)
+        raise NonDifferentiableError(
+            "next() of a list: 'list' object is not an iterator. At a higher order of "
+            "differentiation (hessian, grad of grad) dplus runs a generator to completion into "
+            "the list of its values, so next(g) of a generator g is not supported there: take "
+            "the values as a list (vs = list(g(...)); vs[0], vs[1])"
+        )
     listed = type(it) is ListIterator
     pos = it.index if listed else -1
     n = len(it.source) if listed else -1

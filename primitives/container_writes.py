@@ -11,8 +11,6 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
-from dplus.runtime.classes import standing_for
-from dplus.runtime.closures import is_plus_function
 from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
@@ -231,12 +229,7 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
-    if isinstance(obj, type) and is_plus_function(v):
-        # a function made by differentiated code, set on a class: Python calls it as a method,
-        # so the class holds a plain function standing for it (as a class statement's methods)
-        setattr(obj, name, standing_for(v, name, f"{obj.__qualname__}.{name}"))
-    else:
-        setattr(obj, name, v)
+    setattr(obj, name, v)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

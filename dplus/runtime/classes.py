@@ -98,7 +98,15 @@ def _primal_value(v: Any, name: str, qualname: str) -> Any:
         return standing_for(v, name, qualname)
     inner = getattr(v, "__func__", None) if isinstance(v, (staticmethod, classmethod)) else None
     for fn in (inner, getattr(v, "fget", None), getattr(v, "fset", None), getattr(v, "fdel", None)):
-        if isinstance(fn, types.FunctionType) and STANDS_FOR in fn.__dict__:
+        if not isinstance(fn, types.FunctionType):
+            continue
+        plus = fn.__dict__.get("__dplus_primal_of__")
+        if plus is not None:
+            # (a method given to staticmethod/classmethod/property, which took the plain
+            # function runtime.core.as_plain_callable made: calls of it are differentiated as
+            # calls of the method; only here, at first order, where classes are built)
+            mark(fn, STANDS_FOR, plus)
+        if STANDS_FOR in fn.__dict__:
             fn.__name__ = name
             fn.__qualname__ = qualname
     return v

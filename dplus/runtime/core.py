@@ -125,8 +125,9 @@ def as_plain_callable(a: Any) -> Any:
             return a(*args, **kwargs).primal
 
         primal_only.__qualname__ = getattr(a, "__qualname__", "plus_function")
-        # (when it comes back to differentiated code, its transform is ``a``: lookup_transform)
-        return mark(primal_only, "__dplus_stands_for__", a)
+        # (inert here; a class built by differentiated code that holds it, as a staticmethod,
+        # classmethod or property, marks it as standing for ``a``: runtime.classes)
+        return mark(primal_only, "__dplus_primal_of__", a)
     return a
 
 
