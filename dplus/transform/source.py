@@ -8,6 +8,7 @@ Python 3.11 code objects record.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import linecache
 import sys
@@ -20,7 +21,7 @@ import attrs
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from ..runtime.closures import CodeMap
 from ..runtime.portable import carried_lines
-from .trees import clone, walk
+from .trees import walk
 
 __all__ = ["FunctionSource", "function_source"]
 
@@ -297,25 +298,26 @@ def _compiles_to(
     really was), the source is trusted."""
     import __future__
 
-    try:
-        target = clone(node)
-    except RecursionError:  # an expression nested deeper than this stack allows: trusted, as below
-        return True
-    if isinstance(target, ast.FunctionDef):
+    # the definition itself is not copied (a shallow copy drops its decorators): compile()
+    # reads the tree and never changes it, and every node of it has its position already, so
+    # only the wrapper's own nodes are positioned
+    if isinstance(node, ast.FunctionDef):
+        target = copy.copy(node)
         target.decorator_list = []
         stmt: ast.stmt = target
     else:
-        stmt = ast.Expr(value=target)
-    outer_body: list[ast.stmt] = [
+        stmt = ast.copy_location(ast.Expr(value=node), node)
+    before: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=ast.Constant(value=None))
         for v in code.co_freevars
     ]
-    if isinstance(target, ast.FunctionDef) and target.name not in code.co_freevars:
+    if isinstance(node, ast.FunctionDef) and node.name not in code.co_freevars:
         # the definition binds its name in the wrapper; where the function really was, its
         # name is global, and a recursive call from a comprehension or lambda must stay so
-        outer_body.insert(0, ast.Global(names=[target.name]))
-    outer_body.append(stmt)
-    outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
+        before.insert(0, ast.Global(names=[node.name]))
+    after: list[ast.stmt] = [
+        ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars
+    ]
     outer = ast.FunctionDef(
         name="_dplus_source_check_",
         args=ast.arguments(
@@ -327,7 +329,7 @@ def _compiles_to(
             kwarg=None,
             defaults=[],
         ),
-        body=outer_body,
+        body=before + after,
         decorator_list=[],
         returns=None,
         type_comment=None,
@@ -337,6 +339,7 @@ def _compiles_to(
     )
     module = ast.Module(body=[*imports, outer], type_ignores=[])
     ast.fix_missing_locations(module)
+    outer.body = before + [stmt] + after
     flags = code.co_flags & sum(
         getattr(__future__, f).compiler_flag for f in __future__.all_feature_names
     )
