@@ -162,7 +162,23 @@ def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
         return _array_read(obj, idx, v)
     if isinstance(obj, (str, bytes, range)):
         return ProcResult(v, lambda A, Abox: ((), Z, None))
+    if _is_numpy_number(obj):
+        # a NumPy scalar indexed as the 0-d array it stands for (x[..., np.newaxis], x[()]):
+        # every element of the result is the scalar itself
+        def numpy_scalar_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            from .operator_operands import _fit
+
+            return (), _fit(sys.modules["numpy"].sum(A), obj), None
+
+        return ProcResult(v, numpy_scalar_read_backprop)
     return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _is_numpy_number(obj: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(obj, np.generic) and obj.dtype.kind in "fciu"
 
 
 def _list_read(obj: Any, idx: Any, v: Any) -> ProcResult:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 from typing import Any
 
 from ..errors import DplusError, NonDifferentiableError
@@ -129,6 +130,15 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     kwd = {name: d for name, d in zip(kwonly, kw_defaults) if d is not None}
     f.__kwdefaults__ = kwd or None
     return inspect.signature(f)
+
+
+def own_signature(f: types.FunctionType) -> inspect.Signature:
+    """The signature of ``f``'s own code and defaults. ``inspect.signature(f)`` follows
+    ``__wrapped__`` (set by ``functools.wraps``) and ``__signature__``: the parameters of
+    another function, not the ones ``f``'s body binds."""
+    plain = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    plain.__kwdefaults__ = f.__kwdefaults__
+    return inspect.signature(plain)
 
 
 def bind_arguments(

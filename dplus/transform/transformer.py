@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import inspect
 import linecache
 import threading
 import types
@@ -20,6 +19,7 @@ import attrs
 
 from ..errors import SourceUnavailableError, describe_callable
 from ..markers import mark
+from ..runtime.arguments import own_signature
 from ..runtime.closures import (
     CodeMap,
     plus_info,
@@ -113,7 +113,7 @@ def general_paths_only() -> Iterator[None]:
 
 def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcResult]:
     closure = _closure_for(compiled, f)
-    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": inspect.signature(f)}
+    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": own_signature(f)}
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
