@@ -191,7 +191,7 @@ def _module_imports(tree: ast.Module | None) -> frozenset[str]:
             for child in ast.iter_child_nodes(st):
                 if isinstance(child, ast.stmt):
                     stack.append(child)
-                elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
                     stack.extend(child.body)
     return frozenset(names)
 
