@@ -11,7 +11,7 @@ import sys
 import threading
 
 import pytest
-from path_helpers import check_fd, close
+from path_helpers import check_fd, close, fd_gradient
 
 import dplus
 from dplus.transform import trees
@@ -246,3 +246,122 @@ def test_elif_chain_of_800_branches(tmp_path):
     # an elif is an if nested in the else of the one before: 800 levels deep
     f = load(tmp_path, "elif800", elif_chain_source(800, "elif800"))
     assert_gradients(f, [(0.3013, 0.7), (-1.3013, 0.2), (2.5, -0.4)])
+
+
+# the shapes of generated code the bigfn benchmark measures (benchmarks/bigfn.py): NumPy
+# calls (a segment per line), list and dict writes, what SymPy's lambdify writes for a
+# cse'd expression, loops, branches
+SHAPES = ["numpy_calls", "container_writes", "generated_cse", "loop_heavy", "branchy"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_big_function_of_each_shape(tmp_path, shape):
+    from benchmarks import bigfn
+
+    name = f"big_{shape}"
+    f = load(tmp_path, name, getattr(bigfn, shape)(300, name, seed=5))
+    points = [(0.3, 0.7), (-0.45, 0.2), (0.8, -0.35)]
+    if shape == "numpy_calls":  # (a NumPy scalar result: differences of its float)
+        fast = [dplus.grad(f)(*p) for p in points]
+        with general_paths_only():
+            general = [dplus.grad(f)(*p) for p in points]
+        close(fast, general, tol=1e-12)
+        for p, got in zip(points, fast):
+            close(got, fd_gradient(lambda x, y: float(f(x, y)), p), tol=1e-5)
+        return
+    assert_gradients(f, points)
+
+
+def _module_functions(tmp_path):
+    """Functions whose source check takes the identical-code shortcut or not: module-level
+    defs with imports of each kind, a decorated def, a closure, a method, a lambda, nested
+    defs and comprehensions, asserts."""
+    source = """import math
+import numpy as np
+from math import sin as sine
+import os.path
+
+def deco(f):
+    return f
+
+def plain(x, y):
+    a = math.sin(x) * np.cos(y) + sine(x) + len(os.path.sep)
+    return a * a
+
+@deco
+def decorated(x):
+    return math.exp(x) * 2
+
+def with_nested(x, y):
+    b = [x * i for i in range(3)]
+    assert x == x
+    return sum(b) + (lambda t: t * y)(2.0)
+
+def make_closure(z):
+    def closure(x):
+        return math.tanh(x) * z
+    return closure
+
+class Model:
+    def value(self, x):
+        return np.sum(np.sin(x)) + math.log(2.0)
+
+square = lambda x: x * x
+"""
+    path = tmp_path / "checked_module.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("checked_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    funcs = [module.plain, module.decorated, module.with_nested, module.make_closure(3.0)]
+    return path, module, funcs + [module.Model.value, module.square]
+
+
+def test_source_check_shortcut_agrees_with_the_shape_comparison(tmp_path, monkeypatch):
+    # the check that a function's source is the code that runs: identical code (the fast
+    # path) must give what comparing the shapes of the code (the general path) gives
+    import linecache
+
+    from dplus.transform import source
+
+    _, _, funcs = _module_functions(tmp_path)
+    big = load(tmp_path, "checked_big", straight_line_source(300, "checked_big"))
+    shortcut_taken = []
+    identical = source._identical
+
+    def spy(compiled, code):
+        shortcut_taken.append((code.co_name, identical(compiled, code)))
+        return shortcut_taken[-1][1]
+
+    monkeypatch.setattr(source, "_identical", spy)
+    for f in funcs + [big]:
+        node = source.function_source(f).node
+        code = f.__code__
+        imported = source._facts_of_file(linecache.getlines(code.co_filename)).imported
+        fast = source._compiles_to(node, code, imported)
+        monkeypatch.setattr(source, "_identical", lambda compiled, code: False)
+        general = source._compiles_to(node, code, imported)
+        monkeypatch.setattr(source, "_identical", spy)
+        assert fast is True and general is True, f
+    taken = dict(shortcut_taken)
+    assert taken["plain"] and taken["checked_big"], taken  # the module's imports are matched
+
+
+def test_source_check_refuses_an_edited_file_on_both_paths(tmp_path, monkeypatch):
+    import linecache
+
+    from dplus.transform import source
+
+    path, module, _ = _module_functions(tmp_path)
+    old_code = module.plain.__code__
+    path.write_text(path.read_text().replace("return a * a", "return a * a * 3"))
+    linecache.checkcache(str(path))
+    lines = linecache.getlines(str(path))
+    node = source._def_in_file(lines, old_code)
+    imported = source._facts_of_file(lines).imported
+    assert node is not None
+    assert source._compiles_to(node, old_code, imported) is False
+    monkeypatch.setattr(source, "_identical", lambda compiled, code: False)
+    assert source._compiles_to(node, old_code, imported) is False
+    with pytest.raises(dplus.SourceUnavailableError, match="changed since it was imported"):
+        dplus.grad(module.plain)(0.3, 0.7)

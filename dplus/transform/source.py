@@ -8,6 +8,7 @@ Python 3.11 code objects record.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import linecache
 import sys
@@ -20,7 +21,7 @@ import attrs
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError, describe_callable
 from ..runtime.closures import CodeMap
 from ..runtime.portable import carried_lines
-from .trees import clone, walk
+from .trees import walk
 
 __all__ = ["FunctionSource", "function_source"]
 
@@ -58,16 +59,7 @@ def names_declared_global_in(filename: str) -> frozenset[str]:
     key = (filename, len(lines))
     found = _DECLARED_GLOBAL.get(key)
     if found is None:
-        try:
-            tree = ast.parse("".join(lines)) if lines else None
-        except SyntaxError:
-            tree = None
-        found = frozenset(
-            n
-            for node in (walk(tree) if tree is not None else ())
-            if isinstance(node, ast.Global)
-            for n in node.names
-        )
+        found = _facts_of_file(lines).declared_global if lines else frozenset()
         _DECLARED_GLOBAL[key] = found
     return found
 
@@ -106,6 +98,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
             if len(module_lines) >= code.co_firstlineno:
                 lines, filename = module_lines, module_file
     node = None
+    imported: frozenset[str] = frozenset()
     carried = carried_lines(fn) if not lines else []
     if carried:
         # unpickled in another process: the source came with the function (dplus.runtime.portable)
@@ -132,6 +125,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
         linecache.checkcache(filename)  # (as inspect does: a file edited since is read again)
         lines = linecache.getlines(filename, fn.__globals__) or lines
         node = _def_in_file(lines, code)
+        imported = _facts_of_file(lines).imported
         if node is None:
             try:
                 block_lines, start = inspect.getsourcelines(fn)
@@ -139,7 +133,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
                 raise SourceUnavailableError(_fix_fn_error(fn)) from None
     if node is None:
         node = _find_node(fn, code, block_lines, start, lines, filename)
-    if not filename.startswith("<dplus:") and not _compiles_to(node, code):
+    if not filename.startswith("<dplus:") and not _compiles_to(node, code, imported):
         raise SourceUnavailableError(
             f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
             f"{filename} is not the code that runs, so dplus would differentiate another function. "
@@ -148,9 +142,58 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
     return FunctionSource(node, filename, code, fn.__globals__, code.co_freevars)
 
 
-# the defs of the file read last, by (first line, name): one parse of the whole file instead of
-# inspect's tokenizer per function (a sixth of a big function's transformation)
-_DEFS_OF_FILE: list[Any] = [None, {}]
+@attrs.frozen
+class _FileFacts:
+    """What one parse of a whole file tells: its defs by (first line, name), the names
+    imported at module level, the names some function declares ``global``."""
+
+    defs: dict[tuple[int, str], list[Any]]
+    imported: frozenset[str]
+    declared_global: frozenset[str]
+
+
+# the facts of the file read last, by the identity of linecache's list of its lines (a new
+# list when the file changes): one parse and one walk of the whole file instead of
+# inspect's tokenizer per function and a parse per question asked of the file
+_LAST_FILE: list[Any] = [None, None]
+
+
+def _facts_of_file(lines: list[str]) -> _FileFacts:
+    if _LAST_FILE[0] is lines:
+        return _LAST_FILE[1]
+    try:
+        tree: ast.Module | None = ast.parse("".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    defs: dict[tuple[int, str], list[Any]] = {}
+    declared: set[str] = set()
+    for node in walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            defs.setdefault((first, node.name), []).append(node)
+        elif isinstance(node, ast.Global):
+            declared.update(node.names)
+    facts = _FileFacts(defs, _module_imports(tree), frozenset(declared))
+    _LAST_FILE[:] = [lines, facts]
+    return facts
+
+
+def _module_imports(tree: ast.Module | None) -> frozenset[str]:
+    """The names an ``import`` binds in the module's own scope (CPython reaches a method of
+    such a name with LOAD_ATTR, not LOAD_METHOD: the source check compiles with them)."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(tree.body) if tree is not None else []
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in st.names if a.name != "*")
+        elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for child in ast.iter_child_nodes(st):
+                if isinstance(child, ast.stmt):
+                    stack.append(child)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    stack.extend(child.body)
+    return frozenset(names)
 
 
 def _def_in_file(lines: list[str], code: types.CodeType) -> ast.FunctionDef | None:
@@ -158,18 +201,7 @@ def _def_in_file(lines: list[str], code: types.CodeType) -> ast.FunctionDef | No
     ``lines`` (its first line is the first decorator's); None when not found that way."""
     if code.co_name == "<lambda>":
         return None
-    if _DEFS_OF_FILE[0] is not lines:  # (linecache gives a new list when the file changes)
-        defs: dict[tuple[int, str], list[ast.AST]] = {}
-        try:
-            tree = ast.parse("".join(lines))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-        for node in walk(tree) if tree is not None else ():
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                defs.setdefault((first, node.name), []).append(node)
-        _DEFS_OF_FILE[:] = [lines, defs]
-    found = _DEFS_OF_FILE[1].get((code.co_firstlineno, code.co_name), ())
+    found = _facts_of_file(lines).defs.get((code.co_firstlineno, code.co_name), ())
     if len(found) != 1:
         return None
     node = found[0]
@@ -253,33 +285,39 @@ def _inside(pos: Any, spans: list[tuple[int, int, int, int]]) -> bool:
     return any((a, b) <= start <= (c, d) for a, b, c, d in spans)
 
 
-def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bool:
+def _compiles_to(
+    node: ast.FunctionDef | ast.Lambda,
+    code: types.CodeType,
+    imported: frozenset[str] = frozenset(),
+) -> bool:
     """Whether the source ``node`` compiles to ``code`` (up to how names are reached).
 
     The definition is compiled inside a function that binds ``code``'s free variables, so
-    that they stay free; when that cannot be compiled (a construct only valid where the
-    function really was), the source is trusted."""
+    that they stay free, in a module that imports the names ``imported`` (as the function's
+    module does); when that cannot be compiled (a construct only valid where the function
+    really was), the source is trusted."""
     import __future__
 
-    try:
-        target = clone(node)
-    except RecursionError:  # an expression nested deeper than this stack allows: trusted, as below
-        return True
-    if isinstance(target, ast.FunctionDef):
+    # the definition itself is not copied (a shallow copy drops its decorators): compile()
+    # reads the tree and never changes it, and every node of it has its position already, so
+    # only the wrapper's own nodes are positioned
+    if isinstance(node, ast.FunctionDef):
+        target = copy.copy(node)
         target.decorator_list = []
         stmt: ast.stmt = target
     else:
-        stmt = ast.Expr(value=target)
-    outer_body: list[ast.stmt] = [
+        stmt = ast.copy_location(ast.Expr(value=node), node)
+    before: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=ast.Constant(value=None))
         for v in code.co_freevars
     ]
-    if isinstance(target, ast.FunctionDef) and target.name not in code.co_freevars:
+    if isinstance(node, ast.FunctionDef) and node.name not in code.co_freevars:
         # the definition binds its name in the wrapper; where the function really was, its
         # name is global, and a recursive call from a comprehension or lambda must stay so
-        outer_body.insert(0, ast.Global(names=[target.name]))
-    outer_body.append(stmt)
-    outer_body.extend(ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars)
+        before.insert(0, ast.Global(names=[node.name]))
+    after: list[ast.stmt] = [
+        ast.Expr(value=ast.Name(id=v, ctx=ast.Load())) for v in code.co_freevars
+    ]
     outer = ast.FunctionDef(
         name="_dplus_source_check_",
         args=ast.arguments(
@@ -291,13 +329,17 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
             kwarg=None,
             defaults=[],
         ),
-        body=outer_body,
+        body=before + after,
         decorator_list=[],
         returns=None,
         type_comment=None,
     )
-    module = ast.Module(body=[outer], type_ignores=[])
+    imports: list[ast.stmt] = (
+        [ast.Import(names=[ast.alias(name=n) for n in sorted(imported)])] if imported else []
+    )
+    module = ast.Module(body=[*imports, outer], type_ignores=[])
     ast.fix_missing_locations(module)
+    outer.body = before + [stmt] + after
     flags = code.co_flags & sum(
         getattr(__future__, f).compiler_flag for f in __future__.all_feature_names
     )
@@ -309,13 +351,26 @@ def _compiles_to(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> bo
     found = [
         c for c in wrapper.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name
     ]
+    if len(found) != 1:
+        return False
+    # the same code object (flags aside: the copy is nested in the wrapper) has the same
+    # shape; comparing shapes (dis, half of a big function's check) is for code that differs
+    # in how names are reached or in what is skipped
+    return _identical(found[0], code) or _same_shape(found[0], code, node)
+
+
+def _identical(compiled: types.CodeType, code: types.CodeType) -> bool:
+    return compiled.replace(co_flags=code.co_flags) == code
+
+
+def _same_shape(compiled: types.CodeType, code: types.CodeType, node: ast.AST) -> bool:
     # ``assert`` statements are left out: pytest rewrites those of test modules
     spans = [
         (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
         for n in walk(node)
         if isinstance(n, ast.Assert) and n.end_lineno is not None and n.end_col_offset is not None
     ]
-    return len(found) == 1 and _shape(found[0], spans) == _shape(code, spans)
+    return _shape(compiled, spans) == _shape(code, spans)
 
 
 def _parse_block(block_lines: list[str]) -> tuple[ast.Module, int]:

@@ -94,6 +94,9 @@ class FunctionBuilder(
         self.fast = fast and not nestable and FAST_PATHS[0]
         self.boxed: set[str] = getattr(ir, "boxed", set())
         self.adjoint_names: dict[str, str] = {}
+        # the values of adjoint_names, kept as they are made: each segment and loop asks which
+        # of its names are adjoints (a set rebuilt there grew with the function: quadratic)
+        self.adjoint_values: set[str] = set()
         self.persistent: set[str] = set()
         self.key_names: dict[str, str] = {}
         self.outer_free = outer_free
@@ -135,6 +138,7 @@ class FunctionBuilder(
         if a is None:
             a = self.namer.fresh("A_" + name.strip("_")[:20] + "_")
             self.adjoint_names[name] = a
+            self.adjoint_values.add(a)
         return a
 
     def key(self, name: str) -> str:

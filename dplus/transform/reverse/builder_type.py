@@ -35,6 +35,7 @@ class Builder(Protocol):
     fast: bool
     boxed: set[str]
     adjoint_names: dict[str, str]
+    adjoint_values: set[str]
     persistent: set[str]
     key_names: dict[str, str]
     outer_free: tuple[str, ...]

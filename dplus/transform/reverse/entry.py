@@ -247,7 +247,7 @@ class _PlusDef:
             reader = attr(call(b.helper(reversed, "reversed"), N(syntax.TAPE)), "__next__")
             self.bp_body.append(assign(syntax.POP, reader))
         adjoint_vars = sorted(
-            set(b.adjoint_names.values())
+            set(b.adjoint_values)
             | {b.adj(p) for p in self.all_params}
             | {b.adj(v) for v in free_by_value}
             | {b.adj(ir.retval)}

@@ -404,7 +404,7 @@ class FastLoopRules(Builder):
             # (a store's or a comprehension append's reverse moves sensitivities out of Abox:
             # never skipped)
             return run
-        persistent = set(self.adjoint_names.values())
+        persistent = self.adjoint_values
         flowing: list[str] = []
         for st in body:
             for read in _propagated_reads(st):

@@ -74,7 +74,7 @@ class FastPathRules(Builder):
         if parts.lead or len(ret) != 1 or parts.stores:
             return None
         flt, typ = self.helper(float, "float"), self.helper(type, "type")
-        adjoints = sorted(set(self.adjoint_names.values()) | {self.adj(p) for p in params})
+        adjoints = sorted(self.adjoint_values | {self.adj(p) for p in params})
         sens: list[ast.expr] = [
             ast.IfExp(
                 test=ast.Compare(left=N(self.adj(p)), ops=[ast.Is()], comparators=[N(self.Z)]),

@@ -39,6 +39,7 @@ class FastSegment:
         self.ssa = ssa
         self.fwd: list[ast.stmt] = []
         self.saved: list[str] = []
+        self.saved_set: set[str] = set()  # (saved, searched once per operand read)
         self.guards: list[ast.expr] = []
         self.guarded_inputs: set[str] = set()
         self.number_guarded: list[str] = []  # names whose values must be numbers, in order
@@ -69,7 +70,8 @@ class FastSegment:
         return self.fwd, self.saved, self.rev, *self.guard()
 
     def save(self, name: str) -> None:
-        if name not in self.saved:
+        if name not in self.saved_set:
+            self.saved_set.add(name)
             self.saved.append(name)
 
     def must_be_numbers(self, exprs: list[ast.expr]) -> bool:
@@ -96,10 +98,10 @@ class FastSegment:
             self.fwd.append(clone(s))
         for e in s.targets[0].elts:
             self.source[e.id] = e.id if s in self.hoisted else ""
-        if s.value.id not in self.saved and not self.b.direct_unpack(
+        if s.value.id not in self.saved_set and not self.b.direct_unpack(
             s.value.id, self.acc.fresh_zero
         ):
-            self.saved.append(s.value.id)
+            self.save(s.value.id)
         self.ops.append((s, None))
         return True
 
@@ -282,7 +284,7 @@ class FastSegment:
     # -- the end
 
     def simplify(self) -> None:
-        persistent = set(self.b.adjoint_names.values())
+        persistent = self.b.adjoint_values
         self.rev[:] = simplify_reverse(
             self.rev,
             {

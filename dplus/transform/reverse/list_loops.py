@@ -254,7 +254,7 @@ class ListLoopRules(Builder):
         """The items' sensitivities as expressions of one iteration's values, when the reverse
         loop body only assigns temporaries (no adjoint carried from one iteration to the next)
         before ``A_t = (parts...)`` at ``at``; ``None`` otherwise."""
-        persistent = set(self.adjoint_names.values())
+        persistent = self.adjoint_values
         temps: dict[str, ast.expr] = {}
         for k, st in enumerate(body):
             if k == at:
