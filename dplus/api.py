@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import sys
+import types
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast, overload
 
@@ -12,10 +14,11 @@ from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
 from .runtime.conformance import check_conforms
+from .runtime.core import apply_transform
 from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
 from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
-from .runtime.kinds import is_number
+from .runtime.kinds import is_ndarray, is_number
 from .runtime.linear import gen_zero
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
@@ -149,15 +152,34 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
 
 
 def default_sensitivity(result: Any, sensitivity: Any) -> Any:
-    """``grad``'s sensitivity: 1.0 for a number, else the one given (error if none was)."""
+    """``grad``'s sensitivity: 1.0 for a number (an array of shape ``()`` of ones for a
+    0-d array, which NumPy gives as the number of ``np.tensordot`` and others), else the
+    one given (error if none was)."""
     if sensitivity is _DEFAULT_SENSITIVITY:
+        if is_scalar_array(result):
+            return scalar_array_unit(result)
         if not is_number(result):
             raise SensitivityError(
-                f"grad needs a number as the result, but the result is {type(result).__name__}: pass "
+                f"grad needs a number as the result, but the result is {_kind_of(result)}: pass "
                 "grad(f, sensitivity=...) with a sensitivity conforming to the result"
             )
         return 1.0
     return sensitivity
+
+
+def is_scalar_array(v: Any) -> bool:
+    """A NumPy array of shape ``()`` and a number dtype: a number for ``grad``."""
+    return is_ndarray(v) and v.shape == () and v.dtype.kind in "fciu"
+
+
+def scalar_array_unit(v: Any) -> Any:
+    """The sensitivity 1 of a NumPy array of shape ``()`` (of its dtype; float for integers)."""
+    np = sys.modules["numpy"]
+    return np.ones((), dtype=np.result_type(v.dtype, float))
+
+
+def _kind_of(v: Any) -> str:
+    return f"an array of shape {v.shape}" if is_ndarray(v) else type(v).__name__
 
 
 def boundary(
@@ -355,9 +377,15 @@ def raise_if_not_accepted(
     with arguments it does not accept (rather than from a ``TypeError`` inside it)."""
     import inspect
 
+    from .runtime.arguments import own_signature
+
     source = getattr(fplus, "__dplus_source__", None)
+    signature: inspect.Signature | None
     try:
-        signature = inspect.signature(source) if source is not None else None
+        if isinstance(source, types.FunctionType):
+            signature = own_signature(source)  # (the parameters its body binds)
+        else:
+            signature = inspect.signature(source) if source is not None else None
     except (TypeError, ValueError):
         return
     if signature is None:
@@ -397,7 +425,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     if jax_options.get("argnums") is not None or jax_options.get("has_aux"):
         if rest or kwargs:
             raise ArgumentError("grad: sensitivity= cannot be combined with argnums= or has_aux=")
-        return cast(ProcResult, hooks.jax_style_inside(f, grad=True, **jax_options))
+        # (through apply_transform: a rule's transform called from rule code, see core.py)
+        return apply_transform(hooks.jax_style_inside, f, grad=True, **jax_options)
     fplus = f if is_plus_function(f) else _lift(f)
     G = _make_gradient(fplus, f, *rest, **kwargs)
 

@@ -18,8 +18,18 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .api import _derived_closure_backprop, _grad_inside, _lift, _make_dplus, dplus, grad
+from .api import (
+    _derived_closure_backprop,
+    _grad_inside,
+    _lift,
+    _make_dplus,
+    dplus,
+    grad,
+    is_scalar_array,
+    scalar_array_unit,
+)
 from .errors import ArgumentError, SensitivityError
+from .higher.call_rules import derived_maker_rule
 from .markers import mark_derived
 from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
@@ -76,36 +86,100 @@ def _jacobian_block(r: ProcResult, y: Any, path: tuple[Any, ...], args: tuple[An
     (shaped like it); for an array, one array per argument, of shape ``part.shape + arg.shape``."""
     shape = _array_shape_at(y, path)
     if shape is None:
-        return r.backprop(_unit(y, path))
+        return _jacobian_entry(r, y, path, args)
     np = sys.modules["numpy"]
-    rows = [r.backprop(_unit(y, path + (idx,))) for idx in _indexes(shape)]
+    rows = [_jacobian_entry(r, y, path + (idx,), args) for idx in _indexes(shape)]
     return tuple(
-        np.reshape(np.array([row[i] for row in rows], dtype=float), shape + np.shape(a))
+        np.reshape(
+            np.array([row[i] for row in rows], dtype=_block_dtype([row[i] for row in rows])),
+            shape + np.shape(a),
+        )
         for i, a in enumerate(args)
     )
 
 
-def _unit(v: Any, path: tuple[Any, ...]) -> Any:
-    """The sensitivity of ``v`` that is 1 at ``path`` and 0 elsewhere."""
+def _jacobian_entry(
+    r: ProcResult, y: Any, path: tuple[Any, ...], args: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """The derivatives of the number of ``y`` at ``path``, one per argument. For a complex
+    number: its derivative, ``dy/dx`` for a real ``x`` (the sensitivity 1 reads the real part
+    of a change of ``y``, ``-1j`` its imaginary part), ``f'(z)`` for a complex ``z`` where ``f``
+    is holomorphic; elsewhere no complex number is the derivative, and it is refused."""
+    s1 = r.backprop(_unit(y, path))
+    if not _complex_at(y, path):
+        return tuple(s1)
+    s2 = r.backprop(_unit(y, path, -1j))
+    return tuple(_complex_derivative(a, g1, g2) for a, g1, g2 in zip(args, s1, s2))
+
+
+def _complex_derivative(a: Any, g1: Any, g2: Any) -> Any:
+    """The derivative of a complex number of the result in the argument (part) ``a``, from the
+    sensitivities ``g1`` (of the unit 1) and ``g2`` (of the unit -1j) that ``a`` received."""
+    if isinstance(a, (list, tuple)):
+        items = [_complex_derivative(e, u, v) for e, u, v in zip(a, g1, g2)]
+        return items if isinstance(a, list) else tuple(items)
+    if isinstance(a, dict):
+        return {k: _complex_derivative(a[k], g1[k], g2[k]) for k in a}
+    if g1 is None:
+        return None
+    if _complex_argument(a):
+        _refuse_unless_holomorphic(g1, g2)
+        return g1
+    return g1 + 1j * g2
+
+
+def _complex_argument(a: Any) -> bool:
+    return (
+        isinstance(a, complex) or _is_complex_scalar(a) or (is_ndarray(a) and a.dtype.kind == "c")
+    )
+
+
+def _refuse_unless_holomorphic(g1: Any, g2: Any) -> None:
+    """For a complex argument, ``g2 == -1j * g1`` (the Cauchy-Riemann equations) says the
+    derivative is the complex number ``g1``; otherwise there is none."""
+    np = sys.modules.get("numpy")
+    if np is not None:
+        holomorphic = bool(np.allclose(g2, -1j * np.asarray(g1), rtol=1e-9, atol=1e-12))
+    else:
+        holomorphic = abs(g2 + 1j * g1) <= 1e-12 + 1e-9 * abs(g1)
+    if not holomorphic:
+        from .errors import NonDifferentiableError
+
+        raise NonDifferentiableError(
+            "jacobian: a complex number of the result is not a holomorphic function of a complex "
+            "argument here, so no complex number is its derivative; take the Jacobian of its real "
+            "and imaginary parts (np.real, np.imag), or use jvp or D for a directional derivative"
+        )
+
+
+def _block_dtype(column: list[Any]) -> Any:
+    """The dtype of a Jacobian block: complex if a derivative is, float otherwise."""
+    np = sys.modules["numpy"]
+    return complex if any(np.iscomplexobj(v) for v in column) else float
+
+
+def _unit(v: Any, path: tuple[Any, ...], one: Any = 1) -> Any:
+    """The sensitivity of ``v`` that is ``one`` (1, or -1j for a complex number) at ``path`` and
+    0 elsewhere."""
     if not path:
         if is_ndarray(v):
             raise SensitivityError("internal: a path must reach a number")
-        return type(v)(1) if not isinstance(v, int) or isinstance(v, bool) else 1.0
+        return type(v)(one) if not isinstance(v, int) or isinstance(v, bool) else float(one)
     head, rest = path[0], path[1:]
     if is_ndarray(v):
         np = sys.modules["numpy"]
         s = np.zeros(v.shape, dtype=np.result_type(v.dtype, float))
-        s[head] = 1.0
+        s[head] = one
         return s
     if isinstance(v, list):
-        return [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
+        return [(_unit(e, rest, one) if i == head else zero(e)) for i, e in enumerate(v)]
     if isinstance(v, tuple):
-        items = [(_unit(e, rest) if i == head else zero(e)) for i, e in enumerate(v)]
+        items = [(_unit(e, rest, one) if i == head else zero(e)) for i, e in enumerate(v)]
         # (a NamedTuple's _make when hasattr finds it; written as before, since rules
         # differentiate this source at the next order)
         return type(v)._make(items) if hasattr(type(v), "_make") else tuple(items)  # type: ignore[attr-defined]
     if isinstance(v, dict):
-        return {k: (_unit(e, rest) if k == head else zero(e)) for k, e in v.items()}
+        return {k: (_unit(e, rest, one) if k == head else zero(e)) for k, e in v.items()}
     raise SensitivityError(f"cannot build a unit sensitivity inside a {type(v).__name__}")
 
 
@@ -237,28 +311,99 @@ def hvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], t
 
 def jvp(f: Callable[..., Any]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
     """``jvp(f)(args, tangents)`` returns ``(f(*args), J·tangents)``, by transposing the backprop."""
-    fd = dplus(f)
+    return _make_jvp(dplus(f), f)
 
+
+def _make_jvp(
+    fd: Callable[..., Any], f: Callable[..., Any]
+) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]:
+    # written in the language dplus differentiates (no in-place writes into arrays), so that
+    # a JVP taken inside differentiated code is differentiated from this source
     def jvp_fn(args: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, ...]:
         args = tuple(args)
         tangents = tuple(tangents)
+        _check_directions(args, tangents, "jvp", "tangent")
         r = fd(*args)
         y = r.primal
+        out = y
+        for path in _block_paths(y):
+            out = _place(out, path, _jvp_block(r, y, path, tangents))
+        return y, out
 
-        def component(path: tuple[Any, ...]) -> Any:
-            return dot(r.backprop(_unit(y, path)), tangents)
-
-        np: Any = sys.modules.get("numpy")  # (loaded: the result holds an array)
-
-        def components(array: Any, path: tuple[Any, ...]) -> Any:
-            t = np.zeros(array.shape, dtype=float)
-            for idx in np.ndindex(array.shape):
-                t[idx] = component(path + (idx,))
-            return t
-
-        return y, _shaped_by_leaves(y, component, components)
-
+    mark_derived(jvp_fn, "jvp", f)
+    remember_source(f)
     return jvp_fn
+
+
+def _jvp_block(r: ProcResult, y: Any, path: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+    """The part of ``J·t`` at ``path`` in the result ``y``: a number, or an array shaped like it."""
+    shape = _array_shape_at(y, path)
+    if shape is None:
+        return _tangent_component(r, y, path, tangents)
+    np = sys.modules["numpy"]
+    parts = tuple(_tangent_component(r, y, path + (idx,), tangents) for idx in _indexes(shape))
+    if not parts:
+        return np.zeros(shape, dtype=np.result_type(_value_at(y, path).dtype, float))
+    return np.reshape(np.stack(parts), shape)
+
+
+def _tangent_component(
+    r: ProcResult, y: Any, path: tuple[Any, ...], tangents: tuple[Any, ...]
+) -> Any:
+    """The number of ``J·t`` at ``path``. A sensitivity ``c`` pairs with a change ``dy`` as
+    ``Re(c dy)``: the unit sensitivity reads the real part of the change, and for a complex
+    number of the result, ``-1j`` reads its imaginary part."""
+    re = _real_part(dot(r.backprop(_unit(y, path)), tangents))
+    if not _complex_at(y, path):
+        return re
+    return re + 1j * _real_part(dot(r.backprop(_unit(y, path, -1j)), tangents))
+
+
+def _real_part(v: Any) -> Any:
+    return v.real if isinstance(v, complex) or _is_complex_scalar(v) else v
+
+
+def _is_complex_scalar(v: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(v, np.complexfloating)
+
+
+def _complex_at(y: Any, path: tuple[Any, ...]) -> bool:
+    """Whether the number of ``y`` at ``path`` is complex (an element of a complex array too)."""
+    for head in path:
+        if is_ndarray(y):
+            return bool(y.dtype.kind == "c")
+        y = y[head]
+    return (
+        isinstance(y, complex) or _is_complex_scalar(y) or (is_ndarray(y) and y.dtype.kind == "c")
+    )
+
+
+def _value_at(y: Any, path: tuple[Any, ...]) -> Any:
+    for head in path:
+        y = y[head]
+    return y
+
+
+def _check_directions(args: tuple[Any, ...], v: tuple[Any, ...], what: str, kind: str) -> None:
+    if len(args) != len(v):
+        raise SensitivityError(
+            f"{what} needs one {kind} per argument: {len(args)} arguments, {len(v)} {kind}s"
+        )
+
+
+def _jvp_inside(f: Any) -> ProcResult:
+    """``jvp(f)`` called inside differentiated code, as :func:`_jacobian_inside`."""
+    fplus = f if is_plus_function(f) else _lift(f)
+    fd = _make_dplus(fplus, f)
+    G = _make_jvp(fd, f)
+    fd_backprop = _derived_closure_backprop(fd, ("fplus",))
+    G_backprop = _derived_closure_backprop(G, ("fd",))
+
+    def jvp_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        return fd_backprop(G_backprop(A, Abox)[1], Abox)
+
+    return ProcResult(G, jvp_inside_backprop)
 
 
 def _selected(
@@ -316,19 +461,27 @@ def _make_value_and_grad(
         _check_positions(argnums, args, "value_and_grad")
         r = fd(*args, **kwargs)
         value = r.primal
-        loss = _loss_of(value, has_aux)
-        if not is_number(loss):
-            raise SensitivityError(
-                f"value_and_grad needs {'the first element of ' if has_aux else ''}the result of "
-                f"{getattr(f, '__name__', 'f')} to be a number, but it is {type(loss).__name__}"
-                + ("" if has_aux else "; a function returning (loss, aux) needs has_aux=True")
-            )
-        sensitivity = (1.0, gen_zero) if has_aux else 1.0
+        unit = _unit_of_loss(_loss_of(value, has_aux), f, has_aux)
+        sensitivity = (unit, gen_zero) if has_aux else unit
         return value, _selected(r.backprop(sensitivity), args, argnums)
 
     mark_derived(value_and_grad_fn, "value_and_grad", f)
     remember_source(f)
     return value_and_grad_fn
+
+
+def _unit_of_loss(loss: Any, f: Any, has_aux: bool) -> Any:
+    """The sensitivity 1 of the loss: a number, or a NumPy array of shape ``()``."""
+    if is_scalar_array(loss):
+        return scalar_array_unit(loss)
+    if not is_number(loss):
+        kind = f"an array of shape {loss.shape}" if is_ndarray(loss) else type(loss).__name__
+        raise SensitivityError(
+            f"value_and_grad needs {'the first element of ' if has_aux else ''}the result of "
+            f"{getattr(f, '__name__', 'f')} to be a number, but it is {kind}"
+            + ("" if has_aux else "; a function returning (loss, aux) needs has_aux=True")
+        )
+    return 1.0
 
 
 def _loss_of(value: Any, has_aux: bool) -> Any:
@@ -408,19 +561,41 @@ def _jax_style_inside(f: Any, /, *rest: Any, grad: bool = False, **kwargs: Any) 
 register_primitive(
     value_and_grad, _jax_style_inside, note="value_and_grad called inside differentiated code"
 )
+# the makers that _jax_style_inside calls, when it is differentiated again (value_and_grad or
+# JAX's grad inside code differentiated twice): the function made closes over fplus
+register_primitive(
+    _make_value_and_grad,
+    derived_maker_rule(_make_value_and_grad, "value_and_grad", ("fd", "fplus")),
+)
+register_primitive(
+    _make_jax_grad, derived_maker_rule(_make_jax_grad, "grad", ("vg", "fd", "fplus"))
+)
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
+register_primitive(jvp, _jvp_inside, note="jvp called inside differentiated code")
 defnondiff(_unit)  # (they depend on the result's shape only)
 defnondiff(_indexes)
 defnondiff(_block_paths)
 defnondiff(_array_shape_at)
+defnondiff(_complex_at)
+defnondiff(_check_directions)
+mark_derived(_jvp_block, "helper")
+mark_derived(_tangent_component, "helper")
+mark_derived(_real_part, "helper")
+defnondiff(_is_complex_scalar)
 # differentiated from their source inside differentiated code
 mark_derived(_place, "helper")
 mark_derived(_jacobian_block, "helper")
+mark_derived(_jacobian_entry, "helper")
+mark_derived(_complex_derivative, "helper")
+defnondiff(_complex_argument)
+defnondiff(_refuse_unless_holomorphic)
+defnondiff(_block_dtype)
 register_primitive(hessian, _hessian_inside, note="hessian called inside differentiated code")
 
 # Differentiated again from their source when a JAX-style gradient is (grad(grad(f, argnums=0))).
 mark_derived(_selected, "helper of value_and_grad", None)
 mark_derived(_loss_of, "helper of value_and_grad", None)
 defnondiff(_check_positions)
+defnondiff(_unit_of_loss)
 
 hooks.install(jax_style_grad=jax_style_grad, jax_style_inside=_jax_style_inside)

@@ -13,6 +13,12 @@ live here, typed, rather than as ignored errors across the code base. The reader
 * ``__dplus_fused__``: the fused gradient function of a plus-function.
 * ``__dplus_public_of__``: the plus-function a public ``dplus(f)`` function calls.
 * ``dp_unknown``: a plus-function made by an unknown-function policy.
+* ``__dplus_stands_for__``: a plain function that calls a plus-function and returns its
+  primal, a method of a class built by differentiated code: its transform is that
+  plus-function (``lookup_transform``).
+* ``__dplus_primal_of__``: the plus-function a plain function made by ``as_plain_callable``
+  (a plus-function handed to code dplus does not differentiate) calls; inert, read only by
+  ``runtime.classes`` when a class holds it as a staticmethod, classmethod or property.
 """
 
 from __future__ import annotations

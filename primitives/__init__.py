@@ -19,6 +19,7 @@ from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401
 from . import parallel  # noqa: F401
+from . import generators  # noqa: F401  (after the rules it wraps: those that consume iterables)
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
 from . import numpy_ufuncs  # noqa: F401
 from . import numpy_products  # noqa: F401

@@ -29,6 +29,7 @@ from dplus.rules import inline_rule_for
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.fold import ItemColumns
+from dplus.runtime.generators import GeneratorTaker
 from dplus.runtime.handover import accumulate, handover
 from dplus.runtime.hooks import hooks
 from dplus.runtime.kinds import is_ndarray
@@ -50,6 +51,7 @@ __all__ = [
     "REPEAT",
     "OTHER",
     "LIVE",
+    "GEN",
     "SET",
     "Seq",
     "seq",
@@ -72,7 +74,7 @@ __all__ = [
     "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET = range(8)
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET, GEN = range(9)
 
 
 def _np() -> Any:
@@ -134,6 +136,10 @@ class Seq:
             return _live_sens(self.value, s, Abox, self.lengths, len(self.items))
         if k == SET:
             return set_sens(self.items, s, Abox)
+        if k == GEN:
+            # the values' sensitivities, in the order taken: consumes_generators hands each
+            # to the resumption that produced it
+            return list(s)
         self._refuse_unsized(s, Abox)
         return gen_zero
 
@@ -253,8 +259,16 @@ def set_sens(items: list, s: list, Abox: BoxSensitivities | None) -> Any:
     return out or gen_zero
 
 
+def _generator_seq(taker: Any, fn: str, arg: str, lazy: bool) -> Seq:
+    """A generator made by differentiated code, as ``runtime.generators.consumes_generators``
+    hands it to a rule: a ``GeneratorTaker``, which knows the resumption each value came from."""
+    return Seq(taker, None if lazy else list(taker), GEN, fn, arg)
+
+
 def seq(x: Any, fn: str, arg: str) -> Seq:
     """A materialized iterable argument (for rules that consume the whole iterable)."""
+    if type(x) is GeneratorTaker:
+        return _generator_seq(x, fn, arg, False)
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
@@ -283,6 +297,8 @@ def list_sens(s: Any, n: int) -> Any:
 
 def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
     """An iterable argument of a rule that may stop early (``zip``, ``map``, ``islice``): not materialized."""
+    if type(x) is GeneratorTaker:
+        return _generator_seq(x, fn, arg, True)
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)

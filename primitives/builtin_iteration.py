@@ -249,13 +249,27 @@ def iter_plus(*args: Any) -> ProcResult:
 
 
 def next_plus(it: Any, *default: Any) -> ProcResult:
+    from dplus.runtime.generators import Generator
     from dplus.runtime.handover import handover, is_tracked_mutable
     from dplus.runtime.linear import add
     from dplus.runtime.routers import ListIterator, LiveIteration
 
     if type(it) is LiveIteration:
         return _next_live(it, default)
+    if type(it) is Generator:
+        from .generators import generator_next_plus
 
+        return generator_next_plus(it, *default)
+
+    if type(it) is list:
+        # (plain Python raises TypeError here too; inside a derivative differentiated again
+        # the usual list is a generator's values, which dplus collects there: say so)
+        raise NonDifferentiableError(
+            "next() of a list: 'list' object is not an iterator. At a higher order of "
+            "differentiation (hessian, grad of grad) dplus runs a generator to completion into "
+            "the list of its values, so next(g) of a generator g is not supported there: take "
+            "the values as a list (vs = list(g(...)); vs[0], vs[1])"
+        )
     listed = type(it) is ListIterator
     pos = it.index if listed else -1
     n = len(it.source) if listed else -1

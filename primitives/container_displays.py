@@ -11,6 +11,7 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import BoxSensitivities
+from dplus.runtime.generators import GeneratorTaker
 from dplus.runtime.handover import handover
 from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import add, gen_zero, is_zero_sensitivity, tuple_items
@@ -277,6 +278,8 @@ def _sequence_sensitivity(v: Any, items: Sequence[Any], order: Any = None) -> An
     may have changed since it was iterated)."""
     if all(s is Z or s is None for s in items):
         return Z
+    if type(v) is GeneratorTaker:
+        return list(items)  # (consumes_generators hands each to its resumption)
     if isinstance(v, (list, tuple)):
         return _conform_items(items, v)
     if isinstance(v, (set, frozenset)):

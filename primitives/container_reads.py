@@ -14,6 +14,7 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
@@ -162,7 +163,23 @@ def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
         return _array_read(obj, idx, v)
     if isinstance(obj, (str, bytes, range)):
         return ProcResult(v, lambda A, Abox: ((), Z, None))
+    if _is_numpy_number(obj):
+        # a NumPy scalar indexed as the 0-d array it stands for (x[..., np.newaxis], x[()]):
+        # every element of the result is the scalar itself
+        def numpy_scalar_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            from .operator_operands import _fit
+
+            return (), _fit(sys.modules["numpy"].sum(A), obj), None
+
+        return ProcResult(v, numpy_scalar_read_backprop)
     return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _is_numpy_number(obj: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(obj, np.generic) and obj.dtype.kind in "fciu"
 
 
 def _list_read(obj: Any, idx: Any, v: Any) -> ProcResult:
@@ -349,6 +366,9 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
     v = getattr(obj, name)
     t = type(obj)
     if isinstance(obj, (types.ModuleType, type)):
+        owner = local_owner(obj, name) if isinstance(obj, type) else None
+        if owner is not None:  # (an attribute of a class built by differentiated code)
+            return _keyed_read(owner, name, v)
         return ProcResult(v, _no_sens_2)
     rule = _ATTR_RULES.get((t, name))
     if rule is not None:
@@ -373,8 +393,13 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
 
 def _class_attribute_read(obj: Any, name: str, v: Any) -> ProcResult:
     """``obj.name`` found through the class: a method (bound to ``obj``), a property, a
-    class attribute (a constant)."""
+    class attribute (a constant, unless the class was built by differentiated code)."""
     t = type(obj)
+    owner = local_owner(obj, name)
+    if owner is not None:
+        # a value a class built by differentiated code holds, read through an instance: its
+        # sensitivity goes to the class (runtime.classes), hence to the class body's value
+        return _keyed_read(owner, name, v)
     if isinstance(v, types.MethodType) and v.__self__ is obj:
         # a bound method closes over its instance: its sensitivity is (A_self,)
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:

@@ -387,8 +387,18 @@ def register_numpy_rules() -> None:  # noqa: C901
     defgrad(gen.clip, _clip_x, _clip_lo, _clip_hi, kw={"min": 1, "max": 2})
     nondiff(gen.argmax, gen.argmin, gen.argsort, gen.all, gen.any, gen.nonzero)
 
-    # -- attributes
-    def attribute(name: str, grad: Grad | None) -> None:
+    # -- attributes (of arrays, and of NumPy scalars, which have the same ones)
+    scalar_types = (
+        np.float64,
+        np.float32,
+        np.float16,
+        np.longdouble,
+        np.complex128,
+        np.complex64,
+        np.clongdouble,
+    )
+
+    def attribute(name: str, grad: Grad | None, scalars: bool = False) -> None:
         def transform(a: Any) -> ProcResult:
             r = getattr(a, name)
 
@@ -402,13 +412,15 @@ def register_numpy_rules() -> None:  # noqa: C901
         transform.__name__ = transform.__qualname__ = f"ndarray_{name}_plus"
         mark_derived(transform, "rule helper")
         register_attribute(nd, name, transform)
+        for t in scalar_types if scalars else ():
+            register_attribute(t, name, transform)
 
     attribute("T", lambda A, r, a: np.transpose(A))
     attribute("mT", lambda A, r, a: np.swapaxes(A, -1, -2))
-    attribute("real", lambda A, r, a: A if not np.iscomplexobj(a) else A + 0j)
-    attribute("imag", lambda A, r, a: Z if not np.iscomplexobj(a) else -1j * A)
+    attribute("real", lambda A, r, a: A if not np.iscomplexobj(a) else A + 0j, scalars=True)
+    attribute("imag", lambda A, r, a: Z if not np.iscomplexobj(a) else -1j * A, scalars=True)
     for name in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"):
-        attribute(name, None)
+        attribute(name, None, scalars=True)
     register_attribute(nd, "flat", _flat_plus)
 
     # -- NumPy scalar types: conversions

@@ -117,14 +117,33 @@ def f_class_inside(x):
     y = x * 2.0
 
     class Local:  # MARK-class
-        pass
+        k = y
 
-    return y
+    return Local.k * x
 
 
-def test_class_definition_inside_is_rejected():
-    err = _assert_unsupported(f_class_inside, "MARK-class", "class", "Local")
-    assert "module level" in str(err)
+def f_async_inside(x):
+    async def inner():  # MARK-async
+        return x
+
+    return x
+
+
+def test_async_definition_inside_is_rejected():
+    _assert_unsupported(f_async_inside, "MARK-async", "async")
+
+
+def test_class_definition_inside_is_rejected_at_second_order():
+    # (first order: supported, tests/test_local_definitions.py)
+    assert grad1(f_class_inside)(1.5) == 6.0
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        grad1(grad1(f_class_inside))(1.5)
+    msg = str(info.value)
+    assert (
+        "'Local'" in msg
+        and "module level" in msg
+        and f"line {_line_of(f_class_inside, 'MARK-class')}" in msg
+    )
 
 
 COUNTER = 0.0
@@ -201,13 +220,13 @@ def test_global_as_loop_target_or_walrus_target_is_written():
 def test_unsupported_error_is_raised_at_transform_time():
     # the error comes when the transform is built, before any call
     with pytest.raises(UnsupportedSyntaxError):
-        grad(f_class_inside)
+        grad(f_async_inside)
 
 
 def test_define_dplus_of_unsupported_function_raises_when_used():
     def g(x):
-        class Local:  # (a class statement inside: still refused)
-            pass
+        async def inner():  # (an async function inside: refused)
+            return x
 
         return x
 
@@ -216,7 +235,7 @@ def test_define_dplus_of_unsupported_function_raises_when_used():
     def uses(x):
         return g(x) * 1.0
 
-    with pytest.raises(UnsupportedSyntaxError, match="class"):
+    with pytest.raises(UnsupportedSyntaxError, match="async"):
         grad1(uses)(1.0)
 
 

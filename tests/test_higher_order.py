@@ -153,6 +153,7 @@ def test_rule_code_never_calls_a_registered_transform_directly():
     import importlib
     import inspect
 
+    from dplus.runtime.hooks import hooks
     from dplus.runtime.registry import is_registered_transform
 
     modules = [
@@ -206,4 +207,14 @@ def test_rule_code_never_calls_a_registered_transform_directly():
                 target = getattr(mod, node.func.id, None)
                 if target is not None and is_registered_transform(target):
                     offenders.append(f"{name}:{node.lineno} calls {node.func.id}(...)")
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "hooks"
+            ):
+                # (a transform installed as a hook: api._grad_inside called jax_style_inside so)
+                target = getattr(hooks, node.func.attr, None)
+                if target is not None and is_registered_transform(target):
+                    offenders.append(f"{name}:{node.lineno} calls hooks.{node.func.attr}(...)")
     assert not offenders, offenders

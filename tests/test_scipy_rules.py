@@ -78,3 +78,13 @@ def test_overwrite_arguments_refuse():
 def test_logsumexp_with_return_sign_refuses():
     with pytest.raises(dplus.NonDifferentiableError, match="return_sign"):
         dplus.grad(lambda x: sc.logsumexp(x, return_sign=True)[0])(np.array([0.5, 1.0]))
+
+
+def test_bessel_function_of_a_float_order_refuses_and_of_an_int_order_is_differentiated():
+    x = np.array([0.5, 1.5, 2.5])
+    with pytest.raises(dplus.NonDifferentiableError, match="order"):
+        dplus.grad(lambda x: np.sum(sc.jv(1.5, x)))(x)
+    (g,) = dplus.grad(lambda x: np.sum(sc.jv(1, x)))(x)
+    np.testing.assert_allclose(g, (sc.j0(x) - sc.jv(2, x)) / 2, rtol=1e-12)
+    (g,) = dplus.grad(lambda x: np.sum(sc.gammasgn(x) * x))(x)  # piecewise constant
+    np.testing.assert_array_equal(g, np.ones(3))

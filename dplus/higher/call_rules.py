@@ -33,6 +33,7 @@ from ..rules import defnondiff
 from ..runtime import calls as runtime_calls
 from ..runtime import core as runtime_core
 from ..runtime import result as runtime_result
+from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import PlusInfo, is_plus_function, plus_info, register_plus_code
 from ..runtime.core import (
@@ -288,6 +289,14 @@ def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
     return ProcResult(r, lambda A, Abox: zeros)
 
 
+def _live_iteration_again_tower(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``runtime_routers.live_iteration_again``: the transform of the ordinary
+    call where the iterator's laziness cannot show (``zip`` of tuples), else the same refusal."""
+    if runtime_routers.laziness_visible(fn, args, kwargs):
+        runtime_routers.refuse_live_iteration_again(fn)
+    return apply_transform(_call_tower, fn, *args, **kwargs)
+
+
 def _shift_callee_relayout(r: ProcResult, P: Any, T: Any) -> ProcResult:
     """``_shift_callee`` for ``T``, the transform of the generated plus-function ``P``: T's
     closure sensitivity is laid out as P's closure (its variables and helpers), and P's
@@ -385,9 +394,24 @@ def _closure_part(G: Any, A: Any, name: str) -> Any:
     return Z if part is Z else part[0]
 
 
-def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., ProcResult]:
-    """The transform of ``_make_gradient`` (``_make_D``, ``_make_dplus``): the function made
-    closes over ``fplus``, whose sensitivity is its closure's part."""
+def _closure_part_at(G: Any, A: Any, path: tuple[str, ...]) -> Any:
+    """The part of ``G``'s closure sensitivity ``A`` that belongs to the variable reached by
+    following ``path`` through the closures (``("fd", "fplus")``: ``G``'s ``fd``, whose ``fplus``)."""
+    for k, name in enumerate(path):
+        if A is Z or A is None:
+            return Z
+        A = _closure_part(G, A, name)
+        if k + 1 < len(path):
+            G = G.__closure__[G.__code__.co_freevars.index(name)].cell_contents
+    return A
+
+
+def derived_maker_rule(
+    make: Callable[..., Any], name: str, path: tuple[str, ...] = ("fplus",)
+) -> Callable[..., ProcResult]:
+    """The transform of ``_make_gradient`` (``_make_D``, ``_make_dplus``, and the JAX forms'
+    makers): the function made closes over ``fplus`` (through ``path``), whose sensitivity is
+    its closure's part."""
 
     def maker_rule(fplus: Any, f: Any, *rest: Any) -> ProcResult:
         if fplus is f and is_plus_function(f) and not is_registered_transform(f):
@@ -398,13 +422,13 @@ def _derived_maker_rule(make: Callable[..., Any], name: str) -> Callable[..., Pr
             )
         G = make(fplus, f, *rest)
         return ProcResult(
-            G, lambda A, Abox: ((), _closure_part(G, A, "fplus"), Z) + (Z,) * len(rest)
+            G, lambda A, Abox: ((), _closure_part_at(G, A, path), Z) + (Z,) * len(rest)
         )
 
     return maker_rule
 
 
-_make_gradient_rule = _derived_maker_rule(_make_gradient, "grad")
+_make_gradient_rule = derived_maker_rule(_make_gradient, "grad")
 
 
 def _gradient_outermost_tower(
@@ -424,11 +448,12 @@ def _make_gradient1_rule(g: Any, f: Any) -> ProcResult:
 
 defnondiff(_lift)
 register_primitive(_make_gradient, _make_gradient_rule)
-register_primitive(_api._make_D, _derived_maker_rule(_api._make_D, "D"))
-register_primitive(_api._make_dplus, _derived_maker_rule(_api._make_dplus, "dplus"))
+register_primitive(_api._make_D, derived_maker_rule(_api._make_D, "D"))
+register_primitive(_api._make_dplus, derived_maker_rule(_api._make_dplus, "dplus"))
 register_primitive(_make_gradient1, _make_gradient1_rule)
 register_primitive(_gradient_outermost, _gradient_outermost_tower)
 defnondiff(_closure_part)
+defnondiff(_closure_part_at)
 register_primitive(grad, _grad_inside, note="grad called inside differentiated code")
 register_primitive(grad1, _grad1_inside, note="grad1 called inside differentiated code")
 register_primitive(D, _D_inside, note="D called inside differentiated code")

@@ -53,6 +53,7 @@ from .call_rules import (
     _call_transform,
     _closure_layouts,
     _keyword_backprop_plus,
+    _live_iteration_again_tower,
     _operator_result,
     _relayout_rule,
     _run_backprop_tower,
@@ -291,6 +292,7 @@ for _fn in (
     _call_tower,
     _call_transform,
     _call_on_constants_tower,
+    _live_iteration_again_tower,
     _call_plus_tower,
     _call_positionally_tower,
     _keyword_backprop_plus,
@@ -311,6 +313,11 @@ register_primitive(
     runtime_calls.call,
     _call_tower,
     note="calling a callee from generated code (derivatives of derivatives)",
+)
+register_primitive(
+    runtime_routers.live_iteration_again,
+    _live_iteration_again_tower,
+    note="a lazy builtin's iterator in code differentiated again (derivatives of derivatives)",
 )
 register_primitive(
     runtime_calls.call_on_constants,
@@ -451,7 +458,8 @@ def _unpack_sensitivity_rule(v: Any, parts: tuple[Any, ...]) -> ProcResult:
             return (), Z, Z if S is Z or S is None else tuple(S[i] for i in range(n))
 
         return ProcResult(r, unpack_list_backprop)
-    if type(v) is not tuple and not is_zero_sensitivity(parts):
+    # (a tuple subclass, as NumPy's SVDResult, gets a plain tuple of the parts, as a tuple does)
+    if not isinstance(v, tuple) and not is_zero_sensitivity(parts):
         raise NonDifferentiableError(
             f"derivatives of derivatives through unpacking a {type(v).__name__} are not supported yet; unpack a tuple"
         )

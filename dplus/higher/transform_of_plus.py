@@ -37,6 +37,10 @@ def transform_of_plus(P: Any) -> Callable[..., ProcResult]:
 def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
     from ..transform.plus_functions import plus_function_for
 
+    if getattr(P, "__dplus_consumes_generators__", False):
+        # a rule taking generators (runtime.generators.consumes_generators): at the next order
+        # the rule itself (a generator made by differentiated code is refused there)
+        return transform_of_plus(P.__wrapped__)
     form = next_order_form(P)
     if form is not None:
         return plus_function_for(form)

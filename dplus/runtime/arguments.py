@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 from typing import Any
 
 from ..errors import DplusError, NonDifferentiableError
@@ -23,6 +24,20 @@ from .result import (
 )
 
 Z = gen_zero
+
+
+def star_length(value: Any) -> int:
+    """How many arguments ``*value`` supplies, measured before the call (its sensitivities
+    are routed back by position): an iterable with no length (a generator, an iterator) is
+    consumed by the call itself and cannot be measured, so it is refused."""
+    try:
+        return len(value)
+    except TypeError:
+        raise NonDifferentiableError(
+            f"a call's argument *{type(value).__name__}: dplus needs the number of arguments it "
+            "supplies before the call, and this iterable has no length (taking its values would "
+            "consume it). Unpack a list of its values: f(*list(it))"
+        ) from None
 
 
 def star_sensitivity(g: tuple, pos: int, n: int, value: Any) -> Any:
@@ -129,6 +144,15 @@ def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Si
     kwd = {name: d for name, d in zip(kwonly, kw_defaults) if d is not None}
     f.__kwdefaults__ = kwd or None
     return inspect.signature(f)
+
+
+def own_signature(f: types.FunctionType) -> inspect.Signature:
+    """The signature of ``f``'s own code and defaults. ``inspect.signature(f)`` follows
+    ``__wrapped__`` (set by ``functools.wraps``) and ``__signature__``: the parameters of
+    another function, not the ones ``f``'s body binds."""
+    plain = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    plain.__kwdefaults__ = f.__kwdefaults__
+    return inspect.signature(plain)
 
 
 def bind_arguments(

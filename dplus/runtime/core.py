@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ..markers import mark
 from .closures import is_plus_function
 from .hooks import hooks
 from .linear import (
@@ -124,7 +125,9 @@ def as_plain_callable(a: Any) -> Any:
             return a(*args, **kwargs).primal
 
         primal_only.__qualname__ = getattr(a, "__qualname__", "plus_function")
-        return primal_only
+        # (inert here; a class built by differentiated code that holds it, as a staticmethod,
+        # classmethod or property, marks it as standing for ``a``: runtime.classes)
+        return mark(primal_only, "__dplus_primal_of__", a)
     return a
 
 

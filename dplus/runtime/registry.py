@@ -146,8 +146,16 @@ def lookup_transform(fn: Any) -> Transform | None:
     if t is not None:
         return t
     tf = type(fn)
+    if tf is types.FunctionType:
+        # a plain function standing for a plus-function (markers.py: a method of a class built
+        # by differentiated code, a plus-function handed to code dplus does not differentiate)
+        stands_for: Transform | None = fn.__dict__.get("__dplus_stands_for__")
+        return stands_for
     if tf is types.MethodType:
-        t = _TRANSFORMS.get(fn.__func__)
+        func = fn.__func__
+        t = _TRANSFORMS.get(func)
+        if t is None and type(func) is types.FunctionType:
+            t = func.__dict__.get("__dplus_stands_for__")
         if t is not None:
             return bind_transform(t, fn.__self__)
         return None

@@ -9,7 +9,7 @@ import collections
 import operator
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import NonDifferentiableError
 from .boxes import BoxSensitivities
@@ -193,17 +193,10 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     if fn in _LIVE_CALLERS:
         return _live_call(fn, args, kwargs)
     given = len(args)
-    iterables, start = args, 0
-    if fn is enumerate:  # (its start: the second positional argument or the keyword)
-        iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
-    if (
-        fn in _LIVE_BUILTINS
-        and iterables
-        and all(type(a) in _LIVE_ARGS for a in iterables)
-        and any(type(a) is list for a in iterables)
-        and set(kwargs) <= ({"start"} if fn is enumerate else set())
-        and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
-    ):
+    if laziness_visible(fn, args, kwargs):
+        iterables, start = args, 0
+        if fn is enumerate:  # (its start: the second positional argument or the keyword)
+            iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
         args = iterables
         live = LiveIteration(fn, args, start)
 
@@ -218,9 +211,41 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     return call(fn, *args, **kwargs)
 
 
+def laziness_visible(fn: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the iterator ``fn(*args, **kwargs)`` can show its laziness to a loop: ``map`` and
+    ``filter`` call their function as items are taken; ``zip``, ``enumerate`` and ``reversed``
+    read a list as it is when each item is taken (over tuples, ranges and strings, which
+    nothing changes, the eager list gives the same items)."""
+    if fn in _LIVE_CALLERS:
+        iterables = args[1:]
+        return (
+            not kwargs
+            and bool(iterables)
+            and (fn is map or len(iterables) == 1)
+            and all(type(a) in _LIVE_ARGS for a in iterables)
+        )
+    given = len(args)
+    iterables = args[:1] if fn is enumerate else args
+    return (
+        fn in _LIVE_BUILTINS
+        and bool(iterables)
+        and all(type(a) in _LIVE_ARGS for a in iterables)
+        and any(type(a) is list for a in iterables)
+        and set(kwargs) <= ({"start"} if fn is enumerate else set())
+        and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
+    )
+
+
 def live_iteration_again(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
-    """:func:`live_iteration` in code differentiated again: refused (its routing has no rules
-    at higher orders, and a list made at once could compute other values than Python)."""
+    """:func:`live_iteration` in code differentiated again: an ordinary call where the
+    iterator's laziness cannot show (``zip`` of tuples); otherwise refused (its routing has no
+    rules at higher orders, and a list made at once could compute other values than Python)."""
+    if not laziness_visible(fn, args, kwargs):
+        return call(fn, *args, **kwargs)
+    refuse_live_iteration_again(fn)
+
+
+def refuse_live_iteration_again(fn: Any) -> NoReturn:
     name = getattr(fn, "__name__", "the iterator")
     raise NonDifferentiableError(
         f"derivatives of derivatives of {name}() iterated lazily (kept in a variable, or by a loop that changes "
@@ -500,6 +525,9 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     (The per-iteration routers do the same one element at a time; this is for loops whose body
     cannot write into the list, and ``sens`` is the generated code's own list, taken over.)
     """
+    if type(sens) is not list:  # (a generator's route: each iteration was routed as reversed)
+        route: Any = sens
+        return route.result()
     t = type(itv)
     if t is list or isinstance(itv, (list, collections.deque)):
         n = len(itv) if length < 0 else length

@@ -3,6 +3,8 @@
 A variable captured by a nested function and also rebound (assigned more than once, in a
 loop, or through ``nonlocal``) is *boxed*: its sensitivity travels through the
 box-sensitivity map under a per-invocation key, so late binding differentiates correctly.
+So is every variable a method of a class defined inside reads (its def is marked
+``dp_method``): a method is called from wherever the class is used.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Scope:
     assign_lines: dict[str, list[int]] = attrs.field(factory=dict)
     defs: set[str] = attrs.field(factory=set)  # names bound by def statements here
     boxed: set[str] = attrs.field(factory=set)  # locals of this scope that are boxed
+    # names from enclosing scopes that a method of a class defined inside reads
+    method_free: set[str] = attrs.field(factory=set)
 
     @property
     def locals(self) -> set[str]:
@@ -177,6 +181,15 @@ def _analyse(node: FunctionNode) -> Scope:
     for child in scope.children:
         free |= {n for n in child.free if n not in local and n not in scope.globals_}
     scope.free = free
+    # boxed: every local a method of a class defined here reads (class_statements.py: a
+    # method may be called from anywhere, so what it reads carries its sensitivity in a cell)
+    for child in scope.children:
+        read = child.free if getattr(child.node, "dp_method", None) else child.method_free
+        for name in read:
+            if name in local:
+                scope.boxed.add(name)
+            elif name not in scope.globals_:
+                scope.method_free.add(name)
     # boxed: locals captured by a child and rebound somewhere
     for child in scope.children:
         for name in child.free:

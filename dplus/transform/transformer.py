@@ -6,10 +6,10 @@ once per code object, bind to each function object's closure cells, cache.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextlib
-import inspect
 import linecache
 import threading
 import types
@@ -20,6 +20,7 @@ import attrs
 
 from ..errors import SourceUnavailableError, describe_callable
 from ..markers import mark
+from ..runtime.arguments import own_signature
 from ..runtime.closures import (
     CodeMap,
     plus_info,
@@ -40,6 +41,7 @@ from .generated_text import (
 )
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
+from .normalize.definitions import rewrite_definitions
 from .normalize.normalizer import normalize_function
 from .reverse.builder import build_plus_function
 from .reverse.entry import Specialized
@@ -113,7 +115,7 @@ def general_paths_only() -> Iterator[None]:
 
 def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcResult]:
     closure = _closure_for(compiled, f)
-    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": inspect.signature(f)}
+    kwdefaults = None if compiled.simple else {compiled.prefix + "sig": own_signature(f)}
     fn = types.FunctionType(compiled.code, f.__globals__, compiled.name, None, closure)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
@@ -328,6 +330,15 @@ def _compile(
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
+    # class statements and generator functions inside become ordinary code first
+    node = rewrite_definitions(
+        node,
+        f.__qualname__,
+        str(f.__globals__.get("__name__", f.__module__)),
+        bool(f.__code__.co_flags & __future__.annotations.compiler_flag),
+        src.filename,
+        again=nestable,
+    )
     # first-order code inlines calls of small define_dplus functions (see inline.py)
     # (not in a function that reads its own namespace: locals() would show the inlined names)
     inlines = specialize and not nestable and FAST_PATHS[0] and not _reads_own_namespace(node)

@@ -56,6 +56,10 @@ FEATURES = (
     "nested_decorators",  # @functools.cache / lru_cache / a user decorator on a nested def
     "generators",  # nested generator functions (yield, yield from) consumed by sum/max/sorted/list/for
     "container_subclasses",  # list/Counter subclasses overriding methods, calling the builtin
+    "lazy_generators",  # generators taken lazily: next, send, partly consumed, endless, islice,
+    # yield from with a return value, state changed between yields, close
+    "local_classes",  # class statements inside f: class attributes, methods, __add__/__mul__,
+    # inheritance with super(), properties
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
@@ -585,6 +589,7 @@ class Generator:
             "import math",
             "import functools",
             "import contextlib",
+            "import itertools",
             "import heapq",
             "import collections",
             "import bisect",
@@ -1537,6 +1542,100 @@ def st_generators(g):
     g.bind(v, "float")
 
 
+def st_lazy_generator(g):
+    if not closure_allowed(g):
+        return False
+    r = g.rng
+    gen, n, i, v, w, it, acc = (
+        g.fresh("gen"),
+        g.fresh("n"),
+        g.fresh("i"),
+        g.fresh("v"),
+        g.fresh("w"),
+        g.fresh("it"),
+        g.fresh("acc"),
+    )
+    form = r.randint(0, 4)
+    g.emit(f"def {gen}({n}):")
+    g.emit(f"    {v} = {g.float_expr(1)}")
+    if form == 0:  # endless, taken by next
+        g.emit("    while True:")
+        g.emit(f"        yield {v}")
+        g.emit(f"        {v} = {v} * 0.5 + {g.float_expr(1)}")
+        g.emit(f"{it} = {gen}(0)")
+        g.emit(f"{acc} = next({it}) + next({it}) * next({it})")
+    elif form == 1:  # partly consumed by next and a loop that breaks
+        g.emit(f"    for {i} in range({n}):")
+        g.emit(f"        yield {v} * {i} + {g.float_expr(1)}")
+        g.emit(f"        {v} = math.tanh({v}) + {g.float_expr(0)}")
+        g.emit(f"{it} = {gen}(6)")
+        g.emit(f"{acc} = next({it})")
+        g.emit(f"for {w} in {it}:")
+        g.emit(f"    {acc} = {acc} + {w} * {g.float_expr(0)}")
+        g.emit(f"    if {acc} > 2.0:")
+        g.emit("        break")
+    elif form == 2:  # send
+        g.emit(f"    for {i} in range({n}):")
+        g.emit(f"        {w} = yield {v}")
+        g.emit(f"        {v} = {v} * 0.5 + {w} * {g.float_expr(0)}")
+        g.emit(f"{it} = {gen}(4)")
+        g.emit(f"{acc} = next({it}) + {it}.send({g.float_expr(1)}) * {it}.send({g.float_expr(1)})")
+    elif form == 3:  # yield from with a return value
+        inner = g.fresh("inner")
+        g.emit(f"    yield {v}")
+        g.emit(f"    return {v} * {g.float_expr(1)}")
+        g.emit(f"def {inner}():")
+        g.emit(f"    {w} = yield from {gen}(0)")
+        g.emit(f"    yield {w} + {g.float_expr(1)}")
+        g.emit(f"    yield from ({g.float_expr(0)} * {i} for {i} in range(2))")
+        g.emit(f"{acc} = sum({inner}())")
+    else:  # islice, zip with a shorter list, close
+        g.emit(f"    for {i} in range({n}):")
+        g.emit(f"        yield {v} + {i}")
+        g.emit(f"        {v} = {v} * {g.float_expr(0)}")
+        g.emit(f"{it} = {gen}(5)")
+        g.emit(
+            f"{acc} = sum(itertools.islice({gen}(9), 3)) + sum(a * b for a, b in zip({gen}(9), "
+            f"[1.0, 2.0])) + next({it})"
+        )
+        g.emit(f"{it}.close()")
+    g.bind(acc, "float")
+
+
+def st_local_class(g):
+    if not closure_allowed(g):
+        return False
+    r = g.rng
+    cls, sub, v, o, u = g.fresh("K"), g.fresh("D"), g.fresh("v"), g.fresh("o"), g.fresh("u")
+    g.emit(f"class {cls}:")
+    g.emit(f"    k = {g.float_expr(1)}")
+    g.emit("    def __init__(self, a):")
+    g.emit("        self.a = a")
+    g.emit(f"    def f(self, {u}):")
+    g.emit(f"        return self.a * {u} + self.k * {g.float_expr(0)}")
+    g.emit(f"    def __add__(self, {o}):")
+    g.emit(f"        return {cls}(self.a + {o}.a)")
+    g.emit(f"    def __mul__(self, {o}):")
+    g.emit(f"        return {cls}(self.a * {o}.a)")
+    g.emit("    @property")
+    g.emit("    def twice(self):")
+    g.emit("        return 2.0 * self.a")
+    g.emit(f"class {sub}({cls}):")
+    g.emit(f"    def f(self, {u}):")
+    g.emit(f"        return super().f({u}) * {g.float_expr(0)}")
+    form = r.randint(0, 2)
+    if form == 0:
+        g.emit(
+            f"{v} = ({cls}({g.float_expr(1)}) + {cls}({g.float_expr(1)}) * {sub}({g.float_expr(0)}))"
+            f".f({g.float_expr(1)})"
+        )
+    elif form == 1:
+        g.emit(f"{v} = {sub}({g.float_expr(1)}).f({g.float_expr(0)}) + {cls}.k * {sub}(1.5).twice")
+    else:
+        g.emit(f"{v} = sum({cls}(t).f(t) for t in ({g.float_expr(0)}, {g.float_expr(1)}))")
+    g.bind(v, "float")
+
+
 # (feature, weight, compound, production).  Compound productions get rarer with nesting depth.
 STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("arith", 4.0, False, st_assign),
@@ -1567,6 +1666,8 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("nested_decorators", 0.5, False, st_nested_decorator),
     ("generators", 0.5, False, st_generators),
     ("container_subclasses", 0.4, False, st_container_subclass),
+    ("lazy_generators", 0.5, False, st_lazy_generator),
+    ("local_classes", 0.5, False, st_local_class),
 ]
 
 

@@ -75,6 +75,13 @@ _LIVE_BUILTINS = {name: getattr(builtins, name) for name in ("zip", "enumerate",
 _LIVE_CALLERS = {name: getattr(builtins, name) for name in ("map", "filter")}
 
 
+# builtins whose result is a new container that only the expression holds: a lazy builtin
+# over it cannot see a change the loop body makes (no name reaches it)
+_SNAPSHOT_BUILTINS = {
+    name: getattr(builtins, name) for name in ("sorted", "list", "tuple", "range")
+}
+
+
 # calls that cannot write into a list: builtins and functions of these modules, by their names
 _PURE_BUILTINS = {
     "abs",

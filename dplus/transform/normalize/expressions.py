@@ -173,6 +173,10 @@ class ExpressionForms(NormalizerState):
         return self.temp(_internal("user_namespace", [display]), e)
 
     def e_Call(self, e: ast.Call) -> Atom:
+        op = getattr(e, "dp_op", None)
+        if op is not None:
+            # an operation of a rewritten definition (definitions.py): its arguments normalised
+            return self.temp(_internal(op, [self.expr(a) for a in e.args]), e)
         special = self.introspection(e)
         if special is not None:
             return special

@@ -12,6 +12,7 @@ from .core import (
     _LIVE_CALLERS,
     _PURE_BUILTINS,
     _PURE_MODULES,
+    _SNAPSHOT_BUILTINS,
     _TUPLE_ITEM_BUILTINS,
     _ZIP,
     Core,
@@ -83,7 +84,11 @@ class LoopForms(NormalizerState):
         # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
         # iterated as Python does, lazily over the live lists, not over a list of their items
         live = not self.own_code and (
-            (self.calls_builtin(s.iter, _LIVE_BUILTINS) and self.may_write_lists(s.body))
+            (
+                self.calls_builtin(s.iter, _LIVE_BUILTINS)
+                and self.may_write_lists(s.body)
+                and not self.iterates_snapshots(s.iter)
+            )
             or (self.calls_builtin(s.iter, _LIVE_CALLERS) and self.calls_observably(s.iter, s.body))
         )
         fresh = self.makes_fresh_list(s.iter) and not live
@@ -137,6 +142,17 @@ class LoopForms(NormalizerState):
             if isinstance(node, ast.Call) and not self.is_pure_call(node.func):
                 return True
         return False
+
+    def iterates_snapshots(self, call: ast.Call) -> bool:
+        """Whether every iterable ``zip``/``enumerate``/``reversed`` is given is made in the call
+        itself (a display, a comprehension, ``sorted(...)``, ``list(...)``): no name reaches
+        it, so the body cannot change what the iterator reads (``enumerate(sorted(d))``)."""
+        iterables = call.args[:1] if call.func.id == "enumerate" else call.args  # type: ignore[attr-defined]
+        return bool(iterables) and all(
+            isinstance(a, (ast.List, ast.ListComp, ast.Tuple, ast.Constant))
+            or self.calls_builtin(a, _SNAPSHOT_BUILTINS)
+            for a in iterables
+        )
 
     def makes_lazy_iterator(self, e: ast.expr) -> bool:
         return self.calls_builtin(e, _LIVE_BUILTINS) or self.calls_builtin(e, _LIVE_CALLERS)

@@ -271,13 +271,6 @@ class StatementForms(NormalizerState):
     def s_Nonlocal(self, s: ast.Nonlocal) -> None:
         self.emit(s)
 
-    def s_ClassDef(self, s: ast.ClassDef) -> None:
-        raise self.unsupported(
-            s,
-            f"the class definition {s.name!r} inside a differentiated function",
-            "define the class at module level",
-        )
-
     def s_AsyncFunctionDef(self, s: ast.AST) -> None:
         raise self.unsupported(s, "an async function")
 

@@ -31,12 +31,16 @@ conditional expressions, ``and`` / ``or``              normalised to ``if``
 ``while``                                              ``loops`` (``LoopRules.c_While``)
 ``break``, ``continue``, early ``return``              normalised to flags
 comprehensions, generator expressions                  normalised to loops
-generators (``yield``, ``yield from``)                 normalised: the yields collected in a list
+generators (``yield``, ``yield from``)                 ``normalize.definitions``: a resumable
+                                                       machine (``runtime.generators``); at
+                                                       higher orders the yields collected in a list
 ``try`` / ``except`` / ``finally``, ``raise``,         ``exceptions`` (``ExceptionRules.c_Try``)
 ``assert``
 ``with``                                               ``exceptions`` (``ExceptionRules.c_With``)
 ``match``                                              ``exceptions`` (``ExceptionRules.c_Match``)
-``global`` writes, ``class`` inside, f-strings         normalised (module namespace dict, calls)
+``global`` writes, f-strings                           normalised (module namespace dict, calls)
+``class`` inside                                       ``normalize.definitions``: the namespace a
+                                                       dict, ``runtime.classes.build_class_plus``
 recursion, methods of user classes                     ``calls`` (a call like any other)
 =====================================================  ==========================================
 

@@ -180,7 +180,7 @@ class CallRules(Builder):
                 record.append(node.id)
             if isinstance(a, ast.Starred):
                 ln = self.namer.fresh("len")
-                fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
+                fwd.insert(0, assign(ln, call(self.rt("star_length"), clone(a.value))))
                 star_lens[i] = ln
                 record.append(ln)
         return star_lens

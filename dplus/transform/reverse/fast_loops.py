@@ -37,6 +37,38 @@ class FastLoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: a loop whose body is one fast segment, emitted as a
     fast prefix loop and the general loop over one iterator."""
 
+    def no_prefix_for_generators(self, src: str, pend: str, prefix_loop: ast.stmt) -> ast.If:
+        """``if type(src) is GeneratorTaker: pend = () else: <prefix_loop>``: a generator's
+        values each go back to their resumption as the loop's reverse reaches them, so its
+        iterations all take the general way."""
+        from ...runtime.generators import GeneratorTaker
+
+        return ast.If(
+            test=ast.Compare(
+                left=call(self.helper(type, "type"), N(src)),
+                ops=[ast.Is()],
+                comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
+            ),
+            body=[assign(pend, ast.Tuple(elts=[], ctx=ast.Load()))],
+            orelse=[prefix_loop],
+        )
+
+    def route_of_generators(
+        self, every: str | None, itv: str, n: str, total: ast.expr, length: str, zeros: ast.expr
+    ) -> tuple[list[ast.stmt], ast.expr]:
+        """With ``every`` (the loop's iterable may be a generator): the statement that sets it
+        and the route, a ``GeneratorRoute`` for a generator; else nothing and ``zeros``."""
+        if every is None:
+            return [], zeros
+        route = ast.IfExp(
+            test=N(every),
+            body=call(
+                self.rt("generator_route"), N(itv), clone(total), N(length), N(syntax.ABOX), C(True)
+            ),
+            orelse=zeros,
+        )
+        return self.generator_route(every, itv, n, length, True), route
+
     def fast_prefix_loop(
         self,
         s: Core,
@@ -85,23 +117,30 @@ class FastLoopRules(Builder):
         lead = [] if direct is not None else [clone(u) for u in fast.lead]
         item_target = store_tuple(direct) if direct is not None else S(target)
         item = tuple_([N(x) for x in direct]) if direct is not None else N(target)
+        fresh = getattr(s, "dp_fresh_iter", False)
+        src_name = self.namer.fresh("loop_src")
+        src: ast.expr = clone(s.iter) if fresh else N(src_name)
+        prefix_loop: ast.stmt = ast.For(
+            target=clone(item_target),
+            iter=N(iterv),
+            body=[
+                *lead,
+                ast.If(
+                    test=clone(fast.guard),
+                    body=prefix_body,
+                    orelse=[assign(pend, tuple_([item])), ast.Break()],
+                ),
+            ],
+            orelse=[],
+            type_comment=None,
+        )
+        if not fresh:
+            fwd.append(self.loop_iterable(src_name, s.iter))
+            prefix_loop = self.no_prefix_for_generators(src_name, pend, prefix_loop)
         fwd += [
-            assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
+            assign(iterv, call(self.helper(iter, "iter"), clone(src))),
             assign(pend, C(None)),
-            ast.For(
-                target=clone(item_target),
-                iter=N(iterv),
-                body=[
-                    *lead,
-                    ast.If(
-                        test=clone(fast.guard),
-                        body=prefix_body,
-                        orelse=[assign(pend, tuple_([item])), ast.Break()],
-                    ),
-                ],
-                orelse=[],
-                type_comment=None,
-            ),
+            prefix_loop,
             assign(n, C(0)),
             ast.If(
                 test=ast.Compare(left=N(pend), ops=[ast.IsNot()], comparators=[C(None)]),
@@ -119,7 +158,7 @@ class FastLoopRules(Builder):
             # (after no fast iteration an invariant may be unbound, as in the primal)
             self.push(
                 tuple_(
-                    [clone(s.iter), N(nf), N(n), self.list_length(s)]
+                    [clone(src), N(nf), N(n), self.list_length(s, src)]
                     + ([N(col)] if col else [])
                     + (
                         [
@@ -135,6 +174,7 @@ class FastLoopRules(Builder):
         ]
         # reverse: the general iterations (the last ones), then the prefix
         route, i = self.namer.fresh("route"), self.namer.fresh("i")
+        every = None if fresh else self.namer.fresh("every")
         total = ast.BinOp(left=N(nf), op=ast.Add(), right=N(n))
         rev_body = list(br) + [
             self.routed(
@@ -143,16 +183,20 @@ class FastLoopRules(Builder):
                     targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())],
                     value=N(A_t),
                 ),
+                every,
             )
         ]
-        make_route = assign(
-            route,
-            ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total),
+        zeros: ast.expr = ast.BinOp(
+            left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=total
         )
         length = self.namer.fresh("len")
+        is_generator, zeros = self.route_of_generators(every, itv, n, total, length, zeros)
+        make_route = assign(route, zeros)
         rev: list[ast.stmt] = self.pop_into(
             [itv, nf, n, length] + ([col] if col else []) + ([inv] if inv else [])
-        ) + [
+        )
+        rev += is_generator
+        rev += [
             make_route,
             ast.If(
                 test=N(n),

@@ -97,12 +97,16 @@ class LoopRules(Builder):
             and all(isinstance(st, ast.Assign) for st in s.body)
         ):
             return self.loop_with_fast_prefix(s, parts[0], bf, br, n, itv, rec_it)
-        fwd = [
+        fresh = getattr(s, "dp_fresh_iter", False)
+        src_name = self.namer.fresh("loop_src")
+        src: ast.expr = clone(it) if fresh else N(src_name)
+        fwd = [] if fresh else [self.loop_iterable(src_name, it)]
+        fwd += [
             assign(n, C(0)),
-            ast.For(target=S(target), iter=clone(it), body=bf, orelse=[], type_comment=None),
+            ast.For(target=S(target), iter=clone(src), body=bf, orelse=[], type_comment=None),
         ]
         length = self.namer.fresh("len")
-        fwd.append(self.push(tuple_([clone(it), N(n), self.list_length(s)])))
+        fwd.append(self.push(tuple_([clone(src), N(n), self.list_length(s, src)])))
         route = self.namer.fresh("route")
         i = self.namer.fresh("i")
         rev_body = list(br)
@@ -121,13 +125,24 @@ class LoopRules(Builder):
                 if self.nestable
                 else call(attr(route, "back"), N(i), N(A_t), N(syntax.ABOX))
             )
-        rev_body.append(self.routed(A_t, back))
-        start = (
+        every = None if fresh else self.namer.fresh("every")
+        rev_body.append(self.routed(A_t, back, every))
+        start: ast.expr = (
             ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=N(n))
             if batched
             else call(self.rt("iteration_router"), N(itv), N(n), N(length))
         )
-        rev = self.pop_into([itv, n, length]) + [
+        rev = self.pop_into([itv, n, length])
+        if every is not None:
+            rev += self.generator_route(every, itv, n, length, batched)
+            start = ast.IfExp(
+                test=N(every),
+                body=call(
+                    self.rt("generator_route"), N(itv), N(n), N(length), N(syntax.ABOX), C(batched)
+                ),
+                orelse=start,
+            )
+        rev += [
             assign(route, start),
             ast.For(
                 target=S(i),
@@ -152,21 +167,57 @@ class LoopRules(Builder):
             rev.append(self.hand_back(rec_it, itv, result))
         return fwd, rev
 
-    def list_length(self, s: ast.For) -> ast.expr:
+    def list_length(self, s: ast.For, src: ast.expr | None = None) -> ast.expr:
         """What a loop records of its iterable's length where it ends (``runtime.routers.list_length``):
         a list iterated may be resized before the loop's reverse routes its elements' sensitivities.
         A fresh list (``zip``, ``enumerate``, ...) is not: ``-1``, with no call."""
         if getattr(s, "dp_fresh_iter", False):
             return C(-1)
-        return call(self.rt("list_length"), clone(s.iter))
+        return call(self.rt("list_length"), clone(src if src is not None else s.iter))
 
-    def routed(self, A_t: str, back: ast.stmt) -> ast.If:
-        """``if A_t is not Z: <back>; A_t = Z``: an iteration's element sensitivity, routed."""
-        return ast.If(
-            test=ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)]),
-            body=[back, assign(A_t, N(self.Z))],
-            orelse=[],
+    def loop_iterable(self, src: str, it: ast.expr) -> ast.stmt:
+        """``src = it``, or for a generator its ``GeneratorTaker`` (``runtime.generators``): the
+        loop iterates ``src`` and records it, so that each iteration's value goes back to the
+        resumption that produced it."""
+        from ...runtime.generators import Generator
+
+        is_generator = ast.Compare(
+            left=call(self.helper(type, "type"), clone(it)),
+            ops=[ast.Is()],
+            comparators=[self.helper(Generator, "Generator")],
         )
+        return assign(
+            src,
+            ast.IfExp(
+                test=is_generator, body=call(self.rt("loop_iterable"), clone(it)), orelse=clone(it)
+            ),
+        )
+
+    def generator_route(
+        self, every: str, itv: str, n: str, length: str, batched: bool
+    ) -> list[ast.stmt]:
+        """``every = the loop iterated a generator``: then each iteration is routed as it is
+        reversed, a zero sensitivity too (its resumption is reversed there)."""
+        from ...runtime.generators import GeneratorTaker
+
+        return [
+            assign(
+                every,
+                ast.Compare(
+                    left=call(self.helper(type, "type"), N(itv)),
+                    ops=[ast.Is()],
+                    comparators=[self.helper(GeneratorTaker, "GeneratorTaker")],
+                ),
+            )
+        ]
+
+    def routed(self, A_t: str, back: ast.stmt, every: str | None = None) -> ast.If:
+        """``if A_t is not Z: <back>; A_t = Z``: an iteration's element sensitivity, routed
+        (also a zero one when ``every``: a generator's resumption is reversed there)."""
+        test: ast.expr = ast.Compare(left=N(A_t), ops=[ast.IsNot()], comparators=[N(self.Z)])
+        if every is not None:
+            test = ast.BoolOp(op=ast.Or(), values=[test, N(every)])
+        return ast.If(test=test, body=[back, assign(A_t, N(self.Z))], orelse=[])
 
     def hand_back(self, rec_it: str | None, itv: str, result: ast.expr) -> ast.stmt:
         """After a loop's reverse: the iterable (a name) gets the sensitivity its routing returns."""

@@ -248,6 +248,15 @@ class StatementRules(Builder):
         "callmethod": "callmethod",
         "user_namespace": "user_namespace_plus",
         "read_global": "read_global_plus",
+        # definitions rewritten before normalising (normalize/definitions.py)
+        "build_class": "build_class_plus",
+        "make_generator": "make_generator_plus",
+        "iterate": "generator_iterate_plus",
+        "take": "generator_take_plus",
+        "delegate": "generator_iterate_plus",
+        "resumed_at": "generator_resumed_at_plus",
+        "step": "generator_step_plus",
+        "close_delegate": "generator_close_delegate_plus",
     }
 
     def call_value(self, name: str, v: ast.Call, s: ast.Assign) -> Reversed:

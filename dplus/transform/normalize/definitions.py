@@ -1,0 +1,157 @@
+"""Definitions inside a differentiated function rewritten into ordinary code before the
+scopes are analysed: a ``class`` statement becomes the statements that build the class
+(:mod:`.class_statements`), a generator function a function that builds a resumable machine
+(:mod:`.generator_machine`). What neither can take is refused here, naming it."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import cast
+
+from ...errors import UnsupportedSyntaxError
+from .class_statements import ClassStatement, ClassSyntaxError
+from .core import _internal
+from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+
+__all__ = ["rewrite_definitions"]
+
+
+class _Names:
+    """Fresh names no user code uses (the tree's own names are taken)."""
+
+    def __init__(self, node: ast.AST) -> None:
+        self.taken = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        self.taken |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+        self.counter = itertools.count(1)
+
+    def fresh(self, hint: str) -> str:
+        while True:
+            name = f"_dp{hint}{next(self.counter)}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def _refusal(e: GeneratorSyntaxError | ClassSyntaxError, filename: str) -> UnsupportedSyntaxError:
+    line = getattr(e.node, "lineno", None)
+    msg = f"{e.what} cannot be differentiated by dplus ({filename}, line {line if line else '?'})"
+    if e.fix:
+        msg += f": {e.fix}"
+    err = UnsupportedSyntaxError(msg)
+    err.filename = filename
+    err.lineno = line
+    return err
+
+
+def rewrite_definitions(
+    node: ast.FunctionDef | ast.Lambda,
+    qualname: str,
+    module: str,
+    string_annotations: bool,
+    filename: str,
+    again: bool = False,
+) -> ast.FunctionDef | ast.Lambda:
+    """``node`` (a copy the caller owns) with its class statements and generator functions,
+    at any depth, rewritten; unchanged when it has neither. ``again``: the function is
+    differentiated again (a higher derivative): a class statement is refused there, a
+    generator function left to the normaliser, which runs it to completion into a list
+    (``rewrites._YieldsToList``: no ``send``, no return value, not lazy)."""
+    if again:
+        # (a generator is run to completion into a list there, by the normaliser, as before)
+        if any(isinstance(n, ast.ClassDef) for n in ast.walk(node)):
+            raise _refused_again(node, qualname, filename)
+        for gen in ast.walk(node):
+            if is_generator_function(gen) and _endless(gen):
+                raise _refused_endless(gen, qualname, filename)
+        return node
+    if not any(isinstance(n, (ast.ClassDef, ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+        return node
+    names = _Names(node)
+    try:
+        return _Definitions(names, module, string_annotations).function(node, qualname)
+    except (GeneratorSyntaxError, ClassSyntaxError) as e:
+        raise _refusal(e, filename) from None
+
+
+def _refused_again(node: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
+    """A class statement met at a higher order of differentiation: ``runtime.classes`` has
+    no rules of its own to be differentiated again yet."""
+    first = next(n for n in ast.walk(node) if isinstance(n, ast.ClassDef))
+    line = getattr(first, "lineno", None)
+    err = UnsupportedSyntaxError(
+        f"the class statement {first.name!r} in {qualname!r} ({filename}, line {line if line else '?'}) "
+        "is differentiated at first order only: dplus cannot yet differentiate it again (hessian, grad "
+        "of grad, jvp of grad). For higher derivatives, define the class at module level"
+    )
+    err.filename = filename
+    err.lineno = line
+    return err
+
+
+def _endless(gen: ast.AST) -> bool:
+    """Whether a generator has a ``while True:`` loop (it may never end: run to completion
+    into a list at a higher order, it would not return)."""
+    return any(
+        isinstance(n, ast.While) and isinstance(n.test, ast.Constant) and bool(n.test.value)
+        for n in ast.walk(gen)
+    )
+
+
+def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
+    line = getattr(gen, "lineno", None)
+    name = getattr(gen, "name", "?")
+    err = UnsupportedSyntaxError(
+        f"the generator function {name!r} in {qualname!r} ({filename}, line {line if line else '?'}) has a "
+        "`while True` loop: at a higher order of differentiation (hessian, grad of grad) dplus runs a "
+        "generator to completion into a list, and this one may never end. Give the loop a condition "
+        "that ends it, or take the values as a list"
+    )
+    err.filename = filename
+    err.lineno = line
+    return err
+
+
+class _Definitions:
+    def __init__(self, names: _Names, module: str, string_annotations: bool) -> None:
+        self.names = names
+        self.module = module
+        self.string_annotations = string_annotations
+
+    def function(
+        self, node: ast.FunctionDef | ast.Lambda, qualname: str
+    ) -> ast.FunctionDef | ast.Lambda:
+        if isinstance(node, ast.Lambda):
+            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node.body)):
+                raise GeneratorSyntaxError(node, "a yield inside a lambda", "write a nested def")
+            return node
+        node.body = self.block(node.body, qualname + ".<locals>")
+        if is_generator_function(node):
+            node = GeneratorMachine(node, self.names.fresh, _internal, qualname).rewrite()
+        return node
+
+    def block(self, stmts: list[ast.stmt], where: str) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, ast.ClassDef):
+                qual = f"{where}.{st.name}"
+                built = ClassStatement(
+                    st, self.names.fresh, _internal, qual, self.module, self.string_annotations
+                ).rewrite()
+                out.extend(self.block(built, where))
+                continue
+            if isinstance(st, ast.FunctionDef):
+                method = getattr(st, "dp_method", None)
+                qual = f"{method[0]}.{method[1]}" if method else f"{where}.{st.name}"
+                out.append(cast(ast.FunctionDef, self.function(st, qual)))
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(st, field, self.block(inner, where))
+            for h in getattr(st, "handlers", None) or []:
+                h.body = self.block(h.body, where)
+            for c in getattr(st, "cases", None) or []:
+                c.body = self.block(c.body, where)
+            out.append(st)
+        return out
