@@ -298,7 +298,6 @@ class ContainerRules(Builder):
             return self.call_like(
                 None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s
             )
-        assert isinstance(
-            t, ast.Attribute
-        )  # (the core language deletes one name, item or attribute)
+        # (the core language deletes one name, item or attribute at a time)
+        assert isinstance(t, ast.Attribute)
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)
