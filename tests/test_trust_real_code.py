@@ -494,3 +494,44 @@ def test_indexing_a_numpy_scalar(seed):
     from array_checks import check_grads
 
     check_grads(numpy_scalar_indexed, np.random.default_rng(seed).normal(size=3), order=2)
+
+
+# ---------------------------------------------------------------------------
+# Rule code repeats the symbolic zero (`items = [Z] * n`, then one sensitivity per item): at
+# the second order the copies' sensitivities have the shapes of the items (np.array_split's
+# unequal parts), and the transpose of the repetition summed them (a raw ValueError). The
+# symbolic zero is a constant: its copies get no sensitivity.
+
+
+def split_unequal(x):
+    parts = np.array_split(x, 3)
+    return [np.sin(parts[i]) * (i + 1.5) for i in range(3)] + np.split(x, [1, 3])
+
+
+def split_columns(a):
+    left, middle, right = np.array_split(a, 3, axis=1)
+    return np.sum(left**2) * middle + np.tanh(right).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_split_into_unequal_parts_at_second_order(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    check_grads(split_unequal, r.normal(size=5 + seed), order=2, rng=r)
+    check_grads(split_columns, r.normal(size=(2, 7 + seed)), order=2, rng=r)
+
+
+def test_repeating_the_symbolic_zero_sends_its_copies_no_sensitivity():
+    import operator
+
+    from dplus.runtime.boxes import BoxSensitivities
+    from dplus.runtime.linear import gen_zero
+
+    a, b = np.ones(3), np.ones(2)
+    for seq in ((gen_zero, 1.0), [gen_zero, 1.0]):
+        r = dplus.lift_dplus(operator.mul)(seq, 2)
+        assert list(r.primal) == [gen_zero, 1.0, gen_zero, 1.0]
+        sens = (a, 2.0, b, 3.0) if isinstance(seq, tuple) else [a, 2.0, b, 3.0]
+        _, s_seq, _ = r.backprop(sens, BoxSensitivities())
+        assert s_seq[0] is gen_zero and s_seq[1] == 5.0
