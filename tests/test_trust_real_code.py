@@ -535,3 +535,23 @@ def test_repeating_the_symbolic_zero_sends_its_copies_no_sensitivity():
         sens = (a, 2.0, b, 3.0) if isinstance(seq, tuple) else [a, 2.0, b, 3.0]
         _, s_seq, _ = r.backprop(sens, BoxSensitivities())
         assert s_seq[0] is gen_zero and s_seq[1] == 5.0
+
+
+# ---------------------------------------------------------------------------
+# The gradient of an array of shape () came back as a NumPy scalar whenever two contributions
+# were added (NumPy's sum of two such arrays is a scalar): a gradient has its argument's type.
+
+
+def several_uses_of_a_zero_dimensional_array(a, b):
+    return a * a * b + np.sin(a) + np.where(a > 0, a, 2.0 * a) * np.sum(b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_gradient_of_a_zero_dimensional_array_is_one(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    a, b = np.array(r.normal()), r.normal(size=3)
+    check_grads(several_uses_of_a_zero_dimensional_array, a, b, order=2, rng=r)
+    g32 = dplus.grad(lambda x: x * x + x)(np.array(1.5, dtype=np.float32))[0]
+    assert type(g32) is np.ndarray and g32.dtype == np.float32 and g32 == 4.0
