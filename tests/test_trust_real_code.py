@@ -538,6 +538,35 @@ def test_repeating_the_symbolic_zero_sends_its_copies_no_sensitivity():
 
 
 # ---------------------------------------------------------------------------
+# np.atleast_1d/2d/3d of several arrays (autograd's test suite calls them so) had the rule of
+# one array: the tuple of sensitivities was reshaped as the first argument (a raw ValueError)
+# and the others got none. Each array is now reshaped as NumPy views it.
+
+
+def atleast_of_several(a, b, c):
+    p, q, s = np.atleast_1d(a, b, c)
+    u, v = np.atleast_2d(a * b, c)
+    w, z = np.atleast_3d(b, c)
+    return (
+        np.sum(p * q[0]) * np.sin(s).sum()
+        + np.sum(u @ v.T)
+        + np.sum(w**2) * np.sum(np.atleast_3d(z) ** 3)
+        + np.atleast_2d(a)[0, 0] * np.sum(np.atleast_1d(c))
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_atleast_nd_of_several_arrays(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    a, b, c = np.array(r.normal()), r.normal(size=3), r.normal(size=(2, 3))
+    check_grads(atleast_of_several, a, b, c, order=2, rng=r)
+    (ga,) = dplus.grad(lambda x: np.atleast_2d(x, 2.0 * x)[1][0, 0])(float(r.normal()))
+    assert ga == 2.0
+
+
+# ---------------------------------------------------------------------------
 # The gradient of an array of shape () came back as a NumPy scalar whenever two contributions
 # were added (NumPy's sum of two such arrays is a scalar): a gradient has its argument's type.
 
