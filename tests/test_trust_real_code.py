@@ -584,3 +584,57 @@ def test_the_gradient_of_a_zero_dimensional_array_is_one(seed):
     check_grads(several_uses_of_a_zero_dimensional_array, a, b, order=2, rng=r)
     g32 = dplus.grad(lambda x: x * x + x)(np.array(1.5, dtype=np.float32))[0]
     assert type(g32) is np.ndarray and g32.dtype == np.float32 and g32 == 4.0
+
+
+# ---------------------------------------------------------------------------
+# A Python complex number broadcast against an array (z * w, np.broadcast_to(z, ...),
+# np.max(z * w)) got the array sensitivity unsummed: a gradient of the array's shape. The
+# complex fast path of fitting a sensitivity to its argument skipped the sum the general path
+# does (a float and np.complex128 were right). Found at the second order of autograd's test_max.
+
+
+def _wirtinger_fd(f, z, h=1e-6):
+    """dplus's (autograd's) convention for a real function of a complex number: df/dx - i df/dy."""
+    fx = (f(z + h) - f(z - h)) / (2 * h)
+    fy = (f(z + 1j * h) - f(z - 1j * h)) / (2 * h)
+    return fx - 1j * fy
+
+
+def complex_broadcast_losses(w):
+    return [
+        lambda z: np.sum(np.abs(np.broadcast_to(z, w.shape) * w) ** 2),
+        lambda z: np.sum(np.abs(z * w + z) ** 2),
+        lambda z: np.sum(np.abs(np.add(z, w)) ** 2) + np.abs(np.max(z * w)) ** 2,
+        lambda z: np.real(np.prod(z * w[0])) + np.imag(np.sum(np.exp(z * w))),
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_complex_number_broadcast_against_an_array(seed):
+    r = np.random.default_rng(seed)
+    w = r.normal(size=(2, 3))
+    z = complex(r.normal(), r.normal())
+    for f in complex_broadcast_losses(w):
+        (g,) = dplus.grad(f)(z)
+        assert np.shape(g) == () and np.iscomplexobj(g)
+        assert np.isclose(g, _wirtinger_fd(f, z), rtol=1e-6, atol=1e-6)
+        assert g == dplus.grad(f)(np.complex128(z))[0]  # as a NumPy complex scalar
+        # second order: the gradient's real part, differentiated again
+        u = complex(r.normal(), r.normal())
+
+        def gradient_along_u(z, f=f, u=u):
+            return np.real(np.conj(u) * dplus.grad(f)(z)[0])
+
+        (h,) = dplus.grad(gradient_along_u)(z)
+        assert np.shape(h) == ()
+        assert np.isclose(h, _wirtinger_fd(gradient_along_u, z, 1e-5), rtol=1e-5, atol=1e-5)
+    # the vector-Jacobian product of max at a complex cotangent, differentiated in the cotangent
+    x = w + 1j * r.normal(size=w.shape)
+    cot = r.normal(size=w.shape) + 1j * r.normal(size=w.shape)
+
+    def vjp_max(x, v):
+        return dplus.dplus(lambda x: np.max(x))(x).backprop(v)[0]
+
+    out = dplus.dplus(vjp_max)(x, z).backprop(cot)
+    assert np.shape(out[1]) == ()
+    assert np.isclose(out[1], np.sum(np.conj(np.conj(cot) * (x == np.max(x)))))
