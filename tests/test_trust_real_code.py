@@ -638,3 +638,53 @@ def test_a_complex_number_broadcast_against_an_array(seed):
     out = dplus.dplus(vjp_max)(x, z).backprop(cot)
     assert np.shape(out[1]) == ()
     assert np.isclose(out[1], np.sum(np.conj(np.conj(cot) * (x == np.max(x)))))
+
+
+# ---------------------------------------------------------------------------
+# A JVP differentiated again in its tangent: a real tangent got a complex sensitivity where
+# the function's backprop is complex (the transpose of the pairing of sensitivities kept the
+# imaginary part; a real number's sensitivity is the real part). autograd's test_add and
+# test_op_* in forward mode at the second order.
+
+
+def mixed_function(t):
+    a, z = t
+    return a * z + np.sin(a) * z**2, np.cos(a) * a
+
+
+def _jvp_loss(c):
+    def loss(a, z, ta, tz):
+        out = dplus.jvp(mixed_function)(((a, z),), ((ta, tz),))[1]
+        return np.real(np.conj(c[0]) * out[0]) + c[1] * out[1]
+
+    return loss
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_jvp_differentiated_in_a_real_tangent(seed):
+    r = np.random.default_rng(seed)
+    a, ta = float(r.normal()), float(r.normal())
+    z, tz = complex(r.normal(), r.normal()), complex(r.normal(), r.normal())
+    loss = _jvp_loss((complex(r.normal(), r.normal()), float(r.normal())))
+    grads = dplus.grad(loss, argnums=(0, 1, 2, 3))(a, z, ta, tz)
+    args = [a, z, ta, tz]
+    for i, g in enumerate(grads):
+
+        def along(x, i=i):
+            return loss(*args[:i], x, *args[i + 1 :])
+
+        if isinstance(args[i], float):
+            assert np.isreal(g) and not np.iscomplexobj(g), (i, g)
+            fd = (along(args[i] + 1e-6) - along(args[i] - 1e-6)) / 2e-6
+        else:
+            fd = _wirtinger_fd(along, args[i])
+        assert np.isclose(g, fd, rtol=1e-5, atol=1e-6), (i, g, fd)
+    # second order: the tangent's gradient differentiated again in the point
+    u = float(r.normal())
+
+    def tangent_gradient(a):
+        return u * dplus.grad(loss, argnums=2)(a, z, ta, tz)
+
+    (h,) = dplus.grad(tangent_gradient)(a)
+    fd = (tangent_gradient(a + 1e-5) - tangent_gradient(a - 1e-5)) / 2e-5
+    assert not np.iscomplexobj(h) and np.isclose(h, fd, rtol=1e-5, atol=1e-5)
