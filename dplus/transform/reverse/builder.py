@@ -117,6 +117,18 @@ class FunctionBuilder(
         # a nested function with default values: their sensitivities follow its closure's
         self.defaults_in_closure = False
 
+    def nested(self, ir: IRFunction) -> FunctionBuilder:
+        """The builder of a function defined in this one (``CallRules.closure_stmt``)."""
+        return FunctionBuilder(
+            ir,
+            self.namer,
+            self.h,
+            self.globals,
+            top_level=False,
+            fast=self.fast,
+            nestable=self.nestable,
+        )
+
     # ---------------------------------------------------------------- names
     def adj(self, name: str) -> str:
         a = self.adjoint_names.get(name)
@@ -146,6 +158,7 @@ class FunctionBuilder(
         if self.nestable:  # an immutable chain of records: only tuples, differentiable again
             return assign(syntax.TAPE, tuple_([value, N(syntax.TAPE)]))
         if self.straight:
+            assert slot is not None  # (no loop, try or with: every record has its variable)
             return assign(slot, value)
         return ast.Expr(call(syntax.PUSH, value))
 
@@ -154,6 +167,7 @@ class FunctionBuilder(
     ) -> list[ast.stmt]:
         """Statements that take the last record into ``names`` (unpacked, or whole into names[0])."""
         if self.straight:
+            assert slot is not None  # (no loop, try or with: every record has its variable)
             return [assign(names[0], N(slot))] if whole else [unpack(names, N(slot))]
         if self.nestable:
             if whole:

@@ -6,7 +6,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ...runtime.hooks import hooks
-from ..normalize.core import IRFunction
+from ..normalize.core import Core, IRFunction
 from ..trees import clone, unparse
 from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
@@ -278,17 +278,9 @@ class CallRules(Builder):
                     k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg))
                 )
 
-    def closure_stmt(self, s: ast.FunctionDef, ssa: _SSA) -> Any:
+    def closure_stmt(self, s: Core, ssa: _SSA) -> Any:
         ir: IRFunction = s.dp_ir
-        child = type(self)(
-            ir,
-            self.namer,
-            self.h,
-            self.globals,
-            top_level=False,
-            fast=self.fast,
-            nestable=self.nestable,
-        )
+        child = self.nested(ir)
         child.const_names = self.const_names
         child.key_names = dict(self.key_names)
         defaults = getattr(s, "dp_defaults", [])

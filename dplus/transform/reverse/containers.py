@@ -144,7 +144,7 @@ class ContainerRules(Builder):
         kind = self.namer.fresh("write")
         r = self.namer.fresh("r")
         typ = self.helper(type, "type")
-        tests = [
+        tests: list[ast.expr] = [
             ast.Compare(
                 left=call(typ, N(obj.id)), ops=[ast.Is()], comparators=[self.helper(list, "list")]
             )
@@ -264,17 +264,17 @@ class ContainerRules(Builder):
                 if A is None and not is_list:
                     return
                 sources = [self.namer.fresh("parts")]
-                split = (
-                    call(
+                if is_list:
+                    split = call(
                         self.rt("list_display_parts"),
                         A or N(self.Z),
                         N(name),
                         C(len(elts)),
                         N(syntax.ABOX),
                     )
-                    if is_list
-                    else call(self.rt("tuple_items"), A, C(len(elts)))
-                )
+                else:
+                    assert A is not None  # (a tuple with no sensitivity returned above)
+                    split = call(self.rt("tuple_items"), A, C(len(elts)))
                 acc.out.append(assign(sources[0], split))
             for parts in sources:
                 for k in reversed(range(len(elts))):
@@ -298,4 +298,7 @@ class ContainerRules(Builder):
             return self.call_like(
                 None, self.rt("delitem_plus"), [t.value, self.slice_expr(t.slice)], [], s
             )
+        assert isinstance(
+            t, ast.Attribute
+        )  # (the core language deletes one name, item or attribute)
         return self.call_like(None, self.rt("delattr_plus"), [t.value, C(t.attr)], [], s)

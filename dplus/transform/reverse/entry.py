@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..normalize.core import Core
 from ..trees import walk
 from . import syntax
 from .syntax import (
@@ -60,8 +61,9 @@ class EntryRules(Builder):
     tests of what a specialised transform assumed."""
 
     # ---------------------------------------------------------------- entry
-    def build(self) -> ast.FunctionDef:
-        """The plus-function of ``self.ir``: its body reversed (``block``) inside its ``def``."""
+    def build(self) -> Core:
+        """The plus-function of ``self.ir``: its body reversed (``block``) inside its ``def``
+        (an ``ast.FunctionDef`` noted ``dp_simple``, ``dp_by_value``, ``dp_fused``)."""
         ir = self.ir
         self.count_reads(ir.body)
         self.count_stores(ir.body)
@@ -77,7 +79,7 @@ class EntryRules(Builder):
 
     def not_inlined(self, checks: list[tuple[str, str]]) -> ast.expr:
         """True when a global whose calls were inlined is no longer the function inlined."""
-        tests = [
+        tests: list[ast.expr] = [
             ast.Compare(left=N(g), ops=[ast.IsNot()], comparators=[N(guard)]) for g, guard in checks
         ]
         return ast.BoolOp(op=ast.Or(), values=tests) if len(tests) > 1 else tests[0]
@@ -125,7 +127,7 @@ class _PlusDef:
     ``bind_arguments``; its backprop returns the closure's and the parameters' sensitivities
     in the same shape."""
 
-    def __init__(self, builder: Any, fwd: list[ast.stmt], rev: list[ast.stmt]) -> None:
+    def __init__(self, builder: Builder, fwd: list[ast.stmt], rev: list[ast.stmt]) -> None:
         self.b = builder
         self.fwd = fwd
         self.rev = rev
@@ -141,7 +143,7 @@ class _PlusDef:
         self.prologue: list[ast.stmt] = []
         self.bp_body: list[ast.stmt] = []
 
-    def build(self) -> ast.FunctionDef:
+    def build(self) -> Core:
         b, ir = self.b, self.ir
         self.start_prologue()
         plus_args = self.signature()
@@ -159,11 +161,13 @@ class _PlusDef:
             returns=None,
             type_comment=None,
         )
-        finish = [assign(syntax.PFX + "record", N(syntax.TAPE))] if b.nestable else []
+        finish: list[ast.stmt] = (
+            [assign(syntax.PFX + "record", N(syntax.TAPE))] if b.nestable else []
+        )
         if b.specialized is not None:
             self.check_specialized(b.specialized, finish)
         result = call(b.helper(_procresult(), "ProcResult"), N(ir.retval), N(bp_name))
-        fdef = ast.FunctionDef(
+        fdef: Core = ast.FunctionDef(
             name=f"{ir.name}__plus" if not ir.is_lambda else "lambda__plus",
             args=plus_args,
             body=self.prologue + self.fwd + finish + [bp, ast.Return(value=result)],
@@ -200,6 +204,11 @@ class _PlusDef:
         for n in owned_boxed:
             self.prologue.append(assign(b.key(n), call(b.rt("CellKey"), C(n))))
 
+    def vararg(self) -> str:
+        """The name of the ``*args`` parameter (there is one: ``only_varargs``)."""
+        assert self.args.vararg is not None
+        return self.args.vararg.arg
+
     def signature(self) -> ast.arguments:
         """The plus-function's parameters (binding the primal's in the prologue if needed)."""
         b = self.b
@@ -207,7 +216,7 @@ class _PlusDef:
         if self.simple:
             return _arguments(positional)
         if self.only_varargs:
-            return _arguments(positional, vararg=ast.arg(arg=self.args.vararg.arg))
+            return _arguments(positional, vararg=ast.arg(arg=self.vararg()))
         plus_args = _arguments(
             [],
             vararg=ast.arg(arg=syntax.PFX + "args"),
@@ -282,7 +291,7 @@ class _PlusDef:
         if self.only_varargs:
             # counted on entry: the backprop may rebind the parameter's name from a record
             self.prologue.append(
-                assign(syntax.PFX + "nvar", call(b.helper(len, "len"), N(self.args.vararg.arg)))
+                assign(syntax.PFX + "nvar", call(b.helper(len, "len"), N(self.vararg())))
             )
             return ast.BinOp(
                 left=tuple_([tuple_(closure)] + param_sens[:-1]),
@@ -311,7 +320,7 @@ class _PlusDef:
             fargs: list[ast.expr] = [N(p) for p in self.params]
             fkw: list[ast.keyword] = []
         elif self.only_varargs:
-            vararg = ast.Starred(value=N(self.args.vararg.arg), ctx=ast.Load())
+            vararg = ast.Starred(value=N(self.vararg()), ctx=ast.Load())
             fargs, fkw = [N(p) for p in self.params] + [vararg], []
         else:
             fargs = [ast.Starred(value=N(syntax.PFX + "args"), ctx=ast.Load())]

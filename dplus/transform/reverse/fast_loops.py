@@ -8,6 +8,7 @@ import ast
 from itertools import chain as _chain
 from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..scopes import names_bound_by
 from ..trees import clone, walk
 from . import syntax
@@ -21,6 +22,7 @@ from .syntax import (
     assign,
     attr,
     call,
+    store_tuple,
     tuple_,
     unpack,
 )
@@ -37,7 +39,7 @@ class FastLoopRules(Builder):
 
     def fast_prefix_loop(
         self,
-        s: ast.For,
+        s: Core,
         fast: FastParts,
         bf: list[ast.stmt],
         br: list[ast.stmt],
@@ -80,13 +82,9 @@ class FastLoopRules(Builder):
             fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
         # the items of zip and enumerate are tuples: unpacked by the for statements themselves
         direct = self.unpacked_items(s, fast, target)
-        lead = [] if direct else [clone(u) for u in fast.lead]
-        item_target = direct if direct else S(target)
-        item = clone(direct) if direct else N(target)
-        if direct:
-            item.ctx = ast.Load()
-            for e in item.elts:
-                e.ctx = ast.Load()
+        lead = [] if direct is not None else [clone(u) for u in fast.lead]
+        item_target = store_tuple(direct) if direct is not None else S(target)
+        item = tuple_([N(x) for x in direct]) if direct is not None else N(target)
         fwd += [
             assign(iterv, call(self.helper(iter, "iter"), clone(s.iter))),
             assign(pend, C(None)),
@@ -176,7 +174,6 @@ class FastLoopRules(Builder):
             ),
         ]
         items = call(self.rt("prefix_reversed"), N(itv), N(nf))
-        column = call(self.helper(reversed, "reversed"), N(col)) if col else None
         col_target: ast.expr = (
             (
                 S(column_names[0])
@@ -186,15 +183,17 @@ class FastLoopRules(Builder):
             if col
             else S("_")
         )
-        if reads_items and col:
-            loop_target: ast.expr = ast.Tuple(
-                elts=[clone(item_target), col_target], ctx=ast.Store()
-            )
-            source: ast.expr = call(self.helper(zip, "zip"), items, column)
+        loop_target: ast.expr
+        source: ast.expr
+        if col:
+            column = call(self.helper(reversed, "reversed"), N(col))
+            if reads_items:
+                loop_target = ast.Tuple(elts=[clone(item_target), col_target], ctx=ast.Store())
+                source = call(self.helper(zip, "zip"), items, column)
+            else:
+                loop_target, source = col_target, column
         elif reads_items:
             loop_target, source = clone(item_target), items
-        elif col:
-            loop_target, source = col_target, column
         else:
             loop_target, source = S(self.namer.fresh("k")), call(self.helper(range, "range"), N(nf))
         body = ([clone(u) for u in lead] if reads_items else []) + [clone(x) for x in fast.rev]
@@ -307,7 +306,7 @@ class FastLoopRules(Builder):
         )
         return fwd, rev
 
-    def prefix_records(self, s: ast.For, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
+    def prefix_records(self, s: Core, fast: FastParts) -> tuple[set[str], list[str], list[str]]:
         """What a fast loop's reverse reads, by where it comes from: the names the items give
         again (unpacked from the tuples of a fresh list), the values the body never assigns (the
         same in every iteration: recorded once), and the rest (a column, one entry per iteration)."""
@@ -330,23 +329,23 @@ class FastLoopRules(Builder):
         column_names = [x for x in fast.rec if x not in from_items and x not in invariant]
         return from_items, invariant, column_names
 
-    def unpacked_items(self, s: ast.For, fast: FastParts, target: str) -> ast.Tuple | None:
+    def unpacked_items(self, s: Core, fast: FastParts, target: str) -> list[str] | None:
         """The names a fast loop over tuples (``zip``, ``enumerate``) unpacks each item into
-        first, as a target for the ``for`` statement itself, when nothing else reads the item."""
+        first, for a target of the ``for`` statement itself, when nothing else reads the item."""
         if not (getattr(s, "dp_tuple_items", False) and len(fast.lead) == 1):
             return None
         u = fast.lead[0]
         t = u.targets[0]
         if not (
-            isinstance(u.value, ast.Name)
-            and u.value.id == target
-            and isinstance(t, ast.Tuple)
-            and all(isinstance(e, ast.Name) for e in t.elts)
+            isinstance(u.value, ast.Name) and u.value.id == target and isinstance(t, ast.Tuple)
         ):
+            return None
+        names = [e.id for e in t.elts if isinstance(e, ast.Name)]
+        if len(names) != len(t.elts):
             return None
         if any(_is_name(n, target) for x in fast.fwd + fast.copy_back + fast.rev for n in walk(x)):
             return None
-        return ast.Tuple(elts=[S(e.id) for e in t.elts], ctx=ast.Store())
+        return names
 
     def unless_zero(
         self, body: list[ast.stmt], run: list[ast.stmt], otherwise: list[ast.stmt]

@@ -12,6 +12,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ...rules import InlineRule
+from ..normalize.core import Core
 from ..peephole import simplify_reverse
 from ..trees import clone
 from . import syntax
@@ -20,7 +21,7 @@ from .syntax import C, N, _names_read, assign, attr, call, unpack
 from .templates import _whole_power_gradient, template_for
 
 if TYPE_CHECKING:
-    from .builder import FunctionBuilder
+    from .builder_type import Builder
 
 # what ``FastPathRules.fast_segment`` returns: the forward, the names its reverse reads, the
 # reverse, the guard, the names guarded as numbers (in order), the guard's other tests
@@ -33,7 +34,7 @@ class FastSegment:
     """The fast variant of one segment being built: its forward, the values its reverse
     reads (``saved``), the tests of its guard, and its reverse."""
 
-    def __init__(self, builder: FunctionBuilder, ssa: _SSA) -> None:
+    def __init__(self, builder: Builder, ssa: _SSA) -> None:
         self.b = builder
         self.ssa = ssa
         self.fwd: list[ast.stmt] = []
@@ -41,7 +42,7 @@ class FastSegment:
         self.guards: list[ast.expr] = []
         self.guarded_inputs: set[str] = set()
         self.number_guarded: list[str] = []  # names whose values must be numbers, in order
-        self.ops: list[tuple[ast.stmt, InlineRule | None]] = []
+        self.ops: list[tuple[Core, InlineRule | None]] = []
         # where each name defined here got its value: a name to type-guard, None for a number
         # an inline operation or a non-differentiable statement made, or "" when no guard can
         # see it (a later unpack's target)
@@ -52,7 +53,7 @@ class FastSegment:
         self.acc = _AdjointAccumulator(builder, ssa, self.rev, fast=True)
         # a displayed list -> its elements' sensitivities (names)
         self.stored: dict[str, list[str]] = {}
-        self.displayed: dict[str, ast.stmt] = {}
+        self.displayed: dict[str, Core] = {}
 
     def build(self) -> FastSegmentParts | None:
         """The segment's fast variant, or None when one of its statements cannot take it."""
@@ -270,6 +271,7 @@ class FastSegment:
             expr = _whole_power_gradient(rule, operands, A) if o is operands[0] else None
             if expr is None:
                 tmpl = template_for(g, b.h)
+                assert tmpl is not None  # (SegmentRules.kind: "inline" when every one parses)
                 mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
                 expr = tmpl.instantiate(mapping)
             for used in _names_read(expr):

@@ -7,8 +7,9 @@ per column when no adjoint is carried from one iteration to the next (``mapped_c
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..scopes import names_bound_by
 from ..trees import clone, substituted, walk
 from . import syntax
@@ -22,6 +23,7 @@ from .syntax import (
     assign,
     attr,
     call,
+    store_tuple,
     tuple_,
     unpack,
 )
@@ -37,7 +39,7 @@ class ListLoopRules(Builder):
     lists themselves, whose reverse hands each list its column of sensitivities."""
 
     def loop_over_lists(
-        self, s: ast.For, fast: FastParts
+        self, s: Core, fast: FastParts
     ) -> tuple[ast.expr, list[ast.stmt], list[ast.stmt], str] | None:
         """``for a, b in zip(xs, ys)`` whose body is one fast segment, run over the lists
         themselves when they are lists of numbers and the guard holds on entry.
@@ -57,9 +59,9 @@ class ListLoopRules(Builder):
         target = s.target.id
         A_t = self.adj(target)
         direct = self.unpacked_items(s, fast, target)
-        if direct is None or len(direct.elts) != len(srcs):
+        if direct is None or len(direct) != len(srcs):
             return None
-        items = {e.id for e in direct.elts}
+        items = set(direct)
         bound_in_body = {name for st in s.body for n in walk(st) for name in names_bound_by(n)}
         if any(
             g in bound_in_body and g not in items and g not in fast.closed for g in fast.numbers
@@ -111,7 +113,7 @@ class ListLoopRules(Builder):
             fwd.append(assign(col, ast.List(elts=[], ctx=ast.Load())))
         fwd.append(
             ast.For(
-                target=clone(direct),
+                target=store_tuple(direct),
                 iter=call(self.helper(zip, "zip"), *[N(x) for x in srcs]),
                 body=[clone(x) for x in fast.fwd]
                 + ([ast.Expr(call(attr(col, "append"), record))] if col else [])
@@ -121,7 +123,7 @@ class ListLoopRules(Builder):
                 type_comment=None,
             )
         )
-        firsts = [
+        firsts: list[ast.expr] = [
             ast.Subscript(
                 value=N(x), slice=ast.Slice(lower=None, upper=N(nf), step=None), ctx=ast.Load()
             )
@@ -159,7 +161,7 @@ class ListLoopRules(Builder):
             call(clone(reversed_), ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load()))
             for j in range(len(srcs))
         ]
-        item_target = clone(direct)
+        item_target = store_tuple(direct)
         if col:
             col_target: ast.expr = (
                 S(column_names[0])
@@ -191,7 +193,7 @@ class ListLoopRules(Builder):
             return test, fwd, rev, rec
         at, parts = columns
         cols = [None if _is_name(e, self.Z) else self.namer.fresh("col") for e in parts]
-        none = (
+        none: list[ast.stmt] = (
             [ast.Assign(targets=[S(c) for c in cols if c is not None], value=C(None))]
             if any(cols)
             else []
@@ -201,13 +203,13 @@ class ListLoopRules(Builder):
         if mapped is not None:
             # each iteration's sensitivities depend on its own values only: one comprehension
             # per column, in the loop's order, over the copies (and the recorded column)
-            named = [
-                (x.id, ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load()))
-                for j, x in enumerate(direct.elts)
+            named: list[tuple[str | list[str], ast.expr]] = [
+                (x, ast.Subscript(value=N(copies), slice=C(j), ctx=ast.Load()))
+                for j, x in enumerate(direct)
             ]
             if col:
                 named.append((column_names[0] if len(column_names) == 1 else column_names, N(col)))
-            run = [
+            run: list[ast.stmt] = [
                 assign(c, self.comprehension(e, named, nf))
                 for c, e in zip(cols, mapped)
                 if c is not None
@@ -273,7 +275,9 @@ class ListLoopRules(Builder):
             return None  # (temporaries read several times, written out again: kept as a loop)
         return out
 
-    def comprehension(self, e: ast.expr, named: list[tuple[Any, ast.expr]], nf: str) -> ast.expr:
+    def comprehension(
+        self, e: ast.expr, named: list[tuple[str | list[str], ast.expr]], nf: str
+    ) -> ast.expr:
         """``[e for x, c in zip(xs, cs)]`` over the sources (name or names, list) that ``e`` reads;
         ``[e] * nf`` when it reads none."""
         uses = set(_names_read(e))
@@ -281,10 +285,8 @@ class ListLoopRules(Builder):
         if not needed:
             return ast.BinOp(left=ast.List(elts=[e], ctx=ast.Load()), op=ast.Mult(), right=N(nf))
 
-        def target(t: Any) -> ast.expr:
-            return (
-                ast.Tuple(elts=[S(x) for x in t], ctx=ast.Store()) if isinstance(t, list) else S(t)
-            )
+        def target(t: str | list[str]) -> ast.expr:
+            return store_tuple(t) if isinstance(t, list) else S(t)
 
         if len(needed) == 1:
             tgt, it = target(needed[0][0]), needed[0][1]

@@ -43,7 +43,7 @@ class LoopRules(Builder):
             return zs
         return None
 
-    def loop_over_zip(self, zs: ast.Assign, s: ast.For) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    def loop_over_zip(self, zs: ast.Assign, s: Core) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """``it = zip(...)`` and ``for ... in it``: the zip statement's code goes inside the
         loop's general branch when :meth:`loop_over_lists` makes another, before it otherwise."""
         zip_fwd: list[ast.stmt] = []
@@ -196,7 +196,7 @@ class LoopRules(Builder):
 
     def loop_with_fast_prefix(
         self,
-        s: ast.For,
+        s: Core,
         fast: FastParts,
         bf: list[ast.stmt],
         br: list[ast.stmt],
@@ -210,7 +210,7 @@ class LoopRules(Builder):
         fwd, rev = self.fast_prefix_loop(s, fast, bf, br, n, itv, rec_it)
         general = getattr(s, "dp_zip_general", None)
         lists = self.loop_over_lists(s, fast) if general is not None else None
-        if lists is None:
+        if general is None or lists is None:
             return fwd, rev
         test, lists_fwd, lists_rev, rec = lists
         _, zip_fwd, zip_rev = general

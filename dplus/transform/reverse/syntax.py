@@ -182,17 +182,20 @@ def tuple_(elts: list[ast.expr]) -> ast.Tuple:
     return ast.Tuple(elts=elts, ctx=ast.Load())
 
 
+def store_tuple(names: list[str]) -> ast.Tuple:
+    """The target ``(a, b, ...)`` of an assignment or a ``for`` statement."""
+    return ast.Tuple(elts=[S(n) for n in names], ctx=_STORE)
+
+
 def unpack(names: list[str], value: ast.expr) -> ast.stmt:
-    if len(names) == 1:
-        return assign(ast.Tuple(elts=[S(names[0])], ctx=ast.Store()), value)
-    return assign(ast.Tuple(elts=[S(n) for n in names], ctx=ast.Store()), value)
+    return assign(store_tuple(names), value)
 
 
 def _is_atom(e: ast.AST | None) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
 
 
-def _is_name(e: ast.AST, name: str) -> bool:
+def _is_name(e: ast.AST, name: str | None) -> bool:
     return isinstance(e, ast.Name) and e.id == name
 
 
@@ -243,7 +246,7 @@ def _is_number_const(e: ast.AST) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) in (int, float)
 
 
-_NODE_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+_NODE_FIELDS: dict[type[ast.AST], tuple[bool, tuple[str, ...]]] = {}
 
 
 def _assigned_names(st: ast.stmt) -> list[str]:
@@ -259,7 +262,7 @@ def _assigned_names(st: ast.stmt) -> list[str]:
     return []
 
 
-def _node_fields(t: type) -> tuple[bool, tuple[str, ...]]:
+def _node_fields(t: type[ast.AST]) -> tuple[bool, tuple[str, ...]]:
     """Whether nodes of type ``t`` have positions, and their fields that may hold nodes."""
     entry = _NODE_FIELDS.get(t)
     if entry is None:
@@ -277,7 +280,7 @@ def _node_fields(t: type) -> tuple[bool, tuple[str, ...]]:
 
 def _locate(root: ast.AST, lineno: int) -> None:
     """Give every node without a position the line of the nearest enclosing node that has one."""
-    stack = [(root, lineno)]
+    stack: list[tuple[Any, int]] = [(root, lineno)]  # (Any: positions set where the type has them)
     pop, push = stack.pop, stack.append
     AST = ast.AST
     while stack:

@@ -19,7 +19,7 @@ class _ResolveChains(ast.NodeTransformer):
         self.params = params
         self.helpers = helpers
 
-    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         parts = []
         root: ast.expr = node
         while isinstance(root, ast.Attribute):
@@ -47,7 +47,7 @@ class Template:
             parsed = _PARSED_TEMPLATES[fn] = _parse_template(fn)
         self.params, body, refs = parsed
         # the values the template refers to, under this build's names for them
-        rename = {}
+        rename: dict[str, ast.expr] = {}
         for name, (value, hint) in refs.items():
             mine = helpers.ref(value, hint)
             if mine != name:
@@ -120,13 +120,11 @@ def _whole_power_gradient(
     if rule.fn not in (operator.pow, operator.ipow) or len(operands) != 2:
         return None
     e = operands[1]
-    if not (
-        isinstance(e, ast.Constant)
-        and type(e.value) in (int, float)
-        and float(e.value).is_integer()
-    ):
+    c = e.value if isinstance(e, ast.Constant) else None
+    # (exactly an int or a float: not a bool, not a NumPy scalar; isinstance for mypy)
+    if not (isinstance(c, (int, float)) and type(c) in (int, float) and float(c).is_integer()):
         return None
-    c, x = e.value, clone(operands[0])
+    x = clone(operands[0])
     if c == 0:
         d: ast.expr = C(0.0)
     elif c == 1:
