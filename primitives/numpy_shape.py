@@ -4,7 +4,8 @@ Covered: ``rot90 rollaxis append dsplit dstack kron partition take_along_axis se
 (modes ``constant`` with differentiable ``constant_values``, ``edge``, ``reflect``,
 ``symmetric``, ``wrap``; the statistic and ramp modes raise when a sensitivity reaches
 them), ``diagflat``, ``matrix_transpose``, ``broadcast_arrays``, ``compress``,
-``extract``, ``choose``, ``meshgrid``, ``resize``, ``block``. The index tricks
+``extract``, ``choose``, ``meshgrid``, ``resize``, ``block``, ``atleast_1d/2d/3d`` (of one
+array or several). The index tricks
 ``np.r_[...]`` and ``np.c_[...]`` raise a ``NonDifferentiableError`` naming the fix
 (``np.concatenate``, ``np.column_stack``) when a sensitivity reaches them: the items of a
 subscript carry no sensitivity in dplus's engine.
@@ -261,6 +262,33 @@ def _matrix_transpose(x):
     return np.swapaxes(x, -1, -2)
 
 
+def _atleast_1d(*arys):
+    return _atleast(np.atleast_1d, arys)
+
+
+def _atleast_2d(*arys):
+    return _atleast(np.atleast_2d, arys)
+
+
+def _atleast_3d(*arys):
+    return _atleast(np.atleast_3d, arys)
+
+
+def _atleast(fn, arys):
+    """``np.atleast_*d(*arys)``: each array reshaped as NumPy views it (with axes of length 1
+    added); of several arrays, the tuple of them."""
+    if len(arys) == 1:
+        return np.reshape(arys[0], _atleast_shape(fn, arys[0]))
+    out = ()
+    for a in arys:
+        out = out + (np.reshape(a, _atleast_shape(fn, a)),)
+    return out
+
+
+def _atleast_shape(fn, a) -> tuple:
+    return np.shape(fn(np.zeros(np.shape(a))))
+
+
 def _broadcast_arrays(*args, subok=False):
     shape = _broadcast_shape(args)
     out = ()
@@ -376,6 +404,9 @@ def register_numpy_shape_rules() -> None:
         (np.meshgrid, _meshgrid),
         (np.resize, _resize),
         (np.block, _block),
+        (np.atleast_1d, _atleast_1d),
+        (np.atleast_2d, _atleast_2d),
+        (np.atleast_3d, _atleast_3d),
     ):
         defcomposite(fn, impl)
     if hasattr(np, "matrix_transpose"):
@@ -400,6 +431,7 @@ def register_numpy_shape_rules() -> None:
         _pad_widths,
         _side_shape,
         _broadcast_shape,
+        _atleast_shape,
         _meshgrid_view,
         _block_layout,
     ):

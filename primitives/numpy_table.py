@@ -320,7 +320,7 @@ def register_numpy_rules() -> None:  # noqa: C901
     defgrad(nd.reshape, _reshape_method_grad)
     for fn in (np.ravel, nd.ravel, nd.flatten):
         defgrad(fn, _ravel_grad)
-    for fn in (np.expand_dims, np.squeeze, nd.squeeze, np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    for fn in (np.expand_dims, np.squeeze, nd.squeeze):  # (atleast_*d: numpy_shape.py)
         defgrad(fn, _reshape_like)
     defgrad(np.transpose, _transpose_grad)
     defgrad(nd.transpose, _transpose_method_grad)

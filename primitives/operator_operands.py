@@ -34,15 +34,13 @@ def _fit(g: Any, v: Any) -> Any:
     if g is gen_zero or g is None:
         return g
     tv = type(v)
-    if tv is complex:
-        return g
-    if tv is float or tv is int:
+    if tv is float or tv is int or tv is complex:
         tg = type(g)
-        if tg is float or tg is int:
+        if tg is float or tg is int or (tg is complex and tv is complex):
             return g
         if tg is complex:
             return g.real
-    return _fit_slow(g, v)
+    return _fit_slow(g, v)  # (an array sensitivity of a number broadcast against an array: summed)
 
 
 def _fit_slow(g: Any, v: Any) -> Any:

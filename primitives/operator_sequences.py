@@ -107,30 +107,33 @@ def _concat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
     return ProcResult(r, tuple_concat_backprop)
 
 
-def _sum_chunks(items: list, n: int, k: int) -> list:
-    out = list(items[:n])
+def _sum_chunks(items: list, n: int, k: int, constant: tuple = ()) -> list:
+    """The sum of the ``k`` consecutive length-``n`` chunks of ``items``; the positions in
+    ``constant`` (where the repeated sequence holds the symbolic zero) get none. The symbolic
+    zero is a constant, and the zero of every space: code differentiated again repeats it
+    (``[Z] * n``) and its copies get sensitivities of different shapes, which have no sum."""
+    out = [gen_zero if i in constant else items[i] for i in range(n)]
     for j in range(1, k):
         chunk = items[j * n : (j + 1) * n]
-        out = [_add(a, b) for a, b in zip(out, chunk)]
+        out = [a if i in constant else _add(a, b) for i, (a, b) in enumerate(zip(out, chunk))]
     return out
 
 
-def sum_tuple_chunks(items: tuple, n: int, k: int) -> tuple:
+def sum_tuple_chunks(items: tuple, n: int, k: int, constant: tuple) -> tuple:
     """The sum of the ``k`` consecutive length-``n`` chunks of ``items`` (the transpose of ``* k``)."""
-    return tuple(_sum_chunks(list(items), n, k))
+    return tuple(_sum_chunks(list(items), n, k, constant))
 
 
-def _sum_tuple_chunks_rule(items: tuple, n: int, k: int) -> ProcResult:
-    # linear; its transpose repeats the sensitivity k times (whose transpose is this again)
-    return ProcResult(
-        sum_tuple_chunks(items, n, k),
-        lambda A, Abox: (
-            (),
-            gen_zero if A is gen_zero or A is None else tuple_items(A, n) * k,
-            None,
-            None,
-        ),
-    )
+def _sum_tuple_chunks_rule(items: tuple, n: int, k: int, constant: tuple) -> ProcResult:
+    # linear; its transpose repeats the sensitivity k times (whose transpose is this again),
+    # with zeros where the positions in ``constant`` are
+    def sum_tuple_chunks_backprop(A: Any, Abox: Any) -> tuple:
+        if A is gen_zero or A is None:
+            return (), gen_zero, None, None, None
+        parts = tuple(gen_zero if i in constant else a for i, a in enumerate(tuple_items(A, n)))
+        return (), parts * k, None, None, None
+
+    return ProcResult(sum_tuple_chunks(items, n, k, constant), sum_tuple_chunks_backprop)
 
 
 register_primitive(sum_tuple_chunks, _sum_tuple_chunks_rule)
@@ -141,6 +144,7 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
     seq_first = _is_seq(x)
     seq, k = (x, y) if seq_first else (y, x)
     n = len(seq)
+    constant = tuple(i for i, e in enumerate(seq) if e is gen_zero)
 
     def order(s_seq: Any) -> tuple:
         return ((), s_seq, gen_zero) if seq_first else ((), gen_zero, s_seq)
@@ -154,7 +158,7 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
             entry = _take_list_entry(Abox, seq, n * kk, A, pop=False)
             if entry is None:
                 return _Z2
-            Abox[seq] = _sum_chunks(entry, n, kk) if kk else [gen_zero] * n
+            Abox[seq] = _sum_chunks(entry, n, kk, constant) if kk else [gen_zero] * n
             return _Z2
 
         return ProcResult(r, imul_backprop)
@@ -166,13 +170,13 @@ def _repeat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
             entry = _take_list_entry(Abox, r, n * kk, A, pop=True)
             if entry is None or not kk:
                 return _Z2
-            return order(_sum_chunks(entry, n, kk))
+            return order(_sum_chunks(entry, n, kk, constant))
 
         return ProcResult(r, list_repeat_backprop)
 
     def tuple_repeat_backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero or A is None or not kk:
             return _Z2
-        return order(sum_tuple_chunks(tuple_items(A, n * kk), n, kk))
+        return order(sum_tuple_chunks(tuple_items(A, n * kk), n, kk, constant))
 
     return ProcResult(r, tuple_repeat_backprop)

@@ -494,3 +494,197 @@ def test_indexing_a_numpy_scalar(seed):
     from array_checks import check_grads
 
     check_grads(numpy_scalar_indexed, np.random.default_rng(seed).normal(size=3), order=2)
+
+
+# ---------------------------------------------------------------------------
+# Rule code repeats the symbolic zero (`items = [Z] * n`, then one sensitivity per item): at
+# the second order the copies' sensitivities have the shapes of the items (np.array_split's
+# unequal parts), and the transpose of the repetition summed them (a raw ValueError). The
+# symbolic zero is a constant: its copies get no sensitivity.
+
+
+def split_unequal(x):
+    parts = np.array_split(x, 3)
+    return [np.sin(parts[i]) * (i + 1.5) for i in range(3)] + np.split(x, [1, 3])
+
+
+def split_columns(a):
+    left, middle, right = np.array_split(a, 3, axis=1)
+    return np.sum(left**2) * middle + np.tanh(right).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_split_into_unequal_parts_at_second_order(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    check_grads(split_unequal, r.normal(size=5 + seed), order=2, rng=r)
+    check_grads(split_columns, r.normal(size=(2, 7 + seed)), order=2, rng=r)
+
+
+def test_repeating_the_symbolic_zero_sends_its_copies_no_sensitivity():
+    import operator
+
+    from dplus.runtime.boxes import BoxSensitivities
+    from dplus.runtime.linear import gen_zero
+
+    a, b = np.ones(3), np.ones(2)
+    for seq in ((gen_zero, 1.0), [gen_zero, 1.0]):
+        r = dplus.lift_dplus(operator.mul)(seq, 2)
+        assert list(r.primal) == [gen_zero, 1.0, gen_zero, 1.0]
+        sens = (a, 2.0, b, 3.0) if isinstance(seq, tuple) else [a, 2.0, b, 3.0]
+        _, s_seq, _ = r.backprop(sens, BoxSensitivities())
+        assert s_seq[0] is gen_zero and s_seq[1] == 5.0
+
+
+# ---------------------------------------------------------------------------
+# np.atleast_1d/2d/3d of several arrays (autograd's test suite calls them so) had the rule of
+# one array: the tuple of sensitivities was reshaped as the first argument (a raw ValueError)
+# and the others got none. Each array is now reshaped as NumPy views it.
+
+
+def atleast_of_several(a, b, c):
+    p, q, s = np.atleast_1d(a, b, c)
+    u, v = np.atleast_2d(a * b, c)
+    w, z = np.atleast_3d(b, c)
+    return (
+        np.sum(p * q[0]) * np.sin(s).sum()
+        + np.sum(u @ v.T)
+        + np.sum(w**2) * np.sum(np.atleast_3d(z) ** 3)
+        + np.atleast_2d(a)[0, 0] * np.sum(np.atleast_1d(c))
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_atleast_nd_of_several_arrays(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    a, b, c = np.array(r.normal()), r.normal(size=3), r.normal(size=(2, 3))
+    check_grads(atleast_of_several, a, b, c, order=2, rng=r)
+    (ga,) = dplus.grad(lambda x: np.atleast_2d(x, 2.0 * x)[1][0, 0])(float(r.normal()))
+    assert ga == 2.0
+
+
+# ---------------------------------------------------------------------------
+# The gradient of an array of shape () came back as a NumPy scalar whenever two contributions
+# were added (NumPy's sum of two such arrays is a scalar): a gradient has its argument's type.
+
+
+def several_uses_of_a_zero_dimensional_array(a, b):
+    return a * a * b + np.sin(a) + np.where(a > 0, a, 2.0 * a) * np.sum(b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_gradient_of_a_zero_dimensional_array_is_one(seed):
+    from array_checks import check_grads
+
+    r = np.random.default_rng(seed)
+    a, b = np.array(r.normal()), r.normal(size=3)
+    check_grads(several_uses_of_a_zero_dimensional_array, a, b, order=2, rng=r)
+    g32 = dplus.grad(lambda x: x * x + x)(np.array(1.5, dtype=np.float32))[0]
+    assert type(g32) is np.ndarray and g32.dtype == np.float32 and g32 == 4.0
+
+
+# ---------------------------------------------------------------------------
+# A Python complex number broadcast against an array (z * w, np.broadcast_to(z, ...),
+# np.max(z * w)) got the array sensitivity unsummed: a gradient of the array's shape. The
+# complex fast path of fitting a sensitivity to its argument skipped the sum the general path
+# does (a float and np.complex128 were right). Found at the second order of autograd's test_max.
+
+
+def _wirtinger_fd(f, z, h=1e-6):
+    """dplus's (autograd's) convention for a real function of a complex number: df/dx - i df/dy."""
+    fx = (f(z + h) - f(z - h)) / (2 * h)
+    fy = (f(z + 1j * h) - f(z - 1j * h)) / (2 * h)
+    return fx - 1j * fy
+
+
+def complex_broadcast_losses(w):
+    return [
+        lambda z: np.sum(np.abs(np.broadcast_to(z, w.shape) * w) ** 2),
+        lambda z: np.sum(np.abs(z * w + z) ** 2),
+        lambda z: np.sum(np.abs(np.add(z, w)) ** 2) + np.abs(np.max(z * w)) ** 2,
+        lambda z: np.real(np.prod(z * w[0])) + np.imag(np.sum(np.exp(z * w))),
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_complex_number_broadcast_against_an_array(seed):
+    r = np.random.default_rng(seed)
+    w = r.normal(size=(2, 3))
+    z = complex(r.normal(), r.normal())
+    for f in complex_broadcast_losses(w):
+        (g,) = dplus.grad(f)(z)
+        assert np.shape(g) == () and np.iscomplexobj(g)
+        assert np.isclose(g, _wirtinger_fd(f, z), rtol=1e-6, atol=1e-6)
+        assert g == dplus.grad(f)(np.complex128(z))[0]  # as a NumPy complex scalar
+        # second order: the gradient's real part, differentiated again
+        u = complex(r.normal(), r.normal())
+
+        def gradient_along_u(z, f=f, u=u):
+            return np.real(np.conj(u) * dplus.grad(f)(z)[0])
+
+        (h,) = dplus.grad(gradient_along_u)(z)
+        assert np.shape(h) == ()
+        assert np.isclose(h, _wirtinger_fd(gradient_along_u, z, 1e-5), rtol=1e-5, atol=1e-5)
+    # the vector-Jacobian product of max at a complex cotangent, differentiated in the cotangent
+    x = w + 1j * r.normal(size=w.shape)
+    cot = r.normal(size=w.shape) + 1j * r.normal(size=w.shape)
+
+    def vjp_max(x, v):
+        return dplus.dplus(lambda x: np.max(x))(x).backprop(v)[0]
+
+    out = dplus.dplus(vjp_max)(x, z).backprop(cot)
+    assert np.shape(out[1]) == ()
+    assert np.isclose(out[1], np.sum(np.conj(np.conj(cot) * (x == np.max(x)))))
+
+
+# ---------------------------------------------------------------------------
+# A JVP differentiated again in its tangent: a real tangent got a complex sensitivity where
+# the function's backprop is complex (the transpose of the pairing of sensitivities kept the
+# imaginary part; a real number's sensitivity is the real part). autograd's test_add and
+# test_op_* in forward mode at the second order.
+
+
+def mixed_function(t):
+    a, z = t
+    return a * z + np.sin(a) * z**2, np.cos(a) * a
+
+
+def _jvp_loss(c):
+    def loss(a, z, ta, tz):
+        out = dplus.jvp(mixed_function)(((a, z),), ((ta, tz),))[1]
+        return np.real(np.conj(c[0]) * out[0]) + c[1] * out[1]
+
+    return loss
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_jvp_differentiated_in_a_real_tangent(seed):
+    r = np.random.default_rng(seed)
+    a, ta = float(r.normal()), float(r.normal())
+    z, tz = complex(r.normal(), r.normal()), complex(r.normal(), r.normal())
+    loss = _jvp_loss((complex(r.normal(), r.normal()), float(r.normal())))
+    grads = dplus.grad(loss, argnums=(0, 1, 2, 3))(a, z, ta, tz)
+    args = [a, z, ta, tz]
+    for i, g in enumerate(grads):
+
+        def along(x, i=i):
+            return loss(*args[:i], x, *args[i + 1 :])
+
+        if isinstance(args[i], float):
+            assert np.isreal(g) and not np.iscomplexobj(g), (i, g)
+            fd = (along(args[i] + 1e-6) - along(args[i] - 1e-6)) / 2e-6
+        else:
+            fd = _wirtinger_fd(along, args[i])
+        assert np.isclose(g, fd, rtol=1e-5, atol=1e-6), (i, g, fd)
+    # second order: the tangent's gradient differentiated again in the point
+    u = float(r.normal())
+
+    def tangent_gradient(a):
+        return u * dplus.grad(loss, argnums=2)(a, z, ta, tz)
+
+    (h,) = dplus.grad(tangent_gradient)(a)
+    fd = (tangent_gradient(a + 1e-5) - tangent_gradient(a - 1e-5)) / 2e-5
+    assert not np.iscomplexobj(h) and np.isclose(h, fd, rtol=1e-5, atol=1e-5)

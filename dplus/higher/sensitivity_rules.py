@@ -26,7 +26,7 @@ from ..runtime.closures import is_plus_function
 from ..runtime.core import CellKey, apply_transform, lift
 from ..runtime.fold import changed_since, fold, snapshot, watch_call
 from ..runtime.handover import handover, is_tracked_mutable
-from ..runtime.kinds import is_ndarray
+from ..runtime.kinds import is_ndarray, is_number
 from ..runtime.linear import (
     OneHot,
     add,
@@ -366,11 +366,53 @@ defnondiff(runtime_routers.iteration_router)
 
 # The linear interface as differentiable primitives, so derivative code can be differentiated.
 def _dot_rule(u: Any, v: Any) -> ProcResult:
-    return ProcResult(dot(u, v), lambda A, Abox: ((), scale(v, A), scale(u, A)))
+    return ProcResult(
+        dot(u, v),
+        lambda A, Abox: ((), real_where_real(scale(v, A), u), real_where_real(scale(u, A), v)),
+    )
 
 
 def _scale_rule(v: Any, a: Any) -> ProcResult:
-    return ProcResult(scale(v, a), lambda A, Abox: ((), scale(A, a), dot(A, v)))
+    return ProcResult(
+        scale(v, a),
+        lambda A, Abox: ((), real_where_real(scale(A, a), v), real_where_real(dot(A, v), a)),
+    )
+
+
+def real_where_real(s: Any, like: Any) -> Any:
+    """The sensitivity ``s`` of ``like``, with the real part where ``like`` is real: a
+    sensitivity ``c`` pairs with a change ``dx`` as ``Re(c dx)``, so a real number's is
+    ``Re(c)``. (The tangents of ``jvp`` are real where the arguments are, and paired with
+    complex backprops their sensitivities came back complex.)"""
+    if s is Z or s is None:
+        return s
+    if isinstance(like, (tuple, list)) and isinstance(s, (tuple, list)) and len(s) == len(like):
+        parts = tuple(real_where_real(s[i], like[i]) for i in range(len(s)))
+        return parts if isinstance(s, tuple) else list(parts)
+    if isinstance(like, dict) and isinstance(s, dict):
+        return {k: real_where_real(e, like[k]) if k in like else e for k, e in s.items()}
+    if _is_real(like) and _is_complex(s):
+        return s.real
+    return s
+
+
+def _is_real(x: Any) -> bool:
+    if type(x) is float or type(x) is int:
+        return True
+    dtype = getattr(x, "dtype", None)
+    return (is_ndarray(x) or is_number(x)) and dtype is not None and dtype.kind in "fiu"
+
+
+def _is_complex(x: Any) -> bool:
+    if isinstance(x, complex):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return (is_ndarray(x) or is_number(x)) and dtype is not None and dtype.kind == "c"
+
+
+mark_derived(real_where_real, "tower")  # (linear in s: differentiated from its source)
+defnondiff(_is_real)
+defnondiff(_is_complex)
 
 
 def _coerce_zero_rule(u: Any, v: Any) -> ProcResult:

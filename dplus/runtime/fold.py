@@ -410,7 +410,8 @@ def conform_numpy_sensitivity(v: Any, s: Any) -> Any:
         return s
     dtype = v.dtype
     if isinstance(s, (np.ndarray, np.generic)) and s.dtype == dtype:
-        return s
+        # (an array of shape () gets one: NumPy's sum of two such arrays is a NumPy scalar)
+        return np.asarray(s) if isinstance(v, np.ndarray) and isinstance(s, np.generic) else s
     if dtype.kind in "biu":
         return (
             zero(v) if isinstance(v, np.ndarray) else s
