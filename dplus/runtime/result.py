@@ -35,8 +35,26 @@ _set_backprop = ProcResult.__dict__["backprop"].__set__
 
 
 def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
+    if type(primal) is _array_type[0]:
+        # an array: if its memory is changed in place later, the operation that made it takes
+        # its sensitivity from the box-sensitivity map when its reverse runs (runtime.memory)
+        backprop = _array_type[1](primal, backprop)
     _set_primal(self, primal)
     _set_backprop(self, backprop)
+
+
+class _NoArray:
+    pass
+
+
+# (the array type and what wraps the backprop of an array result: set by runtime.memory)
+_array_type: list[Any] = [_NoArray, None]
+
+
+def array_results(array_type: type, wrap: Callable[[Any, Backprop], Backprop]) -> None:
+    """Results of type ``array_type`` get the backprop ``wrap(result, backprop)``."""
+    _array_type[0] = array_type
+    _array_type[1] = wrap
 
 
 # attrs' frozen __init__ looks the setter up on every call; one is made per call and per rule
