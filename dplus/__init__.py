@@ -29,6 +29,7 @@ from .runtime.linear import add, coerce_zero, dot, gen_zero, register_linear_typ
 from .runtime.registry import register_backprop, register_primitive
 from .runtime.result import ProcResult, backprop, primal
 from .structured import register_gradient_structure
+from .transform import plus_functions as _plus_functions  # noqa: F401  (installs its runtime hook)
 from .transform.persistent_cache import cache_directory, disable_cache, enable_cache
 from .transform.persistent_cache import enable_from_environment as _enable_from_environment
 from .transform.transformer import generated_source as show

@@ -11,9 +11,12 @@ from .markers import mark, mark_derived
 from .policies import current_unknown_transform
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
-from .runtime.core import Snapshot, fold, fold_float_list, is_tracked_mutable, snapshot
+from .runtime.conformance import check_conforms
+from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
+from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
-from .runtime.linear import check_conforms, gen_zero, is_number
+from .runtime.kinds import is_number
+from .runtime.linear import gen_zero
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
@@ -35,7 +38,7 @@ def lift_dplus(f: Any) -> Callable[..., ProcResult]:
     t = lookup_transform(f)
     if t is not None:
         return t
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return _public(plus_function_for(f))
@@ -71,7 +74,7 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift_dplus(f)
     _refuse_generator_function(f)
-    from .transform.transformer import can_transform, plus_function_for
+    from .transform.plus_functions import can_transform, plus_function_for
 
     if can_transform(f):
         return plus_function_for(f)
@@ -108,7 +111,7 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
 
         return ProcResult(r.primal, public_backprop)
 
-    from .transform.transformer import _mark_plus
+    from .transform.plus_functions import _mark_plus
 
     _mark_plus(public_plus)
     mark(public_plus, "__dplus_public_of__", P)
@@ -120,7 +123,7 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
     """Constructing an instance of a user class: attrs/dataclass/plain __init__ from source."""
     if cls.__module__.startswith("dplus.") and not cls.__dict__.get("__dplus_from_source__"):
         return None  # dplus's own classes have registered rules or none
-    from .transform.transformer import construct_plus
+    from .transform.plus_functions import construct_plus
 
     return construct_plus(cls)
 
@@ -139,7 +142,7 @@ def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
     if is_tracked_mutable(result) or (
         type(result) is tuple and any(map(is_tracked_mutable, result))
     ):
-        from .runtime.core import accumulate
+        from .runtime.handover import accumulate
 
         return accumulate(gen_zero, result, Aw, Abox)
     return Aw
@@ -399,8 +402,8 @@ def _grad_inside(f: Any, /, *rest: Any, **kwargs: Any) -> ProcResult:
     G = _make_gradient(fplus, f, *rest, **kwargs)
 
     def grad_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        from .runtime.calls import closure_parts
         from .runtime.core import KeywordDict
-        from .runtime.ops import closure_parts
 
         names = G.__code__.co_freevars
         parts = (
@@ -438,7 +441,7 @@ def _derived_closure_backprop(G: Any, names: tuple[Any, ...]) -> Callable[..., t
     def derived_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         parts = dict(zip(G.__code__.co_freevars, closure_parts(A, len(G.__code__.co_freevars))))
         return ((), parts.get(names[0], gen_zero))
@@ -468,7 +471,7 @@ def _grad1_inside(f: Any) -> ProcResult:
     def grad1_inside_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is gen_zero or A is None:
             return ((), gen_zero)
-        from .runtime.ops import closure_parts
+        from .runtime.calls import closure_parts
 
         (Ag,) = closure_parts(A, 1)
         return _derived_closure_backprop(g, ("fplus",))(Ag, Abox)
@@ -498,7 +501,7 @@ def define_dplus(f: T) -> T:
         inner = f.__func__
         define_dplus(inner)
         return f
-    from .transform.transformer import lazy_transform
+    from .transform.plus_functions import lazy_transform
 
     register_primitive(f, lazy_transform(f), note="derived from source by define_dplus")
     remember_rule(f, DEFINED)

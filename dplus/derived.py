@@ -27,7 +27,8 @@ from .runtime.closures import is_plus_function
 from .runtime.closures import is_plus_function as _is_plus
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
-from .runtime.linear import dot, gen_zero, is_ndarray, is_number, zero
+from .runtime.kinds import is_ndarray, is_number
+from .runtime.linear import dot, gen_zero, zero
 from .runtime.portable import remember_source
 from .runtime.registry import register_primitive
 from .runtime.result import ProcResult
@@ -366,7 +367,7 @@ def _closure_sensitivity(G: Any, A: Any, path: tuple[str, ...]) -> Any:
     """The part of the closure sensitivity ``A`` of ``G`` that belongs to the variable reached
     by following ``path`` through the closures (``("vg", "fd", "fplus")``: ``G``'s ``vg``,
     whose ``fd``, whose ``fplus``)."""
-    from .runtime.ops import closure_parts
+    from .runtime.calls import closure_parts
 
     for name in path:
         if A is gen_zero or A is None:

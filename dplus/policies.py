@@ -43,12 +43,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return op
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        from .runtime.core import (
-            as_plain_callable,
-            changed_since,
-            mutable_sensitivity_of,
-            watch_call,
-        )
+        from .runtime.core import as_plain_callable
+        from .runtime.fold import changed_since, mutable_sensitivity_of, watch_call
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
@@ -83,7 +79,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
-    # with constant arguments, a constant (runtime_ops.call_on_constants)
+    # with constant arguments, a constant (runtime.calls.call_on_constants)
     mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
 
@@ -131,7 +127,7 @@ def _refuse_changed_arrays(op: Any, op_name: str, changed: list[Any]) -> None:
     """Arrays are values in dplus: one changed in place by code dplus does not see may be
     recorded by the reverse pass (which would use its new contents as the old ones), and
     what it holds now depends on its old contents in a way the reverse pass cannot follow."""
-    from .runtime.linear import is_ndarray
+    from .runtime.kinds import is_ndarray
 
     for v in changed:
         if is_ndarray(v):
@@ -176,7 +172,7 @@ def transform_from_source(op: Any, op_name: str) -> Any:
         or fn.__module__.startswith("dplus")
     ):
         return error_non_zero_sensitivity_transform(op, op_name)
-    from .transform.transformer import plus_function_for
+    from .transform.plus_functions import plus_function_for
 
     try:
         plus_function_for(fn)  # transform now: a function dplus cannot read takes the default

@@ -12,12 +12,18 @@ from . import stdlib_algorithms  # noqa: F401
 from . import collections_stdlib  # noqa: F401
 from . import caching  # noqa: F401
 from . import builtins  # noqa: F401
+from . import builtin_iteration  # noqa: F401
+from . import builtin_eval  # noqa: F401
 from . import functional  # noqa: F401
 from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401
 from . import parallel  # noqa: F401
 from . import numpy  # noqa: F401  (registers nothing without NumPy)
+from . import numpy_ufuncs  # noqa: F401
+from . import numpy_products  # noqa: F401
+from . import numpy_arrays  # noqa: F401
+from . import numpy_table  # noqa: F401
 from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
 from . import numpy_linalg  # noqa: F401

@@ -28,14 +28,15 @@ from dplus.errors import DplusError, NonDifferentiableError
 from dplus.rules import inline_rule_for
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import ItemColumns, accumulate, handover
+from dplus.runtime.fold import ItemColumns
+from dplus.runtime.handover import accumulate, handover
 from dplus.runtime.hooks import hooks
+from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import (
     add,
-    add_closure,  # (where the rules of this library import it from)
+    add_closure,
     coerce_zero,
     gen_zero,
-    is_ndarray,
     is_zero_sensitivity,
     tuple_items,
 )
@@ -103,7 +104,7 @@ class Seq:
         self.fn = fn
         self.arg = arg
         self.lengths: tuple[Any, ...] | None = (
-            None  # LIVE: what runtime_ops.list_length recorded once the items were taken
+            None  # LIVE: what runtime.routers.list_length recorded once the items were taken
         )
 
     def source(self) -> Any:
@@ -181,7 +182,7 @@ class Seq:
 
 def _live_seq(x: Any, fn: str, arg: str) -> Seq:
     """The items of a live iterator, taken now (as Python would take them here)."""
-    from dplus.runtime.ops import list_length
+    from dplus.runtime.routers import list_length
 
     sq = Seq(x, list(x), LIVE, fn, arg)
     sq.lengths = list_length(x)
@@ -192,9 +193,9 @@ def _live_sens(
     live: Any, s: list[Any], Abox: BoxSensitivities | None, lengths: tuple[Any, ...] | None, n: int
 ) -> Any:
     """The sensitivities of the items a rule took from a live ``zip``/``map``/... iterator
-    (``runtime_ops.LiveIteration``), routed to the positions each item read, last item first;
+    (``runtime.routers.LiveIteration``), routed to the positions each item read, last item first;
     the iterator's own call hands them on. ``lengths``: recorded when the ``n`` items were taken."""
-    from dplus.runtime.ops import iteration_router
+    from dplus.runtime.routers import iteration_router
 
     if all(si is gen_zero or si is None for si in s):
         return gen_zero
@@ -223,7 +224,7 @@ def _kind_of_sequence(x: Any) -> int | None:
         return CONST
     if is_ndarray(x):
         return ARRAY
-    if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime.ops":
+    if type(x).__name__ == "LiveIteration" and type(x).__module__ == "dplus.runtime.routers":
         return LIVE
     if t is set or t is frozenset:
         return SET
@@ -481,7 +482,7 @@ class Calls:
     Rule code that differentiates again (``__dplus_from_source__``): at the next order a rule
     that made a ``Calls`` is differentiated from its source, and so is this class, as a user
     class is. So the function is called as generated code calls a callee
-    (``runtime_ops.call``, whose next-order rule calls the transform of its transform) and the
+    (``runtime.calls.call``, whose next-order rule calls the transform of its transform) and the
     records are plain lists.
     """
 
@@ -542,7 +543,7 @@ hooks.install(recorded_calls=Calls)
 
 def _call_function(function: Any, a: tuple) -> Any:
     """``function(*a)`` through its transform, as generated code calls a callee."""
-    from dplus.runtime.ops import call
+    from dplus.runtime.calls import call
 
     return call(function, *a)
 

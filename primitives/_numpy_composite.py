@@ -16,7 +16,7 @@ from typing import Any
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
-from dplus.runtime.ops import call
+from dplus.runtime.calls import call
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult, run_backprop
 

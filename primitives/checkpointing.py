@@ -25,10 +25,12 @@ from typing import Any
 from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, run_checkpointed
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
-from dplus.runtime import ops as runtime_ops
+from dplus.runtime import calls as runtime_calls
 from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import is_tracked_mutable, lift
-from dplus.runtime.linear import gen_zero, is_ndarray
+from dplus.runtime.core import lift
+from dplus.runtime.handover import is_tracked_mutable
+from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.linear import gen_zero
 from dplus.runtime.registry import (
     is_registered_transform,
     lookup_transform,
@@ -43,7 +45,7 @@ from ._iterables import add_closure
 def plus_of(f: Any) -> Any:
     """The transform of a function the user asked to checkpoint: derived from its source if
     it has no rule (asking for a checkpoint is asking for ``f`` to be differentiated)."""
-    from dplus.transform.transformer import plus_function_for
+    from dplus.transform.plus_functions import plus_function_for
 
     if is_plus_function(f) or lookup_transform(f) is not None:
         return lift(f)
@@ -60,7 +62,7 @@ def stands_for_itself(f: Any) -> bool:
 def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     """``f``'s transform called on ``args``: its result and the record of its backprop."""
     if stands_for_itself(f):
-        return runtime_ops.call(f, *args, **kwargs)
+        return runtime_calls.call(f, *args, **kwargs)
     return call_plus(plus_of(f), *args, **kwargs)
 
 

@@ -45,7 +45,7 @@ from dplus.runtime.linear import gen_zero, tuple_items
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .operators import _fit
+from .operator_operands import _fit
 
 _Z1 = ((), gen_zero)
 _Z2 = ((), gen_zero, gen_zero)
@@ -186,7 +186,7 @@ for _fn in (cmath.isfinite, cmath.isinf, cmath.isnan, cmath.isclose):
 # conjugate ``conj(A)``; for int and float, ``real`` and ``conjugate`` are the identity
 # and ``imag`` the constant 0)
 
-from .containers import register_attribute  # noqa: E402
+from .container_reads import register_attribute  # noqa: E402
 
 
 def _real_part_plus(z: Any) -> ProcResult:

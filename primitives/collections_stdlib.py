@@ -12,13 +12,13 @@ import collections
 from typing import Any
 
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.core import handover, is_tracked_mutable
+from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.linear import add, tuple_items
 from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .containers import (
+from .container_methods import (
     dict_copy_plus,
     dict_items_plus,
     dict_keys_plus,
@@ -82,9 +82,7 @@ register_primitive(
 
 
 def _register_counter_methods() -> None:
-    from dplus.transform.transformer import (
-        lazy_transform,  # (the transformer imports the rule library)
-    )
+    from dplus.transform.plus_functions import lazy_transform
 
     for name in (
         "update",
@@ -168,7 +166,7 @@ def _restore(Abox: BoxSensitivities, d: collections.deque, before: list) -> None
 
 
 def _values_sensitivity(values: Any, items: list, sens: list) -> Any:
-    from .containers import _sequence_sensitivity
+    from .container_displays import _sequence_sensitivity
 
     return _sequence_sensitivity(values, sens, items)
 

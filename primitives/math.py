@@ -67,7 +67,7 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._iterables import seq as _seq
-from .operators import _fit
+from .operator_operands import _fit
 
 __all__ = ["digamma", "polygamma"]
 

@@ -34,7 +34,7 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._numpy_composite import defcomposite
-from .containers import scatter_add
+from .container_reads import scatter_add
 
 Z = gen_zero
 
@@ -133,7 +133,7 @@ def _rollaxis_grad(A, r, a, axis, start=0):
 
 
 def _dstack_grad(A, r, tup):
-    from .numpy import _pieces_like, _split_pieces
+    from .numpy_arrays import _pieces_like, _split_pieces
 
     arrs = [np.atleast_3d(e) for e in tup]
     return _pieces_like(_split_pieces(np.asarray(A), arrs, 2), tup)
@@ -353,7 +353,8 @@ def _block_layout(arrays) -> tuple:
 
 
 def register_numpy_shape_rules() -> None:
-    from .numpy import _split_transform, defgrad, defvjp_joint
+    from .numpy import defgrad, defvjp_joint
+    from .numpy_arrays import _split_transform
 
     defgrad(np.rot90, _rot90_grad)
     defgrad(np.rollaxis, _rollaxis_grad)

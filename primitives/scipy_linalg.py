@@ -22,8 +22,9 @@ from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.runtime.linear import gen_zero, tuple_items
 
-from .numpy import _det_grad, _inv_grad, defgrad, defvjp_joint
+from .numpy import defgrad, defvjp_joint
 from .numpy_linalg import _T, _cholesky_grad, _eigh_grad_from, _read_triangle, _refuse_complex
+from .numpy_products import _det_grad, _inv_grad
 
 Z = gen_zero
 _SYMMETRIC = ("sym", "her", "pos", "positive definite", "symmetric", "hermitian")

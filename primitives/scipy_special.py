@@ -18,7 +18,8 @@ import scipy.special as sc
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 
-from .numpy import _safe_div, defgrad
+from .numpy import defgrad
+from .numpy_ufuncs import _safe_div
 
 
 def _polygamma_grad(A, r, n, x):

@@ -15,14 +15,16 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.core import apply_transform, handover
+from dplus.runtime.core import apply_transform
+from dplus.runtime.handover import handover
 from dplus.runtime.linear import add, is_zero_sensitivity
 from dplus.runtime.linear import gen_zero as Z
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
-from .containers import set_entry
-from .operators import SET_OPERATORS, UNSHARED_IN_PLACE
+from .container_displays import set_entry
+from .operator_operands import SET_OPERATORS
+from .operators import UNSHARED_IN_PLACE
 
 
 def _is_set(x: Any) -> bool:

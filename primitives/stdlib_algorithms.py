@@ -45,9 +45,7 @@ def python_twin(module: types.ModuleType, accelerator: str) -> types.ModuleType:
 def register_twins(
     module: types.ModuleType, twin: types.ModuleType, names: tuple[str, ...]
 ) -> None:
-    from dplus.transform.transformer import (
-        lazy_transform,  # (the transformer imports the rule library)
-    )
+    from dplus.transform.plus_functions import lazy_transform
 
     for name, fn in vars(twin).items():
         if isinstance(fn, types.FunctionType) and fn.__module__ == twin.__name__:
@@ -109,7 +107,7 @@ def merge(*iterables: Any, key: Any = None, reverse: bool = False) -> list:
 
 
 def _register_documented_forms() -> None:
-    from dplus.transform.transformer import lazy_transform
+    from dplus.transform.plus_functions import lazy_transform
 
     for fn, documented in (
         (heapq.nsmallest, nsmallest),

@@ -555,7 +555,8 @@ def test_a_list_entry_holding_none_takes_float_sensitivities_again():
     # a rule may answer None for "no sensitivity"; a list's entry holding it must still
     # take a later list of float sensitivities
     from dplus.runtime.boxes import BoxSensitivities
-    from dplus.runtime.core import fold, handover, snapshot
+    from dplus.runtime.fold import fold, snapshot
+    from dplus.runtime.handover import handover
 
     xs = [1.0, 2.0, 3.0]
     snap = snapshot(xs)
@@ -892,7 +893,7 @@ def not_one_segment(x, y):
 
 
 def _fused(f):
-    from dplus.transform.transformer import plus_function_for
+    from dplus.transform.plus_functions import plus_function_for
 
     return getattr(plus_function_for(f), "__dplus_fused__", None)
 
@@ -1214,7 +1215,7 @@ def test_replayed_reverses_agree_with_the_general_path_and_finite_differences(x,
 
 
 def test_only_floats_is_exactly_every_element_a_float():
-    from dplus.runtime.core import only_floats
+    from dplus.runtime.handover import only_floats
 
     assert only_floats([]) and only_floats(()) and only_floats([1.0, -0.0, float("nan")])
     assert only_floats((2.5,) * 1000)

@@ -21,7 +21,8 @@ from dplus import (
     scale,
     zero,
 )
-from dplus.runtime.linear import conforms, is_zero_sensitivity
+from dplus.runtime.conformance import conforms
+from dplus.runtime.linear import is_zero_sensitivity
 
 small = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)
 
@@ -129,7 +130,7 @@ def test_conformance():
     with pytest.raises(
         dplus.SensitivityError, match="length 3 given where the result has length 2"
     ):
-        dplus.runtime.linear.check_conforms([1.0, 2.0, 3.0], [0.0, 0.0])
+        dplus.runtime.conformance.check_conforms([1.0, 2.0, 3.0], [0.0, 0.0])
 
 
 def test_box_sensitivities_are_keyed_by_identity_and_keep_keys_alive():

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from path_helpers import both_ways, check_fd, close
 
 import dplus
-from dplus.transform.transformer import plus_function_for
+from dplus.transform.plus_functions import plus_function_for
 
 SETTINGS = settings(max_examples=30, deadline=None)
 floats = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)

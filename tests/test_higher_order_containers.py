@@ -1,5 +1,5 @@
 """Second and higher order through lists, dicts, boxes, objects and their mutation (issue #20):
-the box-sensitivity map of one order is differentiated by the next (dplus/boxes_again.py).
+the box-sensitivity map of one order is differentiated by the next (dplus/higher/box_map.py, dplus/higher/stashes.py).
 Each case compares the k-th derivative with central differences of the (k-1)-th, computed by
 dplus (checked itself at first order), at several points, with fast paths and without."""
 

@@ -699,7 +699,7 @@ def test_constructors():
 
 
 def test_attributes():
-    from dplus.primitives.containers import getattr_plus
+    from dplus.primitives.container_reads import getattr_plus
 
     x = arr(2, 3)
     for name, want in (("T", lambda S: S.T), ("real", lambda S: S)):

@@ -285,7 +285,7 @@ def test_second_order_through_linked_objects():
 
 # --------------------------------------------------------------------------
 # comprehensions appending numbers to their own list: the append joins the fast segment
-# (``reverse.Reverser.is_comprehension_append``, ``runtime_ops.append_back_number``)
+# (``reverse.Reverser.is_comprehension_append``, ``runtime.list_writes.append_back_number``)
 
 SCALE = 1.5
 POINTS = [0.5, -1.0, 2.0, 0.25]

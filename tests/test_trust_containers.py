@@ -350,9 +350,9 @@ def test_linear_interface_on_boxes():
     assert dplus.dot(Box([1.0, 2.0]), Box([3.0, 4.0])) == 11.0
     assert dplus.zero(Box((1.0, "a"))) == Box((0.0, None))
     assert dplus.coerce_zero(Box(gen_zero), Box([1.0])) == Box([0.0])
-    assert dplus.runtime.linear.conforms(Box(1.0), Box(2.0))
-    assert not dplus.runtime.linear.conforms(Box([1.0]), Box(2.0))
-    assert not dplus.runtime.linear.conforms(1.0, Box(2.0))
+    assert dplus.runtime.conformance.conforms(Box(1.0), Box(2.0))
+    assert not dplus.runtime.conformance.conforms(Box([1.0]), Box(2.0))
+    assert not dplus.runtime.conformance.conforms(1.0, Box(2.0))
 
 
 def boxed_double(x):

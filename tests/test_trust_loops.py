@@ -355,7 +355,7 @@ def test_the_issue_examples():
 
 def test_a_resized_list_of_containers_whose_elements_cannot_be_found_again_is_refused():
     from dplus.runtime.boxes import BoxSensitivities
-    from dplus.runtime.core import handover
+    from dplus.runtime.handover import handover
 
     with pytest.raises(dplus.NonDifferentiableError, match="resized"):
         handover(BoxSensitivities(), [[1.0]], [[1.0], [2.0]])

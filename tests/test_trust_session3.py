@@ -230,7 +230,7 @@ def test_ndindex_second_order(f, k):
 
 
 # ---------------------------------------------------------------------------
-# collections.deque at the second order: the box map's transposes (boxes_again) took a deque
+# collections.deque at the second order: the box map's transposes (dplus.higher.box_map) took a deque
 # for an object (a dict of attributes): SensitivityError "a dict was given as the sensitivity
 # of a list". And at first order a deque read whole (max, list, copy) and then grown was
 # refused ("a sensitivity of length 3 was given for a list of length 4"), where a list works.

@@ -177,7 +177,7 @@ def _coerce_box(u: Box, v: Any) -> Box:
 
 
 def _box_conforms(sens: Any, primal: Box) -> bool:
-    from .linear import conforms
+    from .conformance import conforms
 
     return isinstance(sens, Box) and conforms(sens.value, primal.value)
 

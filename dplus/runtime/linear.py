@@ -11,15 +11,12 @@ New sensitivity types join through :func:`register_linear_type` (built on
 
 from __future__ import annotations
 
-import enum
-import numbers
-import sys
-import types
 from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
 from ..errors import SensitivityError
+from .kinds import _NUMBER_TYPES, _numpy, is_atom, is_ndarray, is_number
 from .result import ProcResult
 
 __all__ = [
@@ -30,10 +27,6 @@ __all__ = [
     "dot",
     "zero",
     "coerce_zero",
-    "conforms",
-    "check_conforms",
-    "is_number",
-    "is_atom",
     "register_linear_type",
     "OneHot",
     "TupleAccumulator",
@@ -98,54 +91,6 @@ class GenZero:
 
 
 gen_zero = GenZero()
-
-_NUMBER_TYPES = (float, int, complex)
-
-
-def _numpy() -> Any:
-    return sys.modules.get("numpy")
-
-
-def is_number(x: Any) -> bool:
-    """True for int, float, complex and NumPy scalars; False for bool."""
-    t = type(x)
-    if t is float or t is int or t is complex:
-        return True
-    if t is bool:
-        return False
-    np = _numpy()
-    if np is not None and isinstance(x, np.bool_):
-        return False
-    if isinstance(x, enum.Enum):  # IntEnum / IntFlag members are ints, but names, not quantities
-        return False
-    return isinstance(x, numbers.Number)
-
-
-def is_ndarray(x: Any) -> bool:
-    np = _numpy()
-    return np is not None and isinstance(x, np.ndarray)
-
-
-_ATOM_TYPES = (
-    type(None),
-    str,
-    bytes,
-    bool,
-    range,
-    type,
-    types.ModuleType,
-    slice,
-    type(Ellipsis),
-    enum.Enum,
-)
-
-
-def is_atom(x: Any) -> bool:
-    """Values that never carry sensitivity: None, str, bool, range, types, modules, ..."""
-    if isinstance(x, _ATOM_TYPES):
-        return True
-    np = _numpy()
-    return np is not None and isinstance(x, (np.bool_, np.dtype))
 
 
 # --------------------------------------------------------------------------
@@ -600,77 +545,6 @@ def _describe(v: Any) -> str:
     if is_ndarray(v):
         return f"an array of shape {v.shape}"
     return f"a {type(v).__name__} ({v!r})"
-
-
-def conforms(sens: Any, primal: Any) -> bool:
-    """True when ``sens`` conforms to ``primal`` (SPEC section 4)."""
-    try:
-        check_conforms(sens, primal)
-    except SensitivityError:
-        return False
-    return True
-
-
-def check_conforms(sens: Any, primal: Any, what: str = "the sensitivity", path: str = "") -> None:
-    """Raise :class:`SensitivityError` naming where ``sens`` fails to conform to ``primal``."""
-    if sens is gen_zero:
-        return
-    where = f" at {path}" if path else ""
-
-    def fail(reason: str) -> None:
-        raise SensitivityError(
-            f"{what} does not conform to the result{where}: {_describe(sens)} given where the result is "
-            f"{_describe(primal)}; {reason}"
-        )
-
-    if type(sens) is OneHot or type(sens) is TupleAccumulator:
-        sens = _as_tuple(sens)
-    if type(primal) is bool or is_atom(primal):
-        if sens is not None:
-            fail("a non-differentiable value takes the sensitivity None")
-        return
-    if sens is None:
-        fail("None is the sensitivity of non-differentiable values only")
-    if is_number(primal):
-        if not is_number(sens):
-            fail("a number's sensitivity is a number")
-        return
-    if is_ndarray(primal):
-        if is_ndarray(sens):
-            if sens.shape != primal.shape:
-                fail(f"shape {sens.shape} given where the result has shape {primal.shape}")
-            return
-        if is_number(sens):
-            return
-        fail("an array's sensitivity is an array of the same shape")
-    if isinstance(primal, (tuple, list)):
-        kind = "tuple" if isinstance(primal, tuple) else "list"
-        if not isinstance(sens, tuple if kind == "tuple" else list):
-            fail(f"{type(sens).__name__} given where the result is a {kind} of {len(primal)}")
-        if len(sens) != len(primal):
-            fail(f"length {len(sens)} given where the result has length {len(primal)}")
-        for i, (s, p) in enumerate(zip(sens, primal)):
-            check_conforms(s, p, what, f"{path}[{i}]")
-        return
-    if isinstance(primal, dict):
-        if not isinstance(sens, dict):
-            fail(f"{type(sens).__name__} given where the result is a dict")
-        extra = set(sens) - set(primal)
-        if extra:
-            fail(f"keys {sorted(map(repr, extra))} are not keys of the result")
-        for k, s in sens.items():
-            check_conforms(s, primal[k], what, f"{path}[{k!r}]")
-        return
-    if isinstance(primal, ProcResult):
-        if not isinstance(sens, ProcResult):
-            fail("a ProcResult's sensitivity is a ProcResult")
-        check_conforms(sens.primal, primal.primal, what, f"{path}.primal")
-        return
-    checker = _extra_conformance.get(type(primal))
-    if checker is not None:
-        if not checker(sens, primal):
-            fail(f"not a sensitivity for {type(primal).__name__}")
-        return
     # Boxes, user objects, functions: checked by their own registrations or accepted.
 
 

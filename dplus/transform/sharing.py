@@ -22,7 +22,7 @@ name ``a`` of one function when
   every iteration changes an array of its own, never the one an earlier iteration read.
 
 The augmented assignments of other names are *shared*: when the value is an array at run
-time they are refused (see ``runtime_ops.refuse_array_in_place``).
+time they are refused (see ``runtime.calls.refuse_array_in_place``).
 """
 
 from __future__ import annotations

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
-import functools
-import gc
 import inspect
 import linecache
-import sys
 import threading
 import types
-from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
@@ -27,36 +22,34 @@ from ..errors import SourceUnavailableError, describe_callable
 from ..markers import mark
 from ..runtime.closures import (
     CodeMap,
-    PlusInfo,
-    is_plus_function,
     plus_info,
     plus_info_of_code,
-    register_plus_code,
     remember_generated,
 )
-from ..runtime.hooks import hooks
 from ..runtime.linear import gen_zero
-from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
 from . import persistent_cache
+from .deep_stack import _collector_paused, _deep_stack_when_needed
 from .fused import vector_fused_gradient
+from .generated_text import (
+    _cell_holds,
+    _readable,
+    _register_codes,
+    _register_text,
+    _unique_plus_names,
+)
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
 from .normalize.normalizer import normalize_function
-from .reverse.builder import Specialized, build_plus_function
+from .reverse.builder import build_plus_function
+from .reverse.entry import Specialized
 from .reverse.syntax import FAST_PATHS, Helpers, choose_prefix
 from .scalarize import hoist_constant_reads, scalarize_lists
 from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source, names_declared_global_in
-from .trees import child_blocks, clone, nesting_depth, unparse, walk
+from .trees import clone, unparse, walk
 
-__all__ = [
-    "plus_function_for",
-    "can_transform",
-    "lazy_transform",
-    "construct_plus",
-    "generated_source",
-]
+__all__ = ["compile_function", "general_paths_only", "generated_source"]
 
 Z = gen_zero
 
@@ -116,34 +109,6 @@ def general_paths_only() -> Iterator[None]:
         finally:
             FAST_PATHS[0] = True
             _COMPILED = saved
-
-
-def can_transform(f: Any) -> bool:
-    if isinstance(f, (types.FunctionType, types.MethodType, functools.partial)):
-        return True
-    if isinstance(f, type):
-        return False
-    call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
-    return isinstance(call, types.FunctionType)
-
-
-def plus_function_for(f: Any) -> Callable[..., ProcResult]:
-    """The plus-function of a Python callable, derived from its source."""
-    if isinstance(f, types.MethodType):
-        t = lookup_transform(f.__func__)
-        return _bound_plus(t if t is not None else plus_function_for(f.__func__), f.__self__)
-    if isinstance(f, functools.partial):
-        return _partial_plus(f)
-    if not isinstance(f, types.FunctionType):
-        call = getattr(type(f), "__call__", None)  # noqa: B004  (the class's __call__ function)
-        if isinstance(call, types.FunctionType):
-            t = lookup_transform(call)
-            # the sensitivity of a callable object is its own (a dict of attribute sensitivities)
-            return _bound_plus(t if t is not None else plus_function_for(call), f, as_object=True)
-        raise SourceUnavailableError(
-            f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source"
-        )
-    return _plus_from(compile_function(f), f)
 
 
 def _plus_from(compiled: Compiled, f: types.FunctionType) -> Callable[..., ProcResult]:
@@ -344,82 +309,6 @@ def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def _collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with the cyclic garbage collector paused: a transformation makes tens of
-    thousands of AST nodes that live until it ends, and the collector would traverse them
-    again and again (a sixth of the transformation time)."""
-
-    @functools.wraps(fn)
-    def paused(*args: Any, **kwargs: Any) -> Any:
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
-
-    return paused
-
-
-# The passes walk expressions recursively, a few frames per level: a function nested deeper
-# than this is transformed in a thread with a stack (and recursion limit) to match, so a long
-# sum or a deeply nested expression that CPython runs is transformed too
-_SHALLOW_ENOUGH = 60
-_FRAMES_PER_LEVEL = 12
-_STACK_BYTES_PER_FRAME = 2048
-_LIMIT_LOCK = threading.Lock()
-
-
-def _deep_stack_when_needed(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn(f, ...)`` run with room for recursion as deep as ``f``'s syntax tree needs."""
-
-    @functools.wraps(fn)
-    def run(f: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
-        depth = nesting_depth(function_source(f).node)
-        if depth <= _SHALLOW_ENOUGH:
-            return fn(f, *args, **kwargs)
-        return _on_deep_stack(lambda: fn(f, *args, **kwargs), depth * _FRAMES_PER_LEVEL + 1000)
-
-    return run
-
-
-def _on_deep_stack(thunk: Callable[[], Any], frames: int) -> Any:
-    """``thunk()`` in a new thread whose stack holds ``frames`` frames, the recursion limit
-    raised (for the process, as Python allows no other way) while it runs and restored after.
-    The caller waits: the lock it may hold is not needed by the transformation."""
-    outcome: list[Any] = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, thunk()))
-        except BaseException as e:  # handed to the caller's thread
-            outcome.append((False, e))
-
-    with _LIMIT_LOCK:
-        old_limit = sys.getrecursionlimit()
-        raised = max(old_limit, frames)
-        sys.setrecursionlimit(raised)
-        old_stack = threading.stack_size(
-            max(threading.stack_size(), frames * _STACK_BYTES_PER_FRAME + (1 << 20))
-        )
-        try:
-            worker = threading.Thread(target=target, name="dplus-transform")
-            worker.start()
-        finally:
-            threading.stack_size(old_stack)
-    try:
-        worker.join()
-    finally:
-        with _LIMIT_LOCK:
-            if sys.getrecursionlimit() == raised:
-                sys.setrecursionlimit(old_limit)
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
-
-
 def _reads_own_namespace(node: ast.AST) -> bool:
     """Whether the function calls ``locals``, ``vars``, ``dir``, ``eval`` or ``exec`` by name."""
     return any(
@@ -571,117 +460,9 @@ def _compile(
     )
 
 
-_NEST_COUNTER = [0]
-
-
-def _register_text(f: types.FunctionType, text: str) -> str:
-    """Register ``text``, the code of ``f`` made differentiable again, with linecache under
-    a new file name (the next order reads it there); returns the name."""
-    _NEST_COUNTER[0] += 1
-    filename = f"<dplus: {f.__qualname__} differentiable again #{_NEST_COUNTER[0]}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    return filename
-
-
 # (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much
 # code each order of a nested derivative generated
 COMPILE_LOG: list[tuple[str, bool, int]] = []
-
-
-def _cell_holds(cell: Any, value: Any) -> bool:
-    try:
-        return cell.cell_contents is value
-    except ValueError:
-        return False
-
-
-def _unique_plus_names(plus_def: ast.FunctionDef) -> dict[str, tuple]:
-    """Number nested plus-functions in tree order, so two builds of one function agree on names.
-
-    Returns each generated function's by-value free variables, by its final name.
-    """
-    k = 0
-    by_value: dict[str, tuple] = {plus_def.name: getattr(plus_def, "dp_by_value", ())}
-    for body in _statement_lists(plus_def):
-        for i, st in enumerate(body):
-            if isinstance(st, ast.FunctionDef) and st is not plus_def:
-                if st.name.endswith("__plus"):
-                    k += 1
-                    old = st.name
-                    st.name = f"{old}_{k}"
-                    # the def is followed by the assignment of the user's name from it
-                    nxt = body[i + 1] if i + 1 < len(body) else None
-                    if (
-                        isinstance(nxt, ast.Assign)
-                        and isinstance(nxt.value, ast.Name)
-                        and nxt.value.id == old
-                    ):
-                        nxt.value.id = st.name
-                by_value[st.name] = getattr(st, "dp_by_value", ())
-    return by_value
-
-
-def _statement_lists(root: ast.AST) -> Any:
-    """Every statement list under ``root``, in tree order; expressions are not entered
-    (generated code defines functions only at statement level)."""
-    queue = deque([root])
-    while queue:
-        for block in child_blocks(queue.popleft()):
-            yield block
-            queue.extend(block)
-
-
-def _register_codes(
-    code: types.CodeType, by_value: dict[str, tuple], f: Any, codes: dict[str, types.CodeType]
-) -> None:
-    if "__plus" in code.co_name:
-        register_plus_code(code, PlusInfo(f.__code__, tuple(by_value.get(code.co_name, ())), f))
-        codes[code.co_name] = code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            _register_codes(c, by_value, f, codes)
-
-
-def _readable(plus_def: ast.FunctionDef, filename: str) -> str:
-    """The generated source with the user's line numbers as comments."""
-    tree = clone(plus_def)
-    markers: dict[str, int] = {}
-
-    def mark(body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        last = None
-        for st in body:
-            line = getattr(st, "lineno", None)
-            if line is not None and line != last:
-                key = f"__dp_line_{len(markers)}__"
-                markers[key] = line
-                out.append(ast.Expr(value=ast.Name(id=key, ctx=ast.Load())))
-                last = line
-            for field in ("body", "orelse", "finalbody"):
-                sub = getattr(st, field, None)
-                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-                    setattr(st, field, mark(sub))
-            if isinstance(st, ast.Try):
-                for h in st.handlers:
-                    h.body = mark(h.body)
-            out.append(st)
-        return out
-
-    tree.body = mark(tree.body)
-    text = unparse(tree)
-    import linecache
-
-    lines = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped in markers:
-            n = markers[stripped]
-            indent = line[: len(line) - len(line.lstrip())]
-            src_line = linecache.getline(filename, n).strip()
-            lines.append(f"{indent}# line {n}: {src_line}" if src_line else f"{indent}# line {n}")
-        else:
-            lines.append(line)
-    return f"# generated by dplus from {filename}\n" + "\n".join(lines)
 
 
 def generated_source(f: Any) -> str:
@@ -697,206 +478,3 @@ def generated_source(f: Any) -> str:
     if source is not None and plus_info(target) is not None:
         target = source
     return compile_function(target).source
-
-
-# ---------------------------------------------------------------------------
-# bound methods, partials, callable objects
-
-
-def _bound_plus(
-    t: Callable[..., ProcResult], owner: Any, as_object: bool = False
-) -> Callable[..., ProcResult]:
-    plus = bind_transform(t, owner, as_object)
-    _mark_plus(plus)
-    return plus
-
-
-def _partial_plus(p: functools.partial) -> Callable[..., ProcResult]:
-    from ..runtime.core import KeywordDict, lift
-    from ..runtime.ops import call_plus_keywords, keywords_at, merged_keywords
-
-    inner_plus = (
-        lift(p.func)
-        if not can_transform(p.func)
-        or lookup_transform(p.func) is not None
-        or is_plus_function(p.func)  # made inside transformed code: it stands for itself
-        else plus_function_for(p.func)
-    )
-    bound_args = p.args
-    bound_kw = KeywordDict(p.keywords)  # (a value: its sensitivity is the partial's third part)
-    bound_names = tuple(bound_kw)
-
-    # (written in the language dplus differentiates, so that it is differentiated again: the
-    # inner plus-function is called through call_plus_keywords, with the keywords as tuples,
-    # and their sensitivities are picked by operations with rules of their own)
-    def partial_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        names, values = merged_keywords(bound_kw, kwargs)
-        r = call_plus_keywords(inner_plus, bound_args + args, names, values)
-        inner = r.backprop
-        nb = len(bound_args)
-
-        def partial_backprop(A: Any, Abox: Any) -> tuple:
-            out = inner(A, Abox)
-            npos = nb + len(args)
-            pos = out[1 : 1 + npos]
-            kept = tuple([k for k in bound_names if k not in kwargs]) if kwargs else bound_names
-            closure = (out[0], pos[:nb], keywords_at(out, 1 + npos, kept))
-            res: tuple[Any, ...] = (closure,) + pos[nb:]
-            if kwargs:
-                res = res + (keywords_at(out, 1 + npos, tuple(kwargs)),)
-            return res
-
-        return ProcResult(r.primal, partial_backprop)
-
-    if partial_plus.__code__ not in _EXTRA_PLUS:
-        # its sensitivity is the partial's, (func, args, keywords): laid out by these variables
-        _EXTRA_PLUS.add(partial_plus.__code__)
-        register_plus_code(
-            partial_plus.__code__, PlusInfo(None, ("inner_plus", "bound_args", "bound_kw"), None)
-        )
-    return partial_plus
-
-
-_EXTRA_PLUS: set[types.CodeType] = set()
-
-
-def _mark_plus(fn: Callable[..., Any]) -> None:
-    code = cast(types.FunctionType, fn).__code__  # (a plus-function dplus made: a function)
-    if code not in _EXTRA_PLUS:
-        _EXTRA_PLUS.add(code)
-        register_plus_code(code, PlusInfo(None, (), None))
-
-
-# ---------------------------------------------------------------------------
-# define_dplus: derive lazily, so recursion and mutual recursion work in any order
-
-
-def lazy_transform(f: Any) -> Callable[..., ProcResult]:
-    state: dict[str, Any] = {}
-
-    def lazy_plus(*args: Any, **kwargs: Any) -> ProcResult:
-        plus = state.get("plus")
-        if plus is None:
-            plus = state["plus"] = plus_function_for(f)
-            register_primitive(f, plus, note="derived from source by define_dplus")
-        if kwargs:  # (bound by runtime_ops.call, so their sensitivities come back by name)
-            from ..runtime.ops import call
-
-            return call(plus, *args, **kwargs)
-        return plus(*args)
-
-    lazy_plus.__name__ = lazy_plus.__qualname__ = f"{getattr(f, '__name__', 'f')}__plus"
-    mark(lazy_plus, "__dplus_source__", f)
-    mark(lazy_plus, "__dplus_lazy__", True)
-    return lazy_plus
-
-
-# ---------------------------------------------------------------------------
-# constructing instances of user classes
-
-
-def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
-    if dataclasses.is_dataclass(cls) or attrs.has(cls):
-        return _field_constructor(cls)
-    if _is_plain_namedtuple(cls):
-        return _namedtuple_constructor(cls)
-    init = (
-        cls.__dict__.get("__init__")
-        if "__init__" in cls.__dict__
-        else getattr(cls, "__init__", None)
-    )
-    if isinstance(init, types.FunctionType):
-        t = lookup_transform(init)
-        init_plus = t if t is not None else plus_function_for(init)
-
-        def construct(*args: Any, **kwargs: Any) -> ProcResult:
-            from ..runtime.core import apply_transform, handover
-
-            obj = cls.__new__(cls)
-            # (through apply_transform, so that this code can be differentiated again)
-            r = apply_transform(init_plus, obj, *args, **kwargs)
-            inner = r.backprop
-
-            def construct_backprop(A: Any, Abox: Any) -> tuple:
-
-                if A is not Z and A is not None:
-                    handover(Abox, obj, A)
-                out = inner(Z, Abox)
-                return ((),) + tuple(out[2:])
-
-            return ProcResult(obj, construct_backprop)
-
-        _mark_plus(construct)
-        return construct
-    return None
-
-
-def _is_plain_namedtuple(cls: type[Any]) -> bool:
-    """A ``collections.namedtuple`` / ``typing.NamedTuple`` class whose construction is the
-    generated one (no ``__new__`` or ``__init__`` of the user's)."""
-    if not (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)):
-        return False
-    for klass in cls.__mro__:
-        if klass is tuple:
-            return True
-        if "__init__" in klass.__dict__:
-            return False
-        new = klass.__dict__.get("__new__")
-        new = getattr(new, "__func__", new)  # (a staticmethod in the class dict)
-        if new is not None and not getattr(new, "__module__", "").startswith("namedtuple_"):
-            return False  # (the generated __new__ lives in a module named namedtuple_<name>)
-    return True
-
-
-def _namedtuple_constructor(cls: type[Any]) -> Callable[..., ProcResult]:
-    """A named tuple built from its fields: each argument gets its field's sensitivity."""
-    names = list(cls._fields)
-
-    def construct_namedtuple(*args: Any, **kwargs: Any) -> ProcResult:
-        obj = cls(*args, **kwargs)
-        n = len(names)
-
-        def construct_namedtuple_backprop(A: Any, Abox: Any) -> tuple:
-            from ..runtime.linear import tuple_items
-
-            parts = dict(zip(names, tuple_items(A, n)))
-            out = ((),) + tuple(parts[name] for name in names[: len(args)])
-            if kwargs:
-                out = out + ({k: parts.get(k, Z) for k in kwargs},)
-            return out
-
-        return ProcResult(obj, construct_namedtuple_backprop)
-
-    _mark_plus(construct_namedtuple)
-    return construct_namedtuple
-
-
-def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
-    if dataclasses.is_dataclass(cls):
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-    else:
-        names = [a.name for a in attrs.fields(cls) if a.init]
-
-    def construct_fields(*args: Any, **kwargs: Any) -> ProcResult:
-        obj = cls(*args, **kwargs)
-        pos_names = names[: len(args)]
-
-        def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
-            from ..runtime.core import handover
-
-            if A is not Z and A is not None:
-                handover(Abox, obj, A)
-            entry = Abox.pop(obj, Z)
-            get = (lambda n: entry.get(n, Z)) if entry is not Z else (lambda n: Z)
-            out = ((),) + tuple(get(n) for n in pos_names)
-            if kwargs:
-                out = out + ({k: get(k) for k in kwargs},)
-            return out
-
-        return ProcResult(obj, construct_fields_backprop)
-
-    _mark_plus(construct_fields)
-    return construct_fields
-
-
-hooks.install(plus_function_for=plus_function_for)

@@ -26,7 +26,8 @@ list / tuple / set / dict displays                     ``containers`` (``display
 ``if`` / ``elif`` / ``else``                           ``builder`` (``FunctionBuilder.c_If``)
 conditional expressions, ``and`` / ``or``              normalised to ``if``
 ``for`` (any iterable), ``else`` on loops              ``loops`` (``LoopRules.c_For``);
-                                                       fast variants in ``fast_loops``
+                                                       fast variants in ``fast_loops``,
+                                                       ``list_loops``
 ``while``                                              ``loops`` (``LoopRules.c_While``)
 ``break``, ``continue``, early ``return``              normalised to flags
 comprehensions, generator expressions                  normalised to loops
@@ -43,10 +44,12 @@ The specialisations are kept apart from these rules and must equal them
 (``transformer.general_paths_only()`` builds code without any of them):
 ``fast_paths`` (float fast segments under a type guard, the fused gradient ``f__grad``),
 ``replay`` (a general segment's reverse as a replay program), ``fast_loops`` (a loop
-running its fast segment while the guard holds, loops over lists of numbers); ``fused``
+running its fast segment while the guard holds), ``list_loops`` (loops over lists of
+numbers, run over the lists themselves); ``fused``
 (one level up: ``f__grad`` for vector parameters) and ``peephole`` run on the result.
 
-The other modules: ``syntax`` (operator tables, the prefix of generated names, AST node
+The other modules: ``builder`` (the walk: records, blocks, ``if``), ``entry`` (the
+plus-function's ``def`` around the reversed body), ``syntax`` (operator tables, the prefix of generated names, AST node
 constructors), ``templates`` (inline rules parsed once into templates), ``ssa`` (a segment in
 single-assignment form and the accumulator of its adjoints), ``segments`` (how statements are
 classified and grouped into segments).

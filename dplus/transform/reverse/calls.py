@@ -21,12 +21,12 @@ class CallRules:
     ) -> bool:
         """Whether a ``call(f, *args)`` of first-order code is written ``callee_plus(f)(*args)``
         (differentiable-again code keeps ``call``, which has a rule of its own)."""
-        from ...runtime import ops as runtime_ops
+        from ...runtime import calls as runtime_calls
 
         return (
             not self.nestable
             and isinstance(plus, ast.Name)
-            and self.h.values.get(plus.id) is runtime_ops.call
+            and self.h.values.get(plus.id) is runtime_calls.call
             and not keywords
             and bool(args)
             and not any(isinstance(a, ast.Starred) for a in args)
@@ -76,12 +76,12 @@ class CallRules:
         sensitivity giving one).
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
-            from ...runtime import ops as runtime_ops
+            from ...runtime import calls as runtime_calls
 
             if self.h.values[plus.id] not in (
-                runtime_ops.call,
-                runtime_ops.binop_plus,
-                runtime_ops.call_on_constants,
+                runtime_calls.call,
+                runtime_calls.binop_plus,
+                runtime_calls.call_on_constants,
             ):
                 # a transform called as the function it is: its next transform must differentiate it again
                 args = [plus] + list(args)

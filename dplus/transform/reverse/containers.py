@@ -113,7 +113,7 @@ class ContainerRules:
         self, target: str, v: ast.Call
     ) -> tuple[ast.expr, list[ast.stmt], ast.expr] | None:
         """``obj.append(x)`` on a list, run natively (first-order code): the reverse takes the
-        element's sensitivity off the end of the list's entry (``runtime_ops.append_back``)."""
+        element's sensitivity off the end of the list's entry (``runtime.list_writes.append_back``)."""
         args = v.args
         if (
             self.nestable

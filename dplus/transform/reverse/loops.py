@@ -145,7 +145,7 @@ class LoopRules:
         return fwd, rev
 
     def list_length(self, s: ast.For) -> ast.expr:
-        """What a loop records of its iterable's length where it ends (``runtime_ops.list_length``):
+        """What a loop records of its iterable's length where it ends (``runtime.routers.list_length``):
         a list iterated may be resized before the loop's reverse routes its elements' sensitivities.
         A fresh list (``zip``, ``enumerate``, ...) is not: ``-1``, with no call."""
         if getattr(s, "dp_fresh_iter", False):

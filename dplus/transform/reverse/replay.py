@@ -1,5 +1,5 @@
 """Specialisation: the general variant of a segment as a replay program
-(``runtime.ops.replay_segment``) instead of generated reverse code."""
+(``runtime.calls.replay_segment``) instead of generated reverse code."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class ReplayRules:
         """The general variant of a segment of arithmetic (operations, copies, values that
         carry no sensitivity), its reverse as data: the forward as
         :meth:`general_segment` writes it, the names it records, and ``(names, program)``
-        for :func:`runtime_ops.replay_segment`, which reads the backprops and values from the
+        for :func:`runtime.calls.replay_segment`, which reads the backprops and values from the
         record. None for any other segment, or one that touches a boxed name.
 
         The variant runs only when the segment's float guard fails, so its reverse need not

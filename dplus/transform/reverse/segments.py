@@ -106,7 +106,7 @@ class SegmentRules:
 
     def on_constants_only(self, v: ast.Call) -> bool:
         """A call of a module-level callee whose arguments are all literals or module-level
-        names (see ``runtime_ops.call_on_constants``)."""
+        names (see ``runtime.calls.call_on_constants``)."""
         if not self.is_static_chain(v.func) or self.nestable and v.keywords:
             return False
         operands = list(v.args) + [k.value for k in v.keywords]

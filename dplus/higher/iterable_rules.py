@@ -1,0 +1,136 @@
+"""Rule code over iterables and sets at the next order: a ``Seq`` is a record of its argument
+(reading it sends the sensitivity back to where it came from); what is not differentiable
+again yet is refused naming what the user's code did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..primitives import _iterables
+from ..primitives import container_displays as _container_displays
+from ..primitives import sets as _sets
+from ..primitives.container_reads import register_attribute
+from ..runtime.boxes import BoxSensitivities
+from ..runtime.core import apply_transform
+from ..runtime.handover import is_tracked_mutable
+from ..runtime.linear import (
+    add,
+    gen_zero,
+    tuple_part,
+)
+from ..runtime.registry import register_primitive
+from ..runtime.result import ProcResult
+from .sensitivity_rules import _unsupported_again
+
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
+
+
+# Rule code that keeps sensitivities of the elements of iterables is not differentiable
+# again yet: refused naming what the user's code did, never these internals.
+def _iterated(seq: Any, *rest: Any) -> str:
+    """What the user's code iterated, for a refusal: ``sum() over a NumPy array``."""
+    kinds = {
+        _iterables.LIST: "a list",
+        _iterables.ARRAY: "a NumPy array",
+        _iterables.REPEAT: "itertools.repeat",
+    }
+    return f"{seq.fn}() over {kinds.get(seq.kind, 'an iterable')}"
+
+
+def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
+    """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
+    Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
+    part back (iterators, sets and repeats keep the refusal)."""
+    if (
+        sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST)
+        or s is None
+    ):
+        return _refused_seq_sens(sq, s, Abox)
+    r = sq.sens(s, Abox)
+
+    def seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+        if r is Z or sq.kind == _iterables.CONST or (r is s and is_tracked_mutable(r)):
+            return (), Z, Z, None  # zero, or the list itself (its sensitivity is its own, in Abox2)
+        S = Abox2.pop(r, Z) if is_tracked_mutable(r) else Z
+        S = add(S, A)
+        if S is Z or S is None:
+            return (), Z, Z, None
+        n = len(s)
+        parts = [
+            tuple_part(S, i, len(sq.items)) if sq.kind == _iterables.TUPLE else S[i]
+            for i in range(n)
+        ]
+        return (), Z, parts if type(s) is list else tuple(parts), None
+
+    return ProcResult(r, seq_sens_backprop)
+
+
+# A Seq in rule code differentiated again is a record of its argument: reading its value or
+# items (a tuple argument's own elements) sends the sensitivity back to where they came from.
+def _seq_rule(value: Any, items: Any, kind: int, fn: str, arg: str) -> ProcResult:
+    def seq_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        if not isinstance(A, dict):
+            return (), Z, Z, None, None, None
+        return (), A.get("value", Z), A.get("items", Z), None, None, None
+
+    return ProcResult(_iterables.Seq(value, items, kind, fn, arg), seq_backprop)
+
+
+def _seq_attribute_rule(name: str) -> Callable[[Any], ProcResult]:
+    def seq_attribute_rule(sq: Any) -> ProcResult:
+        return ProcResult(
+            getattr(sq, name), lambda A, Abox: ((), Z if A is Z or A is None else {name: A})
+        )
+
+    return seq_attribute_rule
+
+
+register_primitive(
+    _iterables.Seq, _seq_rule, note="internal: a rule's iterable argument, at the next order"
+)
+register_attribute(_iterables.Seq, "items", _seq_attribute_rule("items"))
+register_attribute(_iterables.Seq, "value", _seq_attribute_rule("value"))
+
+
+def _seq_source_rule(sq: Any) -> ProcResult:
+    """``sq.source()``: the materialized items, or the value itself when there are none."""
+    return apply_transform(_seq_attribute_rule("value" if sq.items is None else "items"), sq)
+
+
+register_primitive(
+    _iterables.Seq.source,
+    _seq_source_rule,
+    note="internal: what a rule iterates, at the next order",
+)
+
+_refused_seq_sens = _unsupported_again(
+    _iterables.Seq.sens,
+    _iterated,
+    "; on arrays use the NumPy function (np.sum, np.max, np.prod, ...), which is differentiable "
+    "again, and pass lists, tuples or arrays rather than iterators",
+)
+register_primitive(
+    _iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity"
+)
+
+# A set's sensitivity is a dict keyed by its elements, made and read by these helpers of the
+# set rules: refused at the next order, naming sets.
+_SETS_AGAIN = "the elements of sets"
+_SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
+for _helper_module, _helper_name in (
+    (_container_displays, "set_sensitivity"),
+    (_container_displays, "set_entry"),
+    (_container_displays, "set_items_sensitivities"),
+    (_iterables, "set_sens"),
+    (_sets, "_route"),
+):
+    _helper = getattr(_helper_module, _helper_name)
+    register_primitive(
+        _helper,
+        _unsupported_again(_helper, _SETS_AGAIN, _SETS_FIX),
+        note="internal: refused at the next order",
+    )

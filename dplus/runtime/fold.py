@@ -1,0 +1,481 @@
+"""Moving sensitivities out of the box-sensitivity map at a call's boundary: the layouts and
+snapshots of arguments taken when a call starts, and ``fold``, which gathers a mutable
+value's sensitivity back from its entries into the structure of the value.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import sys
+from collections.abc import Sequence
+from typing import Any, cast
+
+from ..errors import NonDifferentiableError
+from .boxes import Box, BoxSensitivities
+from .closures import closure_values
+from .core import CellKey
+from .handover import _as_items, is_tracked_mutable, only_floats
+from .kinds import is_atom, is_ndarray, is_number
+from .linear import (
+    OneHot,
+    TupleAccumulator,
+    add,
+    coerce_zero,
+    gen_zero,
+    is_zero_sensitivity,
+    object_attributes,
+    zero,
+)
+from .result import ProcResult
+
+_NUMBERS = frozenset({float, int})
+_FLOATS = frozenset({float})
+_TUPLES = frozenset({tuple})
+_ZEROS = frozenset({type(gen_zero)})
+_chain = itertools.chain.from_iterable
+
+
+class ArrayContents:
+    """The bytes of a NumPy array when a call of code dplus does not see began (compared by
+    bytes: NaNs compare equal to themselves, every dtype is covered)."""
+
+    __slots__ = ("shape", "data")
+
+    def __init__(self, a: Any) -> None:
+        self.shape = a.shape
+        self.data = a.tobytes()
+
+    def changed(self, a: Any) -> bool:
+        return a.shape != self.shape or a.tobytes() != self.data
+
+
+def layouts(values: Any) -> list[tuple[Any, Any]]:
+    """``(container, its items)`` for every list, dict, box and object reachable from
+    ``values`` (tuples looked into), and ``(array, ArrayContents)`` for every NumPy array:
+    what a call of code dplus does not see may change."""
+    out: list[tuple[Any, Any]] = []
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is float or t is int or t is bool or v is None or t is str:
+            continue
+        if t is tuple:
+            stack.extend(v)
+            continue
+        if is_ndarray(v):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append((v, ArrayContents(v)))
+            continue
+        if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
+            continue
+        seen.add(id(v))
+        items = _container_items(v)
+        if items is None:
+            continue  # (an attribute that cannot be read, a property that raises: not watched)
+        if isinstance(v, list):
+            if not _NUMBERS.issuperset(map(type, items)):
+                stack.extend(items)
+        elif t is Box:
+            stack.append(v.value)
+        elif isinstance(v, set):
+            pass  # (its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            stack.extend(items)
+        else:  # a dict's or an object's (key, value) pairs
+            stack.extend(x for _, x in items)
+        out.append((v, items))
+    return out
+
+
+def _container_items(v: Any) -> tuple | None:
+    """A list's elements, a box's value, or a dict's or object's (key, value) pairs."""
+    if isinstance(v, list):
+        return tuple(v)
+    if isinstance(v, dict):
+        return tuple(v.items())
+    if isinstance(v, (set, collections.deque)):
+        return tuple(v)
+    if type(v) is Box:
+        return (v.value,)
+    try:
+        return tuple(object_attributes(v).items())
+    except Exception:
+        return None
+
+
+def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+    """:func:`layouts` of what a call of ``op`` (code dplus does not see) could change: its
+    arguments, and a bound method's object or a callable object itself."""
+    return layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+
+
+def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
+    """The containers of :func:`layouts` whose items are no longer the same objects, and
+    the arrays whose contents changed."""
+    out = []
+    for v, items in watched:
+        if type(items) is ArrayContents:
+            if items.changed(v):
+                out.append(v)
+            continue
+        now = _container_items(v) or ()  # (unreadable now, readable before the call: changed)
+        if len(now) != len(items) or not all(map(_same_item, now, items)):
+            out.append(v)
+    return out
+
+
+def _same_item(a: Any, b: Any) -> bool:
+    if type(a) is tuple and len(a) == 2 and type(b) is tuple and len(b) == 2:  # (key, value) pairs
+        return a[0] == b[0] and a[1] is b[1]
+    return a is b
+
+
+def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
+    """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
+    if Abox is None:
+        return gen_zero
+    if is_tracked_mutable(v):
+        return fold(v, gen_zero, Abox)
+    if type(v) is tuple:
+        return tuple(mutable_sensitivity_of(e, Abox) for e in v)
+    return gen_zero
+
+
+class ItemColumns:
+    """The element sensitivities of a fresh list of tuples made by ``zip`` or ``enumerate``,
+    held as columns: ``cols[j]`` lists every item's ``j``-th part (``None``: all zero).
+
+    Only the reverse of a fast loop over such a list puts one in ``Abox``
+    (``runtime.routers.route_columns``), and only the backprop of the builtin that made the
+    list reads it (``primitives._iterables.columns``): no user code can reach the list.
+    """
+
+    __slots__ = ("cols",)
+
+    def __init__(self, cols: list) -> None:
+        self.cols = cols
+
+
+class Snapshot:
+    """The layout a mutable argument had when a differentiated function was called.
+
+    The box-sensitivity map gives an argument's sensitivity in the layout it had at the
+    call (writes restore layouts in reverse), so the boundary folds against this record
+    of the layout, not against the argument as the function left it.
+    """
+
+    __slots__ = ("obj", "items", "content")
+
+    def __init__(self, obj: Any, items: Any, content: str | None = None) -> None:
+        self.obj = obj
+        self.items = items
+        # "floats" or "float tuples": a list that held only those, ``items`` being its copy
+        self.content = content
+
+
+def snapshot(v: Any, _memo: dict | None = None) -> Any:
+    """``v`` with every mutable value inside replaced by a :class:`Snapshot` of its layout."""
+    t = type(v)
+    if t is float or t is int or t is bool or v is None:
+        return v
+    if t is tuple:
+        for e in v:
+            te = type(e)
+            if te is not float and te is not int:
+                break
+        else:
+            return v  # the common case: numbers only
+        if _memo is None:  # the arguments of a call: numbers and lists of floats at once
+            _memo = {}
+            return tuple([_snapshot_element(e, _memo) for e in v])
+    if _memo is None:
+        _memo = {}
+    key = id(v)
+    if key in _memo:
+        return _memo[key]
+    if is_tracked_mutable(v):
+        snap = Snapshot(v, None)
+        _memo[key] = snap
+        if t is list and only_floats(v):
+            snap.items = v[:]  # floats only: the layout is the copy
+            snap.content = "floats"
+        elif t is list and _NUMBERS.issuperset(map(type, v)):
+            snap.items = v[:]  # numbers only: the layout is the copy
+        elif (
+            t is list
+            and _TUPLES.issuperset(map(type, v))
+            and _FLOATS.issuperset(map(type, _chain(v)))
+        ):
+            snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
+            snap.content = "float tuples"
+        elif isinstance(v, list):
+            snap.items = [_snapshot_element(e, _memo) for e in v]  # (a matrix's rows: at once)
+        elif isinstance(v, dict):
+            snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
+        elif t is Box:
+            snap.items = snapshot(v.value, _memo)
+        elif isinstance(v, set):
+            snap.items = v  # (folded as the set it is: its elements are hashable values)
+        elif isinstance(v, collections.deque):
+            snap.items = v  # (folded as the deque it is)
+        elif t is not CellKey:
+            snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
+        return snap
+    if isinstance(v, tuple):
+        items = [snapshot(e, _memo) for e in v]
+        for x, e in zip(items, v):
+            if x is not e:  # a mutable value inside, now its snapshot
+                make = getattr(type(v), "_make", None)  # a NamedTuple's
+                return make(items) if make is not None else tuple(items)
+        return v
+    return v
+
+
+def _snapshot_element(e: Any, memo: dict) -> Any:
+    """:func:`snapshot` of an element: numbers and lists of floats (a vector, a matrix's
+    row) without the general steps."""
+    te = type(e)
+    if te is float or te is int:
+        return e
+    if te is list:
+        snap = memo.get(id(e))
+        if snap is None and only_floats(e):
+            snap = memo[id(e)] = Snapshot(e, e[:], "floats")
+        if snap is not None:
+            return snap
+    return snapshot(e, memo)
+
+
+def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
+    """The user-facing sensitivity of ``v``: ``s`` plus ``Abox`` entries, no ``gen_zero`` inside."""
+    if _memo is None:
+        _memo = {}
+    t = type(v)
+    if t is Snapshot:
+        return _fold_snapshot(v, s, Abox, _memo)
+    if t is float or t is int:
+        if s is gen_zero or s is None:
+            return zero(v)
+        return s
+    key = id(v)
+    if key in _memo:
+        return _memo[key]
+    if t is list or isinstance(v, list):
+        entry: Any = Abox.get(v) if Abox is not None else gen_zero
+        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
+        if base is None and entry is not gen_zero and len(entry) == len(v):
+            # the common case, a list of numbers: one pass, no recursion
+            out = [
+                e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo)
+                for x, e in zip(v, entry)
+            ]
+            _memo[key] = out
+            return out
+        return _fold_list(v, base, entry, Abox, _memo, key)
+    if t is tuple or isinstance(v, tuple):
+        if (
+            t is tuple
+            and type(s) is tuple
+            and len(s) == len(v)
+            and _FLOATS.issuperset(map(type, s))
+            and _NUMBERS.issuperset(map(type, v))
+        ):
+            return s  # numbers with their sensitivities: nothing to fold
+        if s is gen_zero or s is None:
+            items = [gen_zero] * len(v)
+        elif type(s) is OneHot:
+            items = s.to_list()
+        elif type(s) is TupleAccumulator:
+            items = s.items
+        else:
+            items = list(s)
+        out_items = [fold(e, si, Abox, _memo) for e, si in zip(v, items)]
+        make = getattr(type(v), "_make", None)  # a NamedTuple's
+        return make(out_items) if make is not None else tuple(out_items)
+    if t is dict or isinstance(v, dict):
+        return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
+    if isinstance(v, collections.deque):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        base = (
+            _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+        )
+        if type(entry) is list and len(entry) == len(v):
+            base = [add(b, e) for b, e in zip(base, entry)]
+        folded = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
+        _memo[key] = folded
+        return folded
+    if isinstance(v, (set, frozenset)):
+        # (a set made outside has no values its elements' sensitivities could go back to, and
+        # a gradient shaped like a set does not exist)
+        parts = list(s.values()) if isinstance(s, dict) else []
+        entry = Abox.get(v) if Abox is not None and isinstance(v, set) else gen_zero
+        if isinstance(entry, dict):
+            parts.extend(entry.values())
+        if any(not is_zero_sensitivity(x) for x in parts):
+            raise NonDifferentiableError(
+                "sensitivity reached the elements of a set that comes from outside "
+                "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
+                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)"
+            )
+        s = gen_zero
+    if t is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if Abox is not None and v in Abox:
+            raw = add(raw, Abox.get(v))
+        result = Box(None)
+        _memo[key] = result
+        result.value = fold(v.value, raw, Abox, _memo)
+        return result
+    if t is ProcResult:
+        sp = s.primal if isinstance(s, ProcResult) else gen_zero
+        sb = s.backprop if isinstance(s, ProcResult) else gen_zero
+        return ProcResult(fold(v.primal, sp, Abox, _memo), fold(v.backprop, sb, Abox, _memo))
+    if type(v) is bool or is_atom(v):
+        return None
+    if is_number(v) or is_ndarray(v):
+        return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
+    if callable(v):
+        vals = closure_values(v)
+        if s is gen_zero or s is None:
+            items = [gen_zero] * len(vals)
+        else:
+            items = list(s.items if type(s) is TupleAccumulator else s)
+            if len(items) != len(vals):
+                return coerce_zero(s, v)
+        return tuple(fold(e, si, Abox, _memo) for e, si in zip(vals, items))
+    if is_tracked_mutable(v):
+        entry = Abox.get(v) if Abox is not None else gen_zero
+        return _fold_mapping(object_attributes(v), s, entry, Abox, _memo, key)
+    return coerce_zero(s, v)
+
+
+def conform_numpy_sensitivity(v: Any, s: Any) -> Any:
+    """A NumPy argument's sensitivity as the user sees it: of the argument's dtype (a float32
+    array or scalar gets a float32 gradient, as in autograd), zeros for an integer or bool
+    array (a constant, as with JAX's ``allow_int``), real for a real argument."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(v, (np.ndarray, np.generic)):
+        return s
+    dtype = v.dtype
+    if isinstance(s, (np.ndarray, np.generic)) and s.dtype == dtype:
+        return s
+    if dtype.kind in "biu":
+        return (
+            zero(v) if isinstance(v, np.ndarray) else s
+        )  # (NumPy integer scalars count as numbers)
+    if dtype.kind not in "fc":
+        return s
+    if dtype.kind == "f" and np.iscomplexobj(s):
+        s = np.real(s)
+    if isinstance(v, np.ndarray):
+        return np.asarray(s).astype(dtype) if np.shape(s) == v.shape else s
+    return dtype.type(s) if np.ndim(s) == 0 else s
+
+
+def fold_float_list(snap: Snapshot, Abox: BoxSensitivities | None) -> list | None:
+    """The fold of a list that held only floats and has no sensitivity but its ``Abox``
+    entry: its entry's floats, or zeros when it has none (``None``: fold it the general way)."""
+    found = Abox._entries.get(id(snap.obj)) if Abox is not None else None
+    if found is None:
+        return [0.0] * len(snap.items)  # it received no sensitivity
+    entry = found[1]
+    if type(entry) is list and len(entry) == len(snap.items) and only_floats(entry):
+        return entry[:]  # one C-level pass to check, one to copy
+    return None
+
+
+def _fold_snapshot(snap: Snapshot, s: Any, Abox: BoxSensitivities | None, _memo: dict) -> Any:
+    v = snap.obj
+    key = id(snap)
+    if key in _memo:
+        return _memo[key]
+    entry: Any = Abox.get(v) if Abox is not None else gen_zero
+    items = snap.items
+    if isinstance(v, list):
+        base = _as_items(s, len(items), items) if s is not gen_zero and s is not None else None
+        if (
+            snap.content == "float tuples"
+            and base is None
+            and type(entry) is list
+            and len(entry) == len(items)
+            and _TUPLES.issuperset(map(type, entry))
+            and _FLOATS.issuperset(map(type, _chain(entry)))
+            and list(map(len, entry)) == list(map(len, items))
+        ):
+            # tuples of floats, each with a tuple of float sensitivities: nothing to fold
+            out = entry[:]
+            _memo[key] = out
+            return out
+        if (
+            base is None
+            and snap.content == "floats"
+            and (entry is gen_zero or type(entry) is list and len(entry) == len(items))
+        ):
+            # the common case, a list of floats: their sensitivities are the entry's
+            floats = fold_float_list(snap, Abox)
+            if floats is None:  # (then the Abox has an entry: a list)
+                floats = [0.0 if e is gen_zero or e is None else e for e in cast(list[Any], entry)]
+            _memo[key] = floats
+            return floats
+        return _fold_list(items, base, entry, Abox, _memo, key)
+    if isinstance(v, dict) or (type(v) is not Box and isinstance(items, dict)):
+        return _fold_mapping(items, s, entry, Abox, _memo, key)
+    if type(v) is Box:
+        raw = s.value if isinstance(s, Box) else s
+        if entry is not gen_zero:
+            raw = add(raw, entry)
+        result = Box(None)
+        _memo[key] = result
+        result.value = fold(items, raw, Abox, _memo)
+        return result
+    return fold(v, s, Abox, _memo)
+
+
+def _fold_list(
+    items: list[Any], base: Sequence[Any] | None, entry: Any, Abox: Any, memo: dict, key: int
+) -> list:
+    """Element by element: the given sensitivities plus the list's ``Abox`` entry."""
+    out: list = []
+    memo[key] = out
+    if base is None and (
+        entry is gen_zero or len(entry) == len(items) and _ZEROS.issuperset(map(type, entry))
+    ):
+        # no sensitivity for the list itself (the usual case for a list of lists: each row's
+        # is in the row's own entry): rows of floats with float entries are copied at once
+        append = out.append
+        for e in items:
+            if type(e) is Snapshot and e.content == "floats":
+                r = memo.get(id(e))
+                if r is None:
+                    r = fold_float_list(e, Abox)
+                    r = (
+                        _fold_snapshot(e, gen_zero, Abox, memo)
+                        if r is None
+                        else memo.setdefault(id(e), r)
+                    )
+                append(r)
+            else:
+                append(fold(e, gen_zero, Abox, memo))
+        return out
+    for i, e in enumerate(items):
+        si = gen_zero if base is None else base[i]
+        if entry is not gen_zero and i < len(entry):
+            si = add(si, entry[i])
+        out.append(fold(e, si, Abox, memo))
+    return out
+
+
+def _fold_mapping(items: dict, s: Any, entry: Any, Abox: Any, memo: dict, key: int) -> dict:
+    """Key by key (dict keys or attribute names): the given sensitivities plus the ``Abox`` entry."""
+    out: dict = {}
+    memo[key] = out
+    for k, e in items.items():
+        sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+        if entry is not gen_zero and k in entry:
+            sk = add(sk, entry[k])
+        out[k] = fold(e, sk, Abox, memo)
+    return out

@@ -1,0 +1,60 @@
+"""What kind of value a value is, for the rules and the runtime: a number (``int``, ``float``,
+``complex``, NumPy scalars; not ``bool``), a NumPy array, or an atom that never carries
+sensitivity (``None``, strings, types, modules, ...). NumPy is looked up, never imported.
+"""
+
+from __future__ import annotations
+
+import enum
+import numbers
+import sys
+import types
+from typing import Any
+
+_NUMBER_TYPES = (float, int, complex)
+
+
+def _numpy() -> Any:
+    return sys.modules.get("numpy")
+
+
+def is_number(x: Any) -> bool:
+    """True for int, float, complex and NumPy scalars; False for bool."""
+    t = type(x)
+    if t is float or t is int or t is complex:
+        return True
+    if t is bool:
+        return False
+    np = _numpy()
+    if np is not None and isinstance(x, np.bool_):
+        return False
+    if isinstance(x, enum.Enum):  # IntEnum / IntFlag members are ints, but names, not quantities
+        return False
+    return isinstance(x, numbers.Number)
+
+
+def is_ndarray(x: Any) -> bool:
+    np = _numpy()
+    return np is not None and isinstance(x, np.ndarray)
+
+
+_ATOM_TYPES = (
+    type(None),
+    str,
+    bytes,
+    bool,
+    range,
+    type,
+    types.ModuleType,
+    slice,
+    type(Ellipsis),
+    enum.Enum,
+)
+
+
+def is_atom(x: Any) -> bool:
+    """Values that never carry sensitivity: None, str, bool, range, types, modules, ..."""
+    if isinstance(x, _ATOM_TYPES):
+        return True
+    np = _numpy()
+    return np is not None and isinstance(x, (np.bool_, np.dtype))

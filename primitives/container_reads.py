@@ -1,0 +1,412 @@
+"""Container rules for reading: ``xs[i]``, ``d[k]``, ``t[i]``, ``obj.a`` (subscripts, slices,
+attributes, a module's globals), and the attribute rules and Python-override checks the
+other container rules share. See :mod:`primitives.containers` for the conventions.
+"""
+
+from __future__ import annotations
+
+import builtins as builtins_module
+import collections
+import sys
+import types
+from collections.abc import Sequence
+from typing import Any
+
+from dplus.errors import NonDifferentiableError, UnknownTransformError
+from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.core import apply_transform, lift
+from dplus.runtime.handover import handover, is_tracked_mutable
+from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
+from dplus.runtime.registry import register_primitive
+from dplus.runtime.result import ProcResult
+
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
+_LIST_LIKE = (list, collections.deque)
+
+_ATTR_RULES: dict[tuple[type, str], Any] = {}
+
+# A subclass of list or dict may override a method in Python. Where the program calls the
+# method (``xs.append(v)``, ``d[k] = v``), the override runs and is differentiated from its
+# source; these rules describe the builtin methods, which the override reaches through
+# ``super()`` or ``list.append(self, v)``. So a rule that changes a list or dict calls the
+# builtin itself (``list.append(xs, v)``) when the instance's class overrides the method; it
+# keeps the method syntax otherwise, which is what the rule's code differentiated again
+# (second order) handles natively.
+_EXACT_CONTAINERS = frozenset({list, tuple, dict})
+_PYTHON_OVERRIDES: dict[tuple[type, str], Any] = {}
+
+
+def _python_method(t: type, name: str) -> Any:
+    """``t``'s method ``name`` when it is a Python function (a user class, or a subclass of a
+    builtin container overriding it), else None."""
+    key = (t, name)
+    if key not in _PYTHON_OVERRIDES:
+        method = getattr(t, name, None)
+        _PYTHON_OVERRIDES[key] = method if isinstance(method, types.FunctionType) else None
+    return _PYTHON_OVERRIDES[key]
+
+
+def _overrides(obj: Any, name: str) -> bool:
+    """Whether ``obj``'s class overrides the builtin container method ``name`` in Python."""
+    t = type(obj)
+    return t not in _EXACT_CONTAINERS and _python_method(t, name) is not None
+
+
+def register_attribute(cls: type, name: str, transform: Any) -> None:
+    """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
+    _ATTR_RULES[(cls, name)] = transform
+    _OWN_ATTRIBUTE_KINDS.clear()
+
+
+def _conform_items(items: Sequence[Any], like: Any) -> Any:
+    if isinstance(like, _LIST_LIKE):  # (a deque's sensitivity is a list, by position)
+        return list(items)
+    if isinstance(like, tuple):
+        return tuple(items)
+    if all(is_zero_sensitivity(x) for x in items):
+        return Z
+    raise NonDifferentiableError(
+        f"sensitivity reached the elements of a {type(like).__name__}, which cannot carry it; "
+        "pass a list or a tuple instead"
+    )
+
+
+# ---------------------------------------------------------------------------
+# reading: xs[i], d[k], t[i], obj.a
+
+
+def scatter_slice(S: Any, rng: range, n: int) -> tuple:
+    """The sensitivity of a length-``n`` tuple from that of its slice at positions ``rng``."""
+    items = [Z] * n
+    for j, s in zip(rng, tuple_items(S, len(rng))):
+        items[j] = s
+    return tuple(items)
+
+
+def gather_slice(S: Any, rng: range, n: int) -> tuple:
+    """The transpose of :func:`scatter_slice`: the parts of a length-``n`` sensitivity at ``rng``."""
+    items = tuple_items(S, n)
+    return tuple(items[j] for j in rng)
+
+
+# each is the other's transpose, so both differentiate again at any order
+register_primitive(
+    scatter_slice,
+    lambda S, rng, n: ProcResult(
+        scatter_slice(S, rng, n),
+        lambda A, Abox: ((), Z if A is Z or A is None else gather_slice(A, rng, n), None, None),
+    ),
+)
+register_primitive(
+    gather_slice,
+    lambda S, rng, n: ProcResult(
+        gather_slice(S, rng, n),
+        lambda A, Abox: ((), Z if A is Z or A is None else scatter_slice(A, rng, n), None, None),
+    ),
+)
+
+
+def read_global_plus(namespace: dict, name: str) -> ProcResult:
+    """A read of a name the function declares ``global``: the module's namespace read as a
+    dict (``getitem_plus``), or, as Python reads a global, the builtins, or ``NameError``."""
+    if name in namespace:
+        return apply_transform(getitem_plus, namespace, name)
+    if hasattr(builtins_module, name):
+        return ProcResult(getattr(builtins_module, name), lambda A, Abox: ((), Z, None))
+    raise NameError(f"name {name!r} is not defined")
+
+
+def _python_method_call(method: Any, obj: Any, *args: Any) -> ProcResult:
+    """``method(obj, *args)``, a class's Python ``__getitem__``/``__setitem__``/``__delitem__``,
+    through its transform (not ``call``: rule code differentiated again must see the
+    transform); the backprop answers as the operator's, with no closure of its own."""
+    r = apply_transform(lift(method), obj, *args)
+    inner = r.backprop
+    n = 1 + len(args)
+    return ProcResult(r.primal, lambda A, Abox: ((),) + tuple(inner(A, Abox)[1 : 1 + n]))
+
+
+def getitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """``obj[idx]``: the class's own ``__getitem__`` when it is Python, else the builtin's rule."""
+    t = type(obj)
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__getitem__")
+        if method is not None:
+            return _python_method_call(method, obj, idx)
+    return builtin_getitem_plus(obj, idx)
+
+
+def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """The builtin ``__getitem__`` of lists, tuples, dicts, arrays (``list.__getitem__(xs, i)``)."""
+    t = type(obj)
+    if not _overrides(obj, "__getitem__"):
+        v = obj[idx]
+    elif isinstance(obj, list):
+        v = list.__getitem__(obj, idx)
+    else:
+        v = dict.__getitem__(obj, idx)
+    if t is list or isinstance(obj, _LIST_LIKE):  # (a deque: by position, as a list)
+        n = len(obj)
+        if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
+            i = idx + n if idx < 0 else idx
+
+            def list_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                if A is not Z and A is not None:
+                    if is_tracked_mutable(v):
+                        handover(Abox, v, A)
+                    else:
+                        entry = Abox.list_entry(obj, n)
+                        entry[i] = add(entry[i], A)
+                return (), Z, None
+
+            return ProcResult(v, list_read_backprop)
+        rng = range(*idx.indices(n))
+
+        def list_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is not Z and A is not None:
+                handover(Abox, v, A)
+            part = Abox.pop(v, Z)
+            if part is not Z:
+                entry = Abox.list_entry(obj, n)
+                for j, s in zip(rng, part):
+                    if s is not Z:
+                        entry[j] = add(entry[j], s)
+            return (), Z, None
+
+        return ProcResult(v, list_slice_backprop)
+    if t is tuple or isinstance(obj, tuple):
+        n = len(obj)
+        if isinstance(idx, slice):
+            rng = range(*idx.indices(n))
+
+            def tuple_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                if A is Z or A is None:
+                    return (), Z, None
+                return (), scatter_slice(A, rng, n), None
+
+            return ProcResult(v, tuple_slice_backprop)
+        i = idx + n if idx < 0 else idx
+
+        def tuple_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+                return (), Z, None
+            return (), OneHot(i, A, n), None
+
+        return ProcResult(v, tuple_read_backprop)
+    if t is dict or isinstance(obj, dict):
+        return _keyed_read(obj, idx, v)
+    if is_ndarray(obj):
+
+        def array_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            return (), scatter_add(obj, idx, A), None
+
+        return ProcResult(v, array_read_backprop)
+    if isinstance(obj, (str, bytes, range)):
+        return ProcResult(v, lambda A, Abox: ((), Z, None))
+    return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _a_type_name(t: type) -> str:
+    """``a list``, ``an array.array``: the type as the user writes it, with its article."""
+    name = (
+        t.__qualname__
+        if t.__module__ in ("builtins", "__main__")
+        else f"{t.__module__}.{t.__qualname__}"
+    )
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def scatter_add(like: Any, idx: Any, A: Any) -> Any:
+    """A new array of zeros shaped like the array ``like``, with ``A`` added at ``idx``
+    (repeated indices add up): the transpose of reading ``like[idx]``. A function with a
+    rule of its own (below), so that the reverse of indexing is differentiable again."""
+    np = sys.modules["numpy"]
+    g = np.zeros(
+        np.shape(like), dtype=np.result_type(np.asarray(like).dtype, np.asarray(A).dtype, float)
+    )
+    np.add.at(g, idx, A)
+    return g
+
+
+def _scatter_add_plus(like: Any, idx: Any, A: Any) -> ProcResult:
+    """Linear in ``A``: its transpose reads the sensitivity at ``idx`` back (summed over
+    the axes along which ``A`` was broadcast)."""
+    from .operator_operands import _fit
+
+    def scatter_add_backprop(S: Any, Abox: BoxSensitivities) -> tuple:
+        if S is Z or S is None:
+            return (), Z, None, Z
+        return (), Z, None, _fit(S[idx], A)
+
+    return ProcResult(scatter_add(like, idx, A), scatter_add_backprop)
+
+
+register_primitive(
+    scatter_add, _scatter_add_plus, note="internal: the transpose of indexing an array (linear)"
+)
+
+
+def _add_to_entry(Abox: BoxSensitivities, obj: Any, key: Any, v: Any, A: Any) -> None:
+    """Add the sensitivity ``A`` of ``obj[key]`` (or ``obj.key``), whose value is ``v``, to ``Abox``."""
+    if A is Z or A is None:
+        return
+    if is_tracked_mutable(v):
+        handover(Abox, v, A)  # a mutable element keeps its sensitivity in its own entry
+    else:
+        entry = Abox.map_entry(obj)
+        entry[key] = add(entry[key], A) if key in entry else A
+
+
+def _keyed_read(obj: Any, key: Any, v: Any) -> ProcResult:
+    """Reading ``obj[key]`` of a dict or ``obj.key`` of an object whose value is ``v``."""
+
+    def keyed_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        _add_to_entry(Abox, obj, key, v, A)
+        return (), Z, None
+
+    return ProcResult(v, keyed_read_backprop)
+
+
+def _unknown_read(obj: Any, v: Any, what: str) -> ProcResult:
+    def unknown_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if not is_zero_sensitivity(A):
+            raise UnknownTransformError(
+                f"no derivative is known for {what}, and its result received a non-zero sensitivity. "
+                "Register a rule with dplus.register_primitive, or use lists, tuples, dicts or NumPy arrays"
+            )
+        return (), Z, None
+
+    return ProcResult(v, unknown_read_backprop)
+
+
+def _class_descriptor_shadows(t: type, name: str) -> bool:
+    """Whether reading ``name`` of a ``t`` runs a data descriptor of the class (a property)
+    rather than reading what the instance holds (its ``__dict__`` or a ``__slots__`` member)."""
+    for cls in t.__mro__:
+        if name in cls.__dict__:
+            found = type(cls.__dict__[name])
+            if found is types.MemberDescriptorType:
+                return False
+            return hasattr(found, "__set__") or hasattr(found, "__delete__")
+    return False
+
+
+def _instance_has(obj: Any, name: str) -> bool:
+    if _class_descriptor_shadows(type(obj), name):
+        return False
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and name in d:
+        return True
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        if name in slots:
+            return True
+    return False
+
+
+def _named_field_index(obj: Any, name: str) -> int:
+    """The position of a named tuple's field ``name`` (-1: not a named tuple's field).
+    Non-differentiable: rule code differentiated again reads it as a constant."""
+    fields = getattr(type(obj), "_fields", ()) if isinstance(obj, tuple) else ()
+    return fields.index(name) if isinstance(fields, tuple) and name in fields else -1
+
+
+def getattr_plus(obj: Any, name: str) -> ProcResult:
+    v = getattr(obj, name)
+    t = type(obj)
+    if isinstance(obj, (types.ModuleType, type)):
+        return ProcResult(v, _no_sens_2)
+    rule = _ATTR_RULES.get((t, name))
+    if rule is not None:
+        r = apply_transform(rule, obj)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
+    if t is ProcResult:
+        if name == "primal":
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(A, Z) if A is not Z else Z, None))
+        if name == "backprop":
+            return ProcResult(v, lambda A, Abox: ((), ProcResult(Z, A) if A is not Z else Z, None))
+    if t is Box and name == "value":
+        return _box_read(obj, v)
+    field = _named_field_index(obj, name)
+    if field >= 0:
+        # a named tuple's field: a projection like t[i]
+        return apply_transform(getitem_plus, obj, field)
+    if is_tracked_mutable(obj) and _instance_has(obj, name):
+        return _keyed_read(obj, name, v)
+    if isinstance(v, types.MethodType) and v.__self__ is obj:
+        # a bound method closes over its instance: its sensitivity is (A_self,)
+        def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            parts = tuple_items(A, len(A) if isinstance(A, tuple) else 1)
+            return (), (parts[0] if parts else Z), None
+
+        return ProcResult(v, method_read_backprop)
+    if callable(v) and not is_tracked_mutable(obj):
+        # builtin methods (xs.append, d.get): registered per descriptor, see lift()
+        return ProcResult(v, _method_of_value_backprop)
+    if callable(v):
+        return ProcResult(v, _method_of_value_backprop)
+    prop = getattr(t, name, None)
+    if isinstance(prop, property) and prop.fget is not None:
+        r = apply_transform(lift(prop.fget), obj)
+        inner = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
+    if is_number(obj) or is_ndarray(obj):
+        return _unknown_read(obj, v, f"the attribute {name!r} of a {t.__name__}")
+    if is_tracked_mutable(obj):
+        # a class attribute read through an instance: a constant
+        return ProcResult(v, _no_sens_2)
+    return _unknown_read(obj, v, f"the attribute {name!r} of a {t.__name__}")
+
+
+def _method_of_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+    # the sensitivity of a bound builtin method is (A_self,)
+    if A is Z or A is None or A == ():
+        return (), Z, None
+    return (), tuple_items(A, len(A) if isinstance(A, tuple) else 1)[0], None
+
+
+def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
+    return (), Z, None
+
+
+# Attributes of user objects read and assigned natively by first-order generated code
+# (reverse.py, ``Reverser.attribute_read`` / ``attribute_write``): the same values, effects
+# and sensitivities as ``getattr_plus``'s keyed read and ``setattr_plus``, without a
+# ProcResult and a closure per operation (``self.px += DT * self.vx`` in a method).
+
+NOT_OWN = object()  # the read is not a number attribute of the object's own: take the rule
+_OWN_ATTRIBUTE_KINDS: dict[tuple[type, str], str | None] = {}
+
+
+def _box_read(b: Box, v: Any) -> ProcResult:
+    def unbox_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+            else:
+                Abox.accumulate(b, A)
+        return (), Z, None
+
+    return ProcResult(v, unbox_backprop)
+
+
+def _box_write(b: Box, v: Any) -> ProcResult:
+    b.value = v
+
+    def set_box_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), Z, None, Abox.pop(b, Z)
+
+    return ProcResult(None, set_box_backprop)

@@ -1,0 +1,301 @@
+"""Container rules for writing: ``xs[i] = v``, ``d[k] = v``, ``obj.a = v`` and ``del``; a write
+moves the written element's sensitivity out of the container's entry. See
+:mod:`primitives.containers` for the conventions.
+"""
+
+from __future__ import annotations
+
+import collections
+import types
+from typing import Any
+
+from dplus.errors import NonDifferentiableError
+from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.core import apply_transform
+from dplus.runtime.handover import is_tracked_mutable
+from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.linear import add, gen_zero
+from dplus.runtime.registry import lookup_transform
+from dplus.runtime.result import ProcResult
+
+from .container_reads import (
+    _ATTR_RULES,
+    _EXACT_CONTAINERS,
+    _OWN_ATTRIBUTE_KINDS,
+    NOT_OWN,
+    _box_write,
+    _class_descriptor_shadows,
+    _conform_items,
+    _no_sens_2,
+    _overrides,
+    _python_method,
+    _python_method_call,
+)
+
+# (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
+# slot holds gen_zero or the backprop's sensitivity, not a function)
+Z: Any = gen_zero
+
+
+# (module constants: rule code differentiated again reads them as constants, not as
+# attributes of a module)
+_DEQUE = collections.deque
+_DEQUE_SETITEM = collections.deque.__setitem__
+_DEQUE_DELITEM = collections.deque.__delitem__
+
+
+# ---------------------------------------------------------------------------
+# writing: xs[i] = v, d[k] = v, obj.a = v, del
+
+
+def setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``obj[idx] = v``: the class's own ``__setitem__`` when it is Python, else the builtin's rule."""
+    t = type(obj)
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__setitem__")
+        if method is not None:
+            return _python_method_call(method, obj, idx, v)
+    return builtin_setitem_plus(obj, idx, v)
+
+
+def builtin_setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
+    t = type(obj)
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_SETITEM), obj, idx, v)
+    if t is list or isinstance(obj, list):
+        n = len(obj)
+        if isinstance(idx, slice):
+            start, stop, step = idx.indices(n)
+            vals = list(v)
+            old_positions = list(range(start, stop, step))
+            if _overrides(obj, "__setitem__"):
+                list.__setitem__(obj, idx, vals)
+            else:
+                obj[idx] = vals
+            m = len(vals)
+
+            def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                entry = Abox.get(obj)
+                if entry is Z:
+                    new_sens = [Z] * m
+                else:
+                    if step == 1:
+                        new_sens = entry[start : start + m]
+                        entry[start : start + m] = [Z] * len(old_positions)
+                    else:
+                        new_sens = [entry[j] for j in old_positions]
+                        for j in old_positions:
+                            entry[j] = Z
+                for e, s in zip(vals, new_sens):
+                    pass
+                return (
+                    (),
+                    Z,
+                    None,
+                    _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z,
+                )
+
+            return ProcResult(None, list_slice_write_backprop)
+        i = idx + n if idx < 0 else idx
+        if _overrides(obj, "__setitem__"):
+            list.__setitem__(obj, i, v)
+        else:
+            obj[i] = v
+
+        def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is Z:
+                return (), Z, None, Z
+            s = entry[i]
+            entry[i] = Z
+            return (), Z, None, s
+
+        return ProcResult(None, list_write_backprop)
+    if t is dict or isinstance(obj, dict):
+        if _overrides(obj, "__setitem__"):
+            dict.__setitem__(obj, idx, v)
+        else:
+            obj[idx] = v
+
+        def dict_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is Z:
+                return (), Z, None, Z
+            return (), Z, None, entry.pop(idx, Z)
+
+        return ProcResult(None, dict_write_backprop)
+    if is_ndarray(obj):
+        raise NonDifferentiableError(
+            "assigning into a NumPy array inside differentiated code is not supported (arrays are values "
+            "in dplus); build a new array instead, e.g. with numpy.where or numpy.concatenate"
+        )
+    obj[idx] = v
+    return ProcResult(None, _unknown_write_backprop(f"assigning into a {t.__name__}"))
+
+
+def _unknown_write_backprop(what: str) -> Any:
+    def unknown_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), Z, None, Z
+
+    return unknown_write_backprop
+
+
+def _own_attribute_kind(obj: Any, name: str) -> str | None:
+    """How instances of ``type(obj)`` hold ``name`` when reading it runs no user code and
+    ``getattr_plus`` reads it as the object's own attribute: ``"slot"`` (a ``__slots__``
+    member), ``"dict"`` (the instance's ``__dict__``, when it has the name), else None (a
+    rule for the attribute, a ``Box``, an object that is not tracked, ``__getattribute__``
+    overridden, a property or other data descriptor)."""
+    t = type(obj)
+    if (t, name) in _ATTR_RULES or t is Box or not is_tracked_mutable(obj):
+        return None
+    if t.__getattribute__ is not object.__getattribute__ or _class_descriptor_shadows(t, name):
+        return None
+    for cls in t.__mro__:
+        if type(cls.__dict__.get(name)) is types.MemberDescriptorType:
+            return "slot"
+    return "dict"
+
+
+def own_number_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` when it is a number the object holds itself (what ``getattr_plus`` reads
+    as a keyed read), else ``NOT_OWN`` (then nothing was run: the caller takes the rule)."""
+    key = (type(obj), name)
+    kind = _OWN_ATTRIBUTE_KINDS.get(key, NOT_OWN)
+    if kind is NOT_OWN:
+        kind = _OWN_ATTRIBUTE_KINDS[key] = _own_attribute_kind(obj, name)
+    if kind is None:
+        return NOT_OWN
+    if kind == "dict":
+        d = getattr(obj, "__dict__", None)
+        if not (isinstance(d, dict) and name in d):
+            return NOT_OWN
+    v = getattr(obj, name)
+    tv = type(v)
+    return v if tv is float or tv is int else NOT_OWN
+
+
+def own_attribute_back(obj: Any, name: str, A: Any, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``v = obj.name`` read by ``own_number_attribute``: what the keyed
+    read's backprop returns, ``A`` added into the object's entry."""
+    if A is Z or A is None:
+        return (), Z, None
+    found = Abox._entries.get(id(obj))
+    entry = Abox.map_entry(obj) if found is None else found[1]
+    prev = entry.get(name, Z)
+    entry[name] = (
+        A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+    )
+    return (), Z, None
+
+
+def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
+    """``obj.name = v`` done here when ``setattr_plus`` would do only that (a tracked object
+    other than a ``Box``); False: nothing was done, the caller takes the rule."""
+    if type(obj) is Box or not is_tracked_mutable(obj):
+        return False
+    setattr(obj, name, v)
+    return True
+
+
+def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tuple:
+    """The reverse of ``store_own_attribute``: what ``setattr_plus``'s backprop returns."""
+    entry = Abox.get(obj)
+    if entry is Z:
+        return (), Z, None, Z
+    return (), Z, None, entry.pop(name, Z)
+
+
+def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    if is_ndarray(obj) or is_number(obj):
+        raise NonDifferentiableError(
+            f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported"
+        )
+    if type(obj) is Box and name == "value":
+        return _box_write(obj, v)
+    setattr(obj, name, v)
+
+    def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is Z:
+            return (), Z, None, Z
+        return (), Z, None, entry.pop(name, Z)
+
+    return ProcResult(None, attr_write_backprop)
+
+
+def delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    """``del obj[idx]``: the class's own ``__delitem__`` when it is Python, else the builtin's rule."""
+    t = type(obj)
+    if t not in _EXACT_CONTAINERS:
+        method = _python_method(t, "__delitem__")
+        if method is not None:
+            return _python_method_call(method, obj, idx)
+    return builtin_delitem_plus(obj, idx)
+
+
+def builtin_delitem_plus(obj: Any, idx: Any) -> ProcResult:
+    if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
+        return apply_transform(lookup_transform(_DEQUE_DELITEM), obj, idx)
+    if isinstance(obj, list):
+        n = len(obj)
+        if isinstance(idx, slice):
+            positions = list(range(*idx.indices(n)))
+            if _overrides(obj, "__delitem__"):
+                list.__delitem__(obj, idx)
+            else:
+                del obj[idx]
+
+            def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+                entry = Abox.get(obj)
+                if entry is not Z:
+                    restored = [Z] * n
+                    keep = [j for j in range(n) if j not in set(positions)]
+                    for j, s in zip(keep, entry):
+                        restored[j] = s
+                    entry[:] = restored
+                return (), Z, None
+
+            return ProcResult(None, list_slice_del_backprop)
+        i = idx + n if idx < 0 else idx
+        if _overrides(obj, "__delitem__"):
+            list.__delitem__(obj, i)
+        else:
+            del obj[i]
+
+        def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is not Z:
+                entry.insert(i, Z)
+            return (), Z, None
+
+        return ProcResult(None, list_del_backprop)
+    if isinstance(obj, dict):
+        if _overrides(obj, "__delitem__"):
+            dict.__delitem__(obj, idx)
+        else:
+            del obj[idx]
+
+        def dict_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            entry = Abox.get(obj)
+            if entry is not Z:
+                entry.pop(idx, None)
+            return (), Z, None
+
+        return ProcResult(None, dict_del_backprop)
+    if is_ndarray(obj):
+        raise NonDifferentiableError("deleting from a NumPy array is not possible")
+    del obj[idx]
+    return ProcResult(None, _no_sens_2)
+
+
+def delattr_plus(obj: Any, name: str) -> ProcResult:
+    delattr(obj, name)
+
+    def attr_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is not Z:
+            entry.pop(name, None)
+        return (), Z, None
+
+    return ProcResult(None, attr_del_backprop)
