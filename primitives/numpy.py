@@ -73,6 +73,7 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +93,7 @@ from .operator_operands import _fit, _unbroadcast
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
+_ufunc: Any = np.ufunc if np is not None else type(None)
 
 
 _PLAIN = (float, int)
@@ -171,9 +173,24 @@ def _zeros(args: tuple, kwargs: dict) -> tuple:
 def _check_out(fn: Any, kwargs: dict) -> None:
     if kwargs.get("out") is not None:
         raise NonDifferentiableError(
-            f"{_name(fn)}(..., out=...) writes into an existing array, and arrays are values in dplus: "
-            "in-place writes inside differentiated code are not supported. Use the returned array instead"
+            f"{_name(fn)}(..., out=...) writes into an existing array, which dplus does not follow for "
+            "this function. Use the returned array instead"
         )
+
+
+def writes_into(fn: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the call ``fn(*args, **kwargs)`` writes its result into an array (``out=``)."""
+    if kwargs and kwargs.get("out") is not None:
+        out = kwargs["out"]
+        return not (type(out) is tuple and all(o is None for o in out))
+    return type(fn) is _ufunc and len(args) > fn.nin and args[fn.nin] is not None
+
+
+def with_out(fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict) -> ProcResult:
+    """``fn(*args, out=y)``: the rule ``transform`` on the arguments, ``fn`` writing into ``y``."""
+    from .numpy_inplace import out_plus
+
+    return out_plus(fn, transform, args, kwargs)
 
 
 def _name(fn: Any) -> str:
@@ -201,7 +218,7 @@ def defgrad(
     slot: no sensitivity); arguments past the last gradient get none. ``kw`` maps the names
     of parameters that may also be passed by keyword and are differentiable to the index
     of their gradient; other keyword arguments (``axis``, ``keepdims``, ...) get none.
-    ``out=`` raises :class:`NonDifferentiableError`. With ``coerce``, differentiable
+    ``out=`` writes the result into the array given, in place. With ``coerce``, differentiable
     arguments given as lists or tuples reach the gradients as arrays (NumPy reads them so).
     """
     n = len(grads)
@@ -212,7 +229,8 @@ def defgrad(
     coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
-        _check_out(fn, kwargs)
+        if writes_into(fn, args, kwargs):
+            return with_out(fn, transform, args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
@@ -307,8 +325,8 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
     mark_derived(vjp, "rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
-        if kwargs:
-            _check_out(fn, kwargs)
+        if writes_into(fn, args, kwargs):
+            return with_out(fn, transform, args, kwargs)
         r = fn(*args, **kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
@@ -424,3 +442,7 @@ if np is not None:
     register_primitive(
         fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)"
     )
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -6,6 +6,7 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
 
@@ -332,3 +333,7 @@ def _method_vjp(vjp: Grad) -> Grad:
         return (Z,) + tuple(vjp(A, r, *args, **kwargs))
 
     return method
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

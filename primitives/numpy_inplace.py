@@ -9,7 +9,7 @@ change an array (``a.fill``, ``a.sort``, ``a.partition``, ``a.put``, ``np.copyto
 ``np.put``, ``np.place``, ``np.putmask``, ``np.fill_diagonal``, ``np.put_along_axis``,
 ``a.__iadd__(b)``, ``operator.iadd(a, b)``).
 
-Each write keeps the values it overwrites (``runtime.memory.record_write``); its reverse
+Each write keeps the values it overwrites (``runtime.memory.remember_write``); its reverse
 moves the written elements' sensitivity out of the memory's entry in the box-sensitivity
 map, to the values written or through the operation that computed them, and puts the
 old values back (see :mod:`dplus.runtime.memory`). An operation computed in place
@@ -36,11 +36,10 @@ from dplus.errors import NonDifferentiableError
 from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.memory import (
-    WriteRecord,
     hand_over,
     memory_owner,
     overlaps_itself,
-    record_write,
+    remember_write,
     take,
     take_at,
     track,
@@ -83,7 +82,10 @@ IN_PLACE_OPERATORS: dict[Any, Any] = {
     operator.irshift: operator.rshift,
 }
 
-_DPLUS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OWN_DIRS = (
+    os.path.dirname(os.path.abspath(__file__)),  # the rule library
+    os.path.dirname(os.path.dirname(os.path.abspath(apply_transform.__code__.co_filename))),  # dplus
+)
 
 
 def user_place() -> str:
@@ -91,7 +93,7 @@ def user_place() -> str:
     f = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
-        if not os.path.abspath(name).startswith(_DPLUS_DIR) and "<dplus" not in name:
+        if not os.path.abspath(name).startswith(_OWN_DIRS) and "<dplus" not in name:
             return f"{name}, line {f.f_lineno}"
         f = f.f_back
     return "your code"
@@ -173,7 +175,7 @@ def _last_wins(dst: Any, idx: Any) -> Any:
 def array_setitem_plus(dst: Any, idx: Any, value: Any) -> ProcResult:
     """``dst[idx] = value`` on an array: the write, and its reverse."""
     owner = check_writable(dst, "assigning into an array")
-    rec = record_write(dst, idx)
+    rec = remember_write(dst, idx, np.copy(dst[idx]))
     dst[idx] = value
     track(owner)
     last = None if _is_basic(idx) or not _may_repeat(idx) else _last_wins(dst, idx)
@@ -197,8 +199,9 @@ def array_inplace_plus(iop: Any, a: Any, b: Any) -> ProcResult:
     reverse restores ``a``'s old values and runs the rule of ``a op b`` on them."""
     owner = check_writable(a, f"`{_SYMBOLS.get(iop, iop.__name__)}`")
     plain = IN_PLACE_OPERATORS[iop]
-    rec = WriteRecord(a, Ellipsis, a.copy())
-    r = apply_transform(lookup_transform(plain), rec.old, b)  # the rule, on the old values
+    old = a.copy()
+    rec = remember_write(a, Ellipsis, old)
+    r = apply_transform(lookup_transform(plain), old, b)  # the rule, on the old values
     out = iop(a, b)
     if out is not a:  # (NumPy computed a new array: nothing changed in place)
         return ProcResult(out, r.backprop)
@@ -277,8 +280,10 @@ def out_plus(fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs:
     plain_kwargs = {
         k: v for k, v in kwargs.items() if k != "out" and not (is_ufunc and k == "where")
     }
-    r = apply_transform(transform, *plain_args, **plain_kwargs)  # before y changes
-    rec = WriteRecord(y, Ellipsis, y.copy())
+    # the rule on the arguments as they are before y changes (one showing y's memory: a copy)
+    plain_args = tuple(_unaliased(a, owner) for a in plain_args)
+    r = apply_transform(transform, *plain_args, **plain_kwargs)
+    rec = remember_write(y, Ellipsis, y.copy())
     res = fn(*args, **kwargs)
     track(owner)
     rule_back = r.backprop
@@ -305,6 +310,13 @@ def out_plus(fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs:
     return ProcResult(res, out_backprop)
 
 
+def _unaliased(a: Any, owner: Any) -> Any:
+    """``a``, or a copy of it when it shows the memory of ``owner`` (to be overwritten)."""
+    if type(a) is np.ndarray and memory_owner(a) is owner:
+        return np.copy(a)
+    return a
+
+
 def _name(fn: Any) -> str:
     name: Any = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if "." in name else f"numpy.{name}"
@@ -329,7 +341,8 @@ def ufunc_at_plus(ufunc: Any, a: Any, indices: Any, b: Any = None) -> ProcResult
     owner = check_writable(a, f"numpy.{ufunc.__name__}.at")
     pos = _flat_positions(a, indices)
     bb = np.broadcast_to(np.asarray(b), pos.shape)
-    rec = WriteRecord(a, Ellipsis, a.copy())
+    old_a = a.copy()
+    rec = remember_write(a, Ellipsis, old_a)
     ufunc.at(a, indices, b)
     track(owner)
     flat_pos = np.ravel(pos)
@@ -341,7 +354,7 @@ def ufunc_at_plus(ufunc: Any, a: Any, indices: Any, b: Any = None) -> ProcResult
             return (), Z, Z, None, Z
         Sf = np.ravel(S)  # (a fresh array, C order: the same element order as the positions)
         if ufunc is np.multiply:
-            old = np.ravel(rec.old)
+            old = np.ravel(old_a)
             bf = np.ravel(bb)
             total = np.ones(a.size, dtype=np.result_type(old, bf))
             np.multiply.at(total, flat_pos, bf)
@@ -362,18 +375,17 @@ def _products_of_others(pos: Any, b: Any) -> Any:
     """For each occurrence ``k``: the product of the ``b`` of the other occurrences naming the
     same element (1.0 for an element named once)."""
     out = np.ones(b.shape, dtype=b.dtype)
-    order = np.argsort(pos, kind="stable")
-    sp = pos[order]
-    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-    ends = np.r_[starts[1:], sp.size]
-    for s, e in zip(starts, ends):
-        if e - s < 2:
-            continue
-        group = order[s:e]
-        vals = b[group]
-        for j, k in enumerate(group):
-            out[k] = np.prod(np.delete(vals, j))
+    for k in _repeated_occurrences(pos):
+        others = pos == pos[k]
+        others[k] = False
+        out[k] = np.prod(np.where(others, b, 1.0))
     return out
+
+
+def _repeated_occurrences(pos: Any) -> Any:
+    """The occurrences whose element is named more than once."""
+    _, inverse, counts = np.unique(pos, return_inverse=True, return_counts=True)
+    return np.flatnonzero(counts[inverse] > 1).tolist()
 
 
 # ---------------------------------------------------------------------------
@@ -408,14 +420,14 @@ def _by_name(names: tuple[str, ...], defaults: dict[str, Any], body: Callable[..
 
 def _fill(a: Any, value: Any) -> tuple:
     """``a.fill(value)``: ``a[...] = value``."""
-    back = array_setitem_plus(a, Ellipsis, value).backprop
+    back = apply_transform(array_setitem_plus, a, Ellipsis, value).backprop
     return None, lambda A, Abox: {"value": back(Z, Abox)[3]}
 
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> tuple:
     """``np.copyto(dst, src, casting, where)``."""
     owner = check_writable(dst, "numpy.copyto")
-    rec = WriteRecord(dst, Ellipsis, dst.copy())
+    rec = remember_write(dst, Ellipsis, dst.copy())
     np.copyto(dst, src, casting=casting, where=where)
     track(owner)
     mask = None if where is True else np.broadcast_to(np.asarray(where, dtype=bool), dst.shape)
@@ -447,10 +459,11 @@ def _permuting(a: Any, change: Callable[[], Any], what: str, axis: Any) -> tuple
     """An in-place change that permutes ``a`` along ``axis`` (``sort``, ``partition``): the
     sensitivities follow the elements."""
     owner = check_writable(a, what)
-    rec = WriteRecord(a, Ellipsis, a.copy())
+    old = a.copy()
+    rec = remember_write(a, Ellipsis, old)
     change()
     track(owner)
-    perm = _permuted(rec.old, a, axis) if a.ndim else None
+    perm = _permuted(old, a, axis) if a.ndim else None
 
     def permuting_backprop(A: Any, Abox: Any) -> dict:
         S = take(Abox, a)
@@ -496,7 +509,7 @@ def _write_computed(dst: Any, idx: Any, values: tuple) -> Callable[[Any], Any]:
     user gave (``back`` gives their sensitivity from that of ``written``): the function of
     ``Abox`` giving the sensitivity of the user's values."""
     written, value_back = values
-    write_back = array_setitem_plus(dst, idx, written).backprop
+    write_back = apply_transform(array_setitem_plus, dst, idx, written).backprop
 
     def computed_write_back(Abox: Any) -> Any:
         s = write_back(Z, Abox)[3]
@@ -574,7 +587,7 @@ def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> tuple:
         grids: list[Any] = list(np.indices(indices.shape, sparse=True))
         grids[axis] = indices
         idx = tuple(grids)
-    back = array_setitem_plus(arr, idx, values).backprop
+    back = apply_transform(array_setitem_plus, arr, idx, values).backprop
     return None, lambda A, Abox: {"values": back(Z, Abox)[3]}
 
 
@@ -627,3 +640,7 @@ def _method_of(iop: Any) -> Callable[..., ProcResult]:
 
     transform.__name__ = transform.__qualname__ = f"ndarray_{iop.__name__}_plus"
     return transform
+
+
+if np is not None:
+    register_in_place_rules()

@@ -22,6 +22,7 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from typing import Any
 
 try:
@@ -303,3 +304,7 @@ def register_numpy_linalg_rules() -> None:
 
 if np is not None:
     register_numpy_linalg_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -6,6 +6,7 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from typing import Any
 
 try:
@@ -248,3 +249,7 @@ def _diag_grad(A, r, v, k=0):
     if v.ndim == 1:
         return np.diagonal(A, k).copy()
     return _diagonal_grad(A, r, v, k)
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

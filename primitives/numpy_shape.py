@@ -19,6 +19,7 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from typing import Any
 
 try:
@@ -420,3 +421,7 @@ def register_numpy_shape_rules() -> None:
 
 if np is not None:
     register_numpy_shape_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -631,3 +632,7 @@ if np is not None:
             "mark_module_helpers",
             "register_numpy_rules",
         )
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -6,6 +6,7 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 from typing import Any
 
 try:
@@ -429,3 +430,7 @@ def _sinc_grad(A, r, x):
     px = np.pi * np.where(x == 0, 1.0, x)
     d = (np.cos(px) - np.sinc(x)) / np.where(x == 0, 1.0, x)
     return A * np.where(x == 0, 0.0, d)
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

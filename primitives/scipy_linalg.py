@@ -15,6 +15,7 @@ raise when a sensitivity reaches the call: the argument the reverse pass needs i
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 import numpy as np
 import scipy.linalg as sla
 
@@ -166,3 +167,7 @@ def register_scipy_linalg_rules() -> None:
 
 
 register_scipy_linalg_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

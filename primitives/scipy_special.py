@@ -12,6 +12,7 @@ integer order ``n`` of ``polygamma`` gets no sensitivity.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
 import numpy as np
 import scipy.special as sc
 
@@ -104,3 +105,7 @@ def register_scipy_special_rules() -> None:
 
 
 register_scipy_special_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

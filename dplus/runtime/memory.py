@@ -52,9 +52,13 @@ __all__ = [
     "take",
     "peek",
     "WriteRecord",
+    "remember_write",
     "undo",
+    "taken",
     "finish",
     "taking_backprop",
+    "results_take_entries",
+    "is_taking_backprop",
 ]
 
 Z: Any = gen_zero
@@ -180,9 +184,19 @@ def _real_if_needed(s: Any, view: Any) -> Any:
     return s
 
 
+# While a function is set here, ``hand_over`` is made by it: derivatives of derivatives run
+# code that hands sensitivities over as it is (``dplus.higher.box_map``), and record each
+# addition into an entry for the next order (``dplus.memory_again``).
+RECORDER: list[Any] = [None]
+
+
 def hand_over(Abox: BoxSensitivities, a: Any, s: Any) -> None:
     """Add the sensitivity ``s`` of the array ``a`` (tracked memory) into its entry."""
     if s is Z or s is None:
+        return
+    recorder = RECORDER[0]
+    if recorder is not None:
+        recorder(Abox, a, s)
         return
     owner = memory_owner(a)
     flat = _entry(Abox, owner, True)
@@ -269,9 +283,9 @@ class WriteRecord:
         self.new: Any = None
 
 
-def record_write(dst: Any, idx: Any) -> WriteRecord:
-    """Before writing ``dst[idx]``: a record of what is there now."""
-    return WriteRecord(dst, idx, np.array(dst[idx], copy=True))
+def remember_write(dst: Any, idx: Any, old: Any) -> WriteRecord:
+    """Before writing ``dst[idx]``: ``old`` is a copy of what is there now."""
+    return WriteRecord(dst, idx, old)
 
 
 def undo(Abox: BoxSensitivities | None, rec: WriteRecord) -> None:
@@ -298,31 +312,105 @@ def finish(Abox: BoxSensitivities) -> None:
 
 
 # ---------------------------------------------------------------------------
+# arrays changed by code dplus does not see
+
+
+def unseen_writes(changed: list[tuple[Any, Any]]) -> list[WriteRecord]:
+    """Records of the elements that code dplus does not see changed: ``changed`` holds
+    ``(owner, contents)`` pairs, ``contents`` an ``ArrayContents`` of the owner before the
+    call. From then on the owners' memory is tracked."""
+    records = []
+    for owner, contents in changed:
+        where, old = contents.changed_elements(owner)
+        records.append(WriteRecord(owner, where, old))
+        track(owner)
+    return records
+
+
+def reverse_unseen_writes(Abox: BoxSensitivities | None, records: list[WriteRecord]) -> Any:
+    """The reverse of :func:`unseen_writes`: the old values are put back; returns the first
+    array whose changed elements received a sensitivity (their derivative is unknown), or
+    None."""
+    culprit = None
+    for rec in reversed(records):
+        S = take_at(Abox, rec.dst, rec.idx)
+        if S is not Z and culprit is None and np.any(S != 0):
+            culprit = rec.dst
+        undo(Abox, rec)
+    return culprit
+
+
+# ---------------------------------------------------------------------------
 # the operation that made the memory takes its entry
 
 
-def taking_backprop(r: Any, bp: Any) -> Any:
-    """The backprop of an operation whose result is the array ``r``: ``bp``, given also what
-    the entry of ``r``'s memory holds when the reverse pass reaches the operation.
+def taken(A: Any, r: Any, Abox: Any) -> Any:
+    """``A`` plus what the entry of the array ``r``'s memory holds for it, taken out."""
+    if _TRACKED and type(Abox) is BoxSensitivities and Abox._memory is not None:
+        if _tracked_owner(r) is not None:
+            S = take(Abox, r)
+            if S is not Z:
+                return S if A is Z or A is None else add(A, S)
+    return A
 
-    Put around every result whose memory has never been written in place: if it is written
-    later, this operation made it (or shows it before any write), and no write of it can
-    happen during the operation, so taking the entry here is right. ``bp`` unchanged for
-    memory already written (an operation returning it does not make it) and for arrays
-    that cannot carry sensitivity."""
+
+# The code of the backprops of rules that make arrays and hand their arguments' sensitivities
+# back at once (the NumPy rules, the operators on arrays, reading an array's elements): their
+# results take the entry. (Not an operation that hands an element of a list, a dict or an
+# object on, nor a plus-function or a rule that runs one: what such an operation returns is
+# made by an operation inside it, whose result takes the entry at the right time.)
+_TAKING_FILES: set[str] = set()
+_TAKING_CODES: set[Any] = set()
+
+
+def results_take_entries(*, filename: str | None = None, code: Any = None) -> None:
+    """The backprops defined in ``filename`` (or with the code object ``code``) belong to rules
+    whose array results take the entry of their memory (see :func:`taking_backprop`)."""
+    if filename is not None:
+        _TAKING_FILES.add(filename)
+    if code is not None:
+        _TAKING_CODES.add(code)
+
+
+def is_array(v: Any) -> bool:
+    return type(v) is _ndarray
+
+
+def taking_backprop(r: Any, bp: Any, any_rule: bool = False) -> Any:
+    """The backprop of a rule whose result is the array ``r``: ``bp``, given also what the
+    entry of ``r``'s memory holds when the reverse pass reaches the rule.
+
+    Put around the results of the rules named by :func:`results_take_entries` whose memory
+    has never been written in place: if it is written later, this operation made it (or
+    shows it before any write, and its backprop hands the part it took back to the same
+    memory at once), and no write of it can happen during the operation, so taking the entry
+    here is right. ``bp`` unchanged for memory already written, for arrays that cannot carry
+    sensitivity, and for other operations."""
+    if not any_rule:
+        code = getattr(bp, "__code__", None)
+        if code is None or (code.co_filename not in _TAKING_FILES and code not in _TAKING_CODES):
+            return bp
     if r.dtype.kind not in "fc" or is_tracked_array(r):
         return bp
 
     def take_then_backprop(A: Any, Abox: Any) -> Any:
-        if _TRACKED and type(Abox) is BoxSensitivities and Abox._memory is not None:
-            if _tracked_owner(r) is not None:
-                S = take(Abox, r)
-                if S is not Z:
-                    A = S if A is Z or A is None else add(A, S)
-        return bp(A, Abox)
+        return bp(taken(A, r, Abox), Abox)
 
     take_then_backprop.__qualname__ = getattr(bp, "__qualname__", "backprop")
     return take_then_backprop
+
+
+_TAKE_CODE = taking_backprop(
+    np.zeros(1) if np is not None else None, lambda A, Abox: None, any_rule=True
+).__code__ if np is not None else None
+# the closure sensitivity of the wrapper: (the wrapped backprop's, the result's)
+TAKING_LAYOUT = ("bp", "r")
+assert _TAKE_CODE is None or _TAKE_CODE.co_freevars == TAKING_LAYOUT
+
+
+def is_taking_backprop(fn: Any) -> bool:
+    """Whether ``fn`` is a backprop :func:`taking_backprop` put around another."""
+    return getattr(fn, "__code__", None) is _TAKE_CODE
 
 
 if np is not None:

@@ -43,6 +43,17 @@ def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
     _set_backprop(self, backprop)
 
 
+def plain_result(primal: Any, backprop: Backprop) -> ProcResult:
+    """``ProcResult(primal, backprop)`` whose backprop takes nothing from the box-sensitivity
+    map for an array ``primal``: an operation whose result shows memory it did not make and
+    whose backprop could not hand that memory's sensitivity back (code dplus does not see), or
+    has no derivative at all."""
+    r = object.__new__(ProcResult)
+    _set_primal(r, primal)
+    _set_backprop(r, backprop)
+    return r
+
+
 class _NoArray:
     pass
 
