@@ -10,8 +10,8 @@ from typing import Any, overload
 from .errors import UnknownTransformError, describe_callable
 from .markers import mark
 from .runtime.hooks import hooks
-from .runtime.memory import results_take_entries
 from .runtime.linear import gen_zero, is_zero_sensitivity
+from .runtime.memory import results_take_entries
 from .runtime.result import ProcResult
 
 __all__ = [
@@ -56,7 +56,11 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         changed = changed_since(watched)
         _refuse_reshaped_arrays(op, op_name, changed, watched)
         array_changes = unseen_writes(
-            [(v, c) for v, c in watched if type(c) is ArrayContents and any(v is x for x in changed)]
+            [
+                (v, c)
+                for v, c in watched
+                if type(c) is ArrayContents and any(v is x for x in changed)
+            ]
         )
         changed = [v for v in changed if not _is_array(v)]
         integer_valued = _is_integer_valued(result)

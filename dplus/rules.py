@@ -14,12 +14,12 @@ of float fast paths, so no call or closure is made per operation.
 
 from __future__ import annotations
 
-from .runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
 
 from .markers import mark_derived
 from .runtime.linear import gen_zero
+from .runtime.memory import results_take_entries
 from .runtime.portable import remember_source
 from .runtime.registry import _CHANGES, register_primitive
 from .runtime.result import ProcResult, plain_result

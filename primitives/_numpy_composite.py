@@ -10,7 +10,6 @@ the reverse pass, to record its own reverse pass and run it).
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.calls import call
+from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult, run_backprop
 

@@ -9,7 +9,6 @@ import collections
 import operator
 from typing import Any
 
-from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable

@@ -17,8 +17,8 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
-from dplus.runtime.memory import results_take_entries
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
+from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 

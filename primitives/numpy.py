@@ -73,9 +73,10 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np
@@ -89,14 +90,11 @@ from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .operator_operands import _fit, _unbroadcast
+from .numpy_fit import fit
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
 _ufunc: Any = np.ufunc if np is not None else type(None)
-
-
-_PLAIN = (float, int)
 
 
 # ---------------------------------------------------------------------------
@@ -110,53 +108,6 @@ _Z1 = ((), Z)
 _Z2 = ((), Z, Z)
 
 __all__ = ["defgrad", "defvjp_joint", "mark_module_helpers"]
-
-
-# ---------------------------------------------------------------------------
-# conforming a sensitivity to its argument
-
-
-def fit(g: Any, v: Any) -> Any:
-    """The sensitivity ``g`` made to conform to the argument ``v`` (see the module doc)."""
-    if g is Z or g is None:
-        return g
-    if type(v) is _ndarray:
-        if type(g) is _ndarray and g.shape == v.shape and g.dtype == v.dtype:
-            return g
-        if v.dtype.kind in "biu":  # integer and bool arrays are constants: no sensitivity
-            return Z
-    elif isinstance(v, (list, tuple)):
-        if isinstance(g, (list, tuple)):  # already one sensitivity per element
-            return g
-        return _fit_sequence(g, v)
-    return _fit(g, v)
-
-
-def _fit_sequence(g: Any, v: Any) -> Any:
-    """A list (tuple) sensitivity for a (nested) sequence NumPy read as an array."""
-    g = np.asarray(g)
-    shape = np.shape(v)
-    if g.shape != shape:
-        g = _unbroadcast(np, g, shape)
-    if g.dtype.kind == "c" and not np.iscomplexobj(np.asarray(v)):
-        g = g.real
-    return _nest_like(g, v)
-
-
-def _nest_like(g: Any, v: Any) -> Any:
-    if isinstance(v, list):
-        if all(type(e) in _PLAIN for e in v):
-            return g.tolist()
-        return [_nest_like(g[i], e) for i, e in enumerate(v)]
-    if isinstance(v, tuple):
-        return tuple(_nest_like(g[i], e) for i, e in enumerate(v))
-    if type(v) is bool or isinstance(v, np.bool_):
-        return None
-    if isinstance(v, _ndarray):
-        return g
-    if isinstance(v, np.generic):
-        return g[()]
-    return g.item()
 
 
 def _kw_sens(kwargs: dict) -> dict:
@@ -186,7 +137,9 @@ def writes_into(fn: Any, args: tuple, kwargs: dict) -> bool:
     return type(fn) is _ufunc and len(args) > fn.nin and args[fn.nin] is not None
 
 
-def with_out(fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict) -> ProcResult:
+def with_out(
+    fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict
+) -> ProcResult:
     """``fn(*args, out=y)``: the rule ``transform`` on the arguments, ``fn`` writing into ``y``."""
     from .numpy_inplace import out_plus
 

@@ -6,9 +6,10 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from collections.abc import Callable
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np
@@ -333,6 +334,7 @@ def _method_vjp(vjp: Grad) -> Grad:
         return (Z,) + tuple(vjp(A, r, *args, **kwargs))
 
     return method
+
 
 # its rules make the arrays they return: those take the sensitivity of their memory when it is
 # changed in place later (runtime.memory)

@@ -48,6 +48,8 @@ from dplus.runtime.memory import (
 from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
+from .numpy_fit import fit
+
 try:
     import numpy as np
 except ImportError:  # without NumPy this module registers nothing
@@ -84,7 +86,9 @@ IN_PLACE_OPERATORS: dict[Any, Any] = {
 
 _OWN_DIRS = (
     os.path.dirname(os.path.abspath(__file__)),  # the rule library
-    os.path.dirname(os.path.dirname(os.path.abspath(apply_transform.__code__.co_filename))),  # dplus
+    os.path.dirname(
+        os.path.dirname(os.path.abspath(apply_transform.__code__.co_filename))
+    ),  # dplus
 )
 
 
@@ -97,12 +101,6 @@ def user_place() -> str:
             return f"{name}, line {f.f_lineno}"
         f = f.f_back
     return "your code"
-
-
-def _fit(g: Any, v: Any) -> Any:
-    from .numpy import fit
-
-    return fit(g, v)
 
 
 def check_writable(dst: Any, what: str) -> Any:
@@ -137,7 +135,9 @@ def _is_basic(idx: Any) -> bool:
             continue
         if t is bool or t is np.bool_:
             return False
-        if isinstance(p, np.integer) or (hasattr(p, "__index__") and not isinstance(p, (np.ndarray, list))):
+        if isinstance(p, np.integer) or (
+            hasattr(p, "__index__") and not isinstance(p, (np.ndarray, list))
+        ):
             continue
         return False
     return True
@@ -185,7 +185,7 @@ def array_setitem_plus(dst: Any, idx: Any, value: Any) -> ProcResult:
         undo(Abox, rec)
         if S is Z or value is None:
             return (), Z, None, Z
-        return (), Z, None, _fit(S, value)
+        return (), Z, None, fit(S, value)
 
     return ProcResult(None, array_setitem_backprop)
 
@@ -260,7 +260,9 @@ def out_argument(fn: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def out_plus(fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict) -> ProcResult:
+def out_plus(
+    fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict
+) -> ProcResult:
     """``fn(*args, out=y)`` for a function whose rule is ``transform``: the rule computes the
     result from the arguments as they are (their sensitivities come from its backprop), and
     ``fn`` itself writes into ``y``, as in the plain call."""
@@ -366,7 +368,7 @@ def ufunc_at_plus(ufunc: Any, a: Any, indices: Any, b: Any = None) -> ProcResult
             gb = Sf[flat_pos].reshape(pos.shape)
             if ufunc is np.subtract:
                 gb = -gb
-        return (), Z, Z, None, _fit(gb, b)
+        return (), Z, Z, None, fit(gb, b)
 
     return ProcResult(None, ufunc_at_backprop)
 
@@ -396,7 +398,9 @@ def _repeated_occurrences(pos: Any) -> Any:
 # gives the sensitivities back by position (and by keyword), whatever the call passed.
 
 
-def _by_name(names: tuple[str, ...], defaults: dict[str, Any], body: Callable[..., Any], fn: Any) -> Callable[..., ProcResult]:
+def _by_name(
+    names: tuple[str, ...], defaults: dict[str, Any], body: Callable[..., Any], fn: Any
+) -> Callable[..., ProcResult]:
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         if len(args) > len(names) or any(k not in names for k in kwargs):
             raise TypeError(f"{_name(fn)}() got unexpected arguments")
@@ -440,7 +444,7 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
         if mask is not None:
             hand_over(Abox, dst, np.where(mask, 0, S))
             S = np.where(mask, S, 0)
-        return {"src": _fit(S, src)}
+        return {"src": fit(S, src)}
 
     return None, copyto_backprop
 
@@ -485,9 +489,13 @@ def _sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> tuple:
     return _permuting(a, lambda: a.sort(axis=axis, kind=kind), "ndarray.sort", axis)
 
 
-def _partition(a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> tuple:
+def _partition(
+    a: Any, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None
+) -> tuple:
     if order is not None:
-        raise NonDifferentiableError(f"ndarray.partition(order=...) ({user_place()}) is not supported")
+        raise NonDifferentiableError(
+            f"ndarray.partition(order=...) ({user_place()}) is not supported"
+        )
     return _permuting(a, lambda: a.partition(kth, axis=axis, kind=kind), "ndarray.partition", axis)
 
 
@@ -606,7 +614,9 @@ def refusing(fn: Any, why: str) -> None:
 def register_in_place_rules() -> None:
     """Register the rules of this module (on import, when NumPy is installed)."""
     nd = np.ndarray
-    register_primitive(np.ufunc.at, ufunc_at_plus, note="numpy rule: ufunc.at (add, subtract, multiply), in place")
+    register_primitive(
+        np.ufunc.at, ufunc_at_plus, note="numpy rule: ufunc.at (add, subtract, multiply), in place"
+    )
     for fn, names, defaults, body in (
         (nd.fill, ("a", "value"), {}, _fill),
         (nd.sort, ("a", "axis", "kind", "order"), {}, _sort),
@@ -619,12 +629,18 @@ def register_in_place_rules() -> None:
         (np.fill_diagonal, ("a", "val", "wrap"), {}, _fill_diagonal),
         (np.put_along_axis, ("arr", "indices", "values", "axis"), {}, _put_along_axis),
     ):
-        register_primitive(fn, _by_name(names, defaults, body, fn), note=f"numpy rule: {_name(fn)}, in place")
-    register_primitive(nd.__setitem__, array_setitem_plus, note="numpy rule: ndarray.__setitem__, in place")
+        register_primitive(
+            fn, _by_name(names, defaults, body, fn), note=f"numpy rule: {_name(fn)}, in place"
+        )
+    register_primitive(
+        nd.__setitem__, array_setitem_plus, note="numpy rule: ndarray.__setitem__, in place"
+    )
     for iop in IN_PLACE_OPERATORS:
         method = getattr(nd, f"__{iop.__name__}__", None)
         if method is not None:
-            register_primitive(method, _method_of(iop), note=f"numpy rule: ndarray.__{iop.__name__}__, in place")
+            register_primitive(
+                method, _method_of(iop), note=f"numpy rule: ndarray.__{iop.__name__}__, in place"
+            )
     refusing(
         nd.resize,
         "changes the shape of an array in place, which other names and views may show; "

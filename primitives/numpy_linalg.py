@@ -22,8 +22,9 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np

@@ -19,6 +19,7 @@ NumPy is optional: without it this module registers nothing.
 from __future__ import annotations
 
 from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy

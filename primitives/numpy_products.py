@@ -6,8 +6,9 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np
@@ -249,6 +250,7 @@ def _diag_grad(A, r, v, k=0):
     if v.ndim == 1:
         return np.diagonal(A, k).copy()
     return _diagonal_grad(A, r, v, k)
+
 
 # its rules make the arrays they return: those take the sensitivity of their memory when it is
 # changed in place later (runtime.memory)

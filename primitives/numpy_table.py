@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np

@@ -6,8 +6,9 @@ are in :mod:`primitives.numpy`.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 from typing import Any
+
+from dplus.runtime.memory import results_take_entries
 
 try:
     import numpy as np
@@ -430,6 +431,7 @@ def _sinc_grad(A, r, x):
     px = np.pi * np.where(x == 0, 1.0, x)
     d = (np.cos(px) - np.sinc(x)) / np.where(x == 0, 1.0, x)
     return A * np.where(x == 0, 0.0, d)
+
 
 # its rules make the arrays they return: those take the sensitivity of their memory when it is
 # changed in place later (runtime.memory)

@@ -10,11 +10,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dplus.runtime.memory import results_take_entries
 from dplus.api import define_dplus
 from dplus.rules import defvjp
 from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import GenZero, gen_zero
+from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 

@@ -311,7 +311,6 @@ def _builtin_pow_transform(x: Any, y: Any, mod: Any = None) -> ProcResult:
 register_primitive(builtins.pow, _builtin_pow_transform)
 
 
-
 def _changing_arrays(fn: Any) -> None:
     """``fn``'s transform, except that a plain NumPy array on the left is changed in place
     (``a += b`` on a name that may be shared, ``operator.iadd(a, b)``)."""
@@ -329,7 +328,9 @@ def _changing_arrays(fn: Any) -> None:
         return apply_transform(other, x, y)
 
     in_place_transform.__name__ = in_place_transform.__qualname__ = f"{fn.__name__}_plus"
-    register_primitive(fn, in_place_transform, note=f"operator rule: {fn.__name__} (arrays in place)")
+    register_primitive(
+        fn, in_place_transform, note=f"operator rule: {fn.__name__} (arrays in place)"
+    )
 
 
 for _fn in (

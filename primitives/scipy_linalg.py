@@ -15,13 +15,13 @@ raise when a sensitivity reaches the call: the argument the reverse pass needs i
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 import numpy as np
 import scipy.linalg as sla
 
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.runtime.linear import gen_zero, tuple_items
+from dplus.runtime.memory import results_take_entries
 
 from .numpy import defgrad, defvjp_joint
 from .numpy_linalg import _T, _cholesky_grad, _eigh_grad_from, _read_triangle, _refuse_complex

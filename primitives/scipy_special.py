@@ -12,12 +12,12 @@ integer order ``n`` of ``polygamma`` gets no sensitivity.
 
 from __future__ import annotations
 
-from dplus.runtime.memory import results_take_entries
 import numpy as np
 import scipy.special as sc
 
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
+from dplus.runtime.memory import results_take_entries
 
 from .numpy import defgrad
 from .numpy_ufuncs import _safe_div

@@ -102,9 +102,7 @@ def check_second_order(f, args, eps=1e-5, tol=1e-4):
         return
 
     def g_at(shift):
-        moved = tuple(
-            a + shift * d if i in diff else a for i, (a, d) in enumerate(zip(args, v))
-        )
+        moved = tuple(a + shift * d if i in diff else a for i, (a, d) in enumerate(zip(args, v)))
         return grad(f)(*copy.deepcopy(moved))
 
     hi, lo = g_at(eps), g_at(-eps)

@@ -117,7 +117,9 @@ def _finish_rule(Abox: BoxSensitivities) -> ProcResult:
     undone = mem.undone if mem is not None else []
     if mem is not None:
         mem.undone = []
-    writes = [(rec, array_setitem_plus(rec.dst, rec.idx, rec.new).backprop) for rec in reversed(undone)]
+    writes = [
+        (rec, array_setitem_plus(rec.dst, rec.idx, rec.new).backprop) for rec in reversed(undone)
+    ]
 
     def finish_backprop(T: Any, Abox2: BoxSensitivities) -> tuple:
         for rec, back in reversed(writes):

@@ -258,8 +258,8 @@ _ARRAYS = "arrays"  # (a key of the entries a handover met: no id is a string)
 def _handing_over_arrays(hand_over: Callable[[], None]) -> dict:
     """Run ``hand_over`` with each addition into the entry of an array's memory made as the
     next order records it: by array (id), the transposes of those additions, in order."""
-    from .array_memory import handed_over_array
     from ..runtime import memory
+    from .array_memory import handed_over_array
 
     arrays: dict = {}
 
@@ -324,7 +324,13 @@ def _fold_entries(Abox: BoxSensitivities | None, v: Any) -> dict:
 
 
 def _folded_back(
-    v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitivities, seen: set, memory: bool = False
+    v: Any,
+    F: Any,
+    entries: dict,
+    Abox: Any,
+    Abox2: BoxSensitivities,
+    seen: set,
+    memory: bool = False,
 ) -> None:
     """The transpose of fold's reading of ``v``'s entries: ``F``, the sensitivity of the folded
     value, goes to each entry it read (as an addition to the entry's contents)."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import policies as _policies
 from ..api import (
     boundary,
     default_sensitivity,
     prepare_sensitivity,
 )
-from .. import policies as _policies
 from ..errors import NonDifferentiableError
 from ..markers import mark_derived
 from ..rules import defnondiff
@@ -40,8 +40,8 @@ from ..runtime.linear import (
     tuple_part,
     zero,
 )
-from ..runtime.registry import is_registered_transform, register_primitive
 from ..runtime.memory import is_taking_backprop
+from ..runtime.registry import is_registered_transform, register_primitive
 from ..runtime.result import ProcResult, call_plus, plain_result, run_backprop
 from ..runtime.result import backprop as result_backprop
 from ..runtime.result import primal as result_primal

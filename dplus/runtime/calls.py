@@ -9,15 +9,15 @@ import operator
 import types
 from typing import Any
 
-from ..errors import NonDifferentiableError, SensitivityError
+from ..errors import SensitivityError
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .core import CellKey, apply_transform, lift
 from .fold import layouts
 from .handover import accumulate, handover, is_tracked_mutable
 from .kinds import is_ndarray, is_number
-from .memory import is_tracked_array
 from .linear import add, gen_zero, tuple_items
+from .memory import is_tracked_array
 from .registry import _TRANSFORMS, lookup_transform
 from .result import (
     ProcResult,

@@ -400,9 +400,13 @@ def taking_backprop(r: Any, bp: Any, any_rule: bool = False) -> Any:
     return take_then_backprop
 
 
-_TAKE_CODE = taking_backprop(
-    np.zeros(1) if np is not None else None, lambda A, Abox: None, any_rule=True
-).__code__ if np is not None else None
+_TAKE_CODE = (
+    taking_backprop(
+        np.zeros(1) if np is not None else None, lambda A, Abox: None, any_rule=True
+    ).__code__
+    if np is not None
+    else None
+)
 # the closure sensitivity of the wrapper: (the wrapped backprop's, the result's)
 TAKING_LAYOUT = ("bp", "r")
 assert _TAKE_CODE is None or _TAKE_CODE.co_freevars == TAKING_LAYOUT
@@ -414,4 +418,6 @@ def is_taking_backprop(fn: Any) -> bool:
 
 
 if np is not None:
-    _result.array_results(_ndarray, taking_backprop)
+    _result.array_results(
+        _ndarray, taking_backprop, lambda r, bp: taking_backprop(r, bp, any_rule=True)
+    )

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ..errors import DplusError
 from .portable import remember_rule, remember_source
-from .result import ProcResult, call_plus
+from .result import ProcResult, call_plus, rule_result
 
 __all__ = [
     "register_primitive",
@@ -89,14 +89,6 @@ def register_method(cls: type, name: str, transform: Transform, *, note: str = "
     return register_primitive(getattr(cls, name), transform, note=note)
 
 
-def rule_backprop(r: Any, bp: Any) -> Any:
-    """The backprop of a rule with the result ``r``: an array result takes the sensitivity of its
-    memory when it is changed in place later (``runtime.memory``)."""
-    from .memory import is_array, taking_backprop
-
-    return taking_backprop(r, bp, any_rule=True) if is_array(r) else bp
-
-
 def register_backprop(fn: Any, *, note: str = "") -> Callable[[F], F]:
     """Decorator for a rule with no shared work between the primal and the backward pass.
 
@@ -111,7 +103,7 @@ def register_backprop(fn: Any, *, note: str = "") -> Callable[[F], F]:
     def decorate(make_backprop: F) -> F:
         def transform(*args: Any, **kwargs: Any) -> ProcResult:
             r = fn(*args, **kwargs)
-            return ProcResult(r, rule_backprop(r, make_backprop(*args, **kwargs)))
+            return rule_result(r, make_backprop(*args, **kwargs))
 
         transform.__name__ = f"{getattr(fn, '__name__', 'fn')}_plus"
         transform.__qualname__ = transform.__name__

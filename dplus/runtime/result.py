@@ -58,14 +58,30 @@ class _NoArray:
     pass
 
 
-# (the array type and what wraps the backprop of an array result: set by runtime.memory)
-_array_type: list[Any] = [_NoArray, None]
+# (the array type, what wraps the backprop of an array result, and what wraps that of any
+# rule's array result: set by runtime.memory)
+_array_type: list[Any] = [_NoArray, None, None]
 
 
-def array_results(array_type: type, wrap: Callable[[Any, Backprop], Backprop]) -> None:
-    """Results of type ``array_type`` get the backprop ``wrap(result, backprop)``."""
+def array_results(
+    array_type: type,
+    wrap: Callable[[Any, Backprop], Backprop],
+    wrap_rule: Callable[[Any, Backprop], Backprop],
+) -> None:
+    """Results of type ``array_type`` get the backprop ``wrap(result, backprop)``, and those
+    made by :func:`rule_result` ``wrap_rule(result, backprop)``."""
     _array_type[0] = array_type
     _array_type[1] = wrap
+    _array_type[2] = wrap_rule
+
+
+def rule_result(primal: Any, backprop: Backprop) -> ProcResult:
+    """``ProcResult(primal, backprop)`` of a rule whose backprop hands its arguments'
+    sensitivities back at once, wherever it is defined: an array result takes the sensitivity
+    of its memory when it is changed in place later (``runtime.memory``)."""
+    if type(primal) is _array_type[0]:
+        backprop = _array_type[2](primal, backprop)
+    return plain_result(primal, backprop)
 
 
 # attrs' frozen __init__ looks the setter up on every call; one is made per call and per rule
