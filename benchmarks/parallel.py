@@ -1,16 +1,22 @@
-"""``dplus.parallel.map`` on a Dask ``LocalCluster`` of 1 and 2 worker processes (issue #24),
-beside the gradient computed in this process.
+"""``dplus.parallel.map`` on a Dask ``LocalCluster`` of 1 and 2 worker processes, and on Ray
+(``RayWorkers`` of 1 and 2 actors) when Ray is installed, beside the gradient computed in
+this process (issue #24).
 
 Two workloads: an ensemble of 16 particle simulations (``steps`` Euler steps each, the
 gradient of the summed losses with respect to the shared friction and force scale), and a
-sum of per-example losses of a small model over ``examples`` examples. The gradients are
-compared with the in-process one before anything is reported. Opt-in (long):
-``python -m benchmarks --only parallel``; needs ``dask[distributed]``.
+sum of per-example losses of a small model over ``examples`` examples. Then the overhead of
+a task against its size: 16 tasks of one item each, an item a loop of m steps, m from 10 to
+10,000, on one worker. Each cell is a fresh process; the gradients are compared with the
+in-process one before anything is reported; the machine's 1-minute load average when each
+cell started is printed beside it (other processes compete for the cores). Opt-in (long):
+``python -m benchmarks --only parallel``; needs ``dask[distributed]`` (and ``ray`` for its
+rows).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 CHILD = r"""
-import json, math, sys, time
+import json, math, os, sys, time
 import dplus
 
 DT = 0.01
@@ -41,27 +47,45 @@ def example_loss(params, xy):
     return (math.tanh(w * x + b) - y) ** 2
 
 
+def busy(params, x0):
+    a, b = params
+    x = x0
+    for _ in range(size):
+        x = math.sin(a * x) + b * 0.5
+    return x * x
+
+
 dplus.define_dplus(simulate)
 dplus.define_dplus(example_loss)
+dplus.define_dplus(busy)
 
 
 def main():
     global size
-    workload, size, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    workload, size, backend, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    chunks = None
     if workload == "ensemble":
         items = [(0.1 * i, -0.05 * i, 0.3, 0.1 * (i % 4)) for i in range(16)]
         one, params = simulate, (0.1, 1.0)
-    else:
+    elif workload == "examples":
         items = [(i / size, math.sin(7.0 * i / size)) for i in range(size)]
         one, params = example_loss, (0.5, 0.1)
+    else:  # "tasks": 16 tasks of one item, each a loop of `size` steps
+        items = [0.1 * i for i in range(16)]
+        one, params, chunks = busy, (0.9, 0.3), 16
 
+    load = os.getloadavg()[0]
     client = None
-    if workers:
+    if backend == "dask":
         from distributed import Client, LocalCluster
         client = Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None))
+    elif backend == "ray":
+        import ray
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        client = dplus.parallel.RayWorkers(workers)
 
     def total(p, q):
-        return sum(dplus.parallel.map(lambda item: one((p, q), item), items, client=client))
+        return sum(dplus.parallel.map(lambda item: one((p, q), item), items, client=client, chunks=chunks))
 
     def total_in_process(p, q):
         return sum(one((p, q), item) for item in items)
@@ -76,9 +100,12 @@ def main():
     t0 = time.perf_counter()
     total_in_process(*params)
     primal_time = time.perf_counter() - t0
-    print(json.dumps({"time": min(times), "grad": g, "primal_time": primal_time}))
-    if client is not None:
+    print(json.dumps({"time": min(times), "grad": g, "primal_time": primal_time, "load": load}))
+    if backend == "dask":
         client.close()
+    elif backend == "ray":
+        client.close()
+        ray.shutdown()
 
 
 if __name__ == "__main__":
@@ -86,12 +113,12 @@ if __name__ == "__main__":
 """
 
 
-def _cell(workload: str, size: int, workers: int) -> dict:
+def _cell(workload: str, size: int, backend: str, workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "parallel_cell.py"
         script.write_text(CHILD)
         r = subprocess.run(
-            [sys.executable, str(script), workload, str(size), str(workers)],
+            [sys.executable, str(script), workload, str(size), backend, str(workers)],
             capture_output=True,
             text=True,
             timeout=3600,
@@ -102,12 +129,35 @@ def _cell(workload: str, size: int, workers: int) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_parallel(cfg: Any, out: Any) -> None:
+def _same(cell: dict, reference: dict) -> str:
+    if "grad" not in reference:
+        return "?"
+    ok = all(abs(a - b) <= 1e-9 * max(1.0, abs(b)) for a, b in zip(cell["grad"], reference["grad"]))
+    return "yes" if ok else "NO"
+
+
+def _table(out: Any, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    out("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        out("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def _has(module: str) -> bool:
     try:
-        import distributed  # noqa: F401
+        __import__(module)
     except ImportError:
+        return False
+    return True
+
+
+def run_parallel(cfg: Any, out: Any) -> None:
+    if not _has("distributed"):
         out("dplus.parallel.map: dask[distributed] is not installed; skipped")
         return
+    backends = [("dask", "Dask LocalCluster")]
+    if _has("ray"):
+        backends.append(("ray", "Ray, RayWorkers"))
     cases = [
         (
             "ensemble",
@@ -121,45 +171,78 @@ def run_parallel(cfg: Any, out: Any) -> None:
         ),
     ]
     out(
-        "dplus.parallel.map (gradient time, best of 3 after a warm-up; workers are processes of a LocalCluster, "
-        "1 thread each):"
+        "dplus.parallel.map (gradient time, best of 3 after a warm-up; workers are processes, 1 thread each; "
+        f"load: the 1-minute load average when the cell started, on {os.cpu_count()} cores):"
     )
-    header = ["workload", "where", "gradient time", "speed-up vs 1 worker", "gradient matches"]
+    header = ["workload", "where", "gradient time", "vs 1 worker", "gradient matches", "load"]
     rows = []
     for workload, size, title in cases:
         label = title.format(size=size)
-        reference = _cell(workload, size, 0)
-        one_worker = None
-        for workers in (0, 1, 2):
-            cell = reference if workers == 0 else _cell(workload, size, workers)
+        reference = _cell(workload, size, "none", 0)
+        places = [("none", 0)] + [(b, w) for b, _ in backends for w in (1, 2)]
+        one_worker: dict[str, float] = {}
+        for backend, workers in places:
+            cell = reference if backend == "none" else _cell(workload, size, backend, workers)
             where = (
                 "in process (no client)"
-                if workers == 0
-                else f"LocalCluster, {workers} worker{'s' * (workers > 1)}"
+                if backend == "none"
+                else f"{dict(backends)[backend]}, {workers} worker{'s' * (workers > 1)}"
             )
             if "error" in cell:
-                rows.append([label, where, "error: " + cell["error"][:80], "", ""])
+                rows.append([label, where, "error: " + cell["error"][:80], "", "", ""])
                 continue
             if workers == 1:
-                one_worker = cell["time"]
-            speed = f"{one_worker / cell['time']:.2f}x" if workers == 2 and one_worker else ""
-            same = (
-                "reference"
-                if workers == 0
-                else (
-                    "yes"
-                    if "grad" in reference
-                    and all(
-                        abs(a - b) <= 1e-9 * max(1.0, abs(b))
-                        for a, b in zip(cell["grad"], reference["grad"])
-                    )
-                    else "NO"
-                )
+                one_worker[backend] = cell["time"]
+            speed = (
+                f"{one_worker[backend] / cell['time']:.2f}x"
+                if workers == 2 and backend in one_worker
+                else ""
             )
-            rows.append([label, where, f"{cell['time']:.3f} s", speed, same])
+            same = "reference" if backend == "none" else _same(cell, reference)
+            rows.append([label, where, f"{cell['time']:.3f} s", speed, same, f"{cell['load']:.1f}"])
         if "primal_time" in reference:
-            rows.append([label, "primal, in process", f"{reference['primal_time']:.3f} s", "", ""])
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    out("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    for r in rows:
-        out("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+            rows.append(
+                [
+                    label,
+                    "primal, in process",
+                    f"{reference['primal_time']:.3f} s",
+                    "",
+                    "",
+                    f"{reference['load']:.1f}",
+                ]
+            )
+    _table(out, header, rows)
+
+    out()
+    out(
+        "Overhead per task against the task's size (16 tasks of one item, an item a loop of m steps; "
+        "one worker; overhead = (time on the worker - time in process) / 16):"
+    )
+    header = ["m", "task (in process)", "where", "task (1 worker)", "overhead per task", "load"]
+    rows = []
+    for m in [10, 1_000] if cfg.quick else [10, 100, 1_000, 10_000]:
+        here = _cell("tasks", m, "none", 0)
+        if "error" in here:
+            rows.append([f"{m:,}", "error: " + here["error"][:80], "", "", "", ""])
+            continue
+        per_task_here = here["time"] / 16
+        for backend, name in backends:
+            cell = _cell("tasks", m, backend, 1)
+            if "error" in cell:
+                rows.append([f"{m:,}", "", name, "error: " + cell["error"][:80], "", ""])
+                continue
+            if _same(cell, here) != "yes":
+                rows.append([f"{m:,}", "", name, "gradient differs", "", ""])
+                continue
+            per_task = cell["time"] / 16
+            rows.append(
+                [
+                    f"{m:,}",
+                    f"{per_task_here * 1e3:.2f} ms",
+                    name,
+                    f"{per_task * 1e3:.2f} ms",
+                    f"{(per_task - per_task_here) * 1e3:.2f} ms",
+                    f"{cell['load']:.1f}",
+                ]
+            )
+    _table(out, header, rows)

@@ -5,8 +5,9 @@ definitions below say; their rules (``dplus.primitives.checkpointing``) change o
 gradient keeps in memory. Under a gradient, a checkpointed call records nothing but its
 arguments; the reverse pass runs the call again, this time through its transform, and
 backpropagates through that fresh record. A checkpointed loop keeps a few of its states
-(every k-th for ``schedule="sqrt"``, O(log n) of them for ``schedule="bisection"``) and
-recomputes the rest, one segment at a time, in the reverse pass.
+(every k-th for ``schedule="sqrt"``, O(log n) of them for ``schedule="bisection"``, k of
+them where the binomial schedule puts them for ``schedule="revolve", snapshots=k``) and
+recomputes the rest in the reverse pass.
 
 Recomputing must give the same numbers: the rules compare the recomputed result with the
 one the forward pass returned and raise a :class:`~dplus.NonDifferentiableError` when they
@@ -24,7 +25,7 @@ from .runtime.portable import remember_source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-SCHEDULES = ("sqrt", "bisection", "none")
+SCHEDULES = ("sqrt", "bisection", "revolve", "none")
 
 
 def checkpoint(f: F) -> F:
@@ -68,7 +69,12 @@ def run_checkpointed(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
 
 
 def checkpoint_loop(
-    step: Callable[[Any], Any], state: Any, n: int, *, schedule: str = "sqrt"
+    step: Callable[[Any], Any],
+    state: Any,
+    n: int,
+    *,
+    schedule: str = "sqrt",
+    snapshots: int | None = None,
 ) -> Any:
     """``for _ in range(n): state = step(state)``, then ``state``.
 
@@ -79,18 +85,24 @@ def checkpoint_loop(
       time about two forward passes.
     - ``"bisection"``: the reverse pass halves the remaining range recursively, keeping
       O(log n) states at once; time about (1 + log2 n / 2) forward passes.
+    - ``"revolve"``: the binomial schedule of Griewank and Walther with ``snapshots=k``
+      states kept at once (the initial one included): the fewest step evaluations any
+      schedule with k states needs, ``r*n - C(k+r, r-1)`` plain ones (the forward pass
+      included) plus the n recorded ones, where r is the least integer with
+      ``C(k+r, k) >= n`` (each step runs at most r times plainly). k = 1 recomputes every
+      step from the start (quadratic); k >= n keeps every state.
     - ``"none"``: no checkpointing, the plain loop's record (for comparisons).
 
     ``step`` takes the state and returns the next one; parameters it closes over are
     differentiated. The state must be a value: a number, a tuple of values, a NumPy array.
     """
-    check_loop_arguments(step, n, schedule)
+    check_loop_arguments(step, n, schedule, snapshots)
     for _ in range(n):
         state = step(state)
     return state
 
 
-def check_loop_arguments(step: Any, n: Any, schedule: Any) -> None:
+def check_loop_arguments(step: Any, n: Any, schedule: Any, snapshots: Any = None) -> None:
     if not callable(step):
         raise ArgumentError(
             f"dplus.checkpoint_loop expects a step function, got {type(step).__name__} {step!r}"
@@ -104,6 +116,16 @@ def check_loop_arguments(step: Any, n: Any, schedule: Any) -> None:
     if schedule not in SCHEDULES:
         raise ArgumentError(
             f"dplus.checkpoint_loop: schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {schedule!r}"
+        )
+    if schedule == "revolve":
+        if type(snapshots) is not int or snapshots < 1:
+            raise ArgumentError(
+                "dplus.checkpoint_loop: schedule='revolve' needs snapshots=k, a positive integer: how many "
+                f"states it may keep at once (the initial one included), got {snapshots!r}"
+            )
+    elif snapshots is not None:
+        raise ArgumentError(
+            f"dplus.checkpoint_loop: snapshots= is for schedule='revolve', not {schedule!r}"
         )
 
 

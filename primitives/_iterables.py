@@ -129,19 +129,28 @@ class Seq:
         if k == ARRAY:
             return self._array_sens(s)
         if k == REPEAT:
-            obj = next(self.value)  # an infinite repeat does not change when advanced
-            total: Any = gen_zero
-            for si in s:
-                if si is not gen_zero and si is not None:
-                    total = add(total, si)
-            if Abox is not None and total is not gen_zero:
-                total = settle(obj, total, Abox)
-            return total
+            return self._repeat_sens(s, Abox)
         if k == LIVE:
             return _live_sens(self.value, s, Abox, self.lengths, len(self.items))
         if k == SET:
             return set_sens(self.items, s, Abox)
-        # OTHER: an iterator, generator, dict (keys), view or user iterable
+        self._refuse_unsized(s, Abox)
+        return gen_zero
+
+    def _repeat_sens(self, s: list, Abox: BoxSensitivities | None) -> Any:
+        """``itertools.repeat(obj)``: every element is ``obj``, so its sensitivity is the sum."""
+        obj = next(self.value)  # an infinite repeat does not change when advanced
+        total: Any = gen_zero
+        for si in s:
+            if si is not gen_zero and si is not None:
+                total = add(total, si)
+        if Abox is not None and total is not gen_zero:
+            total = settle(obj, total, Abox)
+        return total
+
+    def _refuse_unsized(self, s: list, Abox: BoxSensitivities | None) -> None:
+        """OTHER: an iterator, generator, dict (keys), view or user iterable: its elements'
+        sensitivities have nowhere to go, so one that is not zero is an error."""
         items = self.items
         for i, si in enumerate(s):
             if si is gen_zero or si is None:
@@ -150,7 +159,6 @@ class Seq:
                 si = settle(items[i], si, Abox)
             if not is_zero_sensitivity(si):
                 raise NonDifferentiableError(self._unsized_message())
-        return gen_zero
 
     def _unsized_message(self) -> str:
         what = type(self.value).__name__

@@ -26,8 +26,8 @@ from dplus.checkpoint import check_loop_arguments, checkpoint_loop, labelled, ru
 from dplus.errors import NonDifferentiableError, describe_callable
 from dplus.rules import defnondiff
 from dplus.runtime import calls as runtime_calls
-from dplus.runtime.closures import is_plus_function
-from dplus.runtime.core import lift
+from dplus.runtime.closures import is_plus_function, user_function
+from dplus.runtime.core import as_plain_callable, lift
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import gen_zero
@@ -40,6 +40,7 @@ from dplus.runtime.registry import (
 from dplus.runtime.result import ProcResult, call_plus
 
 from ._iterables import add_closure
+from .revolve import first_descent, split
 
 
 def plus_of(f: Any) -> Any:
@@ -57,6 +58,19 @@ def plus_of(f: Any) -> Any:
 def stands_for_itself(f: Any) -> bool:
     """A function made inside differentiated code: its value is its own transform."""
     return is_plus_function(f) and not is_registered_transform(f)
+
+
+def plain_callable(f: Any, nargs: int) -> Any:
+    """``f`` as a recomputation calls it plainly with ``nargs`` arguments: for a function made
+    inside differentiated code, the user's own function rebuilt when it can be
+    (``user_function``: at the primal's speed, where ``f`` itself would record as it runs and
+    drop the record); otherwise as ``run_checkpointed`` calls it. (What it computes is
+    checked against the recorded recomputation, as every recomputation is.)"""
+    if stands_for_itself(f):
+        rebuilt = user_function(f, nargs)
+        if rebuilt is not None:
+            return rebuilt
+    return as_plain_callable(f)
 
 
 def call_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
@@ -163,7 +177,10 @@ register_primitive(
 
 def run_checkpointed_plus(f: Any, args: tuple, kwargs: dict) -> ProcResult:
     saved = kept_value(tuple(args), f, "arguments")
-    out = run_checkpointed(f, saved, kwargs)
+    if kwargs:
+        out = run_checkpointed(f, saved, kwargs)
+    else:
+        out = plain_callable(f, len(saved))(*saved)
     require_value(out, f, "result")
 
     def run_checkpointed_backprop(A: Any, Abox: Any) -> tuple:
@@ -182,32 +199,24 @@ register_primitive(
 )
 
 
-def _loop_sig(step: Any, state: Any, n: Any, *, schedule: str = "sqrt") -> tuple:
-    return step, state, n, schedule
+def _loop_sig(
+    step: Any, state: Any, n: Any, *, schedule: str = "sqrt", snapshots: Any = None
+) -> tuple:
+    return step, state, n, schedule, snapshots
 
 
 def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
     try:
-        step, state, n, schedule = _loop_sig(*args, **kwargs)
+        step, state, n, schedule, snapshots = _loop_sig(*args, **kwargs)
     except TypeError:
         checkpoint_loop(*args, **kwargs)  # the plain function's own error
         raise
-    check_loop_arguments(step, n, schedule)
+    check_loop_arguments(step, n, schedule, snapshots)
     n = int(n)
-    if schedule == "none":
-        stride = 1
-    elif schedule == "sqrt":
-        stride = max(1, math.isqrt(max(n - 1, 0)) + 1)
-    else:
-        stride = n + 1  # bisection keeps only the initial state in the forward pass
-    kept = {}
-    s = state
-    for i in range(n):
-        if i % stride == 0:
-            kept[i] = kept_value(s, step, "loop state")
-        s = run_checkpointed(step, (s,), {})
-    require_value(s, step, "loop state")
-    out = s
+    if schedule == "revolve":
+        return revolve_loop(step, state, n, snapshots, args, kwargs)
+    advance = plain_callable(step, 1)
+    kept, out = _run_keeping(step, advance, state, n, _stride(schedule, n))
 
     def record(lo: int, hi: int, s_lo: Any) -> tuple:
         """The steps lo..hi-1 through the transform: their backprops and the state at hi."""
@@ -239,7 +248,7 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         mid = (lo + hi) // 2
         s_mid = s_lo
         for _ in range(lo, mid):
-            s_mid = run_checkpointed(step, (s_mid,), {})
+            s_mid = advance(s_mid)
         a, fs = reverse_bisected(mid, hi, kept_value(s_mid, step, "loop state"), a, fs, Abox)
         return reverse_bisected(lo, mid, s_lo, a, fs, Abox)
 
@@ -253,6 +262,124 @@ def checkpoint_loop_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return loop_sensitivities(fs, a, args, kwargs)
 
     return ProcResult(out, checkpoint_loop_backprop)
+
+
+def _stride(schedule: str, n: int) -> int:
+    """How many steps apart the forward pass keeps the states of an ``n``-step loop."""
+    if schedule == "none":
+        return 1
+    if schedule == "sqrt":
+        return max(1, math.isqrt(max(n - 1, 0)) + 1)
+    return n + 1  # bisection keeps only the initial state in the forward pass
+
+
+def _run_keeping(
+    step: Any, advance: Any, state: Any, n: int, stride: int
+) -> tuple[dict[int, Any], Any]:
+    """The loop's ``n`` steps run without recording (``advance``: the step called plainly),
+    keeping the state at every ``stride``-th step; the states kept, by step, and the final
+    state."""
+    kept = {}
+    s = state
+    for i in range(n):
+        if i % stride == 0:
+            kept[i] = kept_value(s, step, "loop state")
+        s = advance(s)
+    require_value(s, step, "loop state")
+    return kept, s
+
+
+def revolve_loop(step: Any, state: Any, n: int, k: int, args: tuple, kwargs: dict) -> ProcResult:
+    """The forward pass of the binomial schedule with ``k`` snapshots: the plain steps, keeping
+    the states where the schedule's forward sweep puts its snapshots, and the last step
+    recorded (Griewank's "youturn"). The reverse pass (:class:`RevolveReversal`) continues
+    the schedule from there."""
+    if n == 0:
+        return ProcResult(state, lambda A, Abox: loop_sensitivities(gen_zero, A, args, kwargs))
+    first = kept_value(state, step, "loop state")
+    positions = set(first_descent(n, k))
+    descent: dict = {}
+    advance = plain_callable(step, 1)
+    s = state
+    for i in range(n - 1):
+        if i in positions:
+            descent[i] = kept_value(s, step, "loop state")
+        s = advance(s)
+    last_input = kept_value(s, step, "loop state")
+    del s
+    if n - 1 in positions:  # (a snapshot of the last step's state: the state it is recorded from)
+        descent[n - 1] = last_input
+    r = call_recorded(step, (last_input,), {})
+    out = r.primal
+    require_value(out, step, "loop state")
+    # the first reverse pass uses the forward sweep's snapshots and record, and drops them as
+    # it goes; a later one (a jacobian runs the backprop once per output) starts from scratch
+    youturn: list = [descent, r.backprop, last_input]
+    del r, descent, last_input
+
+    def checkpoint_loop_revolve_backprop(A: Any, Abox: Any) -> tuple:
+        reversal = RevolveReversal(step, advance, out, A, Abox)
+        if youturn:
+            reversal.descent, reversal.youturn = youturn[0], (youturn[1], youturn[2])
+            youturn.clear()
+        reversal.run(0, n, k, first, reversal.youturn is not None)
+        return loop_sensitivities(reversal.fs, reversal.a, args, kwargs)
+
+    return ProcResult(out, checkpoint_loop_revolve_backprop)
+
+
+class RevolveReversal:
+    """One reverse pass of a loop under the binomial schedule: the steps newest first, each
+    recorded from its state, advanced from the nearest snapshot as ``revolve.split`` says.
+
+    Each recorded step's result is compared with the state the step reversed before it was
+    recorded from (the last one's with the forward pass's result), so the recorded steps
+    form one trajectory from the initial state to the forward pass's result, or the pass
+    refuses. States are referenced only while the schedule holds them."""
+
+    def __init__(self, step: Any, plain_step: Any, out: Any, A: Any, Abox: Any) -> None:
+        self.step, self.plain_step, self.Abox = step, plain_step, Abox
+        self.a, self.fs = A, gen_zero
+        self.expected = out  # what the step reversed next must produce
+        self.descent: dict = {}  # the forward sweep's snapshots not used yet, by position
+        self.youturn: tuple | None = None  # the forward pass's record of the last step, its state
+
+    def run(self, lo: int, hi: int, slots: int, s_lo: Any, on_descent: bool) -> None:
+        """Reverse steps ``lo .. hi-1`` from ``s_lo``, the state at ``lo``, keeping at most
+        ``slots`` states at once (``s_lo``'s included). ``on_descent``: the range ends the
+        forward sweep's, whose snapshots and last record are there to take."""
+        while hi - lo > 1 and slots > 1:
+            j = split(hi - lo, slots)
+            if on_descent:
+                s_j = self.descent.pop(lo + j)
+            else:
+                s_j = self.advance(s_lo, j)
+            self.run(lo + j, hi, slots - 1, s_j, on_descent)
+            del s_j  # (its slot is free again for the first part of the range)
+            on_descent = False
+            hi = lo + j
+        for i in range(hi - 1, lo - 1, -1):
+            if (
+                on_descent and self.youturn is not None
+            ):  # the last step, recorded by the forward pass
+                bp, s_i = self.youturn
+                self.youturn = None
+            else:
+                s_i = self.advance(s_lo, i - lo)
+                r = call_recorded(self.step, (s_i,), {})
+                check_recomputed(r.primal, self.expected, self.step)
+                bp = r.backprop
+                del r
+            self.expected = None
+            self.a, self.fs = backprop_steps([bp], self.a, self.fs, self.Abox)
+            del bp
+            self.expected = s_i
+            del s_i
+
+    def advance(self, s: Any, steps: int) -> Any:
+        for _ in range(steps):
+            s = self.plain_step(s)
+        return s
 
 
 def backprop_steps(bps: list, a: Any, fs: Any, Abox: Any) -> tuple:
@@ -277,7 +404,7 @@ def loop_sensitivities(fs: Any, a: Any, args: tuple, kwargs: dict) -> tuple:
 register_primitive(
     checkpoint_loop,
     checkpoint_loop_plus,
-    note="dplus.checkpoint_loop: keeps every k-th state (sqrt) or none (bisection), recomputes segments in reverse",
+    note="dplus.checkpoint_loop: keeps every k-th state (sqrt), none (bisection) or k where the binomial schedule says (revolve), recomputes in reverse",
 )
 
 
@@ -301,7 +428,7 @@ def run_checkpointed_recorded(f: Any, args: tuple, kwargs: dict) -> ProcResult:
 
 
 def checkpoint_loop_recorded(*args: Any, **kwargs: Any) -> ProcResult:
-    step, state, n, schedule = _loop_sig(*args, **kwargs)
+    step, state, n, _, _ = _loop_sig(*args, **kwargs)
     bps = []
     s = state
     for _ in range(n):

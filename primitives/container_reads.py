@@ -150,69 +150,93 @@ def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
     else:
         v = dict.__getitem__(obj, idx)
     if t is list or isinstance(obj, _LIST_LIKE):  # (a deque: by position, as a list)
-        n = len(obj)
         if type(idx) is int or (not isinstance(idx, slice) and hasattr(idx, "__index__")):
-            i = idx + n if idx < 0 else idx
-
-            def list_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-                if A is not Z and A is not None:
-                    if is_tracked_mutable(v):
-                        handover(Abox, v, A)
-                    else:
-                        entry = Abox.list_entry(obj, n)
-                        entry[i] = add(entry[i], A)
-                return (), Z, None
-
-            return ProcResult(v, list_read_backprop)
-        rng = range(*idx.indices(n))
-
-        def list_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is not Z and A is not None:
-                handover(Abox, v, A)
-            part = Abox.pop(v, Z)
-            if part is not Z:
-                entry = Abox.list_entry(obj, n)
-                for j, s in zip(rng, part):
-                    if s is not Z:
-                        entry[j] = add(entry[j], s)
-            return (), Z, None
-
-        return ProcResult(v, list_slice_backprop)
+            return _list_read(obj, idx, v)
+        return _list_slice_read(obj, idx, v)
     if t is tuple or isinstance(obj, tuple):
-        n = len(obj)
         if isinstance(idx, slice):
-            rng = range(*idx.indices(n))
-
-            def tuple_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-                if A is Z or A is None:
-                    return (), Z, None
-                return (), scatter_slice(A, rng, n), None
-
-            return ProcResult(v, tuple_slice_backprop)
-        i = idx + n if idx < 0 else idx
-
-        def tuple_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is Z or A is None:
-                return (), Z, None
-            if is_tracked_mutable(v):
-                handover(Abox, v, A)
-                return (), Z, None
-            return (), OneHot(i, A, n), None
-
-        return ProcResult(v, tuple_read_backprop)
+            return _tuple_slice_read(obj, idx, v)
+        return _tuple_read(obj, idx, v)
     if t is dict or isinstance(obj, dict):
         return _keyed_read(obj, idx, v)
     if is_ndarray(obj):
-
-        def array_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is Z or A is None:
-                return (), Z, None
-            return (), scatter_add(obj, idx, A), None
-
-        return ProcResult(v, array_read_backprop)
+        return _array_read(obj, idx, v)
     if isinstance(obj, (str, bytes, range)):
         return ProcResult(v, lambda A, Abox: ((), Z, None))
     return _unknown_read(obj, v, f"indexing {_a_type_name(t)}")
+
+
+def _list_read(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``xs[i]`` of a list (or a deque): the sensitivity goes to the list's entry at ``i``."""
+    n = len(obj)
+    i = idx + n if idx < 0 else idx
+
+    def list_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+            else:
+                entry = Abox.list_entry(obj, n)
+                entry[i] = add(entry[i], A)
+        return (), Z, None
+
+    return ProcResult(v, list_read_backprop)
+
+
+def _list_slice_read(obj: Any, idx: slice, v: Any) -> ProcResult:
+    """``xs[a:b]``: the new list's sensitivity goes back to the positions it was read from."""
+    n = len(obj)
+    rng = range(*idx.indices(n))
+
+    def list_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is not Z and A is not None:
+            handover(Abox, v, A)
+        part = Abox.pop(v, Z)
+        if part is not Z:
+            entry = Abox.list_entry(obj, n)
+            for j, s in zip(rng, part):
+                if s is not Z:
+                    entry[j] = add(entry[j], s)
+        return (), Z, None
+
+    return ProcResult(v, list_slice_backprop)
+
+
+def _tuple_slice_read(obj: Any, idx: slice, v: Any) -> ProcResult:
+    n = len(obj)
+    rng = range(*idx.indices(n))
+
+    def tuple_slice_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, None
+        return (), scatter_slice(A, rng, n), None
+
+    return ProcResult(v, tuple_slice_backprop)
+
+
+def _tuple_read(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``t[i]``: a sparse sensitivity (``OneHot``), or the element's own if it is mutable."""
+    n = len(obj)
+    i = idx + n if idx < 0 else idx
+
+    def tuple_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, None
+        if is_tracked_mutable(v):
+            handover(Abox, v, A)
+            return (), Z, None
+        return (), OneHot(i, A, n), None
+
+    return ProcResult(v, tuple_read_backprop)
+
+
+def _array_read(obj: Any, idx: Any, v: Any) -> ProcResult:
+    def array_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, None
+        return (), scatter_add(obj, idx, A), None
+
+    return ProcResult(v, array_read_backprop)
 
 
 def _a_type_name(t: type) -> str:
@@ -345,6 +369,13 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return apply_transform(getitem_plus, obj, field)
     if is_tracked_mutable(obj) and _instance_has(obj, name):
         return _keyed_read(obj, name, v)
+    return _class_attribute_read(obj, name, v)
+
+
+def _class_attribute_read(obj: Any, name: str, v: Any) -> ProcResult:
+    """``obj.name`` found through the class: a method (bound to ``obj``), a property, a
+    class attribute (a constant)."""
+    t = type(obj)
     if isinstance(v, types.MethodType) and v.__self__ is obj:
         # a bound method closes over its instance: its sensitivity is (A_self,)
         def method_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -419,4 +450,4 @@ def _nested_code(fn: Any, name: str) -> Any:
 
 # reading elements of an array makes them (fancy indexing) or shows them (a view), and hands
 # their sensitivity back to the array at once (runtime.memory)
-results_take_entries(code=_nested_code(builtin_getitem_plus, "array_read_backprop"))
+results_take_entries(code=_nested_code(_array_read, "array_read_backprop"))

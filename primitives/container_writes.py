@@ -63,73 +63,89 @@ def builtin_setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
         return apply_transform(lookup_transform(_DEQUE_SETITEM), obj, idx, v)
     if t is list or isinstance(obj, list):
-        n = len(obj)
         if isinstance(idx, slice):
-            start, stop, step = idx.indices(n)
-            vals = list(v)
-            old_positions = list(range(start, stop, step))
-            if _overrides(obj, "__setitem__"):
-                list.__setitem__(obj, idx, vals)
-            else:
-                obj[idx] = vals
-            m = len(vals)
-
-            def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-                entry = Abox.get(obj)
-                if entry is Z:
-                    new_sens = [Z] * m
-                else:
-                    if step == 1:
-                        new_sens = entry[start : start + m]
-                        entry[start : start + m] = [Z] * len(old_positions)
-                    else:
-                        new_sens = [entry[j] for j in old_positions]
-                        for j in old_positions:
-                            entry[j] = Z
-                for e, s in zip(vals, new_sens):
-                    pass
-                return (
-                    (),
-                    Z,
-                    None,
-                    _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z,
-                )
-
-            return ProcResult(None, list_slice_write_backprop)
-        i = idx + n if idx < 0 else idx
-        if _overrides(obj, "__setitem__"):
-            list.__setitem__(obj, i, v)
-        else:
-            obj[i] = v
-
-        def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            entry = Abox.get(obj)
-            if entry is Z:
-                return (), Z, None, Z
-            s = entry[i]
-            entry[i] = Z
-            return (), Z, None, s
-
-        return ProcResult(None, list_write_backprop)
+            return _list_slice_write(obj, idx, v)
+        return _list_write(obj, idx, v)
     if t is dict or isinstance(obj, dict):
-        if _overrides(obj, "__setitem__"):
-            dict.__setitem__(obj, idx, v)
-        else:
-            obj[idx] = v
-
-        def dict_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            entry = Abox.get(obj)
-            if entry is Z:
-                return (), Z, None, Z
-            return (), Z, None, entry.pop(idx, Z)
-
-        return ProcResult(None, dict_write_backprop)
+        return _dict_write(obj, idx, v)
     if is_ndarray(obj):
         from .numpy_inplace import array_setitem_plus
 
         return apply_transform(array_setitem_plus, obj, idx, v)
     obj[idx] = v
     return ProcResult(None, _unknown_write_backprop(f"assigning into a {t.__name__}"))
+
+
+def _list_slice_write(obj: Any, idx: slice, v: Any) -> ProcResult:
+    """``xs[a:b] = v``: the written elements' sensitivities move out of the list's entry."""
+    n = len(obj)
+    start, stop, step = idx.indices(n)
+    vals = list(v)
+    old_positions = list(range(start, stop, step))
+    if _overrides(obj, "__setitem__"):
+        list.__setitem__(obj, idx, vals)
+    else:
+        obj[idx] = vals
+    m = len(vals)
+
+    def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is Z:
+            new_sens = [Z] * m
+        else:
+            if step == 1:
+                new_sens = entry[start : start + m]
+                entry[start : start + m] = [Z] * len(old_positions)
+            else:
+                new_sens = [entry[j] for j in old_positions]
+                for j in old_positions:
+                    entry[j] = Z
+        for e, s in zip(vals, new_sens):
+            pass
+        return (
+            (),
+            Z,
+            None,
+            _conform_items(new_sens, v) if not all(s is Z for s in new_sens) else Z,
+        )
+
+    return ProcResult(None, list_slice_write_backprop)
+
+
+def _list_write(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``xs[i] = v``: the written element's sensitivity moves out of the list's entry."""
+    n = len(obj)
+    i = idx + n if idx < 0 else idx
+    if _overrides(obj, "__setitem__"):
+        list.__setitem__(obj, i, v)
+    else:
+        obj[i] = v
+
+    def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is Z:
+            return (), Z, None, Z
+        s = entry[i]
+        entry[i] = Z
+        return (), Z, None, s
+
+    return ProcResult(None, list_write_backprop)
+
+
+def _dict_write(obj: Any, idx: Any, v: Any) -> ProcResult:
+    """``d[k] = v``: the written value's sensitivity moves out of the dict's entry."""
+    if _overrides(obj, "__setitem__"):
+        dict.__setitem__(obj, idx, v)
+    else:
+        obj[idx] = v
+
+    def dict_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is Z:
+            return (), Z, None, Z
+        return (), Z, None, entry.pop(idx, Z)
+
+    return ProcResult(None, dict_write_backprop)
 
 
 def _unknown_write_backprop(what: str) -> Any:
@@ -237,55 +253,69 @@ def builtin_delitem_plus(obj: Any, idx: Any) -> ProcResult:
     if isinstance(obj, _DEQUE):  # (the deque rules: primitives.collections_stdlib)
         return apply_transform(lookup_transform(_DEQUE_DELITEM), obj, idx)
     if isinstance(obj, list):
-        n = len(obj)
         if isinstance(idx, slice):
-            positions = list(range(*idx.indices(n)))
-            if _overrides(obj, "__delitem__"):
-                list.__delitem__(obj, idx)
-            else:
-                del obj[idx]
-
-            def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-                entry = Abox.get(obj)
-                if entry is not Z:
-                    restored = [Z] * n
-                    keep = [j for j in range(n) if j not in set(positions)]
-                    for j, s in zip(keep, entry):
-                        restored[j] = s
-                    entry[:] = restored
-                return (), Z, None
-
-            return ProcResult(None, list_slice_del_backprop)
-        i = idx + n if idx < 0 else idx
-        if _overrides(obj, "__delitem__"):
-            list.__delitem__(obj, i)
-        else:
-            del obj[i]
-
-        def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            entry = Abox.get(obj)
-            if entry is not Z:
-                entry.insert(i, Z)
-            return (), Z, None
-
-        return ProcResult(None, list_del_backprop)
+            return _list_slice_del(obj, idx)
+        return _list_del(obj, idx)
     if isinstance(obj, dict):
-        if _overrides(obj, "__delitem__"):
-            dict.__delitem__(obj, idx)
-        else:
-            del obj[idx]
-
-        def dict_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            entry = Abox.get(obj)
-            if entry is not Z:
-                entry.pop(idx, None)
-            return (), Z, None
-
-        return ProcResult(None, dict_del_backprop)
+        return _dict_del(obj, idx)
     if is_ndarray(obj):
         raise NonDifferentiableError("deleting from a NumPy array is not possible")
     del obj[idx]
     return ProcResult(None, _no_sens_2)
+
+
+def _list_slice_del(obj: Any, idx: slice) -> ProcResult:
+    """``del xs[a:b]``: the reverse puts zeros back where the elements were."""
+    n = len(obj)
+    positions = list(range(*idx.indices(n)))
+    if _overrides(obj, "__delitem__"):
+        list.__delitem__(obj, idx)
+    else:
+        del obj[idx]
+
+    def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is not Z:
+            restored = [Z] * n
+            keep = [j for j in range(n) if j not in set(positions)]
+            for j, s in zip(keep, entry):
+                restored[j] = s
+            entry[:] = restored
+        return (), Z, None
+
+    return ProcResult(None, list_slice_del_backprop)
+
+
+def _list_del(obj: Any, idx: Any) -> ProcResult:
+    n = len(obj)
+    i = idx + n if idx < 0 else idx
+    if _overrides(obj, "__delitem__"):
+        list.__delitem__(obj, i)
+    else:
+        del obj[i]
+
+    def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is not Z:
+            entry.insert(i, Z)
+        return (), Z, None
+
+    return ProcResult(None, list_del_backprop)
+
+
+def _dict_del(obj: Any, idx: Any) -> ProcResult:
+    if _overrides(obj, "__delitem__"):
+        dict.__delitem__(obj, idx)
+    else:
+        del obj[idx]
+
+    def dict_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        if entry is not Z:
+            entry.pop(idx, None)
+        return (), Z, None
+
+    return ProcResult(None, dict_del_backprop)
 
 
 def delattr_plus(obj: Any, name: str) -> ProcResult:

@@ -153,37 +153,13 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
         out = list(itertools.accumulate(items, initial=initial))
         calls = None
     else:
-        calls = Calls(operator.add if func is None else func)
-        out = []
-        if has_init:
-            acc = initial
-            lo = 0
-        elif n:
-            acc = items[0]
-            lo = 1
-        else:
-            acc = _MISSING
-            lo = 0
-        if acc is not _MISSING:
-            out.append(acc)
-        for i in range(lo, n):
-            acc = calls.call((acc, items[i]))
-            out.append(acc)
+        out, calls = _accumulated_calls(func, items, initial, has_init)
     vals = tuple(out)
     m = len(vals)
     off = 1 if has_init else 0  # out[k] combines items[k - off]
 
     def _result(fs: Any, el: list, s_init: Any, Abox: Any) -> tuple:
-        s_items = s.sens(el, Abox)
-        pos: tuple = ((), s_items)
-        if len(args) >= 2:
-            pos = pos + (fs,)
-        if kwargs:
-            kw = {}
-            for k in kwargs:
-                kw[k] = fs if k == "func" else s_init if k == "initial" else gen_zero
-            pos = pos + (kw,)
-        return pos
+        return _accumulate_result(s.sens(el, Abox), args, kwargs, fs, s_init)
 
     def accumulate_backprop(A: Any, Abox: Any) -> tuple:
         Abox = ensure_abox(Abox)
@@ -224,6 +200,42 @@ def accumulate_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return _result(fs, el, gen_zero, Abox)
 
     return ProcResult(out, accumulate_backprop)
+
+
+def _accumulated_calls(func: Any, items: Any, initial: Any, has_init: bool) -> tuple:
+    """``accumulate``'s results computed by calls of ``func`` (its transform, recorded)."""
+    n = len(items)
+    calls = Calls(operator.add if func is None else func)
+    out = []
+    if has_init:
+        acc = initial
+        lo = 0
+    elif n:
+        acc = items[0]
+        lo = 1
+    else:
+        acc = _MISSING
+        lo = 0
+    if acc is not _MISSING:
+        out.append(acc)
+    for i in range(lo, n):
+        acc = calls.call((acc, items[i]))
+        out.append(acc)
+    return out, calls
+
+
+def _accumulate_result(s_items: Any, args: tuple, kwargs: dict, fs: Any, s_init: Any) -> tuple:
+    """``accumulate``'s backprop result: the items', the function's and the initial value's
+    sensitivities, positional or by keyword as they were passed."""
+    pos: tuple = ((), s_items)
+    if len(args) >= 2:
+        pos = pos + (fs,)
+    if kwargs:
+        kw = {}
+        for k in kwargs:
+            kw[k] = fs if k == "func" else s_init if k == "initial" else gen_zero
+        pos = pos + (kw,)
+    return pos
 
 
 register_primitive(

@@ -174,16 +174,35 @@ def defgrad(
     ``out=`` writes the result into the array given, in place. With ``coerce``, differentiable
     arguments given as lists or tuples reach the gradients as arrays (NumPy reads them so).
     """
-    n = len(grads)
-    kwmap = kw or {}
     for g in grads:
         if g is not None:  # transformed from source when differentiated again
             mark_derived(g, "rule", fn)
     coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
+    rule: list = []  # the registered transform, which an out= call runs on the other arguments
+    general = _general_transform(fn, grads, kw or {}, coerced, rule)
+    mark_derived(general, "rule helper")  # differentiated from its source at second order
+    n = len(grads)
+    if n == 1 and grads[0] is not None:
+        transform = _unary_transform(fn, grads[0], general, coerce)
+    elif n == 2 and grads[0] is not None and grads[1] is not None:
+        transform = _binary_transform(fn, grads[0], grads[1], general, coerce)
+    else:
+        transform = _any_call_transform(general)
+    rule.append(transform)
+    return _register(fn, transform, note)
+
+
+def _general_transform(
+    fn: Any, grads: tuple[Grad | None, ...], kwmap: dict[str, int], coerced: tuple, rule: list
+) -> Callable[[tuple, dict], ProcResult]:
+    """``defgrad``'s transform of any call: ``(args, kwargs)`` to the result and a backprop
+    giving each argument its gradient (keywords through ``kwmap``); ``rule[0]``, the
+    registered transform, is run by an ``out=`` call on the other arguments."""
+    n = len(grads)
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
         if writes_into(fn, args, kwargs):
-            return with_out(fn, transform, args, kwargs)  # (the rule, on the other arguments)
+            return with_out(fn, rule[0], args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
@@ -208,56 +227,69 @@ def defgrad(
 
         return ProcResult(r, backprop)
 
-    mark_derived(general, "rule helper")  # differentiated from its source at second order
-    if n == 1 and grads[0] is not None:
-        g0 = grads[0]
+    return general
 
-        def transform(*args: Any, **kwargs: Any) -> ProcResult:
-            if kwargs or len(args) != 1:
-                return general(args, kwargs)
-            x = args[0]
-            r = fn(x)
 
-            def backprop1(A: Any, Abox: Any) -> tuple:
-                if A is Z:
-                    return _Z1
-                if type(r) is _ndarray and type(A) is not _ndarray:
-                    A = np.full(r.shape, A)
-                if coerce and (type(x) is list or type(x) is tuple):
-                    return ((), fit(g0(A, r, np.asarray(x)), x))
-                return ((), fit(g0(A, r, x), x))
+def _unary_transform(
+    fn: Any, g0: Grad, general: Callable[[tuple, dict], ProcResult], coerce: bool
+) -> Callable[..., ProcResult]:
+    """``defgrad``'s transform of a function of one argument: a call of one positional
+    argument without the general steps."""
 
-            return ProcResult(r, backprop1)
-
-    elif n == 2 and grads[0] is not None and grads[1] is not None:
-        g0, g1 = grads[0], grads[1]
-
-        def transform(*args: Any, **kwargs: Any) -> ProcResult:
-            if kwargs or len(args) != 2:
-                return general(args, kwargs)
-            x, y = args
-            r = fn(x, y)
-
-            def backprop2(A: Any, Abox: Any) -> tuple:
-                if A is Z:
-                    return _Z2
-                if type(r) is _ndarray and type(A) is not _ndarray:
-                    A = np.full(r.shape, A)
-                if coerce and (
-                    type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple
-                ):
-                    xa, ya = _coerce((x, y), (0, 1))
-                    return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
-                return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
-
-            return ProcResult(r, backprop2)
-
-    else:
-
-        def transform(*args: Any, **kwargs: Any) -> ProcResult:
+    def transform(*args: Any, **kwargs: Any) -> ProcResult:
+        if kwargs or len(args) != 1:
             return general(args, kwargs)
+        x = args[0]
+        r = fn(x)
 
-    return _register(fn, transform, note)
+        def backprop1(A: Any, Abox: Any) -> tuple:
+            if A is Z:
+                return _Z1
+            if type(r) is _ndarray and type(A) is not _ndarray:
+                A = np.full(r.shape, A)
+            if coerce and (type(x) is list or type(x) is tuple):
+                return ((), fit(g0(A, r, np.asarray(x)), x))
+            return ((), fit(g0(A, r, x), x))
+
+        return ProcResult(r, backprop1)
+
+    return transform
+
+
+def _binary_transform(
+    fn: Any, g0: Grad, g1: Grad, general: Callable[[tuple, dict], ProcResult], coerce: bool
+) -> Callable[..., ProcResult]:
+    """``defgrad``'s transform of a function of two arguments: a call of two positional
+    arguments without the general steps."""
+
+    def transform(*args: Any, **kwargs: Any) -> ProcResult:
+        if kwargs or len(args) != 2:
+            return general(args, kwargs)
+        x, y = args
+        r = fn(x, y)
+
+        def backprop2(A: Any, Abox: Any) -> tuple:
+            if A is Z:
+                return _Z2
+            if type(r) is _ndarray and type(A) is not _ndarray:
+                A = np.full(r.shape, A)
+            if coerce and (
+                type(x) is list or type(x) is tuple or type(y) is list or type(y) is tuple
+            ):
+                xa, ya = _coerce((x, y), (0, 1))
+                return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
+            return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
+
+        return ProcResult(r, backprop2)
+
+    return transform
+
+
+def _any_call_transform(general: Callable[[tuple, dict], ProcResult]) -> Callable[..., ProcResult]:
+    def transform(*args: Any, **kwargs: Any) -> ProcResult:
+        return general(args, kwargs)
+
+    return transform
 
 
 def _coerce(args: tuple, positions: tuple) -> tuple:

@@ -1,4 +1,5 @@
-"""The rule of ``dplus.parallel.map``: forward and reverse passes on the cluster's workers.
+"""The rule of ``dplus.parallel.map``: forward and reverse passes on the cluster's workers
+(Dask or Ray, through ``dplus.parallel.workers_of``).
 
 Forward: one task per chunk runs the items through ``f``'s transform and keeps the
 backpropagators on its worker (``run_recorded_chunk``). Reverse: one task per
@@ -28,9 +29,10 @@ from .checkpointing import backprop_steps, record_items, require_value, stands_f
 
 
 def run_recorded_chunk(f: Any, part: list, token_prefix: str) -> tuple:
-    """The forward pass of one chunk on a worker: the results, and where the record stays."""
+    """The forward pass of one chunk on a worker: the results, and the token of the record
+    it keeps there."""
     results, bps = record_items(f, part)
-    return results, parallel.keep_records(bps, token_prefix), parallel.worker_address()
+    return results, parallel.keep_records(bps, token_prefix)
 
 
 def _sig(f: Any, xs: Any, *, client: Any = None, chunks: Any = None) -> tuple:
@@ -56,47 +58,40 @@ def parallel_map_plus(*args: Any, **kwargs: Any) -> ProcResult:
         require_value(x, f, "item")
     if client is None:
         return _in_process(f, s, items, args, kwargs)
-    parts = parallel.split(items, parallel.chunk_count(client, chunks, len(items)))
+    workers = parallel.workers_of(client)
+    parts = parallel.split(items, parallel.chunk_count(workers, chunks, len(items)))
     if stands_for_itself(f):
         remember_generated(
             f
         )  # a function made in differentiated code: its code's records go with it
     prefix = uuid.uuid4().hex
-    futures = [client.submit(run_recorded_chunk, f, part, prefix, pure=False) for part in parts]
-    answers = client.gather(futures)
-    results = [r for chunk_results, _, _ in answers for r in chunk_results]
-    records = [(token, address, len(part)) for (_, token, address), part in zip(answers, parts)]
+    answers = workers.spread(run_recorded_chunk, [(f, part, prefix) for part in parts])
+    results = [r for (chunk_results, _), _ in answers for r in chunk_results]
+    # (token, place, items) of each chunk: its record, the worker that keeps it
+    records = [(token, place, len(part)) for ((_, token), place), part in zip(answers, parts)]
 
     def parallel_map_backprop(A: Any, Abox: Any) -> tuple:
         Abox = ensure_abox(Abox)
         sens = list_sensitivity(results, A, Abox)
-        pending, start = [], 0
-        for token, address, n in records:
-            chunk = sens[start : start + n]
+        tasks, start = [], 0
+        for token, _, n in records:
+            tasks.append((token, sens[start : start + n]))
             start += n
-            placement = {"workers": [address], "allow_other_workers": False} if address else {}
-            pending.append(
-                client.submit(parallel.run_backprops, token, chunk, pure=False, **placement)
-            )
         closure: Any = gen_zero
         item_sens: list = []
-        for fs, chunk_sens in client.gather(pending):
+        places = [place for _, place, _ in records]
+        for fs, chunk_sens in workers.at(places, parallel.run_backprops, tasks):
             closure = add_closure(closure, fs)
             item_sens.extend(chunk_sens)
         return ((), closure, s.sens(item_sens, Abox)) + _keyword_zeros(kwargs)
 
-    def drop_unused_records(client: Any = client, records: list = records) -> None:
-        by_worker: dict = {}
-        for token, address, _ in records:
-            by_worker.setdefault(address, []).append(token)
+    def drop_unused_records(workers: Any = workers, records: list = records) -> None:
+        by_place: dict = {}
+        for token, place, _ in records:
+            by_place.setdefault(place, []).append(token)
         try:
-            from distributed import fire_and_forget
-
-            for address, tokens in by_worker.items():
-                placement = {"workers": [address], "allow_other_workers": False} if address else {}
-                fire_and_forget(
-                    client.submit(parallel.drop_records, tokens, pure=False, **placement)
-                )
+            for place, tokens in by_place.items():
+                workers.send(place, parallel.drop_records, tokens)
         except Exception:  # the cluster is gone: so are the records
             pass
 
@@ -129,6 +124,6 @@ def parallel_map_recorded(*args: Any, **kwargs: Any) -> ProcResult:
 register_primitive(
     parallel.map,
     parallel_map_plus,
-    note="dplus.parallel.map: chunks on Dask workers; each worker keeps its chunks' backprops and runs them in the reverse pass",
+    note="dplus.parallel.map: chunks on Dask or Ray workers; each worker keeps its chunks' backprops and runs them in the reverse pass",
 )
 register_next_order_form(parallel_map_plus, parallel_map_recorded)

@@ -170,3 +170,14 @@ def test_second_order_runs_in_process():
     for args in [(0.5, 0.1), (-1.2, 0.7)]:
         close(dplus.hessian(loss)(*args), dplus.hessian(loss_plain)(*args), tol=1e-10)
         close(dplus.hessian(loss)(*args), fd_hessian(loss_plain, args), tol=1e-5)
+
+
+def test_second_order_with_the_client_captured(client):
+    # the loss closes over the client (and passes it by keyword): at the second order the
+    # map runs in process, and no sensitivity, not even a zero, is handed into the client
+    loss = make_loss(client, 3)
+    for w, b in [(0.5, 0.1), (-1.2, 0.7)]:
+        h = dplus.hessian(loss)(w, b)
+        close(h, dplus.hessian(loss_plain)(w, b), tol=1e-10)
+        close(h, fd_hessian(loss_plain, (w, b)), tol=1e-5)
+        close(dplus.grad1(lambda v, b=b: grad(loss)(v, b)[0])(w), h[0][0], tol=1e-10)

@@ -30,7 +30,7 @@ from typing import Any
 from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime.boxes import Box, BoxSensitivities
-from ..runtime.fold import Snapshot, fold, fold_arguments
+from ..runtime.fold import Snapshot, fold, fold_arguments, keyword_dict_sensitivity
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray
 from ..runtime.linear import (
@@ -436,6 +436,23 @@ def folded_with_transpose(
     return out, transpose
 
 
+def _keyword_dict_sensitivity_rule(kwargs: dict, s: Any, Abox: BoxSensitivities) -> ProcResult:
+    # linear in s and in the dict's entry, which it reads whole: the next order's sensitivity
+    # of each keyword goes back to both
+    rec = (kwargs, Abox.get(kwargs), False) if kwargs in Abox else None
+    out = keyword_dict_sensitivity(kwargs, s, Abox)
+
+    def keyword_dict_sensitivity_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
+        if A is Z or A is None:
+            return (), Z, Z, None
+        F = {k: _part(A, k) for k in out}
+        if rec is not None:
+            _entry_back(rec, F, Abox, Abox2)
+        return (), Z, (Z if s is Z or s is None else F), None
+
+    return ProcResult(out, keyword_dict_sensitivity_backprop)
+
+
 def holds_mutables(v: Any) -> bool:
     """``v`` is or holds a list, dict, box or object (a snapshot of one included)."""
     reachable: dict = {}
@@ -535,4 +552,9 @@ register_primitive(
     folded_with_transpose,
     _folded_with_transpose_rule,
     note="internal: the box-sensitivity map at the next order",
+)
+register_primitive(
+    keyword_dict_sensitivity,
+    _keyword_dict_sensitivity_rule,
+    note="internal: a **kwargs dict's sensitivity at the next order",
 )

@@ -7,7 +7,14 @@ from typing import Any
 
 from .portable import if_picklable
 
-__all__ = ["PlusInfo", "register_plus_code", "plus_info", "closure_values", "is_plus_function"]
+__all__ = [
+    "PlusInfo",
+    "register_plus_code",
+    "plus_info",
+    "closure_values",
+    "is_plus_function",
+    "user_function",
+]
 
 
 class CodeMap:
@@ -111,6 +118,95 @@ def closure_values(fn: Any) -> tuple:
 
 
 _REGISTERED_IDS = _registered_ids()
+
+
+# ---------------------------------------------------------------------------
+# the user's function behind a plus-function made inside differentiated code
+
+_USER_CODES = CodeMap()  # generated code -> the user's code object it was made from, or None
+_VARIADIC = 0x04 | 0x08  # (code flags: *args, **kwargs)
+_ATOMS = (float, int, complex, bool, str, bytes, type(None))
+
+
+def _user_code(code: types.CodeType) -> types.CodeType | None:
+    """The user's code object that the generated plus-function code ``code`` was made from:
+    the def or lambda of the same name on the same line in the function the transformer
+    was given (None when it is not exactly one)."""
+    if code in _USER_CODES:
+        return _USER_CODES.get(code)
+    info = _PLUS_CODES.get(code)
+    found = None
+    if info is not None and isinstance(info.source_fn_code, types.CodeType):
+        name = code.co_name.split("__plus", 1)[0]
+        name = "<lambda>" if name == "lambda" else name
+        matches = [
+            c
+            for c in _nested_codes(info.source_fn_code)
+            if c.co_name == name and c.co_firstlineno == code.co_firstlineno
+        ]
+        found = matches[0] if len(matches) == 1 else None
+    _USER_CODES[code] = found
+    return found
+
+
+def _holds_plus_function(v: Any) -> bool:
+    """Some plus-function is reachable from ``v`` (through containers and attributes), or
+    ``v`` is too big to look through."""
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if type(x) in _ATOMS or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if len(seen) > 10_000:
+            return True
+        if is_plus_function(x) or getattr(type(x), "__dplus_plus_object__", False):
+            return True
+        if isinstance(x, (tuple, list, set, frozenset)):
+            stack.extend(e for e in x if type(e) not in _ATOMS)
+        elif isinstance(x, dict):
+            stack.extend(e for e in x.values() if type(e) not in _ATOMS)
+        elif not isinstance(x, (type, types.ModuleType, types.FunctionType)):
+            attributes = getattr(x, "__dict__", None)
+            if isinstance(attributes, dict):
+                stack.extend(attributes.values())
+    return False
+
+
+def user_function(fn: Any, nargs: int) -> types.FunctionType | None:
+    """The user's own function that ``fn``, a plus-function made inside differentiated code
+    from a def or a lambda, stands for: rebuilt from the user's code, ``fn``'s globals and the
+    cells of the values it captured. Called plainly with ``nargs`` positional arguments it
+    does what ``fn``'s primal does, at the primal's speed (``fn`` itself records as it runs).
+
+    None when that cannot be relied on: the code is not found, the signature needs defaults
+    or keywords, a captured variable is rebound (boxed), or a captured value holds a function
+    made inside differentiated code (a plus-function, which a plain call would not expect)."""
+    if type(fn) is not types.FunctionType:
+        return None
+    info = _PLUS_CODES.get(fn.__code__)
+    code = _user_code(fn.__code__) if info is not None else None
+    if (
+        code is None
+        or code.co_argcount != nargs
+        or code.co_kwonlyargcount
+        or code.co_flags & _VARIADIC
+    ):
+        return None
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = []
+    for name in code.co_freevars:
+        cell = cells.get(name)
+        if cell is None or name not in info.by_value_freevars:
+            return None
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (not bound yet)
+            return None
+        if _holds_plus_function(value):
+            return None
+        closure.append(cell)
+    return types.FunctionType(code, fn.__globals__, code.co_name, None, tuple(closure) or None)
 
 
 # ---------------------------------------------------------------------------

@@ -25,59 +25,64 @@ def check_conforms(sens: Any, primal: Any, what: str = "the sensitivity", path: 
     """Raise :class:`SensitivityError` naming where ``sens`` fails to conform to ``primal``."""
     if sens is gen_zero:
         return
-    where = f" at {path}" if path else ""
-
-    def fail(reason: str) -> None:
+    if type(sens) is OneHot or type(sens) is TupleAccumulator:
+        sens = _as_tuple(sens)
+    reason = _nonconformance(sens, primal, what, path)
+    if reason is not None:
+        where = f" at {path}" if path else ""
         raise SensitivityError(
             f"{what} does not conform to the result{where}: {_describe(sens)} given where the result is "
             f"{_describe(primal)}; {reason}"
         )
 
-    if type(sens) is OneHot or type(sens) is TupleAccumulator:
-        sens = _as_tuple(sens)
+
+def _nonconformance(sens: Any, primal: Any, what: str, path: str) -> str | None:
+    """Why ``sens`` does not conform to ``primal`` (None: it does). The parts of a container
+    are checked by :func:`check_conforms`, which raises naming the part."""
     if type(primal) is bool or is_atom(primal):
-        if sens is not None:
-            fail("a non-differentiable value takes the sensitivity None")
-        return
+        return None if sens is None else "a non-differentiable value takes the sensitivity None"
     if sens is None:
-        fail("None is the sensitivity of non-differentiable values only")
+        return "None is the sensitivity of non-differentiable values only"
     if is_number(primal):
-        if not is_number(sens):
-            fail("a number's sensitivity is a number")
-        return
+        return None if is_number(sens) else "a number's sensitivity is a number"
     if is_ndarray(primal):
         if is_ndarray(sens):
             if sens.shape != primal.shape:
-                fail(f"shape {sens.shape} given where the result has shape {primal.shape}")
-            return
-        if is_number(sens):
-            return
-        fail("an array's sensitivity is an array of the same shape")
+                return f"shape {sens.shape} given where the result has shape {primal.shape}"
+            return None
+        return None if is_number(sens) else "an array's sensitivity is an array of the same shape"
     if isinstance(primal, (tuple, list)):
-        kind = "tuple" if isinstance(primal, tuple) else "list"
-        if not isinstance(sens, tuple if kind == "tuple" else list):
-            fail(f"{type(sens).__name__} given where the result is a {kind} of {len(primal)}")
-        if len(sens) != len(primal):
-            fail(f"length {len(sens)} given where the result has length {len(primal)}")
-        for i, (s, p) in enumerate(zip(sens, primal)):
-            check_conforms(s, p, what, f"{path}[{i}]")
-        return
+        return _sequence_nonconformance(sens, primal, what, path)
     if isinstance(primal, dict):
-        if not isinstance(sens, dict):
-            fail(f"{type(sens).__name__} given where the result is a dict")
-        extra = set(sens) - set(primal)
-        if extra:
-            fail(f"keys {sorted(map(repr, extra))} are not keys of the result")
-        for k, s in sens.items():
-            check_conforms(s, primal[k], what, f"{path}[{k!r}]")
-        return
+        return _dict_nonconformance(sens, primal, what, path)
     if isinstance(primal, ProcResult):
         if not isinstance(sens, ProcResult):
-            fail("a ProcResult's sensitivity is a ProcResult")
+            return "a ProcResult's sensitivity is a ProcResult"
         check_conforms(sens.primal, primal.primal, what, f"{path}.primal")
-        return
+        return None
     checker = _extra_conformance.get(type(primal))
-    if checker is not None:
-        if not checker(sens, primal):
-            fail(f"not a sensitivity for {type(primal).__name__}")
-        return
+    if checker is not None and not checker(sens, primal):
+        return f"not a sensitivity for {type(primal).__name__}"
+    return None
+
+
+def _sequence_nonconformance(sens: Any, primal: Any, what: str, path: str) -> str | None:
+    kind = "tuple" if isinstance(primal, tuple) else "list"
+    if not isinstance(sens, tuple if kind == "tuple" else list):
+        return f"{type(sens).__name__} given where the result is a {kind} of {len(primal)}"
+    if len(sens) != len(primal):
+        return f"length {len(sens)} given where the result has length {len(primal)}"
+    for i, (s, p) in enumerate(zip(sens, primal)):
+        check_conforms(s, p, what, f"{path}[{i}]")
+    return None
+
+
+def _dict_nonconformance(sens: Any, primal: dict[Any, Any], what: str, path: str) -> str | None:
+    if not isinstance(sens, dict):
+        return f"{type(sens).__name__} given where the result is a dict"
+    extra = set(sens) - set(primal)
+    if extra:
+        return f"keys {sorted(map(repr, extra))} are not keys of the result"
+    for k, s in sens.items():
+        check_conforms(s, primal[k], what, f"{path}[{k!r}]")
+    return None

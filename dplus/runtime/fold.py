@@ -28,7 +28,7 @@ from .linear import (
     object_attributes,
     zero,
 )
-from .result import ProcResult
+from .result import KeywordDict, ProcResult
 
 _ndarray: Any = _memory._ndarray
 
@@ -41,27 +41,58 @@ _chain = itertools.chain.from_iterable
 
 class ArrayContents:
     """The bytes of a NumPy array when a call of code dplus does not see began (compared by
-    bytes: NaNs compare equal to themselves, every dtype is covered)."""
+    bytes: NaNs compare equal to themselves, every dtype is covered), and the elements the
+    call writes whatever values it writes (``written``: an ``out=`` argument's)."""
 
-    __slots__ = ("shape", "data")
+    __slots__ = ("shape", "data", "written")
 
     def __init__(self, a: Any) -> None:
         self.shape = a.shape
         self.data = a.tobytes()
+        self.written: Any = None
 
     def changed(self, a: Any) -> bool:
+        if self.written is not None and a.shape == self.shape:
+            return True
         return a.shape != self.shape or a.tobytes() != self.data
 
     def changed_elements(self, a: Any) -> Any:
-        """Where the elements of ``a`` (same shape) differ from the bytes kept, and what they
-        were there."""
+        """Where the elements of ``a`` (same shape) differ from the bytes kept or were written,
+        and what they were there."""
         np = sys.modules["numpy"]
         n, item = a.size, a.itemsize
         before = np.frombuffer(self.data, dtype=np.uint8).reshape(n, item)
         now = np.frombuffer(a.tobytes(), dtype=np.uint8).reshape(n, item)
         where = (before != now).any(axis=1).reshape(a.shape)
+        if self.written is not None:
+            # (an output written with the values it held: its new values still come from the
+            # call, whose derivative is unknown)
+            where |= self.written
         old = np.frombuffer(self.data, dtype=a.dtype).reshape(a.shape)[where]
         return where, old
+
+    def mark_written(self, owner: Any, view: Any) -> None:
+        """The elements of ``owner`` that ``view`` shows are written by the call."""
+        np = sys.modules["numpy"]
+        item = owner.itemsize
+        flat = np.zeros(owner.nbytes // item, dtype=bool)
+        if self.written is not None:
+            flat[_memory.positions(owner, owner).ravel()] = self.written.ravel()
+        flat[_memory.positions(view, owner).ravel()] = True
+        self.written = flat[_memory.positions(owner, owner)]
+
+
+def _out_arrays(op: Any, args: tuple, kwargs: dict) -> list[Any]:
+    """The arrays a NumPy call writes its results into: ``out=`` (an array or a tuple of
+    them), and a ufunc's outputs passed by position."""
+    outs: list[Any] = []
+    out = kwargs.get("out")
+    if out is not None:
+        outs.extend(out if type(out) is tuple else (out,))
+    nin = getattr(op, "nin", None)
+    if type(nin) is int and type(op).__name__ == "ufunc" and len(args) > nin:
+        outs.extend(args[nin:])
+    return [o for o in outs if type(o) is _ndarray]
 
 
 def layouts(values: Any) -> list[tuple[Any, Any]]:
@@ -126,7 +157,13 @@ def _container_items(v: Any) -> tuple | None:
 def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
     """:func:`layouts` of what a call of ``op`` (code dplus does not see) could change: its
     arguments, and a bound method's object or a callable object itself."""
-    return layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+    watched = layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+    for out in _out_arrays(op, args, kwargs):
+        owner = _memory.memory_owner(out)
+        for v, contents in watched:
+            if v is owner and type(contents) is ArrayContents:
+                contents.mark_written(owner, out)
+    return watched
 
 
 def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
@@ -220,30 +257,7 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
-        if t is list and only_floats(v):
-            snap.items = v[:]  # floats only: the layout is the copy
-            snap.content = "floats"
-        elif t is list and _NUMBERS.issuperset(map(type, v)):
-            snap.items = v[:]  # numbers only: the layout is the copy
-        elif (
-            t is list
-            and _TUPLES.issuperset(map(type, v))
-            and _FLOATS.issuperset(map(type, _chain(v)))
-        ):
-            snap.items = v[:]  # tuples of floats (data points): immutable, the copy is the layout
-            snap.content = "float tuples"
-        elif isinstance(v, list):
-            snap.items = [_snapshot_element(e, _memo) for e in v]  # (a matrix's rows: at once)
-        elif isinstance(v, dict):
-            snap.items = {k: snapshot(e, _memo) for k, e in v.items()}
-        elif t is Box:
-            snap.items = snapshot(v.value, _memo)
-        elif isinstance(v, set):
-            snap.items = v  # (folded as the set it is: its elements are hashable values)
-        elif isinstance(v, collections.deque):
-            snap.items = v  # (folded as the deque it is)
-        elif t is not CellKey:
-            snap.items = {k: snapshot(e, _memo) for k, e in object_attributes(v).items()}
+        snap.items, snap.content = _layout(v, _memo)
         return snap
     if isinstance(v, tuple):
         items = [snapshot(e, _memo) for e in v]
@@ -253,6 +267,31 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
                 return make(items) if make is not None else tuple(items)
         return v
     return v
+
+
+def _layout(v: Any, memo: dict) -> tuple[Any, str | None]:
+    """A tracked mutable value's layout (a snapshot's ``items``) and what it held, when that is
+    only floats or only tuples of floats (its ``content``)."""
+    t = type(v)
+    if t is list and only_floats(v):
+        return v[:], "floats"  # floats only: the layout is the copy
+    if t is list and _NUMBERS.issuperset(map(type, v)):
+        return v[:], None  # numbers only: the layout is the copy
+    if t is list and _TUPLES.issuperset(map(type, v)) and _FLOATS.issuperset(map(type, _chain(v))):
+        return v[
+            :
+        ], "float tuples"  # tuples of floats (data points): immutable, the copy is the layout
+    if isinstance(v, list):
+        return [_snapshot_element(e, memo) for e in v], None  # (a matrix's rows: at once)
+    if isinstance(v, dict):
+        return {k: snapshot(e, memo) for k, e in v.items()}, None
+    if t is Box:
+        return snapshot(v.value, memo), None
+    if isinstance(v, (set, collections.deque)):
+        return v, None  # (folded as the set or deque it is: a set's elements are hashable values)
+    if t is not CellKey:
+        return {k: snapshot(e, memo) for k, e in object_attributes(v).items()}, None
+    return None, None
 
 
 def _snapshot_element(e: Any, memo: dict) -> Any:
@@ -280,6 +319,25 @@ def fold_arguments(v: Any, s: Any, Abox: BoxSensitivities | None) -> Any:
     return fold(v, s, Abox, {_WITH_MEMORY: True})
 
 
+def keyword_dict_sensitivity(kwargs: dict, s: Any, Abox: BoxSensitivities) -> KeywordDict:
+    """The sensitivity of a function's ``**kwargs`` dict as its caller takes it: by keyword,
+    ``s``'s part plus the dict's ``Abox`` entry, and nothing more.
+
+    A value in it that is a list, dict or object has its own sensitivity in ``Abox`` under
+    its own identity, where the caller finds it: it is not folded in here (as :func:`fold`
+    does at the user's boundary), or the caller would hand it over a second time, and zeros
+    would be made of the whole object graph behind it (a Dask client's, say) and handed
+    into it."""
+    entry = Abox.get(kwargs) if kwargs in Abox else gen_zero
+    out = KeywordDict()
+    for k in kwargs:
+        sk = s.get(k, gen_zero) if isinstance(s, dict) else gen_zero
+        if isinstance(entry, dict) and k in entry:
+            sk = add(sk, entry[k])
+        out[k] = sk
+    return out
+
+
 def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = None) -> Any:
     """The user-facing sensitivity of ``v``: ``s`` plus ``Abox`` entries, no ``gen_zero`` inside."""
     if _memo is None:
@@ -295,95 +353,122 @@ def fold(v: Any, s: Any, Abox: BoxSensitivities | None, _memo: dict | None = Non
     if key in _memo:
         return _memo[key]
     if t is list or isinstance(v, list):
-        entry: Any = Abox.get(v) if Abox is not None else gen_zero
-        base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
-        if base is None and entry is not gen_zero and len(entry) == len(v):
-            # the common case, a list of numbers: one pass, no recursion
-            out = [
-                e if type(x) is float and type(e) is float else fold(x, e, Abox, _memo)
-                for x, e in zip(v, entry)
-            ]
-            _memo[key] = out
-            return out
-        return _fold_list(v, base, entry, Abox, _memo, key)
+        return _fold_list_value(v, s, Abox, _memo, key)
     if t is tuple or isinstance(v, tuple):
-        if (
-            t is tuple
-            and type(s) is tuple
-            and len(s) == len(v)
-            and _FLOATS.issuperset(map(type, s))
-            and _NUMBERS.issuperset(map(type, v))
-        ):
-            return s  # numbers with their sensitivities: nothing to fold
-        if s is gen_zero or s is None:
-            items = [gen_zero] * len(v)
-        elif type(s) is OneHot:
-            items = s.to_list()
-        elif type(s) is TupleAccumulator:
-            items = s.items
-        else:
-            items = list(s)
-        out_items = [fold(e, si, Abox, _memo) for e, si in zip(v, items)]
-        make = getattr(type(v), "_make", None)  # a NamedTuple's
-        return make(out_items) if make is not None else tuple(out_items)
+        return _fold_tuple(v, s, Abox, _memo)
     if t is dict or isinstance(v, dict):
         return _fold_mapping(v, s, Abox.get(v) if Abox is not None else gen_zero, Abox, _memo, key)
     if isinstance(v, collections.deque):
-        entry = Abox.get(v) if Abox is not None else gen_zero
-        base = (
-            _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
-        )
-        if type(entry) is list and len(entry) == len(v):
-            base = [add(b, e) for b, e in zip(base, entry)]
-        folded = collections.deque([fold(e, b, Abox, _memo) for e, b in zip(v, base)])
-        _memo[key] = folded
-        return folded
+        return _fold_deque(v, s, Abox, _memo, key)
     if isinstance(v, (set, frozenset)):
-        # (a set made outside has no values its elements' sensitivities could go back to, and
-        # a gradient shaped like a set does not exist)
-        parts = list(s.values()) if isinstance(s, dict) else []
-        entry = Abox.get(v) if Abox is not None and isinstance(v, set) else gen_zero
-        if isinstance(entry, dict):
-            parts.extend(entry.values())
-        if any(not is_zero_sensitivity(x) for x in parts):
-            raise NonDifferentiableError(
-                "sensitivity reached the elements of a set that comes from outside "
-                "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
-                "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)"
-            )
+        _refuse_set_sensitivity(v, s, Abox)
         s = gen_zero
+    return _fold_value(v, s, Abox, _memo, key)
+
+
+def _fold_list_value(v: list, s: Any, Abox: BoxSensitivities | None, memo: dict, key: int) -> list:
+    entry: Any = Abox.get(v) if Abox is not None else gen_zero
+    base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else None
+    if base is None and entry is not gen_zero and len(entry) == len(v):
+        # the common case, a list of numbers: one pass, no recursion
+        out = [
+            e if type(x) is float and type(e) is float else fold(x, e, Abox, memo)
+            for x, e in zip(v, entry)
+        ]
+        memo[key] = out
+        return out
+    return _fold_list(v, base, entry, Abox, memo, key)
+
+
+def _fold_tuple(v: tuple, s: Any, Abox: BoxSensitivities | None, memo: dict) -> Any:
+    if (
+        type(v) is tuple
+        and type(s) is tuple
+        and len(s) == len(v)
+        and _FLOATS.issuperset(map(type, s))
+        and _NUMBERS.issuperset(map(type, v))
+    ):
+        return s  # numbers with their sensitivities: nothing to fold
+    if s is gen_zero or s is None:
+        items = [gen_zero] * len(v)
+    elif type(s) is OneHot:
+        items = s.to_list()
+    elif type(s) is TupleAccumulator:
+        items = s.items
+    else:
+        items = list(s)
+    out_items = [fold(e, si, Abox, memo) for e, si in zip(v, items)]
+    make = getattr(type(v), "_make", None)  # a NamedTuple's
+    return make(out_items) if make is not None else tuple(out_items)
+
+
+def _fold_deque(
+    v: collections.deque, s: Any, Abox: BoxSensitivities | None, memo: dict, key: int
+) -> collections.deque:
+    entry = Abox.get(v) if Abox is not None else gen_zero
+    base = _as_items(s, len(v), v) if s is not gen_zero and s is not None else [gen_zero] * len(v)
+    if type(entry) is list and len(entry) == len(v):
+        base = [add(b, e) for b, e in zip(base, entry)]
+    folded = collections.deque([fold(e, b, Abox, memo) for e, b in zip(v, base)])
+    memo[key] = folded
+    return folded
+
+
+def _refuse_set_sensitivity(v: set | frozenset, s: Any, Abox: BoxSensitivities | None) -> None:
+    """A set made outside has no values its elements' sensitivities could go back to, and a
+    gradient shaped like a set does not exist: any sensitivity reaching it is an error."""
+    parts = list(s.values()) if isinstance(s, dict) else []
+    entry = Abox.get(v) if Abox is not None and isinstance(v, set) else gen_zero
+    if isinstance(entry, dict):
+        parts.extend(entry.values())
+    if any(not is_zero_sensitivity(x) for x in parts):
+        raise NonDifferentiableError(
+            "sensitivity reached the elements of a set that comes from outside "
+            "the differentiated code (an argument, a global), where its elements cannot carry sensitivity in "
+            "dplus. Iterate over a list or a tuple instead, or make the set inside: {a, b} or set(xs)"
+        )
+
+
+def _fold_value(v: Any, s: Any, Abox: BoxSensitivities | None, memo: dict, key: int) -> Any:
+    """:func:`fold` of a value that is not a list, tuple, dict or deque."""
+    t = type(v)
     if t is Box:
         raw = s.value if isinstance(s, Box) else s
         if Abox is not None and v in Abox:
             raw = add(raw, Abox.get(v))
         result = Box(None)
-        _memo[key] = result
-        result.value = fold(v.value, raw, Abox, _memo)
+        memo[key] = result
+        result.value = fold(v.value, raw, Abox, memo)
         return result
     if t is ProcResult:
         sp = s.primal if isinstance(s, ProcResult) else gen_zero
         sb = s.backprop if isinstance(s, ProcResult) else gen_zero
-        return ProcResult(fold(v.primal, sp, Abox, _memo), fold(v.backprop, sb, Abox, _memo))
+        return ProcResult(fold(v.primal, sp, Abox, memo), fold(v.backprop, sb, Abox, memo))
     if type(v) is bool or is_atom(v):
         return None
-    if t is _ndarray and Abox is not None and _WITH_MEMORY in _memo and _memory.is_tracked_array(v):
+    if t is _ndarray and Abox is not None and _WITH_MEMORY in memo and _memory.is_tracked_array(v):
         # an argument changed in place: its entry holds the sensitivity of what it showed on entry
         s = add(s, _memory.peek(Abox, v))
     if is_number(v) or is_ndarray(v):
         return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
     if callable(v):
-        vals = closure_values(v)
-        if s is gen_zero or s is None:
-            items = [gen_zero] * len(vals)
-        else:
-            items = list(s.items if type(s) is TupleAccumulator else s)
-            if len(items) != len(vals):
-                return coerce_zero(s, v)
-        return tuple(fold(e, si, Abox, _memo) for e, si in zip(vals, items))
+        return _fold_closure(v, s, Abox, memo)
     if is_tracked_mutable(v):
         entry = Abox.get(v) if Abox is not None else gen_zero
-        return _fold_mapping(object_attributes(v), s, entry, Abox, _memo, key)
+        return _fold_mapping(object_attributes(v), s, entry, Abox, memo, key)
     return coerce_zero(s, v)
+
+
+def _fold_closure(v: Any, s: Any, Abox: BoxSensitivities | None, memo: dict) -> Any:
+    """A function's sensitivity: one per value its closure holds."""
+    vals = closure_values(v)
+    if s is gen_zero or s is None:
+        items = [gen_zero] * len(vals)
+    else:
+        items = list(s.items if type(s) is TupleAccumulator else s)
+        if len(items) != len(vals):
+            return coerce_zero(s, v)
+    return tuple(fold(e, si, Abox, memo) for e, si in zip(vals, items))
 
 
 def conform_numpy_sensitivity(v: Any, s: Any) -> Any:

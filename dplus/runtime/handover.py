@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import numbers
 import operator
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import NonDifferentiableError, SensitivityError
@@ -94,85 +95,106 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         _memory.hand_over(Abox, v, s)
         return
     if t is list or isinstance(v, list):
-        if elements is None:
-            found = Abox._entries.get(id(v))
-            entry = None if found is None or found[1] is gen_zero else found[1]
-            # the list's length where this reverse runs: its entry's, when it has one; otherwise
-            # the sensitivity's (a rule's, for the list as it read it: it may be resized since)
-            items = _as_items(s, len(entry) if type(entry) is list else None, v)
-            if len(items) != len(v):
-                _hand_over_resized(Abox, v, items)
-                return
-            elements = v
-        else:
-            items = _as_items(s, len(elements), v)
-        if elements is v and v and v.__class__ is list:
-            # the common case, float sensitivities: they conform only to numbers, so no element
-            # hands anything further (one pass over the items, none over the list)
-            found = Abox._entries.get(id(v))
-            if found is None:
-                if only_floats(items):  # no entry yet: the items are the entry
-                    Abox[v] = list(items)
-                    return
-            elif type(found[1]) is list and len(found[1]) == len(items):
-                # added at once (gen_zero + x is x); kept when every sum is a float, which only
-                # numbers give: one pass to add, one to check, none over the list
-                try:
-                    sums = list(map(_add_floats, found[1], items))
-                except TypeError:  # (None, a tuple's or a list's sensitivity: element by element)
-                    sums = None
-                if sums is not None and only_floats(sums):
-                    found[1][:] = sums
-                    return
-        entry = Abox.list_entry(v, len(elements))
-        for i, si in enumerate(items):
-            if si is gen_zero or si is None:
-                continue
-            e = elements[i]
-            if is_tracked_mutable(e):
-                handover(Abox, e, si)
-            else:
-                entry[i] = add(entry[i], si)
-        return
-    if t is dict or isinstance(v, dict):
+        _hand_over_list(Abox, v, s, elements)
+    elif t is dict or isinstance(v, dict):
         if not isinstance(s, dict):
             raise SensitivityError(f"a {type(s).__name__} was given as the sensitivity of a dict")
-        entry = Abox.map_entry(v)
-        for k, sk in s.items():
-            if sk is gen_zero or sk is None:
-                continue
-            e = v.get(k, None)
-            if is_tracked_mutable(e):
-                handover(Abox, e, sk)
-            else:
-                entry[k] = add(entry[k], sk) if k in entry else sk
-        return
-    if isinstance(v, collections.deque):
+        _hand_over_items(Abox, v, s, v.get)
+    elif isinstance(v, collections.deque):
         _hand_over_deque(Abox, v, s)
-        return
-    if t is set or isinstance(v, set):
-        # (its elements are hashable values: their sensitivities stay in the set's entry)
-        if not isinstance(s, dict):
-            raise SensitivityError(
-                f"a {type(s).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
-                "from element to sensitivity"
-            )
-        entry = Abox.map_entry(v)
-        for k, sk in s.items():
-            if sk is not gen_zero and sk is not None:
-                entry[k] = add(entry[k], sk) if k in entry else sk
-        return
-    if t is Box:
+    elif t is set or isinstance(v, set):
+        _hand_over_set(Abox, v, s)
+    elif t is Box:
         raw = s.value if isinstance(s, Box) else s
         if is_tracked_mutable(v.value):
             handover(Abox, v.value, raw)
         else:
             Abox.accumulate(v, raw)
-        return
-    if t is CellKey:
+    elif t is CellKey:
         Abox.accumulate(v, s)
+    else:
+        _hand_over_object(Abox, v, s)
+
+
+def _hand_over_list(Abox: BoxSensitivities, v: list, s: Any, elements: list | None) -> None:
+    if elements is None:
+        found = Abox._entries.get(id(v))
+        entry = None if found is None or found[1] is gen_zero else found[1]
+        # the list's length where this reverse runs: its entry's, when it has one; otherwise
+        # the sensitivity's (a rule's, for the list as it read it: it may be resized since)
+        items = _as_items(s, len(entry) if type(entry) is list else None, v)
+        if len(items) != len(v):
+            _hand_over_resized(Abox, v, items)
+            return
+        elements = v
+    else:
+        items = _as_items(s, len(elements), v)
+    if elements is v and v and v.__class__ is list and _hand_over_floats(Abox, v, items):
         return
-    # a user object: its sensitivity is a dict of attribute sensitivities
+    entry = Abox.list_entry(v, len(elements))
+    for i, si in enumerate(items):
+        if si is gen_zero or si is None:
+            continue
+        e = elements[i]
+        if is_tracked_mutable(e):
+            handover(Abox, e, si)
+        else:
+            entry[i] = add(entry[i], si)
+
+
+def _hand_over_floats(Abox: BoxSensitivities, v: list, items: Sequence[Any]) -> bool:
+    """The common case, float sensitivities: they conform only to numbers, so no element
+    hands anything further (one pass over the items, none over the list). False when the
+    items are not all floats (nothing done then)."""
+    found = Abox._entries.get(id(v))
+    if found is None:
+        if only_floats(items):  # no entry yet: the items are the entry
+            Abox[v] = list(items)
+            return True
+    elif type(found[1]) is list and len(found[1]) == len(items):
+        # added at once (gen_zero + x is x); kept when every sum is a float, which only
+        # numbers give: one pass to add, one to check, none over the list
+        try:
+            sums = list(map(_add_floats, found[1], items))
+        except TypeError:  # (None, a tuple's or a list's sensitivity: element by element)
+            sums = None
+        if sums is not None and only_floats(sums):
+            found[1][:] = sums
+            return True
+    return False
+
+
+def _hand_over_items(
+    Abox: BoxSensitivities, v: Any, s: dict, element: Callable[[Any, Any], Any]
+) -> None:
+    """A dict's sensitivity (by key), or an object's (by attribute name): each part goes to
+    the element ``element(key, None)`` when that is a tracked mutable, else into the entry."""
+    entry = Abox.map_entry(v)
+    for k, sk in s.items():
+        if sk is gen_zero or sk is None:
+            continue
+        e = element(k, None)
+        if is_tracked_mutable(e):
+            handover(Abox, e, sk)
+        else:
+            entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _hand_over_set(Abox: BoxSensitivities, v: set, s: Any) -> None:
+    # (its elements are hashable values: their sensitivities stay in the set's entry)
+    if not isinstance(s, dict):
+        raise SensitivityError(
+            f"a {type(s).__name__} was given as the sensitivity of a set; a set's sensitivity is a dict "
+            "from element to sensitivity"
+        )
+    entry = Abox.map_entry(v)
+    for k, sk in s.items():
+        if sk is not gen_zero and sk is not None:
+            entry[k] = add(entry[k], sk) if k in entry else sk
+
+
+def _hand_over_object(Abox: BoxSensitivities, v: Any, s: Any) -> None:
+    """A user object: its sensitivity is a dict of attribute sensitivities."""
     if not isinstance(s, dict):
         if is_zero_sensitivity(s):
             return  # (a method read from it, with nothing captured: its sensitivity is ``()``)
@@ -186,15 +208,7 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
         return  # an object graph with a cycle: this object's sensitivity is being handed over already
     _HANDING_OBJECTS.add(id(v))
     try:
-        entry = Abox.map_entry(v)
-        for k, sk in s.items():
-            if sk is gen_zero or sk is None:
-                continue
-            e = getattr(v, k, None)
-            if is_tracked_mutable(e):
-                handover(Abox, e, sk)
-            else:
-                entry[k] = add(entry[k], sk) if k in entry else sk
+        _hand_over_items(Abox, v, s, functools.partial(getattr, v))
     finally:
         _HANDING_OBJECTS.discard(id(v))
 

@@ -167,7 +167,7 @@ def overlaps_itself(a: Any) -> bool:
     return any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape))
 
 
-def _positions(a: Any, owner: Any) -> Any:
+def positions(a: Any, owner: Any) -> Any:
     """The element index in the owner's flat memory of each element of ``a`` (same shape)."""
     item = owner.itemsize
     pos = np.full(a.shape, (_address(a) - _address(owner)) // item, dtype=np.intp)
@@ -206,7 +206,7 @@ def hand_over(Abox: BoxSensitivities, a: Any, s: Any) -> None:
             raise NonDifferentiableError(
                 "sensitivity reached a broadcast view of another dtype of an array changed in place"
             )
-        np.add.at(flat, _positions(a, owner).ravel(), np.broadcast_to(s, a.shape).ravel())
+        np.add.at(flat, positions(a, owner).ravel(), np.broadcast_to(s, a.shape).ravel())
         return
     view = entry_view(flat, owner, a)
     view += s
@@ -222,7 +222,7 @@ def take(Abox: BoxSensitivities | None, a: Any) -> Any:
     if flat is None:
         return Z
     if overlaps_itself(a):
-        pos = _positions(a, owner).ravel()
+        pos = positions(a, owner).ravel()
         first = np.zeros(pos.shape, dtype=bool)
         _, where = np.unique(pos, return_index=True)
         first[where] = True
@@ -245,7 +245,7 @@ def peek(Abox: BoxSensitivities | None, a: Any) -> Any:
     if flat is None:
         return Z
     if overlaps_itself(a):
-        return flat[_positions(a, owner)]
+        return flat[positions(a, owner)]
     return entry_view(flat, owner, a).copy()
 
 

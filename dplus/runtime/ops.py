@@ -21,7 +21,7 @@ from .core import (  # noqa: F401
     keywords_at,
     lift,
 )
-from .fold import ItemColumns, fold, layouts  # noqa: F401
+from .fold import ItemColumns, fold, keyword_dict_sensitivity, layouts  # noqa: F401
 from .handover import accumulate, handover, is_tracked_mutable, only_floats  # noqa: F401
 from .result import (  # noqa: F401  (plain_parameters, keywords_by_name: ops of generated code)
     ProcResult,

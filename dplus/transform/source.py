@@ -345,42 +345,11 @@ def _find_node(
     all_lines: list[str],
     filename: str,
 ) -> Any:
-    first = code.co_firstlineno
     if code.co_name != "<lambda>":
-        try:
-            module, indent = _parse_block(block_lines)
-        except SyntaxError:
-            raise SourceUnavailableError(_fix_fn_error(fn)) from None
-        for node in walk(module):
-            if (
-                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.name == code.co_name
-            ):
-                if isinstance(node, ast.AsyncFunctionDef):
-                    raise UnsupportedSyntaxError(
-                        f"async functions cannot be differentiated: {code.co_name} at {code.co_filename}:{first}"
-                    )
-                _shift(module, start - 1, indent)
-                return node
-        raise SourceUnavailableError(_fix_fn_error(fn))
+        return _find_def(fn, code, block_lines, start)
     # A lambda: parse the whole file region around it and match positions.
-    positions = [p for p in code.co_positions() if p[0] is not None]
-    key = (filename, len(all_lines))
-    by_line = _LAMBDAS_BY_LINE.get(key)
-    if by_line is None:
-        # parse the file once and index its lambdas by line
-        file_tree: ast.Module | None
-        try:
-            file_tree = ast.parse("".join(all_lines))
-        except SyntaxError:
-            file_tree = None
-        by_line = {}
-        if file_tree is not None:
-            for node in walk(file_tree):
-                if isinstance(node, ast.Lambda):
-                    by_line.setdefault(node.lineno, []).append(node)
-        _LAMBDAS_BY_LINE[key] = by_line
-    candidates: list[ast.Lambda] = list(by_line.get(first, ()))
+    first = code.co_firstlineno
+    candidates: list[ast.Lambda] = list(_lambdas_by_line(filename, all_lines).get(first, ()))
     if not candidates:
         try:
             module, indent = _parse_block(block_lines)
@@ -390,30 +359,9 @@ def _find_node(
         candidates = [n for n in walk(module) if isinstance(n, ast.Lambda)]
     if len(candidates) == 1:
         return candidates[0]
-    if positions:
-        # the body's first instruction position lies inside exactly one lambda's body
-        body_pos = [(p[0], p[2]) for p in positions if p[2] is not None]
-        for cand in candidates:
-            b = cand.body
-            if (
-                any(
-                    (b.lineno, b.col_offset) <= pos <= (b.end_lineno, b.end_col_offset)
-                    for pos in body_pos
-                )
-                and _arg_names(cand)
-                == code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            ):
-                inner = [c for c in candidates if c is not cand and _contains(cand, c)]
-                if not any(
-                    any(
-                        (c.body.lineno, c.body.col_offset)
-                        <= pos
-                        <= (c.body.end_lineno, c.body.end_col_offset)
-                        for pos in body_pos
-                    )
-                    for c in inner
-                ):
-                    return cand
+    found = _lambda_at_position(code, candidates)
+    if found is not None:
+        return found
     matching = [
         c
         for c in candidates
@@ -425,6 +373,67 @@ def _find_node(
         f"several lambdas on line {first} of {code.co_filename} could not be told apart; "
         "give the function a name with def"
     )
+
+
+def _find_def(fn: Any, code: types.CodeType, block_lines: list[str], start: int) -> Any:
+    """The ``def`` of ``code`` in its block of lines."""
+    try:
+        module, indent = _parse_block(block_lines)
+    except SyntaxError:
+        raise SourceUnavailableError(_fix_fn_error(fn)) from None
+    for node in walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            if isinstance(node, ast.AsyncFunctionDef):
+                raise UnsupportedSyntaxError(
+                    f"async functions cannot be differentiated: {code.co_name} at "
+                    f"{code.co_filename}:{code.co_firstlineno}"
+                )
+            _shift(module, start - 1, indent)
+            return node
+    raise SourceUnavailableError(_fix_fn_error(fn))
+
+
+def _lambdas_by_line(filename: str, all_lines: list[str]) -> dict[int, list[ast.Lambda]]:
+    """The lambdas of a file, by first line (the file parsed once)."""
+    key = (filename, len(all_lines))
+    by_line = _LAMBDAS_BY_LINE.get(key)
+    if by_line is None:
+        file_tree: ast.Module | None
+        try:
+            file_tree = ast.parse("".join(all_lines))
+        except SyntaxError:
+            file_tree = None
+        by_line = {}
+        if file_tree is not None:
+            for node in walk(file_tree):
+                if isinstance(node, ast.Lambda):
+                    by_line.setdefault(node.lineno, []).append(node)
+        _LAMBDAS_BY_LINE[key] = by_line
+    return by_line
+
+
+def _lambda_at_position(code: types.CodeType, candidates: list[ast.Lambda]) -> Any:
+    """The lambda whose body holds the code's first instruction position and no inner
+    lambda that holds it (None: the positions do not tell)."""
+    positions = [p for p in code.co_positions() if p[0] is not None]
+    if not positions:
+        return None
+    # the body's first instruction position lies inside exactly one lambda's body
+    body_pos = [(p[0], p[2]) for p in positions if p[2] is not None]
+
+    def holds(c: ast.Lambda) -> bool:
+        b = c.body
+        return any(
+            (b.lineno, b.col_offset) <= pos <= (b.end_lineno, b.end_col_offset) for pos in body_pos
+        )
+
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    for cand in candidates:
+        if holds(cand) and _arg_names(cand) == params:
+            inner = [c for c in candidates if c is not cand and _contains(cand, c)]
+            if not any(holds(c) for c in inner):
+                return cand
+    return None
 
 
 def _contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -13,6 +14,11 @@ import attrs
 from ..scopes import Scope
 
 Atom = ast.Name | ast.Constant
+
+# A node of the core language that normalize (and the passes after it) annotate: ``dp_op``,
+# ``dp_live``, ``dp_kind``, ``dp_unpack``, ...; ast's classes do not declare those attributes,
+# so such a node is typed Any where they are written or read.
+Core = Any
 
 
 # builtins registered as non-differentiable (primitives/builtins.py) that generated code calls directly
@@ -148,8 +154,8 @@ def closure_reads(fdef: ast.AST) -> list[str]:
 
 @attrs.define
 class _LoopCtx:
-    esc: str | None  # set when the rest of the iteration must be skipped
-    brk: str | None  # set when the loop must stop
+    esc: Any  # (str | None) set when the rest of the iteration must be skipped
+    brk: Any  # (str | None) set when the loop must stop; a str wherever it is assigned
     broke: str | None  # set by a break statement (for loop else)
 
 
@@ -163,7 +169,7 @@ def _const(v: Any) -> ast.Constant:
 
 def _internal(op: str, args: list[ast.expr]) -> ast.Call:
     """A call of one of the transformer's own operations (its callee is not a user name)."""
-    node = ast.Call(func=ast.Constant(value=op), args=args, keywords=[])
+    node: Core = ast.Call(func=ast.Constant(value=op), args=args, keywords=[])
     node.dp_op = op
     return node
 
@@ -206,7 +212,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LOOPS = (ast.For, ast.While, ast.AsyncFor)
 
 
-def _contains_escape(stmts: list[ast.stmt], loops_too: bool = True) -> tuple[bool, bool]:
+def _contains_escape(stmts: Sequence[ast.AST], loops_too: bool = True) -> tuple[bool, bool]:
     """(has break/continue reaching this level, has return) in ``stmts``.
 
     Only statement lists are searched (these statements hold no expressions); a loop's
@@ -231,6 +237,6 @@ def _contains_escape(stmts: list[ast.stmt], loops_too: bool = True) -> tuple[boo
     return brk, ret
 
 
-def _may_escape(stmt: ast.stmt) -> bool:
+def _may_escape(stmt: ast.AST) -> bool:
     b, r = _contains_escape([stmt], True)
     return b or r

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from ..trees import walk
 from .core import Atom, _assign, _const, _internal, _may_escape, _name
 
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
-class ExceptionForms:
+
+class ExceptionForms(NormalizerState):
     """Methods of :class:`Normalizer`: ``try``, ``with`` and ``match``."""
 
     def s_Try(self, s: ast.Try) -> None:
@@ -106,21 +112,7 @@ class ExceptionForms:
             if pattern.name:
                 self.emit(_assign(pattern.name, subject, like))
         elif isinstance(pattern, ast.MatchSequence):
-            star = [i for i, p in enumerate(pattern.patterns) if isinstance(p, ast.MatchStar)]
-            n = len(pattern.patterns)
-            if star:
-                k = star[0]
-                call = _internal("unpack_star", [subject, _const(k), _const(n - k - 1)])
-            else:
-                call = _internal("unpack", [subject, _const(n)])
-            u = self.temp(call, like)
-            for i, p in enumerate(pattern.patterns):
-                part = self.temp(ast.Subscript(value=u, slice=_const(i), ctx=ast.Load()), like)
-                if isinstance(p, ast.MatchStar):
-                    if p.name:
-                        self.emit(_assign(p.name, part, like))
-                else:
-                    self.capture_bindings(p, part, like)
+            self.sequence_captures(pattern, subject, like)
         elif isinstance(pattern, ast.MatchMapping):
             for key, p in zip(pattern.keys, pattern.patterns):
                 part = self.temp(ast.Subscript(value=subject, slice=key, ctx=ast.Load()), like)
@@ -128,21 +120,7 @@ class ExceptionForms:
             if pattern.rest:
                 raise self.unsupported(like, "a **rest capture in a mapping pattern")
         elif isinstance(pattern, ast.MatchClass):
-            if pattern.patterns:
-                names = self.temp(
-                    _internal("match_args", [subject, _const(len(pattern.patterns))]), like
-                )
-                for i, p in enumerate(pattern.patterns):
-                    attr = self.temp(
-                        ast.Subscript(value=names, slice=_const(i), ctx=ast.Load()), like
-                    )
-                    part = self.temp(
-                        ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like
-                    )
-                    self.capture_bindings(p, part, like)
-            for attr, p in zip(pattern.kwd_attrs, pattern.kwd_patterns):
-                part = self.temp(ast.Attribute(value=subject, attr=attr, ctx=ast.Load()), like)
-                self.capture_bindings(p, part, like)
+            self.class_captures(pattern, subject, like)
         elif isinstance(pattern, ast.MatchOr):
             if any(
                 isinstance(n, (ast.MatchAs, ast.MatchStar)) and getattr(n, "name", None)
@@ -153,3 +131,38 @@ class ExceptionForms:
                     "captures inside an or-pattern",
                     "split the alternatives into separate cases",
                 )
+
+    def sequence_captures(self, pattern: ast.MatchSequence, subject: Atom, like: ast.AST) -> None:
+        """``[a, *rest, b]``: the subject unpacked, each part captured by its pattern."""
+        star = [i for i, p in enumerate(pattern.patterns) if isinstance(p, ast.MatchStar)]
+        n = len(pattern.patterns)
+        if star:
+            k = star[0]
+            call = _internal("unpack_star", [subject, _const(k), _const(n - k - 1)])
+        else:
+            call = _internal("unpack", [subject, _const(n)])
+        u = self.temp(call, like)
+        for i, p in enumerate(pattern.patterns):
+            part = self.temp(ast.Subscript(value=u, slice=_const(i), ctx=ast.Load()), like)
+            if isinstance(p, ast.MatchStar):
+                if p.name:
+                    self.emit(_assign(p.name, part, like))
+            else:
+                self.capture_bindings(p, part, like)
+
+    def class_captures(self, pattern: ast.MatchClass, subject: Atom, like: ast.AST) -> None:
+        """``C(a, b, x=c)``: positional patterns through ``__match_args__``, keyword ones by
+        attribute."""
+        if pattern.patterns:
+            names = self.temp(
+                _internal("match_args", [subject, _const(len(pattern.patterns))]), like
+            )
+            for i, p in enumerate(pattern.patterns):
+                attr = self.temp(ast.Subscript(value=names, slice=_const(i), ctx=ast.Load()), like)
+                part = self.temp(
+                    ast.Call(func=_name("getattr"), args=[subject, attr], keywords=[]), like
+                )
+                self.capture_bindings(p, part, like)
+        for name, p in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            part = self.temp(ast.Attribute(value=subject, attr=name, ctx=ast.Load()), like)
+            self.capture_bindings(p, part, like)

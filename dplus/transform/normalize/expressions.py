@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING, Any
 
 from .core import (
     _INTROSPECTION_BUILTINS,
     _NONDIFF_BUILTINS,
     UNBOUND,
     Atom,
+    Core,
     _assign,
     _const,
     _internal,
     _name,
 )
 
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
-class ExpressionForms:
+
+class ExpressionForms(NormalizerState):
     """Methods of :class:`Normalizer`: expressions: each operand becomes a name or a constant."""
 
     def e_Constant(self, e: ast.Constant) -> Atom:
@@ -38,7 +45,8 @@ class ExpressionForms:
             and type(a.value) in (int, float, complex)
         ):
             # a signed number literal (-0.25, x ** -2) is a constant, not an operation
-            value = -a.value if isinstance(e.op, ast.USub) else +a.value
+            number: Any = a.value
+            value = -number if isinstance(e.op, ast.USub) else +number
             return ast.copy_location(ast.Constant(value=value), e)
         return self.temp(ast.UnaryOp(op=e.op, operand=a), e)
 
@@ -120,9 +128,9 @@ class ExpressionForms:
         generated function's (``None``: not one of these calls)."""
         if not self.calls_builtin(e, _INTROSPECTION_BUILTINS) or e.keywords:
             return None
-        name = e.func.id
+        name = e.func.id  # type: ignore[attr-defined]  # (calls_builtin: a name)
         if name == "globals" and not e.args:
-            node = ast.Call(func=_name("globals"), args=[], keywords=[])
+            node: Core = ast.Call(func=_name("globals"), args=[], keywords=[])
             node.dp_builtin = True  # the module's namespace: the generated code shares it
             return self.temp(node, e)
         if name in ("locals", "vars", "dir") and not e.args:
@@ -134,7 +142,7 @@ class ExpressionForms:
             return ns
         if name in ("eval", "exec") and len(e.args) == 1 and not isinstance(e.args[0], ast.Starred):
             source = self.expr(e.args[0])
-            g = ast.Call(func=_name("globals"), args=[], keywords=[])
+            g: Core = ast.Call(func=_name("globals"), args=[], keywords=[])
             g.dp_builtin = True
             node = ast.Call(
                 func=_name(name),
@@ -153,10 +161,10 @@ class ExpressionForms:
             for n in dict.fromkeys(list(sc.params) + sorted(sc.locals) + sorted(sc.free))
             if n not in self.namer.generated and n not in _INTROSPECTION_BUILTINS
         ]
-        frame = ast.Call(func=_name("locals"), args=[], keywords=[])
+        frame: Core = ast.Call(func=_name("locals"), args=[], keywords=[])
         frame.dp_builtin = True  # (only its keys are used: which variables are bound now)
         bound = self.temp(frame, e)
-        values = []
+        values: list[ast.expr] = []
         for n in names:
             test = ast.Compare(left=_const(n), ops=[ast.In()], comparators=[_name(bound.id)])
             pick = ast.copy_location(ast.IfExp(test=test, body=_name(n), orelse=_const(UNBOUND)), e)
@@ -191,8 +199,9 @@ class ExpressionForms:
         ):
             # obj.method(args): one operation, so no bound method is made and wrapped
             obj = self.expr(e.func.value)
-            args = [obj, _const(e.func.attr)] + [self.expr(a) for a in e.args]
-            node = _internal("callmethod", args)
+            parts: list[ast.expr] = [obj, _const(e.func.attr)]
+            parts += [self.expr(a) for a in e.args]
+            node: Core = _internal("callmethod", parts)
             node.keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
             # (a comprehension's own result list: reverse.py's fast segments may append to it)
             node.dp_comp_result = getattr(e, "dp_comp_result", False)
@@ -206,14 +215,14 @@ class ExpressionForms:
             else:
                 args.append(self.expr(a))
         keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
-        node = ast.Call(func=func, args=args, keywords=keywords)
+        call: Core = ast.Call(func=func, args=args, keywords=keywords)
         if (
             self.calls_builtin(e, _NONDIFF_BUILTINS)
             and not any(isinstance(a, ast.Starred) for a in args)
             and all(k.arg is not None for k in keywords)
         ):
-            node.dp_builtin = True  # zero derivative: called as it is, nothing recorded
-        return self.temp(node, e)
+            call.dp_builtin = True  # zero derivative: called as it is, nothing recorded
+        return self.temp(call, e)
 
     def e_Attribute(self, e: ast.Attribute) -> Atom:
         obj = self.expr(e.value)
@@ -278,7 +287,7 @@ class ExpressionForms:
         values: list[ast.expr] = []
         for v in e.values:
             if isinstance(v, ast.FormattedValue):
-                spec = None
+                spec: ast.expr | None = None
                 if v.format_spec is not None:
                     spec = self.expr(v.format_spec)
                     spec = ast.JoinedStr(

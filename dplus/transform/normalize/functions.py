@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..trees import walk
-from .core import Atom, _assign, _name
+from .core import Atom, Core, _assign, _name
 from .rewrites import _Renamer
 
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
-class FunctionForms:
+
+class FunctionForms(NormalizerState):
     """Methods of :class:`Normalizer`: nested ``def`` and ``lambda``, comprehensions and generator expressions."""
 
     def s_FunctionDef(self, s: ast.FunctionDef) -> None:
@@ -29,7 +34,7 @@ class FunctionForms:
         name = self.namer.fresh("lambda")
         defaults = [self.expr(d) for d in e.args.defaults]
         kw_defaults = [self.expr(d) if d is not None else None for d in e.args.kw_defaults]
-        body = [ast.copy_location(ast.Return(value=e.body), e.body)]
+        body: list[ast.stmt] = [ast.copy_location(ast.Return(value=e.body), e.body)]
         self.nested_function(e, name, body, defaults, kw_defaults, True)
         return _name(name)
 
@@ -37,7 +42,7 @@ class FunctionForms:
         self, e: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, kind: str
     ) -> Atom:
         result = self.namer.fresh("comp")
-        init = {
+        init: Core = {
             "list": ast.List(elts=[], ctx=ast.Load()),
             "set": ast.Set(elts=[]),
             "dict": ast.Dict(keys=[], values=[]),
@@ -58,7 +63,8 @@ class FunctionForms:
                 used = {n.id for n in walk(node) if isinstance(n, ast.Name)}
                 # closures made in a comprehension see its variable late-bound, as Python does
                 self.boxed.update(v for v in renames.values() if v in used)
-                node.dp_reanalyse = True
+                rewritten: Core = node
+                rewritten.dp_reanalyse = True
 
         # the first iterable is evaluated in the enclosing scope, the rest per iteration
         loops = self._comp_loops(e, 0, kind, result)
@@ -71,14 +77,14 @@ class FunctionForms:
         if i + 1 < len(e.generators):
             body = self._comp_loops(e, i + 1, kind, result)
         elif kind == "dict":
-            store = ast.copy_location(
+            store: Core = ast.copy_location(
                 ast.Subscript(value=_name(result), slice=e.key, ctx=ast.Store()), e
             )
             store.dp_comp_result = True
             body = [ast.copy_location(ast.Assign(targets=[store], value=e.value), e)]
         else:
             meth = "append" if kind == "list" else "add"
-            call = ast.copy_location(
+            call: Core = ast.copy_location(
                 ast.Call(
                     func=ast.copy_location(
                         ast.Attribute(value=_name(result), attr=meth, ctx=ast.Load()), e

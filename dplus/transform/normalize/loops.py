@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import (
     _FRESH_LIST_BUILTINS,
@@ -14,6 +14,7 @@ from .core import (
     _PURE_MODULES,
     _TUPLE_ITEM_BUILTINS,
     _ZIP,
+    Core,
     _assign,
     _const,
     _contains_escape,
@@ -22,8 +23,14 @@ from .core import (
 )
 from .rewrites import _walk_no_scopes_body
 
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
-class LoopForms:
+
+class LoopForms(NormalizerState):
+    loop: _LoopCtx | None
     """Methods of :class:`Normalizer`: ``for`` and ``while``, ``break`` and ``continue`` as flags, and what a loop's iterable is."""
 
     def exit_loops(self, s: ast.AST) -> None:
@@ -60,7 +67,7 @@ class LoopForms:
     def loop_body(
         self, ctx: _LoopCtx, prologue: list[ast.stmt], body: list[ast.stmt], like: ast.AST
     ) -> list[ast.stmt]:
-        saved = self.loop
+        saved: _LoopCtx | None = self.loop
         self.loop = ctx
         try:
             out = list(prologue)
@@ -72,7 +79,7 @@ class LoopForms:
         finally:
             self.loop = saved
 
-    def s_For(self, s: ast.For) -> None:
+    def s_For(self, s: Core) -> None:
         # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
         # iterated as Python does, lazily over the live lists, not over a list of their items
         live = not self.own_code and (
@@ -106,7 +113,7 @@ class LoopForms:
             target = _name(elem, ast.Store())
             prologue = self.capture(lambda: self.assign_to(s.target, _name(elem), s))
         body = self.loop_body(ctx, prologue, s.body, s)
-        node = ast.copy_location(
+        node: Core = ast.copy_location(
             ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None), s
         )
         node.dp_stop = ctx.brk
@@ -138,7 +145,8 @@ class LoopForms:
     def mark_live(stmt: ast.stmt) -> None:
         """Mark the call ``stmt`` assigns (``t = zip(...)``) to be made as Python's live iterator."""
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-            stmt.value.dp_live = True
+            value: Core = stmt.value
+            value.dp_live = True
 
     def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
         """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed
@@ -222,7 +230,7 @@ class LoopForms:
         def prologue() -> None:
             test = self.expr(s.test)
             neg = self.temp(ast.UnaryOp(op=ast.Not(), operand=test), s)
-            stop = [_assign(ctx.brk, _const(True), s)]
+            stop: list[ast.stmt] = [_assign(ctx.brk, _const(True), s)]
             if ctx.esc:
                 stop.insert(0, _assign(ctx.esc, _const(True), s))
             self.emit(ast.copy_location(ast.If(test=neg, body=stop, orelse=[]), s))
@@ -250,7 +258,7 @@ class LoopForms:
                 ]
         finally:
             self.loop = saved
-        node = ast.copy_location(ast.While(test=_const(True), body=body, orelse=[]), s)
+        node: Core = ast.copy_location(ast.While(test=_const(True), body=body, orelse=[]), s)
         node.dp_stop = ctx.brk
         self.emit(node)
         self.after_loop(ctx, s)

@@ -18,6 +18,7 @@ from ..sharing import unshared_aug_targets
 from ..trees import walk
 from .core import (
     Atom,
+    Core,
     IRFunction,
     Namer,
     _assign,
@@ -205,7 +206,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
 
     def nested_function(
         self,
-        node: ast.AST,
+        node: Core,
         name: str,
         body: list[ast.stmt],
         defaults: list,
@@ -233,7 +234,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
             self.boxed_visible(child_scope),
         )
         self.children.append(ir)
-        fdef = ast.FunctionDef(
+        fdef: Core = ast.FunctionDef(
             name=name,
             args=node.args,
             body=[ast.Pass()],
@@ -282,7 +283,7 @@ def normalize_function(
     boxed_from_outside: set[str],
 ) -> IRFunction:
     node = scope.node
-    body = (
+    body: list[ast.stmt] = (
         node.body
         if isinstance(node.body, list)
         else [ast.copy_location(ast.Return(value=node.body), node.body)]

@@ -7,7 +7,7 @@ import ast
 from typing import Any
 
 from ...errors import UnsupportedSyntaxError
-from .core import _const, _name
+from .core import Core, _const, _name
 
 
 class _Renamer(ast.NodeTransformer):
@@ -73,7 +73,7 @@ class _YieldsToList(ast.NodeTransformer):
         )
         return ast.copy_location(ast.Expr(value=call), like)
 
-    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
         v = node.value
         if isinstance(v, ast.Yield):
             return self._collect(
@@ -90,7 +90,7 @@ class _YieldsToList(ast.NodeTransformer):
             raise self._refuse(node, "a generator's return value")
         return ast.copy_location(ast.Return(value=_name(self.out)), node)
 
-    def visit_Yield(self, node: ast.Yield) -> ast.AST:
+    def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> ast.AST:
         raise self._refuse(node, "the value of a yield expression (generator.send)")
 
     visit_YieldFrom = visit_Yield
@@ -114,7 +114,7 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
     def visit_Global(self, node: ast.Global) -> ast.Global:
         return node
 
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.NamedExpr:
+    def visit_NamedExpr(self, node: Core) -> ast.NamedExpr:
         node.value = self.visit(node.value)
         if node.target.id in self.names:
             node.dp_global = True  # (its target must stay a name: Normalizer.e_NamedExpr writes it)
@@ -124,7 +124,7 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
         if node.id not in self.names:
             return node
         namespace = ast.Call(func=_name("globals"), args=[], keywords=[])
-        access = ast.copy_location(
+        access: Core = ast.copy_location(
             ast.Subscript(value=namespace, slice=_const(node.id), ctx=node.ctx), node
         )
         access.dp_global = (
@@ -132,7 +132,7 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
         )
         return access
 
-    def _nested(self, node: Any, params: list[str], body: list[ast.AST]) -> Any:
+    def _nested(self, node: Any, params: list[str], body: list[ast.stmt]) -> Any:
         declared = {
             n
             for st in body
@@ -173,7 +173,7 @@ class _ModuleNamespaceAccess(ast.NodeTransformer):
         return self._nested(node, self._params(node.args), node.body)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
-        return self._nested(node, self._params(node.args), [node.body])
+        return self._nested(node, self._params(node.args), [node.body])  # type: ignore[list-item]  # (a lambda's body is an expression: _nested walks it as a body)
 
 
 def _deepcopy(node: ast.AST) -> ast.AST:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from .core import _OP_SYMBOLS, Atom, _assign, _const, _internal, _name, _parenthesized
+from .core import _OP_SYMBOLS, Atom, Core, _assign, _const, _internal, _name, _parenthesized
+
+if TYPE_CHECKING:
+    from .normalizer_type import NormalizerState
+else:
+    NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
 
-class StatementForms:
+class StatementForms(NormalizerState):
     """Methods of :class:`Normalizer`: assignments, ``del``, ``return``, ``raise``, ``assert``, ``global``, classes."""
 
     def s_Expr(self, s: ast.Expr) -> None:
@@ -89,7 +95,7 @@ class StatementForms:
         see the old value of the target (see :mod:`dplus.transform.sharing`), so an array may be replaced
         by a new one; ``"shared"`` otherwise, and ``dp_where`` then describes the statement
         for the refusal of an array."""
-        node = ast.BinOp(left=cur, op=s.op, right=v)
+        node: Core = ast.BinOp(left=cur, op=s.op, right=v)
         node.dp_inplace = "shared" if shared else "unshared"
         if shared:
             text = ast.unparse(s)
@@ -105,7 +111,7 @@ class StatementForms:
         self.check_store(name, like)
         self.emit(_assign(name, value, like))
 
-    def assign_to(self, target: ast.expr, value: Atom, like: ast.AST) -> None:
+    def assign_to(self, target: Core, value: Core, like: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.check_store(target.id, like)
             # retarget the statement that made a fresh temp instead of copying it
@@ -125,7 +131,8 @@ class StatementForms:
             ):
                 last.targets[0].id = target.id
                 value.id = target.id
-                value.dp_shared = True
+                shared: Core = value
+                shared.dp_shared = True
                 return
             self.emit(_assign(target.id, value, like))
         elif (
@@ -137,12 +144,12 @@ class StatementForms:
                 and e.id not in self.scope.globals_
                 for e in target.elts
             )
-            and len({e.id for e in target.elts}) == len(target.elts)
+            and len({e.id for e in target.elts}) == len(target.elts)  # type: ignore[attr-defined]
             and isinstance(value, ast.Name)
         ):
             # a, b = v: unpacked natively; the reverse builds (Aa, Ab) for v
-            names = [ast.Name(id=e.id, ctx=ast.Store()) for e in target.elts]
-            node = ast.copy_location(
+            names: list[ast.expr] = [ast.Name(id=e.id, ctx=ast.Store()) for e in target.elts]  # type: ignore[attr-defined]
+            node: Core = ast.copy_location(
                 ast.Assign(targets=[ast.Tuple(elts=names, ctx=ast.Store())], value=value), like
             )
             node.dp_unpack = True

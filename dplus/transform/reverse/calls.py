@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...runtime.hooks import hooks
 from ..normalize.core import IRFunction
@@ -12,8 +12,13 @@ from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import BINOPS, INPLACE, C, N, assign, attr, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class CallRules:
+
+class CallRules(Builder):
     """Methods of :class:`FunctionBuilder`: calls, operators and closures (nested ``def``)."""
 
     def calls_directly(
@@ -73,20 +78,58 @@ class CallRules:
         sensitivity giving one).
         """
         if self.nestable and isinstance(plus, ast.Name) and plus.id in self.h.values:
-            from ...runtime import calls as runtime_calls
-
-            if self.h.values[plus.id] not in (
-                runtime_calls.call,
-                runtime_calls.binop_plus,
-                runtime_calls.call_on_constants,
-            ):
-                # a transform called as the function it is: its next transform must differentiate it again
-                args = [plus] + list(args)
-                plus = self.rt("call_plus")
-                skip += 1
+            plus, args, skip = self.called_as_itself(plus, args, skip)
         bp = self.namer.fresh("bp")
         r = self.namer.fresh("r")
-        fwd: list[ast.stmt] = []
+        fwd = self.call_forward(target, plus, args, keywords, bp, r, native)
+        record = [bp]
+        star_lens = self.record_arguments(fwd, record, args, skip, callee)
+        double_star_keys = self.record_keywords(fwd, record, keywords)
+        callee_var = (
+            callee.id
+            if callee is not None
+            and isinstance(callee, ast.Name)
+            and not self.is_static_chain(callee)
+            else None
+        )
+
+        def rev(acc: _AdjointAccumulator) -> None:
+            A = acc.take(target) if target is not None else None
+            g = self.namer.fresh("g")
+            acc.out.append(assign(g, self.backprop_call(bp, A, native)))
+            if callee_var is not None:
+                acc.add_value(callee_var, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
+            position = _Position()
+            self.arguments_back(acc, g, args, skip, star_lens, position)
+            self.keywords_back(acc, g, keywords, double_star_keys, position)
+
+        return fwd, record, rev
+
+    def called_as_itself(
+        self, plus: ast.Name, args: list[ast.expr], skip: int
+    ) -> tuple[ast.expr, list[ast.expr], int]:
+        """In differentiable-again code, a transform other than the runtime's calls is called
+        through ``call_plus``: its next transform must differentiate it again."""
+        from ...runtime import calls as runtime_calls
+
+        if self.h.values[plus.id] in (
+            runtime_calls.call,
+            runtime_calls.binop_plus,
+            runtime_calls.call_on_constants,
+        ):
+            return plus, args, skip
+        return self.rt("call_plus"), [plus] + list(args), skip + 1
+
+    def call_forward(
+        self,
+        target: str | None,
+        plus: ast.expr,
+        args: list[ast.expr],
+        keywords: list[ast.keyword],
+        bp: str,
+        r: str,
+        native: tuple[ast.expr, list[ast.stmt], Any] | None,
+    ) -> list[ast.stmt]:
         call_args: list[ast.expr] = []
         for a in args:
             if isinstance(a, ast.Starred):
@@ -94,6 +137,7 @@ class CallRules:
             else:
                 call_args.append(clone(a))
         kws = [ast.keyword(arg=k.arg, value=clone(k.value)) for k in keywords]
+        fwd: list[ast.stmt] = []
         if self.calls_directly(plus, call_args, kws):
             # ``callee_plus(f)(*args)``, not ``call(f, *args)``: no frame of dplus's between a
             # recursive function's levels
@@ -105,7 +149,17 @@ class CallRules:
         fwd.append(assign(bp, attr(r, "backprop")))
         if native is not None:
             fwd = [ast.If(test=native[0], body=native[1] + [assign(bp, C(None))], orelse=fwd)]
-        record = [bp]
+        return fwd
+
+    def record_arguments(
+        self,
+        fwd: list[ast.stmt],
+        record: list[str],
+        args: list[ast.expr],
+        skip: int,
+        callee: ast.expr | None,
+    ) -> dict[int, str]:
+        """Record the arguments' values (and each starred one's length, measured first)."""
         star_lens: dict[int, str] = {}
         for i, a in enumerate(args):
             node = a.value if isinstance(a, ast.Starred) else a
@@ -126,6 +180,12 @@ class CallRules:
                 fwd.insert(0, assign(ln, call(self.helper(len, "len"), clone(a.value))))
                 star_lens[i] = ln
                 record.append(ln)
+        return star_lens
+
+    def record_keywords(
+        self, fwd: list[ast.stmt], record: list[str], keywords: list[ast.keyword]
+    ) -> dict[int, str]:
+        """Record the keyword arguments' values (and the keys a ``**`` argument had)."""
         double_star_keys: dict[int, str] = {}
         for j, k in enumerate(keywords):
             if isinstance(k.value, ast.Name) and k.value.id not in record:
@@ -136,77 +196,84 @@ class CallRules:
                 fwd.insert(0, assign(keys, call(self.helper(tuple, "tuple"), clone(k.value))))
                 double_star_keys[j] = keys
                 record.append(keys)
-        is_callee_var = (
-            callee is not None and isinstance(callee, ast.Name) and not self.is_static_chain(callee)
+        return double_star_keys
+
+    def backprop_call(
+        self, bp: str, A: ast.expr | None, native: tuple[ast.expr, list[ast.stmt], Any] | None
+    ) -> ast.expr:
+        """``bp(A, Abox)``; with a native variant, what it gives when it ran (``bp is None``)."""
+        back: ast.expr = call(bp, A if A is not None else N(self.Z), N(syntax.ABOX))
+        if native is None:
+            return back
+        native_back = native[2]
+        if callable(native_back):
+            native_back = native_back(clone(A) if A is not None else N(self.Z))
+        return ast.IfExp(
+            test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]),
+            body=native_back,
+            orelse=back,
         )
 
-        def rev(acc: _AdjointAccumulator) -> None:
-            A = acc.take(target) if target is not None else None
-            g = self.namer.fresh("g")
-            back: ast.expr = call(bp, A if A is not None else N(self.Z), N(syntax.ABOX))
-            if native is not None:
-                native_back = native[2]
-                if callable(native_back):
-                    native_back = native_back(clone(A) if A is not None else N(self.Z))
-                back = ast.IfExp(
-                    test=ast.Compare(left=N(bp), ops=[ast.Is()], comparators=[C(None)]),
-                    body=native_back,
-                    orelse=back,
+    def arguments_back(
+        self,
+        acc: _AdjointAccumulator,
+        g: str,
+        args: list[ast.expr],
+        skip: int,
+        star_lens: dict[int, str],
+        position: _Position,
+    ) -> None:
+        """Each positional argument's part of the backprop's result ``g``."""
+        for i, a in enumerate(args):
+            if i < skip:
+                continue
+            if isinstance(a, ast.Starred):
+                ln = star_lens[i]
+                if isinstance(a.value, ast.Name):
+                    acc.add_value(a.value.id, self.star_part(g, position, ln, a.value.id))
+                position.dynamic.append(ln)
+                continue
+            if isinstance(a, ast.Name) and a.id not in self.const_names:
+                acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
+            position.fixed += 1
+
+    def star_part(self, g: str, position: _Position, ln: str, name: str) -> ast.expr:
+        """A starred argument's sensitivities: ``ln`` parts of ``g`` from ``position``."""
+        if not self.nestable:
+            return call(self.rt("star_sensitivity"), N(g), position(), N(ln), N(name))
+        return ast.Subscript(
+            value=N(g),
+            slice=ast.Slice(
+                lower=position(),
+                upper=ast.BinOp(left=position(), op=ast.Add(), right=N(ln)),
+                step=None,
+            ),
+            ctx=ast.Load(),
+        )
+
+    def keywords_back(
+        self,
+        acc: _AdjointAccumulator,
+        g: str,
+        keywords: list[ast.keyword],
+        double_star_keys: dict[int, str],
+        position: _Position,
+    ) -> None:
+        """Each keyword argument's part of the backprop's result ``g`` (its dict of them)."""
+        for j, k in enumerate(keywords):
+            if not isinstance(k.value, ast.Name):
+                continue
+            if k.arg is None:
+                kw = call(self.rt("keyword_sensitivities"), N(g), position())
+                acc.add_value(
+                    k.value.id,
+                    call(self.rt("double_star_sensitivity"), kw, N(double_star_keys[j])),
                 )
-            acc.out.append(assign(g, back))
-            if is_callee_var:
-                acc.add_value(callee.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
-            fixed = 1
-            dynamic: list[str] = []
-
-            def position() -> ast.expr:
-                e: ast.expr = C(fixed)
-                for d in dynamic:
-                    e = ast.BinOp(left=e, op=ast.Add(), right=N(d))
-                return e
-
-            for i, a in enumerate(args):
-                if i < skip:
-                    continue
-                if isinstance(a, ast.Starred):
-                    ln = star_lens[i]
-                    if isinstance(a.value, ast.Name):
-                        if self.nestable:
-                            part = ast.Subscript(
-                                value=N(g),
-                                slice=ast.Slice(
-                                    lower=position(),
-                                    upper=ast.BinOp(left=position(), op=ast.Add(), right=N(ln)),
-                                    step=None,
-                                ),
-                                ctx=ast.Load(),
-                            )
-                        else:
-                            part = call(
-                                self.rt("star_sensitivity"), N(g), position(), N(ln), N(a.value.id)
-                            )
-                        acc.add_value(a.value.id, part)
-                    dynamic.append(ln)
-                    continue
-                if isinstance(a, ast.Name) and a.id not in self.const_names:
-                    acc.add_value(a.id, ast.Subscript(value=N(g), slice=position(), ctx=ast.Load()))
-                fixed += 1
-            for j, k in enumerate(keywords):
-                if not isinstance(k.value, ast.Name):
-                    continue
-                if k.arg is None:
-                    kw = call(self.rt("keyword_sensitivities"), N(g), position())
-                    acc.add_value(
-                        k.value.id,
-                        call(self.rt("double_star_sensitivity"), kw, N(double_star_keys[j])),
-                    )
-                else:
-                    # (one operation with a rule of its own: no dict operations at the next order)
-                    acc.add_value(
-                        k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg))
-                    )
-
-        return fwd, record, rev
+            else:
+                # (one operation with a rule of its own: no dict operations at the next order)
+                acc.add_value(
+                    k.value.id, call(self.rt("keyword_sensitivity"), N(g), position(), C(k.arg))
+                )
 
     def closure_stmt(self, s: ast.FunctionDef, ssa: _SSA) -> Any:
         ir: IRFunction = s.dp_ir
@@ -273,3 +340,18 @@ class CallRules:
                     )
 
         return fwd, record, rev
+
+
+class _Position:
+    """Where the next argument's sensitivity is in a backprop's result: a fixed count plus
+    the lengths of the starred arguments before it (known when the call ran)."""
+
+    def __init__(self) -> None:
+        self.fixed = 1
+        self.dynamic: list[str] = []
+
+    def __call__(self) -> ast.expr:
+        e: ast.expr = C(self.fixed)
+        for d in self.dynamic:
+            e = ast.BinOp(left=e, op=ast.Add(), right=N(d))
+        return e

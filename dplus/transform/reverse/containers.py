@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..trees import clone
 from . import syntax
 from .ssa import _AdjointAccumulator
 from .syntax import _SEQ_TYPES, C, N, assign, attr, call
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class ContainerRules:
+
+class ContainerRules(Builder):
     """Methods of :class:`FunctionBuilder`: subscripts, list reads and writes, displays and ``del``."""
 
     def not_a_slice(self, test: ast.expr, idx: ast.expr) -> ast.expr:

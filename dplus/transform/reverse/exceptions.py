@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from .syntax import C, N, _nondiff_error, assign, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class ExceptionRules:
+
+class ExceptionRules(Builder):
     """Methods of :class:`FunctionBuilder`: ``try``, ``with`` and ``match``."""
 
     def c_Try(self, s: ast.Try) -> tuple[list[ast.stmt], list[ast.stmt]]:

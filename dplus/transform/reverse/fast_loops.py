@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from itertools import chain as _chain
+from typing import TYPE_CHECKING
 
 from ..scopes import names_bound_by
 from ..trees import clone, walk
@@ -24,8 +25,13 @@ from .syntax import (
     unpack,
 )
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class FastLoopRules:
+
+class FastLoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: a loop whose body is one fast segment, emitted as a
     fast prefix loop and the general loop over one iterator."""
 

@@ -7,7 +7,7 @@ per column when no adjoint is carried from one iteration to the next (``mapped_c
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..scopes import names_bound_by
 from ..trees import clone, substituted, walk
@@ -26,8 +26,13 @@ from .syntax import (
     unpack,
 )
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class ListLoopRules:
+
+class ListLoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: a fast loop over ``zip`` of lists of numbers, run over the
     lists themselves, whose reverse hands each list its column of sensitivities."""
 

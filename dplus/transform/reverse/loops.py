@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..trees import clone, walk
 from . import syntax
 from .syntax import C, FastParts, N, S, _assigned_names, _is_name, assign, attr, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class LoopRules:
+
+class LoopRules(Builder):
     """Methods of :class:`FunctionBuilder`: ``for`` and ``while``: iteration counts, routing element sensitivities."""
 
     def zip_statement(self, s: ast.stmt, run: list[ast.stmt]) -> ast.Assign | None:
@@ -63,7 +70,7 @@ class LoopRules:
             bf.append(ast.If(test=N(stop), body=[ast.Break()], orelse=[]))
         return bf, br, n
 
-    def c_For(self, s: ast.For) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    def c_For(self, s: Core) -> tuple[list[ast.stmt], list[ast.stmt]]:
         target = s.target.id
         if getattr(s, "dp_tuple_items", False) and target not in self.boxed:
             self.tuple_items.add(target)
@@ -103,6 +110,7 @@ class LoopRules:
         # unless the body may write into the list it iterates (then each goes back when its
         # iteration is reversed, before the reverse of earlier writes), and at higher orders
         # (where the routing needs rules of its own).
+        back: ast.stmt
         if batched:
             back = ast.Assign(
                 targets=[ast.Subscript(value=N(route), slice=N(i), ctx=ast.Store())], value=N(A_t)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...rules import InlineRule, inline_rule_for
+from ..normalize.core import Core
 from ..trees import walk
 from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
@@ -24,8 +25,13 @@ from .syntax import (
 )
 from .templates import template_for
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class SegmentRules:
+
+class SegmentRules(Builder):
     """Methods of :class:`FunctionBuilder`: which statements run together (segments) and the general path of a segment."""
 
     # ---------------------------------------------------------------- classification
@@ -71,7 +77,7 @@ class SegmentRules:
         if not self.is_static_chain(func):
             return None
         parts = []
-        node = func
+        node: Core = func
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
@@ -190,16 +196,16 @@ class SegmentRules:
                     return "inline"
         return "general"
 
-    def segments(self, run: list[ast.stmt]) -> list[list[ast.stmt]]:
-        segs: list[list[ast.stmt]] = []
-        cur: list[ast.stmt] = []
+    def segments(self, run: list[Core]) -> list[list[Core]]:
+        segs: list[list[Core]] = []
+        cur: list[Core] = []
         cur_fast = False
         kinds = [self.kind(s) for s in run]
         # a display and the store of it stay fast together, or neither does
         displays = {
             s.targets[0].id: i for i, (s, k) in enumerate(zip(run, kinds)) if k == "display"
         }
-        paired = set()
+        paired: set[int] = set()
         for j, (s, k) in enumerate(zip(run, kinds)):
             if k == "store" and displays.get(s.value.id, j) < j:
                 paired.update((displays[s.value.id], j))

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from ..normalize.core import Core
 from ..trees import clone, walk
 from . import syntax
 from .syntax import C, N, assign, call
@@ -24,7 +25,7 @@ class _SSA:
         self.inputs: set[str] = set()
         self.defined: dict[str, None] = {}  # in order of definition; a dict for O(1) membership
         self.all_names: set[str] = set()
-        self.stmts: list[ast.stmt] = []
+        self.stmts: list[Core] = []
         self.local_temps: set[str] = set()
         self.input_reads: dict[str, int] = {}  # reads of names this segment does not define first
         reads: dict[str, int] = {}
@@ -116,7 +117,7 @@ class _SSA:
                         self.input_reads[n.id] = self.input_reads.get(n.id, 0) + 1
         return seen
 
-    def leading_unpack_stmts(self) -> list[ast.stmt]:
+    def leading_unpack_stmts(self) -> list[Core]:
         """The unpacks a fast segment starts with: run before its type guard, in both variants."""
         out = []
         for s in self.stmts:
@@ -129,7 +130,7 @@ class _SSA:
         return [clone(s) for s in self.leading_unpack_stmts()]
 
     def copy_back(self) -> list[ast.stmt]:
-        out = []
+        out: list[ast.stmt] = []
         for name, new in self.version.items():
             if new != name:
                 out.append(assign(name, N(new)))
@@ -148,6 +149,9 @@ class _SSA:
 
 
 class _AdjointAccumulator:
+    # (set by SegmentRules.general_segment: the displays stored into lists, by name)
+    stored_displays: dict[str, tuple[int, str | None]]
+
     """Tracks, while writing a segment's reverse code, where each value's adjoint is.
 
     The adjoints of the values a segment leaves in its names are moved into locals at the
@@ -264,7 +268,7 @@ class _AdjointAccumulator:
             tmp = self.b.namer.fresh("s")
             self.out.append(assign(tmp, contrib))
             contrib = N(tmp)
-        general = call(acc, N(current or self.b.Z), val, contrib, N(syntax.ABOX))
+        general: ast.expr = call(acc, N(current or self.b.Z), val, contrib, N(syntax.ABOX))
         if (
             not self.b.fast or self.compact
         ):  # differentiable-again code, general_paths_only(), a fallback

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ..normalize.core import Core
 from ..trees import clone
 from . import syntax
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import UNARYOPS, C, N, assign, attr, call, tuple_
 
+if TYPE_CHECKING:
+    from .builder_type import Builder
+else:
+    Builder = object  # (the mixins' shared interface, for the type checker only)
 
-class StatementRules:
+# a statement's general path: its forward, the names its reverse reads, and its reverse
+Reversed = tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]
+
+
+class StatementRules(Builder):
     """Methods of :class:`FunctionBuilder`: assignments and unpacking outside fast segments: one statement of the general path."""
 
     # ---------------------------------------------------------------- general statements
-    def unpack_reverse(self, s: ast.Assign, acc: _AdjointAccumulator) -> None:
+    def unpack_reverse(self, s: Core, acc: _AdjointAccumulator) -> None:
         parts = [acc.take(e.id) for e in s.targets[0].elts]
         if all(p is None for p in parts):
             return
@@ -119,9 +129,8 @@ class StatementRules:
     def ssa_defined_names(self, acc: _AdjointAccumulator) -> dict[str, None]:
         return acc.ssa.defined
 
-    def general_stmt(
-        self, s: ast.stmt, ssa: _SSA
-    ) -> tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]:
+    def general_stmt(self, s: Core, ssa: _SSA) -> Reversed:
+        """A statement's general path: its forward, the names its reverse reads, its reverse."""
         if getattr(s, "dp_unpack", False):
             return [clone(s)], [s.value.id], lambda acc: self.unpack_reverse(s, acc)
         if isinstance(s, ast.FunctionDef):
@@ -129,63 +138,42 @@ class StatementRules:
         if isinstance(s, ast.Delete):
             return self.delete_stmt(s)
         target = s.targets[0]
-        v = s.value
         if isinstance(target, ast.Subscript):
-            if (
-                not self.nestable
-                and not isinstance(target.slice, ast.Slice)
-                and isinstance(target.value, ast.Name)
-            ):
-                return self.list_write(target.value, target.slice, v, s)
-            return self.call_like(
-                None,
-                self.rt("setitem_plus"),
-                [target.value, self.slice_expr(target.slice), v],
-                [],
-                s,
-            )
+            return self.subscript_write(target, s)
         if isinstance(target, ast.Attribute):
             return self.call_like(
                 None,
                 self.rt("setattr_plus"),
-                [target.value, C(target.attr), v],
+                [target.value, C(target.attr), s.value],
                 [],
                 s,
-                native=self.native_attribute_write(target, v),
+                native=self.native_attribute_write(target, s.value),
             )
-        name = target.id
+        return self.name_assignment(target.id, s.value, s)
+
+    def subscript_write(self, target: ast.Subscript, s: Core) -> Reversed:
+        if (
+            not self.nestable
+            and not isinstance(target.slice, ast.Slice)
+            and isinstance(target.value, ast.Name)
+        ):
+            return self.list_write(target.value, target.slice, s.value, s)
+        return self.call_like(
+            None,
+            self.rt("setitem_plus"),
+            [target.value, self.slice_expr(target.slice), s.value],
+            [],
+            s,
+        )
+
+    def name_assignment(self, name: str, v: Core, s: Core) -> Reversed:
+        """``name = v``: boxed variables, constants and copies here; operations by the kind
+        of ``v`` (the table ``VALUE_RULES``)."""
         kind = getattr(s, "dp_kind", "general")
         if name in self.boxed:
-            # a write to a boxed variable: its sensitivity lives in Abox under the cell key
-            fwd = [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
-
-            def rev_boxed(acc: _AdjointAccumulator) -> None:
-                popped = call(attr(syntax.ABOX, "pop"), N(self.key(name)), N(self.Z))
-                if isinstance(v, ast.Name):
-                    acc.add(v.id, popped)
-                else:
-                    acc.out.append(ast.Expr(popped))
-
-            return fwd, [], rev_boxed
+            return self.boxed_write(name, v)
         if isinstance(v, ast.Name) and v.id in self.boxed:
-            fwd = [assign(name, N(v.id))]
-
-            def rev_read(acc: _AdjointAccumulator) -> None:
-                A = acc.take(name)
-                if A is not None:
-                    acc.out.append(
-                        ast.Expr(
-                            call(
-                                self.rt("accumulate_cell"),
-                                N(syntax.ABOX),
-                                N(self.key(v.id)),
-                                N(name),
-                                A,
-                            )
-                        )
-                    )
-
-            return fwd, [name], rev_read
+            return self.boxed_read(name, v.id)
         if kind == "nondiff" or isinstance(v, ast.Constant):
 
             def rev_nd(acc: _AdjointAccumulator) -> None:
@@ -200,78 +188,140 @@ class StatementRules:
                     acc.add(v.id, A)
 
             return [assign(name, clone(v))], [], rev_copy
-        if isinstance(v, ast.BinOp):
-            return self.binop(name, v, s)
-        if isinstance(v, ast.UnaryOp):
-            fn = UNARYOPS[type(v.op)]
-            return self.call_like(
-                name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1
-            )
-        if isinstance(v, ast.Call):
-            op = getattr(v, "dp_op", None)
-            if op is not None:
-                fn_name = {
-                    "unpack": "unpack_plus",
-                    "unpack_star": "unpack_star_plus",
-                    "match_args": "match_args_plus",
-                    "callmethod": "callmethod",
-                    "user_namespace": "user_namespace_plus",
-                    "read_global": "read_global_plus",
-                }[op]
-                return self.call_like(
-                    name,
-                    self.rt(fn_name),
-                    list(v.args),
-                    list(v.keywords),
-                    s,
-                    native=self.native_append(name, v) if op == "callmethod" else None,
-                )
-            if getattr(v, "dp_live", False):
-                # a lazy builtin's iterator whose laziness the program may see (a loop that may
-                # change what it reads, or kept for later): Python's live iterator
-                plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
+        rule = self.VALUE_RULES.get(type(v))
+        if rule is None:
+            raise NotImplementedError(ast.dump(v))
+        return rule(self, name, v, s)
+
+    def boxed_write(self, name: str, v: ast.expr) -> Reversed:
+        """A write to a boxed variable: its sensitivity lives in Abox under the cell key."""
+        fwd: list[ast.stmt] = (
+            [assign(name, clone(v))] if not isinstance(v, ast.Name) or v.id != name else []
+        )
+
+        def rev_boxed(acc: _AdjointAccumulator) -> None:
+            popped = call(attr(syntax.ABOX, "pop"), N(self.key(name)), N(self.Z))
+            if isinstance(v, ast.Name):
+                acc.add(v.id, popped)
             else:
-                plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
-            return self.call_like(
-                name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func
-            )
-        if isinstance(v, ast.Attribute):
+                acc.out.append(ast.Expr(popped))
+
+        return fwd, [], rev_boxed
+
+    def boxed_read(self, name: str, boxed: str) -> Reversed:
+        """``name = boxed`` of a boxed variable: the adjoint goes to its cell's key."""
+        fwd: list[ast.stmt] = [assign(name, N(boxed))]
+
+        def rev_read(acc: _AdjointAccumulator) -> None:
+            A = acc.take(name)
+            if A is not None:
+                acc.out.append(
+                    ast.Expr(
+                        call(
+                            self.rt("accumulate_cell"),
+                            N(syntax.ABOX),
+                            N(self.key(boxed)),
+                            N(name),
+                            A,
+                        )
+                    )
+                )
+
+        return fwd, [name], rev_read
+
+    # -- ``name = v`` by the kind of ``v``
+
+    def binop_value(self, name: str, v: ast.BinOp, s: ast.Assign) -> Reversed:
+        return self.binop(name, v, s)
+
+    def unaryop_value(self, name: str, v: ast.UnaryOp, s: ast.Assign) -> Reversed:
+        fn = UNARYOPS[type(v.op)]
+        return self.call_like(
+            name, self.rt("call"), [self.helper(fn, fn.__name__), v.operand], [], s, skip=1
+        )
+
+    # the runtime operation of each operation normalize marks on a call (``dp_op``)
+    CALL_OPS = {
+        "unpack": "unpack_plus",
+        "unpack_star": "unpack_star_plus",
+        "match_args": "match_args_plus",
+        "callmethod": "callmethod",
+        "user_namespace": "user_namespace_plus",
+        "read_global": "read_global_plus",
+    }
+
+    def call_value(self, name: str, v: ast.Call, s: ast.Assign) -> Reversed:
+        op = getattr(v, "dp_op", None)
+        if op is not None:
             return self.call_like(
                 name,
-                self.rt("getattr_plus"),
-                [v.value, C(v.attr)],
-                [],
+                self.rt(self.CALL_OPS[op]),
+                list(v.args),
+                list(v.keywords),
                 s,
-                native=self.native_attribute_read(name, v),
+                native=self.native_append(name, v) if op == "callmethod" else None,
             )
-        if isinstance(v, ast.Subscript):
-            if (
-                not self.nestable
-                and not isinstance(v.slice, ast.Slice)
-                and isinstance(v.value, ast.Name)
-            ):
-                return self.sequence_read(name, v.value, v.slice, s)
-            return self.call_like(
-                name, self.rt("getitem_plus"), [v.value, self.slice_expr(v.slice)], [], s
-            )
-        if isinstance(v, ast.Tuple):
-            return self.display(name, "build_tuple", v.elts, s)
-        if isinstance(v, ast.List):
-            return self.display(name, "build_list", v.elts, s)
-        if isinstance(v, ast.Set):
-            return self.display(name, "build_set", v.elts, s)
-        if isinstance(v, ast.Dict):
-            parts: list[ast.expr] = []
-            spec: list[bool] = []
-            for k, val in zip(v.keys, v.values):
-                if k is None:
-                    spec.append(True)
-                    parts.append(val)
-                else:
-                    spec.append(False)
-                    parts.append(k)
-                    parts.append(val)
-            return self.call_like(
-                name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1
-            )
-        raise NotImplementedError(ast.dump(v))
+        if getattr(v, "dp_live", False):
+            # a lazy builtin's iterator whose laziness the program may see (a loop that may
+            # change what it reads, or kept for later): Python's live iterator
+            plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
+        else:
+            plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
+        return self.call_like(
+            name, plus, [v.func] + list(v.args), list(v.keywords), s, skip=1, callee=v.func
+        )
+
+    def attribute_value(self, name: str, v: ast.Attribute, s: ast.Assign) -> Reversed:
+        return self.call_like(
+            name,
+            self.rt("getattr_plus"),
+            [v.value, C(v.attr)],
+            [],
+            s,
+            native=self.native_attribute_read(name, v),
+        )
+
+    def subscript_value(self, name: str, v: ast.Subscript, s: ast.Assign) -> Reversed:
+        if (
+            not self.nestable
+            and not isinstance(v.slice, ast.Slice)
+            and isinstance(v.value, ast.Name)
+        ):
+            return self.sequence_read(name, v.value, v.slice, s)
+        return self.call_like(
+            name, self.rt("getitem_plus"), [v.value, self.slice_expr(v.slice)], [], s
+        )
+
+    def tuple_value(self, name: str, v: ast.Tuple, s: ast.Assign) -> Reversed:
+        return self.display(name, "build_tuple", v.elts, s)
+
+    def list_value(self, name: str, v: ast.List, s: ast.Assign) -> Reversed:
+        return self.display(name, "build_list", v.elts, s)
+
+    def set_value(self, name: str, v: ast.Set, s: ast.Assign) -> Reversed:
+        return self.display(name, "build_set", v.elts, s)
+
+    def dict_value(self, name: str, v: ast.Dict, s: ast.Assign) -> Reversed:
+        parts: list[ast.expr] = []
+        spec: list[bool] = []
+        for k, val in zip(v.keys, v.values):
+            if k is None:
+                spec.append(True)
+                parts.append(val)
+            else:
+                spec.append(False)
+                parts.append(k)
+                parts.append(val)
+        return self.call_like(name, self.rt("build_dict"), [C(tuple(spec))] + parts, [], s, skip=1)
+
+    VALUE_RULES: dict[type, Callable[..., Reversed]] = {
+        ast.BinOp: binop_value,
+        ast.UnaryOp: unaryop_value,
+        ast.Call: call_value,
+        ast.Attribute: attribute_value,
+        ast.Subscript: subscript_value,
+        ast.Tuple: tuple_value,
+        ast.List: list_value,
+        ast.Set: set_value,
+        ast.Dict: dict_value,
+    }

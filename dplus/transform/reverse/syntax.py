@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ..normalize.core import Core
 from ..trees import walk
 
 _NUM_TYPES = frozenset({float, int})
@@ -130,12 +131,12 @@ class FastParts:
     statements, the names its reverse reads, the reverse statements, and the copies back to
     the user's names, and the names the segment assigns."""
 
-    lead: list[ast.stmt]
+    lead: list[Core]
     guard: ast.expr
     fwd: list[ast.stmt]
     rec: list[str]
     rev: list[ast.stmt]
-    copy_back: list[ast.stmt]
+    copy_back: list[Core]
     defined: list[str]  # the names the segment assigns (after renaming)
     numbers: list[str] = attrs.field(factory=list)  # the names the guard tests for numbers
     checks: list[ast.expr] = attrs.field(

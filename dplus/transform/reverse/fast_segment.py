@@ -1,0 +1,320 @@
+"""Specialisation: one float fast segment, built statement by statement.
+
+The forward runs the segment's statements with plain Python operators under a type guard;
+the reverse is straight-line code built from the inline rules' lambda bodies. Each kind of
+statement a fast segment holds (``SegmentRules.kind``) has one method for its forward and one
+for its reverse, in the tables at the end of :class:`FastSegment`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ...rules import InlineRule
+from ..peephole import simplify_reverse
+from ..trees import clone
+from . import syntax
+from .ssa import _SSA, _AdjointAccumulator
+from .syntax import C, N, _names_read, assign, attr, call, unpack
+from .templates import _whole_power_gradient, template_for
+
+if TYPE_CHECKING:
+    from .builder import FunctionBuilder
+
+# what ``FastPathRules.fast_segment`` returns: the forward, the names its reverse reads, the
+# reverse, the guard, the names guarded as numbers (in order), the guard's other tests
+FastSegmentParts = tuple[
+    list[ast.stmt], list[str], list[ast.stmt], ast.expr, list[str], list[ast.expr]
+]
+
+
+class FastSegment:
+    """The fast variant of one segment being built: its forward, the values its reverse
+    reads (``saved``), the tests of its guard, and its reverse."""
+
+    def __init__(self, builder: FunctionBuilder, ssa: _SSA) -> None:
+        self.b = builder
+        self.ssa = ssa
+        self.fwd: list[ast.stmt] = []
+        self.saved: list[str] = []
+        self.guards: list[ast.expr] = []
+        self.guarded_inputs: set[str] = set()
+        self.number_guarded: list[str] = []  # names whose values must be numbers, in order
+        self.ops: list[tuple[ast.stmt, InlineRule | None]] = []
+        # where each name defined here got its value: a name to type-guard, None for a number
+        # an inline operation or a non-differentiable statement made, or "" when no guard can
+        # see it (a later unpack's target)
+        self.source: dict[str, str | None] = {}
+        self.hoisted = ssa.leading_unpack_stmts()
+        # the accumulator is made first: the forward needs to know which adjoints start at zero
+        self.rev: list[ast.stmt] = []
+        self.acc = _AdjointAccumulator(builder, ssa, self.rev, fast=True)
+        # a displayed list -> its elements' sensitivities (names)
+        self.stored: dict[str, list[str]] = {}
+        self.displayed: dict[str, ast.stmt] = {}
+
+    def build(self) -> FastSegmentParts | None:
+        """The segment's fast variant, or None when one of its statements cannot take it."""
+        for s in self.ssa.stmts:
+            if not self.FORWARD.get(s.dp_kind, FastSegment.assignment_forward)(self, s):
+                return None
+        if set(self.displayed) != set(self.stored):
+            return None
+        for s, rule in reversed(self.ops):
+            self.REVERSE.get(s.dp_kind, FastSegment.assignment_reverse)(self, s, rule)
+        self.acc.finish()
+        self.simplify()
+        return self.fwd, self.saved, self.rev, *self.guard()
+
+    def save(self, name: str) -> None:
+        if name not in self.saved:
+            self.saved.append(name)
+
+    def must_be_numbers(self, exprs: list[ast.expr]) -> bool:
+        """Guard the names among ``exprs`` as numbers where they come from outside the
+        segment (through copies); False when one's value no guard can see."""
+        for e in exprs:
+            if isinstance(e, ast.Name):
+                g = (
+                    self.source.get(e.id, e.id)
+                    if e.id in self.source
+                    else (e.id if e.id in self.ssa.inputs else None)
+                )
+                if g == "":
+                    return False
+                if g is not None and g not in self.guarded_inputs:
+                    self.guarded_inputs.add(g)
+                    self.number_guarded.append(g)
+        return True
+
+    # -- the forward, by kind of statement: False when the segment cannot be fast
+
+    def unpack_forward(self, s: Any) -> bool:
+        if s not in self.hoisted:
+            self.fwd.append(clone(s))
+        for e in s.targets[0].elts:
+            self.source[e.id] = e.id if s in self.hoisted else ""
+        if s.value.id not in self.saved and not self.b.direct_unpack(
+            s.value.id, self.acc.fresh_zero
+        ):
+            self.saved.append(s.value.id)
+        self.ops.append((s, None))
+        return True
+
+    def display_forward(self, s: Any) -> bool:
+        """A list of numbers, stored below: its elements are guarded like operands."""
+        target = s.targets[0].id
+        if target not in self.ssa.local_temps or not self.must_be_numbers(s.value.elts):
+            return False
+        self.source[target] = ""
+        self.displayed[target] = s
+        self.fwd.append(ast.copy_location(assign(target, clone(s.value)), s))
+        self.ops.append((s, None))
+        return True
+
+    def store_forward(self, s: Any) -> bool:
+        """``xs[i] = L`` on a list with an int index, both unchanged since the guard."""
+        b, ssa = self.b, self.ssa
+        t, L = s.targets[0], s.value.id
+        obj, idx = t.value.id, t.slice
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}  # (leading unpacks)
+        if (
+            L not in self.displayed
+            or L in self.stored
+            or (obj in ssa.defined and obj not in before_guard)
+            or (isinstance(idx, ast.Name) and idx.id in ssa.defined and idx.id not in before_guard)
+        ):
+            return False
+        typ = b.helper(type, "type")
+        self.guards.append(
+            ast.Compare(
+                left=call(typ, N(obj)), ops=[ast.Is()], comparators=[b.helper(list, "list")]
+            )
+        )
+        if isinstance(idx, ast.Name):
+            self.guards.append(
+                ast.Compare(
+                    left=call(clone(typ), N(idx.id)),
+                    ops=[ast.Is()],
+                    comparators=[b.helper(int, "int")],
+                )
+            )
+        w = b.namer.fresh("write")
+        position = ast.IfExp(
+            test=ast.Compare(left=clone(idx), ops=[ast.GtE()], comparators=[C(0)]),
+            body=clone(idx),
+            orelse=ast.BinOp(
+                left=clone(idx), op=ast.Add(), right=call(b.helper(len, "len"), N(obj))
+            ),
+        )
+        self.fwd += [
+            ast.copy_location(ast.Assign(targets=[clone(t)], value=N(L)), s),
+            ast.copy_location(assign(w, position), s),
+        ]
+        for x in (obj, w, L):
+            self.save(x)
+        self.stored[L] = [b.namer.fresh("s") for _ in self.displayed[L].value.elts]
+        s.dp_write = w
+        self.ops.append((s, None))
+        return True
+
+    def append_forward(self, s: Any) -> bool:
+        """A number appended to the comprehension's own list (a list from its start)."""
+        comp, _, item = s.value.args
+        if comp.id in self.ssa.defined or not self.must_be_numbers([item]):
+            return False
+        self.fwd += [
+            ast.copy_location(ast.Expr(call(attr(comp.id, "append"), clone(item))), s),
+            ast.copy_location(assign(s.targets[0].id, C(None)), s),
+        ]
+        self.save(comp.id)
+        self.source[s.targets[0].id] = None
+        self.ops.append((s, None))
+        return True
+
+    def assignment_forward(self, s: Any) -> bool:
+        """``target = value`` of the kinds copy, nondiff, inline (and the others)."""
+        k = s.dp_kind
+        target = s.targets[0].id
+        v = s.value
+        if k == "copy":
+            self.source[target] = self.source.get(v.id, v.id) if v.id in self.source else v.id
+        elif k != "nondiff" or not isinstance(v, ast.Name):
+            self.source[target] = None
+        if k != "inline":
+            self.fwd.append(ast.copy_location(assign(target, clone(v)), s))
+            self.ops.append((s, None))
+            return True
+        rule, fn = self.b.inline_rule(v)
+        if not self.must_be_numbers(self.b.operands(v)):
+            return False
+        if fn is not None:
+            fname = self.b.helper(fn, getattr(fn, "__name__", "fn"))
+            self.guards.append(ast.Compare(left=clone(v.func), ops=[ast.Is()], comparators=[fname]))
+            self.fwd.append(
+                ast.copy_location(assign(target, call(fname, *[clone(a) for a in v.args])), s)
+            )
+        else:
+            self.fwd.append(ast.copy_location(assign(target, clone(v)), s))
+        self.ops.append((s, rule))
+        return True
+
+    # -- the reverse, by kind of statement, last statement first
+
+    def unpack_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        self.b.unpack_reverse(s, self.acc)
+
+    def store_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """The slot's sensitivity and the list's entry, as numbers (``store_display_numbers``)."""
+        L = s.value.id
+        numbers = call(
+            self.b.rt("store_display_numbers"),
+            N(s.targets[0].value.id),
+            N(s.dp_write),
+            N(L),
+            C(len(self.stored[L])),
+            N(syntax.ABOX),
+        )
+        self.acc.out.append(unpack(self.stored[L], numbers))
+
+    def append_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """The appended number's sensitivity, off the end of the list's entry."""
+        b, acc = self.b, self.acc
+        acc.take(s.targets[0].id)
+        comp, _, item = s.value.args
+        if isinstance(item, ast.Name) and not b.is_module_constant(item.id):
+            back = b.namer.fresh("s")
+            acc.out.append(assign(back, self.taken_back(comp.id)))
+            acc.add(item.id, N(back))
+        else:
+            acc.out.append(ast.Expr(self.taken_back(comp.id)))
+
+    def taken_back(self, comp: str) -> ast.expr:
+        return call(self.b.rt("append_back_number"), N(comp), N(syntax.ABOX))
+
+    def display_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        self.acc.take(s.targets[0].id)  # (a local temporary read only by its store: nothing)
+        for e, sk in reversed(list(zip(s.value.elts, self.stored[s.targets[0].id]))):
+            if isinstance(e, ast.Name) and not self.b.is_module_constant(e.id):
+                self.acc.add(e.id, N(sk))
+
+    def assignment_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        k = s.dp_kind
+        target = s.targets[0].id
+        A = self.acc.take(target)
+        if k == "nondiff":
+            return
+        if k == "copy":
+            if A is not None:
+                # only a copy of a number guarded here may add its adjoint with ``+``: a
+                # tuple's adjoint is a tuple, OneHot or TupleAccumulator (``+`` would
+                # concatenate or fail), so it takes the linear interface's ``add``
+                root = self.source.get(target)
+                any_type = root is not None and root not in self.guarded_inputs
+                self.acc.add(s.value.id, A, any_type=any_type)
+            return
+        if A is None:
+            return
+        assert rule is not None  # (an inline statement: the rest are nondiff or copies)
+        self.inline_reverse(s, rule, A)
+
+    def inline_reverse(self, s: Any, rule: InlineRule, A: ast.expr) -> None:
+        """Each operand's adjoint gets the rule's gradient (its lambda body, instantiated)."""
+        b = self.b
+        target = s.targets[0].id
+        operands = b.operands(s.value)
+        for o, g in zip(operands, rule.grads):
+            if g is None or not isinstance(o, ast.Name) or b.is_module_constant(o.id):
+                continue  # (a number read from the module: the backprop would discard its adjoint)
+            expr = _whole_power_gradient(rule, operands, A) if o is operands[0] else None
+            if expr is None:
+                tmpl = template_for(g, b.h)
+                mapping = dict(zip(tmpl.params, [A, N(target)] + [clone(x) for x in operands]))
+                expr = tmpl.instantiate(mapping)
+            for used in _names_read(expr):
+                if used in self.ssa.all_names:
+                    self.save(used)
+            self.acc.add(o.id, expr)
+
+    # -- the end
+
+    def simplify(self) -> None:
+        persistent = set(self.b.adjoint_names.values())
+        self.rev[:] = simplify_reverse(
+            self.rev,
+            {
+                t.id
+                for st in self.rev
+                for t in getattr(st, "targets", ())
+                if isinstance(t, ast.Name) and t.id not in persistent
+            },
+        )
+
+    def guard(self) -> tuple[ast.expr, list[str], list[ast.expr]]:
+        """The guard, the names it tests as numbers, and its other tests."""
+        unique: dict[str, ast.expr] = {}
+        for g in self.guards:  # (two stores with one index test it once)
+            unique.setdefault(ast.dump(g), g)
+        guards = list(unique.values())
+        checks = [clone(g) for g in guards]
+        if self.number_guarded:
+            guards.insert(0, self.b.number_guard(self.number_guarded))
+        if len(guards) > 1:
+            guard: ast.expr = ast.BoolOp(op=ast.And(), values=guards)
+        else:
+            guard = guards[0] if guards else C(True)
+        return guard, self.number_guarded, checks
+
+    FORWARD = {
+        "unpack": unpack_forward,
+        "display": display_forward,
+        "store": store_forward,
+        "append": append_forward,
+    }
+    REVERSE = {
+        "unpack": unpack_reverse,
+        "store": store_reverse,
+        "append": append_reverse,
+        "display": display_reverse,
+    }
