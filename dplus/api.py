@@ -198,6 +198,7 @@ def boundary(
         else:
             return sens  # numbers in, numbers out: nothing to fold
     folded: list[Any] = []
+    claimed: dict = {}  # (each place of memory changed in place gives its sensitivity once)
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
             folded.append(s)
@@ -209,7 +210,7 @@ def boundary(
         ):
             folded.append(r)  # a list of floats: its entry's floats
         else:
-            folded.append(fold_arguments(a, s, Abox))
+            folded.append(fold_arguments(a, s, Abox, claimed))
     return tuple(folded)
 
 

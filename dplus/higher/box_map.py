@@ -420,13 +420,13 @@ def _settled(out: Any, A: Any, Abox2: BoxSensitivities) -> Any:
 
 
 def folded_with_transpose(
-    v: Any, s: Any, Abox: BoxSensitivities | None, memory: bool = False
+    v: Any, s: Any, Abox: BoxSensitivities | None, memory: bool = False, claimed: Any = None
 ) -> tuple:
     """``fold(v, s, Abox)`` (with ``memory``: ``fold_arguments``) and the transpose of that
     fold: a function of the folded value's next-order sensitivity that hands its parts to the
     entries read and returns ``s``'s."""
     entries = _fold_entries(Abox, v)
-    out = fold_arguments(v, s, Abox) if memory else fold(v, s, Abox)
+    out = fold_arguments(v, s, Abox, claimed) if memory else fold(v, s, Abox)
 
     def transpose(A: Any, Abox2: BoxSensitivities) -> Any:
         F = _settled(out, A, Abox2)

@@ -289,7 +289,9 @@ def _boundary_tower(
                 None,
             ),
         )
-    folds = [folded_with_transpose(a, s, Abox, True) for a, s in zip(args, out[1 : 1 + n])]
+    claimed: dict = {}
+    folds = [folded_with_transpose(a, s, Abox, True, claimed) for a, s in zip(args, out[1 : 1 + n])]
+    _refuse_shared_memory_again(claimed)
     result = tuple(
         folded for folded, _ in folds
     )  # (boundary's values: the transposes know these lists)
@@ -444,10 +446,23 @@ register_primitive(runtime_calls.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
 
 
-def _fold_arguments_rule(v: Any, s: Any, Abox: Any) -> ProcResult:
+def _refuse_shared_memory_again(claimed: dict) -> None:
+    # (the transpose of the boundary's reading of an entry hands back all of it: with a place
+    # of memory given to one argument only, the next order would count it twice)
+    if claimed.get("twice"):
+        raise NonDifferentiableError(
+            "derivatives of derivatives of a function whose arguments share memory that it "
+            "changes in place (the same array passed twice, an array and a view of it, or an "
+            "array held twice in a list) are not supported: pass copies, e.g. f(x, x.copy())"
+        )
+
+
+def _fold_arguments_rule(v: Any, s: Any, Abox: Any, claimed: Any = None) -> ProcResult:
     # (an array reads its entry: its transpose hands the next order's sensitivity back there)
-    out, transpose = folded_with_transpose(v, s, Abox, True)
-    return ProcResult(out, lambda A, Abox2: ((), Z, transpose(A, Abox2), None))
+    claimed = {} if claimed is None else claimed
+    out, transpose = folded_with_transpose(v, s, Abox, True, claimed)
+    _refuse_shared_memory_again(claimed)
+    return ProcResult(out, lambda A, Abox2: ((), Z, transpose(A, Abox2), None, None))
 
 
 register_primitive(fold_arguments, _fold_arguments_rule)

@@ -312,11 +312,15 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
 _WITH_MEMORY = "with memory"  # (a key of fold's memo: no id is a string)
 
 
-def fold_arguments(v: Any, s: Any, Abox: BoxSensitivities | None) -> Any:
+def fold_arguments(
+    v: Any, s: Any, Abox: BoxSensitivities | None, claimed: dict | None = None
+) -> Any:
     """:func:`fold` at the boundary of a differentiation: the arrays in ``v`` whose memory was
-    changed in place get also their entries (the sensitivity of what they held on entry).
-    Inside a pass, an array's entry stays where it is: it belongs to its memory."""
-    return fold(v, s, Abox, {_WITH_MEMORY: True})
+    changed in place get also their entries (the sensitivity of what they held on entry),
+    each place of memory once across the folds sharing ``claimed``
+    (:func:`runtime.memory.peek_unclaimed`). Inside a pass, an array's entry stays where it
+    is: it belongs to its memory."""
+    return fold(v, s, Abox, {_WITH_MEMORY: {} if claimed is None else claimed})
 
 
 def keyword_dict_sensitivity(kwargs: dict, s: Any, Abox: BoxSensitivities) -> KeywordDict:
@@ -448,7 +452,7 @@ def _fold_value(v: Any, s: Any, Abox: BoxSensitivities | None, memo: dict, key: 
         return None
     if t is _ndarray and Abox is not None and _WITH_MEMORY in memo and _memory.is_tracked_array(v):
         # an argument changed in place: its entry holds the sensitivity of what it showed on entry
-        s = add(s, _memory.peek(Abox, v))
+        s = add(s, _memory.peek_unclaimed(Abox, v, memo[_WITH_MEMORY]))
     if is_number(v) or is_ndarray(v):
         return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
     if callable(v):

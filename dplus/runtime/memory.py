@@ -249,6 +249,29 @@ def peek(Abox: BoxSensitivities | None, a: Any) -> Any:
     return entry_view(flat, owner, a).copy()
 
 
+def peek_unclaimed(Abox: BoxSensitivities | None, a: Any, claimed: dict) -> Any:
+    """:func:`peek` of the elements of ``a`` that no array folded before it with the same
+    ``claimed`` showed: at the boundary, each place of memory gives its sensitivity once, to
+    the first argument (or element of one) showing it, so that arguments sharing memory get
+    gradients that add up to the memory's, as arguments read twice do. ``claimed`` maps
+    ``id(owner)`` to which places were given; its key ``"twice"`` says whether any place was
+    shown again."""
+    S = peek(Abox, a)
+    if S is Z:
+        return Z
+    owner = memory_owner(a)
+    given = claimed.get(id(owner))
+    if given is None:
+        given = claimed[id(owner)] = (owner, np.zeros(owner.nbytes // owner.itemsize, dtype=bool))
+    pos = positions(a, owner)
+    fresh = ~given[1][pos]
+    given[1][pos] = True
+    if fresh.all():
+        return S
+    claimed["twice"] = True
+    return np.where(fresh, S, 0)
+
+
 def take_at(Abox: BoxSensitivities | None, a: Any, idx: Any, last_wins: Any = None) -> Any:
     """``take`` of the elements ``a[idx]`` (an index with arrays in it: each occurrence; with
     ``last_wins`` -- a boolean array shaped like ``a[idx]`` -- only where it holds)."""
@@ -360,7 +383,9 @@ def taken(A: Any, r: Any, Abox: Any) -> Any:
 # object on, nor a plus-function or a rule that runs one: what such an operation returns is
 # made by an operation inside it, whose result takes the entry at the right time.)
 _TAKING_FILES: set[str] = set()
-_TAKING_CODES: set[Any] = set()
+# (by file and first line: the code dplus derives from a backprop's source to differentiate
+# it again is a new code object of the same place, and its results take the entry alike)
+_TAKING_CODES: set[tuple[str, int]] = set()
 
 
 def results_take_entries(*, filename: str | None = None, code: Any = None) -> None:
@@ -369,7 +394,7 @@ def results_take_entries(*, filename: str | None = None, code: Any = None) -> No
     if filename is not None:
         _TAKING_FILES.add(filename)
     if code is not None:
-        _TAKING_CODES.add(code)
+        _TAKING_CODES.add((code.co_filename, code.co_firstlineno))
 
 
 def is_array(v: Any) -> bool:
@@ -388,7 +413,10 @@ def taking_backprop(r: Any, bp: Any, any_rule: bool = False) -> Any:
     sensitivity, and for other operations."""
     if not any_rule:
         code = getattr(bp, "__code__", None)
-        if code is None or (code.co_filename not in _TAKING_FILES and code not in _TAKING_CODES):
+        if code is None or (
+            code.co_filename not in _TAKING_FILES
+            and (code.co_filename, code.co_firstlineno) not in _TAKING_CODES
+        ):
             return bp
     if r.dtype.kind not in "fc" or is_tracked_array(r):
         return bp
