@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 import dplus
 from dplus import NonDifferentiableError, grad
-
 from tests.test_numpy_in_place import check
 
 # the names a write can target: the array itself, views of it made before the writes, a
