@@ -242,3 +242,43 @@ def load_plain(source: str):
     namespace: dict = {}
     exec(compile(source, "<random-in-place>", "exec"), namespace)
     return namespace["f"]
+
+
+# ---------------------------------------------------------------------------
+# the out-of-place fast path of unshared locals (transform.sharing) equals the in-place path
+
+AUGMENTED = ["a += S", "a *= np.tanh(S) + 1.5", "a -= 0.5 * a", "a /= 1.5 + S * S", "a **= 2"]
+
+
+def unshared_program(writes: list[tuple[str, str]], shared: bool) -> str:
+    lines = ["def f(x, y, t):", "    a = x * 1.0"]
+    if shared:
+        lines.append("    seen = [a]  # (a second reference: the writes run in place)")
+    for write, scalar in writes:
+        lines.append("    " + write.replace("S", f"({scalar})"))
+    lines.append("    return float(np.sum(np.tanh(a) * y))")
+    return HEADER + "\n".join(lines) + "\n"
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    writes=st.lists(
+        st.tuples(st.sampled_from(AUGMENTED), st.sampled_from(SCALARS)), min_size=1, max_size=4
+    ),
+    seed=inputs,
+)
+def test_unshared_fast_path_equals_the_in_place_path(tmp_path_factory, writes, seed):
+    folder = tmp_path_factory.mktemp("prog")
+    fast = load(unshared_program(writes, False), folder)
+    in_place = load(unshared_program(writes, True), folder)
+    x, y, t = _arguments(seed)
+    with np.errstate(all="ignore"):
+        expected = fast(x.copy(), y.copy(), t)
+    if not np.isfinite(expected) or abs(expected) > 1e6:
+        return
+    r_fast = dplus.dplus(fast)(x.copy(), y.copy(), t)
+    r_slow = dplus.dplus(in_place)(x.copy(), y.copy(), t)
+    assert r_fast.primal == r_slow.primal == expected
+    for g_fast, g_slow in zip(r_fast.backprop(1.0), r_slow.backprop(1.0)):
+        assert np.allclose(g_fast, g_slow, rtol=1e-12, atol=1e-12)
+    check(in_place, x, y, t, tol=2e-4)
