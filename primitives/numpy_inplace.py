@@ -338,7 +338,8 @@ def ufunc_at_plus(ufunc: Any, a: Any, indices: Any, b: Any = None) -> ProcResult
     if ufunc not in (np.add, np.subtract, np.multiply) or b is None:
         raise NonDifferentiableError(
             f"numpy.{ufunc.__name__}.at ({user_place()}) changes an array in place with a derivative "
-            "dplus does not know; np.add.at, np.subtract.at and np.multiply.at are supported"
+            "dplus does not know; np.add.at, np.subtract.at and np.multiply.at are supported (for a "
+            "division, np.multiply.at(a, idx, 1.0 / v))"
         )
     owner = check_writable(a, f"numpy.{ufunc.__name__}.at")
     pos = _flat_positions(a, indices)
@@ -485,7 +486,10 @@ def _permuting(a: Any, change: Callable[[], Any], what: str, axis: Any) -> tuple
 
 def _sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None) -> tuple:
     if order is not None:
-        raise NonDifferentiableError(f"ndarray.sort(order=...) ({user_place()}) is not supported")
+        raise NonDifferentiableError(
+            f"ndarray.sort(order=...) ({user_place()}) is not supported: sort by an index instead, "
+            "a[...] = a[np.argsort(a, order=...)]"
+        )
     return _permuting(a, lambda: a.sort(axis=axis, kind=kind), "ndarray.sort", axis)
 
 
@@ -494,7 +498,8 @@ def _partition(
 ) -> tuple:
     if order is not None:
         raise NonDifferentiableError(
-            f"ndarray.partition(order=...) ({user_place()}) is not supported"
+            f"ndarray.partition(order=...) ({user_place()}) is not supported: partition by an "
+            "index instead, a[...] = a[np.argpartition(a, kth, order=...)]"
         )
     return _permuting(a, lambda: a.partition(kth, axis=axis, kind=kind), "ndarray.partition", axis)
 
