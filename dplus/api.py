@@ -198,7 +198,9 @@ def boundary(
         else:
             return sens  # numbers in, numbers out: nothing to fold
     folded: list[Any] = []
-    claimed: dict = {}  # (each place of memory changed in place gives its sensitivity once)
+    claimed: dict[
+        Any, Any
+    ] = {}  # (each place of memory changed in place gives its sensitivity once)
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
             folded.append(s)

@@ -94,7 +94,7 @@ _OWN_DIRS = (
 
 def user_place() -> str:
     """``file, line N`` of the innermost frame of the user's code (not dplus's)."""
-    f = sys._getframe(1)
+    f: Any = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
         if not os.path.abspath(name).startswith(_OWN_DIRS) and "<dplus" not in name:
@@ -429,7 +429,7 @@ def _fill(a: Any, value: Any) -> tuple:
     return None, lambda A, Abox: {"value": back(Z, Abox)[3]}
 
 
-def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> tuple:
+def _copyto(dst: Any, src: Any, casting: Any = "same_kind", where: Any = True) -> tuple:
     """``np.copyto(dst, src, casting, where)``."""
     owner = check_writable(dst, "numpy.copyto")
     rec = remember_write(dst, Ellipsis, dst.copy())

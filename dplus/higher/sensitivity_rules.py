@@ -289,7 +289,7 @@ def _boundary_tower(
                 None,
             ),
         )
-    claimed: dict = {}
+    claimed: dict[Any, Any] = {}
     folds = [folded_with_transpose(a, s, Abox, True, claimed) for a, s in zip(args, out[1 : 1 + n])]
     _refuse_shared_memory_again(claimed)
     result = tuple(
@@ -446,7 +446,7 @@ register_primitive(runtime_calls.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
 
 
-def _refuse_shared_memory_again(claimed: dict) -> None:
+def _refuse_shared_memory_again(claimed: dict[Any, Any]) -> None:
     # (the transpose of the boundary's reading of an entry hands back all of it: with a place
     # of memory given to one argument only, the next order would count it twice)
     if claimed.get("twice"):

@@ -154,7 +154,7 @@ def _container_items(v: Any) -> tuple | None:
         return None
 
 
-def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, Any]]:
     """:func:`layouts` of what a call of ``op`` (code dplus does not see) could change: its
     arguments, and a bound method's object or a callable object itself."""
     watched = layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
@@ -166,7 +166,7 @@ def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
     return watched
 
 
-def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
+def changed_since(watched: list[tuple[Any, Any]]) -> list[Any]:
     """The containers of :func:`layouts` whose items are no longer the same objects, and
     the arrays whose contents changed."""
     out = []
@@ -313,7 +313,7 @@ _WITH_MEMORY = "with memory"  # (a key of fold's memo: no id is a string)
 
 
 def fold_arguments(
-    v: Any, s: Any, Abox: BoxSensitivities | None, claimed: dict | None = None
+    v: Any, s: Any, Abox: BoxSensitivities | None, claimed: dict[Any, Any] | None = None
 ) -> Any:
     """:func:`fold` at the boundary of a differentiation: the arrays in ``v`` whose memory was
     changed in place get also their entries (the sensitivity of what they held on entry),

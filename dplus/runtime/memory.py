@@ -31,6 +31,7 @@ code with no in-place write pays one type test per result.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
@@ -96,7 +97,7 @@ def track(owner: Any) -> None:
     ref = _TRACKED.get(key)
     if ref is not None and ref() is owner:
         return
-    _TRACKED[key] = weakref.ref(owner, lambda r, key=key: _forget(key, r))
+    _TRACKED[key] = weakref.ref(owner, functools.partial(_forget, key))
 
 
 def _tracked_owner(a: Any) -> Any:
@@ -249,7 +250,7 @@ def peek(Abox: BoxSensitivities | None, a: Any) -> Any:
     return entry_view(flat, owner, a).copy()
 
 
-def peek_unclaimed(Abox: BoxSensitivities | None, a: Any, claimed: dict) -> Any:
+def peek_unclaimed(Abox: BoxSensitivities | None, a: Any, claimed: dict[Any, Any]) -> Any:
     """:func:`peek` of the elements of ``a`` that no array folded before it with the same
     ``claimed`` showed: at the boundary, each place of memory gives its sensitivity once, to
     the first argument (or element of one) showing it, so that arguments sharing memory get
