@@ -349,14 +349,16 @@ def nondiff(*fns: Any, note: str = "non-differentiable (zero derivative)") -> No
 
 
 def mutating(fn: Any, suggestion: str) -> None:
-    """``fn`` mutates an array in place: calling it in differentiated code raises."""
+    """``fn`` mutates an array in place in a way dplus does not differentiate: calling it in
+    differentiated code raises (the in-place writes dplus follows are in
+    :mod:`primitives.numpy_inplace`, registered after these)."""
     if fn is None:
         return
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         raise NonDifferentiableError(
-            f"{_name(fn)} changes an array in place, and arrays are values in dplus: in-place "
-            f"mutation inside differentiated code is not supported. {suggestion}"
+            f"{_name(fn)} changes an array in place in a way dplus does not differentiate. "
+            f"{suggestion}"
         )
 
     _register(fn, transform, "raises: in-place mutation of an array")
