@@ -15,11 +15,12 @@ from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
 from .runtime.conformance import check_conforms
 from .runtime.core import apply_transform
-from .runtime.fold import Snapshot, fold, fold_float_list, snapshot
+from .runtime.fold import Snapshot, fold_arguments, fold_float_list, snapshot
 from .runtime.handover import is_tracked_mutable
 from .runtime.hooks import hooks
 from .runtime.kinds import is_ndarray, is_number
-from .runtime.linear import gen_zero
+from .runtime.linear import add, gen_zero
+from .runtime.memory import finish, is_tracked_array, peek
 from .runtime.portable import DEFINED, remember_rule, remember_source
 from .runtime.registry import lookup_transform, register_primitive
 from .runtime.result import ProcResult, _depth, _outermost, call_plus, run_backprop
@@ -110,7 +111,11 @@ def _public(P: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
         inner = r.backprop
 
         def public_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
-            return coerce_sensitivities(inner(A, Abox), P, args)
+            try:
+                out = inner(A, Abox)
+            finally:
+                finish_pass(Abox)
+            return coerce_sensitivities(with_array_entries(out, args, Abox), P, args)
 
         return ProcResult(r.primal, public_backprop)
 
@@ -135,6 +140,24 @@ def _lift_class(cls: type) -> Callable[..., ProcResult] | None:
 # differentiates, so that lift_dplus can transform them again: derivatives of derivatives.
 # Inside them, ``call_plus(P, *args)`` calls a plus-function captured from outside as the
 # primal function it is; the small boundary helpers below have rules of their own.
+
+
+# the end of a backward pass: the arrays it restored hold again what the program left in them
+finish_pass = finish
+
+
+def with_array_entries(
+    out: tuple[Any, ...], args: tuple[Any, ...], Abox: BoxSensitivities
+) -> tuple[Any, ...]:
+    """A backprop's result with the map's entries for array arguments changed in place added
+    to their sensitivities (arrays are values to whoever called ``lift_dplus``)."""
+    if Abox._memory is None:
+        return out
+    items = list(out)
+    for i, a in enumerate(args):
+        if 1 + i < len(items) and is_ndarray(a) and is_tracked_array(a):
+            items[1 + i] = add(items[1 + i], peek(Abox, a))
+    return tuple(items)
 
 
 def prepare_sensitivity(result: Any, Aw: Any, Abox: BoxSensitivities) -> Any:
@@ -197,6 +220,9 @@ def boundary(
         else:
             return sens  # numbers in, numbers out: nothing to fold
     folded: list[Any] = []
+    claimed: dict[
+        Any, Any
+    ] = {}  # (each place of memory changed in place gives its sensitivity once)
     for a, s in zip(args, sens):
         if type(a) is float and type(s) is float:
             folded.append(s)
@@ -208,7 +234,7 @@ def boundary(
         ):
             folded.append(r)  # a list of floats: its entry's floats
         else:
-            folded.append(fold(a, s, Abox))
+            folded.append(fold_arguments(a, s, Abox, claimed))
     return tuple(folded)
 
 
@@ -230,7 +256,10 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
 
         def dplus_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
-            out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            try:
+                out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            finally:
+                finish_pass(Abox)
             return boundary(snaps, out, Abox)
 
         return ProcResult(r.primal, dplus_backprop)
@@ -254,7 +283,10 @@ def _make_D(fplus: Any, f: Any) -> Callable[..., Callable[[Any], tuple[Any, ...]
 
         def D_backprop(Aw: Any) -> tuple[Any, ...]:
             Abox = BoxSensitivities()
-            out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            try:
+                out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+            finally:
+                finish_pass(Abox)
             return boundary(snaps, out, Abox)
 
         return D_backprop
@@ -341,7 +373,10 @@ def _gradient_steps(
         r = call_plus(fplus, *args)
     Abox = BoxSensitivities()
     Aw = default_sensitivity(r.primal, sensitivity)
-    out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+    try:
+        out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
+    finally:
+        finish_pass(Abox)
     return boundary(snaps, out, Abox)
 
 
@@ -408,12 +443,15 @@ def _number_gradient(fplus: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     r = fplus(*args)
     p = r.primal
     Abox = BoxSensitivities()
-    if type(p) is float:
-        out = r.backprop(1.0, Abox)
-    else:
-        out = r.backprop(
-            prepare_sensitivity(p, default_sensitivity(p, _DEFAULT_SENSITIVITY), Abox), Abox
-        )
+    try:
+        if type(p) is float:
+            out = r.backprop(1.0, Abox)
+        else:
+            out = r.backprop(
+                prepare_sensitivity(p, default_sensitivity(p, _DEFAULT_SENSITIVITY), Abox), Abox
+            )
+    finally:
+        finish_pass(Abox)
     return boundary(args, out, Abox)
 
 

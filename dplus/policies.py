@@ -11,6 +11,7 @@ from .errors import UnknownTransformError, describe_callable
 from .markers import mark
 from .runtime.hooks import hooks
 from .runtime.linear import gen_zero, is_zero_sensitivity
+from .runtime.memory import results_take_entries
 from .runtime.result import ProcResult
 
 __all__ = [
@@ -44,22 +45,34 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
         from .runtime.core import as_plain_callable
-        from .runtime.fold import changed_since, mutable_sensitivity_of, watch_call
+        from .runtime.fold import ArrayContents, changed_since, mutable_sensitivity_of, watch_call
+        from .runtime.memory import reverse_unseen_writes, unseen_writes
+        from .runtime.result import plain_result
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
         changed = changed_since(watched)
-        _refuse_changed_arrays(op, op_name, changed)
+        _refuse_reshaped_arrays(op, op_name, changed, watched)
+        array_changes = unseen_writes(
+            [
+                (v, c)
+                for v, c in watched
+                if type(c) is ArrayContents and any(v is x for x in changed)
+            ]
+        )
+        changed = [v for v in changed if not _is_array(v)]
         integer_valued = _is_integer_valued(result)
+        # a view of what it was given (or that very array): the sensitivity its memory holds in
+        # the map belongs to that memory, not to this result
+        shows_argument = _is_array(result) and _shows_memory_of(result, watched)
 
         def unknown_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
-            if integer_valued and is_zero_sensitivity(mutable_sensitivity_of(result, Abox)):
+            held = gen_zero if shows_argument else mutable_sensitivity_of(result, Abox)
+            if integer_valued and is_zero_sensitivity(held):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
-            if not is_zero_sensitivity(A) or not is_zero_sensitivity(
-                mutable_sensitivity_of(result, Abox)
-            ):
+            if not is_zero_sensitivity(A) or not is_zero_sensitivity(held):
                 _refuse_internal_again(op)
                 raise UnknownTransformError(
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
@@ -73,9 +86,25 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                         f"no derivative is known for {_where(op, op_name)}, and it changed a "
                         f"{type(v).__name__} it was given whose contents the result depends on. {_FIX}"
                     )
+            if array_changes:
+                # the arrays it changed get back their old values, which the operations before
+                # the call read; what it wrote must not matter
+                culprit = reverse_unseen_writes(Abox, array_changes)
+                if culprit is not None:
+                    _refuse_internal_again(op)
+                    raise UnknownTransformError(
+                        f"no derivative is known for {_where(op, op_name)}, and it changed in place a "
+                        f"NumPy array (shape {culprit.shape}, dtype {culprit.dtype}) it was given, whose "
+                        f"new values the result depends on. {_FIX}"
+                    )
             out = ((),) + (gen_zero,) * len(args)
             return out + ({k: gen_zero for k in kwargs},) if kwargs else out
 
+        if array_changes:
+            mark(unknown_backprop, "dp_changed_arrays", True)
+        if shows_argument:
+            # (its backprop cannot hand that memory's sensitivity back: none is taken for it)
+            return plain_result(result, unknown_backprop)
         return ProcResult(result, unknown_backprop)
 
     unknown_plus.__qualname__ = f"unknown_plus[{getattr(op, '__qualname__', op)!s}]"
@@ -123,20 +152,33 @@ def _is_integer_valued(v: Any) -> bool:
     return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
 
 
-def _refuse_changed_arrays(op: Any, op_name: str, changed: list[Any]) -> None:
-    """Arrays are values in dplus: one changed in place by code dplus does not see may be
-    recorded by the reverse pass (which would use its new contents as the old ones), and
-    what it holds now depends on its old contents in a way the reverse pass cannot follow."""
-    from .runtime.kinds import is_ndarray
+def _is_array(v: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(v, np.ndarray)
 
-    for v in changed:
-        if is_ndarray(v):
+
+def _shows_memory_of(result: Any, watched: list[tuple[Any, Any]]) -> bool:
+    """Whether the array ``result`` shows the memory of an array the call was given."""
+    from .runtime.memory import memory_owner
+
+    owner = memory_owner(result)
+    return any(v is owner for v, _ in watched)
+
+
+def _refuse_reshaped_arrays(
+    op: Any, op_name: str, changed: list[Any], watched: list[tuple[Any, Any]]
+) -> None:
+    """An array whose shape code dplus does not see changed (``a.resize``): the memory that
+    other names show is gone, which no reverse pass can follow."""
+    from .runtime.fold import ArrayContents
+
+    for v, contents in watched:
+        if type(contents) is ArrayContents and contents.shape != v.shape:
             raise UnknownTransformError(
-                f"no derivative is known for {_where(op, op_name)}, and it changed in place a NumPy array "
-                f"(shape {v.shape}, dtype {v.dtype}) it was given; dplus cannot follow that change (arrays are "
-                f"values in dplus, and the reverse pass may use the old contents). Make the function return a "
-                f"new array instead of changing its argument (`u = u + 1.0`, not `u += 1.0`), or decorate it "
-                f"with @dplus.define_dplus so that dplus differentiates it, or register a rule for it."
+                f"no derivative is known for {_where(op, op_name)}, and it changed the shape of a NumPy "
+                f"array it was given in place (from {contents.shape} to {v.shape}), which dplus cannot "
+                f"follow. Make the function return a new array instead, or decorate it with "
+                f"@dplus.define_dplus so that dplus differentiates it, or register a rule for it."
             )
 
 
@@ -236,3 +278,7 @@ class _CurrentUnknownTransform:
 current_unknown_transform = _CurrentUnknownTransform()
 
 hooks.install(unknown_transform_policy=current_unknown_transform.get)
+
+# (its unknown functions' results take the sensitivity of their memory when it is changed in
+# place later: runtime.memory)
+results_take_entries(filename=__file__)

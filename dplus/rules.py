@@ -19,9 +19,10 @@ from typing import Any
 
 from .markers import mark_derived
 from .runtime.linear import gen_zero
+from .runtime.memory import results_take_entries
 from .runtime.portable import remember_source
 from .runtime.registry import _CHANGES, register_primitive
-from .runtime.result import ProcResult
+from .runtime.result import ProcResult, plain_result
 
 __all__ = ["defvjp", "defnondiff", "definline", "InlineRule", "inline_rule_for", "inline_rules"]
 
@@ -156,7 +157,9 @@ def defnondiff(
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         r = fn(*args, **kwargs)
         out = _zero_sensitivities(len(args), kwargs)  # a constant: no derivative at higher orders
-        return ProcResult(r, lambda A, Abox: out)
+        # (plain: an array it returns that shows an argument's memory keeps that memory's
+        # sensitivity where the memory was made; one it makes is a constant either way)
+        return plain_result(r, lambda A, Abox: out)
 
     name = getattr(fn, "__name__", "fn")
     transform.__name__ = transform.__qualname__ = f"{name}_plus"
@@ -166,3 +169,7 @@ def defnondiff(
 
 
 defnondiff(_zero_sensitivities)
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

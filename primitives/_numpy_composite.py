@@ -17,6 +17,7 @@ from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
 from dplus.runtime.calls import call
+from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult, run_backprop
 
@@ -90,9 +91,9 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         if kwargs.get("out") is not None:
-            from .numpy import _check_out
+            from .numpy import with_out
 
-            _check_out(fn, kwargs)
+            return with_out(fn, transform, args, kwargs)
         r = fn(*args, **kwargs)
 
         def composite_backprop(A: Any, Abox: Any) -> tuple:
@@ -124,3 +125,7 @@ def defcomposite(fn: Any, impl: Callable[..., Any], note: str = "") -> Callable[
 
 
 defnondiff(refuse_if_different, note="internal: a check of a NumPy rule")
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -9,7 +9,6 @@ import collections
 import operator
 from typing import Any
 
-from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
@@ -389,10 +388,9 @@ def dict_or_plus(x: Any, y: Any) -> ProcResult:
 def dict_ior_plus(x: Any, y: Any) -> ProcResult:
     if not (isinstance(x, dict) and type(x).__ior__ in _MERGE_IOR):
         if is_ndarray(x):
-            raise NonDifferentiableError(
-                "operator.ior would change a NumPy array in place, which dplus does not follow (arrays are "
-                "values in dplus); use the operator that makes a new array (operator.or_, or `a = a | b`)"
-            )
+            from .numpy_inplace import array_inplace_plus
+
+            return apply_transform(array_inplace_plus, operator.ior, x, y)
         return ProcResult(operator.ior(x, y), lambda A, Abox: ((), Z, Z))
     update = apply_transform(dict_update_plus, x, y)  # ``x |= y`` is ``x.update(y)``, then ``x``
 

@@ -19,6 +19,7 @@ from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
+from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
@@ -466,3 +467,12 @@ def _box_write(b: Box, v: Any) -> ProcResult:
         return (), Z, None, Abox.pop(b, Z)
 
     return ProcResult(None, set_box_backprop)
+
+
+def _nested_code(fn: Any, name: str) -> Any:
+    return next(c for c in fn.__code__.co_consts if getattr(c, "co_name", None) == name)
+
+
+# reading elements of an array makes them (fancy indexing) or shows them (a view), and hands
+# their sensitivity back to the array at once (runtime.memory)
+results_take_entries(code=_nested_code(_array_read, "array_read_backprop"))

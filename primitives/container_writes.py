@@ -69,10 +69,9 @@ def builtin_setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     if t is dict or isinstance(obj, dict):
         return _dict_write(obj, idx, v)
     if is_ndarray(obj):
-        raise NonDifferentiableError(
-            "assigning into a NumPy array inside differentiated code is not supported (arrays are values "
-            "in dplus); build a new array instead, e.g. with numpy.where or numpy.concatenate"
-        )
+        from .numpy_inplace import array_setitem_plus
+
+        return apply_transform(array_setitem_plus, obj, idx, v)
     obj[idx] = v
     return ProcResult(None, _unknown_write_backprop(f"assigning into a {t.__name__}"))
 

@@ -11,7 +11,7 @@ Decisions (documented in docs/containers.md):
 - the sensitivity of a user object is a dict of attribute sensitivities;
 - a set's sensitivity is a dict from element to sensitivity (a loop over the set gives it);
   sensitivity reaching a set element any other way raises;
-- NumPy arrays are values; assigning into an array inside differentiated code raises.
+- NumPy arrays are values until they are changed in place (``primitives.numpy_inplace``).
 
 The rules are in :mod:`primitives.container_reads` (``xs[i]``, ``d[k]``, ``obj.a``),
 :mod:`primitives.container_writes` (assignments and ``del``),

@@ -76,6 +76,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
@@ -88,13 +90,11 @@ from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
-from .operator_operands import _fit, _unbroadcast
+from .numpy_fit import fit
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
-
-
-_PLAIN = (float, int)
+_ufunc: Any = np.ufunc if np is not None else type(None)
 
 
 # ---------------------------------------------------------------------------
@@ -108,53 +108,6 @@ _Z1 = ((), Z)
 _Z2 = ((), Z, Z)
 
 __all__ = ["defgrad", "defvjp_joint", "mark_module_helpers"]
-
-
-# ---------------------------------------------------------------------------
-# conforming a sensitivity to its argument
-
-
-def fit(g: Any, v: Any) -> Any:
-    """The sensitivity ``g`` made to conform to the argument ``v`` (see the module doc)."""
-    if g is Z or g is None:
-        return g
-    if type(v) is _ndarray:
-        if type(g) is _ndarray and g.shape == v.shape and g.dtype == v.dtype:
-            return g
-        if v.dtype.kind in "biu":  # integer and bool arrays are constants: no sensitivity
-            return Z
-    elif isinstance(v, (list, tuple)):
-        if isinstance(g, (list, tuple)):  # already one sensitivity per element
-            return g
-        return _fit_sequence(g, v)
-    return _fit(g, v)
-
-
-def _fit_sequence(g: Any, v: Any) -> Any:
-    """A list (tuple) sensitivity for a (nested) sequence NumPy read as an array."""
-    g = np.asarray(g)
-    shape = np.shape(v)
-    if g.shape != shape:
-        g = _unbroadcast(np, g, shape)
-    if g.dtype.kind == "c" and not np.iscomplexobj(np.asarray(v)):
-        g = g.real
-    return _nest_like(g, v)
-
-
-def _nest_like(g: Any, v: Any) -> Any:
-    if isinstance(v, list):
-        if all(type(e) in _PLAIN for e in v):
-            return g.tolist()
-        return [_nest_like(g[i], e) for i, e in enumerate(v)]
-    if isinstance(v, tuple):
-        return tuple(_nest_like(g[i], e) for i, e in enumerate(v))
-    if type(v) is bool or isinstance(v, np.bool_):
-        return None
-    if isinstance(v, _ndarray):
-        return g
-    if isinstance(v, np.generic):
-        return g[()]
-    return g.item()
 
 
 def _kw_sens(kwargs: dict) -> dict:
@@ -171,9 +124,26 @@ def _zeros(args: tuple, kwargs: dict) -> tuple:
 def _check_out(fn: Any, kwargs: dict) -> None:
     if kwargs.get("out") is not None:
         raise NonDifferentiableError(
-            f"{_name(fn)}(..., out=...) writes into an existing array, and arrays are values in dplus: "
-            "in-place writes inside differentiated code are not supported. Use the returned array instead"
+            f"{_name(fn)}(..., out=...) writes into an existing array, which dplus does not follow for "
+            "this function. Use the returned array instead"
         )
+
+
+def writes_into(fn: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the call ``fn(*args, **kwargs)`` writes its result into an array (``out=``)."""
+    if kwargs and kwargs.get("out") is not None:
+        out = kwargs["out"]
+        return not (type(out) is tuple and all(o is None for o in out))
+    return type(fn) is _ufunc and len(args) > fn.nin and args[fn.nin] is not None
+
+
+def with_out(
+    fn: Any, transform: Callable[..., ProcResult], args: tuple, kwargs: dict
+) -> ProcResult:
+    """``fn(*args, out=y)``: the rule ``transform`` on the arguments, ``fn`` writing into ``y``."""
+    from .numpy_inplace import out_plus
+
+    return out_plus(fn, transform, args, kwargs)
 
 
 def _name(fn: Any) -> str:
@@ -201,14 +171,15 @@ def defgrad(
     slot: no sensitivity); arguments past the last gradient get none. ``kw`` maps the names
     of parameters that may also be passed by keyword and are differentiable to the index
     of their gradient; other keyword arguments (``axis``, ``keepdims``, ...) get none.
-    ``out=`` raises :class:`NonDifferentiableError`. With ``coerce``, differentiable
+    ``out=`` writes the result into the array given, in place. With ``coerce``, differentiable
     arguments given as lists or tuples reach the gradients as arrays (NumPy reads them so).
     """
     for g in grads:
         if g is not None:  # transformed from source when differentiated again
             mark_derived(g, "rule", fn)
     coerced = tuple(i for i, g in enumerate(grads) if g is not None) if coerce else ()
-    general = _general_transform(fn, grads, kw or {}, coerced)
+    rule: list = []  # the registered transform, which an out= call runs on the other arguments
+    general = _general_transform(fn, grads, kw or {}, coerced, rule)
     mark_derived(general, "rule helper")  # differentiated from its source at second order
     n = len(grads)
     if n == 1 and grads[0] is not None:
@@ -217,18 +188,21 @@ def defgrad(
         transform = _binary_transform(fn, grads[0], grads[1], general, coerce)
     else:
         transform = _any_call_transform(general)
+    rule.append(transform)
     return _register(fn, transform, note)
 
 
 def _general_transform(
-    fn: Any, grads: tuple[Grad | None, ...], kwmap: dict[str, int], coerced: tuple
+    fn: Any, grads: tuple[Grad | None, ...], kwmap: dict[str, int], coerced: tuple, rule: list
 ) -> Callable[[tuple, dict], ProcResult]:
     """``defgrad``'s transform of any call: ``(args, kwargs)`` to the result and a backprop
-    giving each argument its gradient (keywords through ``kwmap``)."""
+    giving each argument its gradient (keywords through ``kwmap``); ``rule[0]``, the
+    registered transform, is run by an ``out=`` call on the other arguments."""
     n = len(grads)
 
     def general(args: tuple, kwargs: dict) -> ProcResult:
-        _check_out(fn, kwargs)
+        if writes_into(fn, args, kwargs):
+            return with_out(fn, rule[0], args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
@@ -336,8 +310,8 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
     mark_derived(vjp, "rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
-        if kwargs:
-            _check_out(fn, kwargs)
+        if writes_into(fn, args, kwargs):
+            return with_out(fn, transform, args, kwargs)
         r = fn(*args, **kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
@@ -375,14 +349,16 @@ def nondiff(*fns: Any, note: str = "non-differentiable (zero derivative)") -> No
 
 
 def mutating(fn: Any, suggestion: str) -> None:
-    """``fn`` mutates an array in place: calling it in differentiated code raises."""
+    """``fn`` mutates an array in place in a way dplus does not differentiate: calling it in
+    differentiated code raises (the in-place writes dplus follows are in
+    :mod:`primitives.numpy_inplace`, registered after these)."""
     if fn is None:
         return
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
         raise NonDifferentiableError(
-            f"{_name(fn)} changes an array in place, and arrays are values in dplus: in-place "
-            f"mutation inside differentiated code is not supported. {suggestion}"
+            f"{_name(fn)} changes an array in place in a way dplus does not differentiate. "
+            f"{suggestion}"
         )
 
     _register(fn, transform, "raises: in-place mutation of an array")
@@ -453,3 +429,7 @@ if np is not None:
     register_primitive(
         fit, _fit_plus, note="projection of a sensitivity onto its argument (linear)"
     )
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
@@ -332,3 +334,8 @@ def _method_vjp(vjp: Grad) -> Grad:
         return (Z,) + tuple(vjp(A, r, *args, **kwargs))
 
     return method
+
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
@@ -303,3 +305,7 @@ def register_numpy_linalg_rules() -> None:
 
 if np is not None:
     register_numpy_linalg_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

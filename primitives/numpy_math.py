@@ -18,6 +18,8 @@ NumPy is optional: without it this module registers nothing.
 
 from __future__ import annotations
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
@@ -491,3 +493,7 @@ def register_numpy_math_rules() -> None:
 
 if np is not None:
     register_numpy_math_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
@@ -248,3 +250,8 @@ def _diag_grad(A, r, v, k=0):
     if v.ndim == 1:
         return np.diagonal(A, k).copy()
     return _diagonal_grad(A, r, v, k)
+
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy
@@ -452,3 +454,7 @@ def register_numpy_shape_rules() -> None:
 
 if np is not None:
     register_numpy_shape_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

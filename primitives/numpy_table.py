@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
@@ -645,3 +647,7 @@ if np is not None:
             "mark_module_helpers",
             "register_numpy_rules",
         )
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dplus.runtime.memory import results_take_entries
+
 try:
     import numpy as np
 except ImportError:  # dplus works without NumPy; then there is nothing to register
@@ -429,3 +431,8 @@ def _sinc_grad(A, r, x):
     px = np.pi * np.where(x == 0, 1.0, x)
     d = (np.cos(px) - np.sinc(x)) / np.where(x == 0, 1.0, x)
     return A * np.where(x == 0, 0.0, d)
+
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -74,11 +74,11 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.rules import defnondiff
-from dplus.runtime.calls import refuse_array_in_place
 from dplus.runtime.core import apply_transform
 from dplus.runtime.hooks import hooks
 from dplus.runtime.linear import gen_zero
-from dplus.runtime.registry import register_primitive
+from dplus.runtime.memory import results_take_entries
+from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
 from .operator_builders import (
@@ -123,18 +123,16 @@ def _irepeat(x: Any, y: Any) -> ProcResult:
 
 
 def _refusing_arrays(inplace_fn: Any) -> Any:
-    """The in-place operator, except on NumPy arrays: changing an array in place is seen by
-    every other reference to it (views, containers, the caller), which dplus cannot follow,
-    and would change values that backpropagators recorded. So it raises, before anything
-    changed. (``a op= b`` on a local array that nothing else can see is computed out of
-    place instead: see :func:`unshared_in_place` and ``dplus.transform.sharing``.)"""
+    """The in-place operator, for operands other than NumPy arrays (an array on the left is
+    changed in place by ``numpy_inplace.array_inplace_plus``, which the registered transform
+    calls before this is reached)."""
 
     def compute(x: Any, y: Any) -> Any:
         np = _np()
         if np is not None and isinstance(x, np.ndarray):
             raise NonDifferentiableError(
-                f"operator.{inplace_fn.__name__} would change a NumPy array in place, which dplus does not "
-                f"follow (arrays are values in dplus); use the operator that makes a new array "
+                f"operator.{inplace_fn.__name__} would change a {type(x).__qualname__} in place, which "
+                f"dplus follows only for plain NumPy arrays; use the operator that makes a new array "
                 f"(operator.{inplace_fn.__name__[1:]}, or `a = a + b`)"
             )
         return inplace_fn(x, y)
@@ -152,7 +150,7 @@ def unshared_in_place(inplace_fn: Any) -> Any:
     def compute(x: Any, y: Any) -> Any:
         np = _np()
         if np is not None and isinstance(x, np.ndarray):
-            return inplace_fn(x.copy(), y)
+            return inplace_fn(x.copy(order="K"), y)  # (the same layout: reductions add up alike)
         return inplace_fn(x, y)
 
     compute.__name__ = f"{inplace_fn.__name__}_unshared"
@@ -312,6 +310,38 @@ def _builtin_pow_transform(x: Any, y: Any, mod: Any = None) -> ProcResult:
 
 register_primitive(builtins.pow, _builtin_pow_transform)
 
+
+def _changing_arrays(fn: Any) -> None:
+    """``fn``'s transform, except that a plain NumPy array on the left is changed in place
+    (``a += b`` on a name that may be shared, ``operator.iadd(a, b)``)."""
+    np = _np()
+    if np is None:
+        return
+    ndarray = np.ndarray
+    other = lookup_transform(fn)
+
+    def in_place_transform(x: Any, y: Any) -> ProcResult:
+        if type(x) is ndarray:
+            from .numpy_inplace import array_inplace_plus
+
+            return array_inplace_plus(fn, x, y)
+        return apply_transform(other, x, y)
+
+    in_place_transform.__name__ = in_place_transform.__qualname__ = f"{fn.__name__}_plus"
+    register_primitive(
+        fn, in_place_transform, note=f"operator rule: {fn.__name__} (arrays in place)"
+    )
+
+
+for _fn in (
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ixor,
+    operator.ilshift, operator.irshift,
+):  # fmt: skip
+    _changing_arrays(_fn)
+
 hooks.install(unshared_in_place=UNSHARED_IN_PLACE.__getitem__)
-# generated code runs this test before an in-place operator changes a shared array
-defnondiff(refuse_array_in_place)
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

@@ -21,6 +21,7 @@ import scipy.linalg as sla
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.runtime.linear import gen_zero, tuple_items
+from dplus.runtime.memory import results_take_entries
 
 from .numpy import defgrad, defvjp_joint
 from .numpy_linalg import _T, _cholesky_grad, _eigh_grad_from, _read_triangle, _refuse_complex
@@ -166,3 +167,7 @@ def register_scipy_linalg_rules() -> None:
 
 
 register_scipy_linalg_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

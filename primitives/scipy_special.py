@@ -19,6 +19,7 @@ import scipy.special as sc
 
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
+from dplus.runtime.memory import results_take_entries
 
 from .numpy import Z, defgrad, nondiff
 from .numpy_ufuncs import _safe_div
@@ -163,3 +164,7 @@ def register_scipy_special_rules() -> None:
 
 
 register_scipy_special_rules()
+
+# its rules make the arrays they return: those take the sensitivity of their memory when it is
+# changed in place later (runtime.memory)
+results_take_entries(filename=__file__)

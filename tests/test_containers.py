@@ -815,9 +815,12 @@ def f_np_setitem(a, x):
     return (a * a).sum()
 
 
-def test_numpy_in_place_assignment_raises():
-    with pytest.raises(dplus.NonDifferentiableError):
-        grad(f_np_setitem)(np.array([1.0, 2.0]), 3.0)
+def test_numpy_in_place_assignment_is_differentiated():
+    # (refused before in-place writes on arrays were followed: tests/test_numpy_in_place.py)
+    a = np.array([1.0, 2.0])
+    g_a, g_x = grad(f_np_setitem)(a, 3.0)
+    assert np.array_equal(a, [3.0, 2.0])  # changed, as the plain call changes it
+    assert np.array_equal(g_a, [0.0, 4.0]) and g_x == 6.0
 
 
 def f_np_iadd_subscript(a, x):

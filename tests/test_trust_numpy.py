@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dplus
-from dplus import DplusError, NonDifferentiableError, grad
+from dplus import DplusError, grad
 from dplus.transform.transformer import general_paths_only
 
 rng = np.random.default_rng(2611)
@@ -77,23 +77,6 @@ def hessian(f):
 
 def several(*shape):
     return [rng.normal(size=shape) for _ in range(3)]
-
-
-def refuses(f, *args, match=None):
-    """``grad(f)`` raises a NonDifferentiableError naming ``match`` before anything differs."""
-    for general in (False, True):
-        before = copy.deepcopy(args)
-        with pytest.raises(NonDifferentiableError, match=match) as info:
-            if general:
-                with general_paths_only():
-                    grad(f)(*args)
-            else:
-                grad(f)(*args)
-        for a, b in zip(args, before):
-            if isinstance(a, np.ndarray):
-                assert np.array_equal(a, b), "the refused program changed its argument"
-        assert "dplus." not in str(info.value) and "Seq" not in str(info.value)
-    return info.value
 
 
 # ---------------------------------------------------------------------------
@@ -245,15 +228,11 @@ def aug_after_view_in_loop(x):
         (aug_after_view_in_loop, np.array([1.0, 2.0, 3.0])),
     ],
 )
-def test_augmented_assignment_on_a_shared_array_is_refused(f, arg):
-    err = refuses(f, arg, match=r"[-+*/]=")
-    assert "= " in str(err) and "+ " in str(err) or "* " in str(err)
-
-
-def test_refusal_names_the_statement_and_the_fix():
-    err = refuses(aug_through_view, np.array([1.0, 2.0, 3.0]))
-    assert "v += 1.0" in str(err) and "v = v + 1.0" in str(err)
-    assert "test_trust_numpy.py" in str(err)
+def test_augmented_assignment_on_a_shared_array_runs_in_place(f, arg):
+    # (refused before in-place writes were followed: each runs as in Python now, the caller's
+    # array changed exactly as the plain call changes it)
+    for k in range(3):
+        check_program(f, arg + rng.normal(size=arg.shape) * (k > 0))
 
 
 def test_augmented_assignment_on_numbers_and_lists_unchanged():
@@ -336,8 +315,9 @@ def in_place_copyto(x):
         in_place_copyto,
     ],
 )
-def test_other_in_place_forms_are_refused(f):
-    refuses(f, np.array([3.0, 1.0, 2.0]))
+def test_other_in_place_forms_run_in_place(f):
+    for x in [np.array([3.0, 1.0, 2.0])] + several(3):
+        check_program(f, x)
 
 
 # ---------------------------------------------------------------------------
@@ -447,25 +427,28 @@ def method_without_rule_in_place(w, x):
 
 
 @pytest.mark.parametrize(
-    "f",
-    [
-        helper_changes_argument,
-        helper_changes_a_view,
-        helper_changes_array_in_a_list,
-        cumprod_into,
-        method_without_rule_in_place,
-    ],
+    "f", [helper_changes_argument, helper_changes_array_in_a_list, method_without_rule_in_place]
 )
-def test_arrays_changed_by_unseen_code_are_refused(f):
-    w, x = np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0])
-    for general in (False, True):
-        with pytest.raises(DplusError, match="changed in place a NumPy array") as info:
-            if general:
-                with general_paths_only():
+def test_arrays_changed_by_unseen_code_whose_new_values_do_not_matter(f):
+    # the reverse pass puts back what the unseen code overwrote: the operations before the
+    # call read their own values, and the arrays hold the program's values afterwards
+    for w, x in zip(several(3), several(3)):
+        check_program(f, w, x)
+
+
+@pytest.mark.parametrize("f", [helper_changes_a_view, cumprod_into])
+def test_arrays_changed_by_unseen_code_whose_new_values_matter_are_refused(f):
+    for w, x in [(np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0]))] + list(
+        zip(several(3), several(3))
+    ):
+        for general in (False, True):
+            with pytest.raises(DplusError) as info:
+                if general:
+                    with general_paths_only():
+                        grad(f)(w.copy(), x.copy())
+                else:
                     grad(f)(w.copy(), x.copy())
-            else:
-                grad(f)(w.copy(), x.copy())
-        assert f.__name__ not in ("helper_changes_argument",) or "bump" in str(info.value)
+            assert ("bump" in str(info.value)) == (f is helper_changes_a_view)
 
 
 def reads_only(u):
@@ -654,8 +637,9 @@ def test_augmented_assignment_on_fresh_numpy_arrays():
         check_program(accumulate_into_zeros, x)
 
 
-def test_augmented_assignment_on_an_array_of_unknown_origin_is_refused():
-    refuses(zeros_shadowed, np.array([1.0, 2.0, 3.0]))
+def test_augmented_assignment_on_an_array_of_unknown_origin():
+    for x in several(3):
+        check_program(zeros_shadowed, x)
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,13 @@ partials, keywords, ``grad`` inside differentiated code), :mod:`.sensitivity_rul
 from __future__ import annotations
 
 from ..runtime.hooks import hooks
-from . import argument_rules, call_rules, iterable_rules, sensitivity_rules  # noqa: F401  (they register)
+from . import (  # noqa: F401  (they register)
+    argument_rules,
+    array_memory,
+    call_rules,
+    iterable_rules,
+    sensitivity_rules,
+)
 from .transform_of_plus import transform_of_plus
 
 hooks.install(transform_of_plus=transform_of_plus)

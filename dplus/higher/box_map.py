@@ -30,7 +30,7 @@ from typing import Any
 from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime.boxes import Box, BoxSensitivities
-from ..runtime.fold import Snapshot, fold, keyword_dict_sensitivity
+from ..runtime.fold import Snapshot, fold, fold_arguments, keyword_dict_sensitivity
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray
 from ..runtime.linear import (
@@ -93,6 +93,8 @@ def _mutables_in(v: Any, out: dict, depth: int = 0) -> None:
 
 
 def _members(v: Any) -> Any:
+    if is_ndarray(v):
+        return ()  # (an array changed in place: its entry belongs to its memory)
     if isinstance(v, _SEQUENCES):
         return v
     if isinstance(v, dict):
@@ -152,6 +154,8 @@ def _handed_back(
     """The transpose of ``handover(Abox, v, s, elements)``: the sensitivity of ``s`` (shaped like ``s``)."""
     if s is Z or s is None:
         return Z
+    if is_ndarray(v):
+        return _array_back(v, entries, Abox2) if is_tracked_mutable(v) else Z
     if type(v) is Snapshot:
         return _handed_back(v.obj, s, entries, Abox, Abox2, seen)
     if type(v) is Box:
@@ -196,6 +200,8 @@ def _element_back(
 ) -> Any:
     if se is Z or se is None:
         return Z
+    if is_ndarray(e):
+        return _array_back(e, entries, Abox2) if is_tracked_mutable(e) else own
     if is_tracked_mutable(e):
         return _handed_back(e, se, entries, Abox, Abox2, seen)
     return own
@@ -224,13 +230,19 @@ def handed_over(
 ) -> Callable[[BoxSensitivities], Any]:
     """``handover(Abox, v, s, *elements)``, and its transpose: a function of the next order's
     map that returns the sensitivity of ``s``."""
+    if is_ndarray(v) and is_tracked_mutable(v):
+        from .array_memory import handed_over_array
+
+        return handed_over_array(Abox, v, s)
     reachable: dict = {}
     if elements and elements[0] is not None:
         _mutables_in(elements[0], reachable)
     _mutables_in(v, reachable)
     existed = {k for k, key in reachable.items() if key in Abox}
-    handover(Abox, v, s, *elements)
+    arrays = _handing_over_arrays(lambda: handover(Abox, v, s, *elements))
     entries = _record_entries(Abox, reachable, existed)
+    if arrays:
+        entries[_ARRAYS] = arrays
 
     held = elements[0] if elements else None
 
@@ -240,14 +252,48 @@ def handed_over(
     return transpose
 
 
+_ARRAYS = "arrays"  # (a key of the entries a handover met: no id is a string)
+
+
+def _handing_over_arrays(hand_over: Callable[[], None]) -> dict:
+    """Run ``hand_over`` with each addition into the entry of an array's memory made as the
+    next order records it: by array (id), the transposes of those additions, in order."""
+    from ..runtime import memory
+    from .array_memory import handed_over_array
+
+    arrays: dict = {}
+
+    def record(Abox: BoxSensitivities, a: Any, s: Any) -> None:
+        arrays.setdefault(id(a), []).append(handed_over_array(Abox, a, s))
+
+    previous = memory.RECORDER[0]
+    memory.RECORDER[0] = record
+    try:
+        hand_over()
+    finally:
+        memory.RECORDER[0] = previous
+    return arrays
+
+
+def _array_back(e: Any, entries: dict, Abox2: BoxSensitivities) -> Any:
+    """The transpose of handing a sensitivity over to the array ``e`` (next in order)."""
+    pending = entries.get(_ARRAYS, {}).get(id(e))
+    if not pending:
+        return Z
+    return pending.pop(0)(Abox2)
+
+
 def added_to_element(
     Abox: BoxSensitivities, route: Any, i: int, A: Any
 ) -> Callable[[BoxSensitivities], Any]:
     """A list router's ``back(i, A, Abox)`` (``A`` added to element ``i`` of the list's entry),
     and its transpose: a function of the next order's map returning ``A``'s sensitivity."""
     existed = route.lst in Abox
-    route.back(i, A, Abox)
+    arrays = _handing_over_arrays(lambda: route.back(i, A, Abox))
     entry = Abox.get(route.lst)
+    if arrays:  # (an element that is an array changed in place: its memory took A)
+        (transposes,) = arrays.values()
+        return transposes[0]
 
     def transpose(Abox2: BoxSensitivities) -> Any:
         part = _part(Abox2.get(entry, Z), i)
@@ -278,7 +324,13 @@ def _fold_entries(Abox: BoxSensitivities | None, v: Any) -> dict:
 
 
 def _folded_back(
-    v: Any, F: Any, entries: dict, Abox: Any, Abox2: BoxSensitivities, seen: set
+    v: Any,
+    F: Any,
+    entries: dict,
+    Abox: Any,
+    Abox2: BoxSensitivities,
+    seen: set,
+    memory: bool = False,
 ) -> None:
     """The transpose of fold's reading of ``v``'s entries: ``F``, the sensitivity of the folded
     value, goes to each entry it read (as an addition to the entry's contents)."""
@@ -287,15 +339,23 @@ def _folded_back(
     t = type(v)
     if t is float or t is int:
         return
+    if is_ndarray(v):
+        if memory:  # (fold_arguments read the entry of memory changed in place)
+            from .array_memory import folded_array_back
+
+            folded_array_back(Abox, v, F, Abox2)
+        return
     if t is Snapshot:
         rec = entries.get(id(v.obj))
         if rec is not None and id(v.obj) not in seen:
             seen.add(id(v.obj))
             _entry_back(rec, F, Abox, Abox2)
         if type(v.obj) is Box:  # (its items: the contents it held)
-            _folded_back(v.items, F.value if isinstance(F, Box) else F, entries, Abox, Abox2, seen)
+            _folded_back(
+                v.items, F.value if isinstance(F, Box) else F, entries, Abox, Abox2, seen, memory
+            )
         else:
-            _folded_members_back(v.items, F, entries, Abox, Abox2, seen)
+            _folded_members_back(v.items, F, entries, Abox, Abox2, seen, memory)
         return
     if t is Box:
         raw = F.value if isinstance(F, Box) else F
@@ -303,7 +363,7 @@ def _folded_back(
         if rec is not None and id(v) not in seen:
             seen.add(id(v))
             _add_to_value_entry_dual(Abox, v, raw, Abox2)
-        _folded_back(v.value, raw, entries, Abox, Abox2, seen)
+        _folded_back(v.value, raw, entries, Abox, Abox2, seen, memory)
         return
     if is_tracked_mutable(v):
         rec = entries.get(id(v))
@@ -317,23 +377,24 @@ def _folded_back(
             Abox,
             Abox2,
             seen,
+            memory,
         )
         return
     if isinstance(v, tuple):
-        _folded_members_back(v, F, entries, Abox, Abox2, seen)
+        _folded_members_back(v, F, entries, Abox, Abox2, seen, memory)
 
 
 def _folded_members_back(
-    items: Any, F: Any, entries: dict, Abox: Any, Abox2: Any, seen: set
+    items: Any, F: Any, entries: dict, Abox: Any, Abox2: Any, seen: set, memory: bool = False
 ) -> None:
     if isinstance(items, dict):
         for k, e in items.items():
-            _folded_back(e, _part(F, k), entries, Abox, Abox2, seen)
+            _folded_back(e, _part(F, k), entries, Abox, Abox2, seen, memory)
     elif isinstance(items, _SEQUENCES):
         for i, e in enumerate(items):
-            _folded_back(e, _part(F, i), entries, Abox, Abox2, seen)
+            _folded_back(e, _part(F, i), entries, Abox, Abox2, seen, memory)
     elif type(items) is Box or is_tracked_mutable(items):
-        _folded_back(items, F, entries, Abox, Abox2, seen)
+        _folded_back(items, F, entries, Abox, Abox2, seen, memory)
 
 
 def _entry_back(rec: tuple, F: Any, Abox: Any, Abox2: BoxSensitivities) -> None:
@@ -358,15 +419,18 @@ def _settled(out: Any, A: Any, Abox2: BoxSensitivities) -> Any:
     return F
 
 
-def folded_with_transpose(v: Any, s: Any, Abox: BoxSensitivities | None) -> tuple:
-    """``fold(v, s, Abox)`` and the transpose of that fold: a function of the folded value's
-    next-order sensitivity that hands its parts to the entries read and returns ``s``'s."""
+def folded_with_transpose(
+    v: Any, s: Any, Abox: BoxSensitivities | None, memory: bool = False, claimed: Any = None
+) -> tuple:
+    """``fold(v, s, Abox)`` (with ``memory``: ``fold_arguments``) and the transpose of that
+    fold: a function of the folded value's next-order sensitivity that hands its parts to the
+    entries read and returns ``s``'s."""
     entries = _fold_entries(Abox, v)
-    out = fold(v, s, Abox)
+    out = fold_arguments(v, s, Abox, claimed) if memory else fold(v, s, Abox)
 
     def transpose(A: Any, Abox2: BoxSensitivities) -> Any:
         F = _settled(out, A, Abox2)
-        _folded_back(v, F, entries, Abox, Abox2, set())
+        _folded_back(v, F, entries, Abox, Abox2, set(), memory)
         return Z if s is Z or s is None or is_zero_sensitivity(F) else F
 
     return out, transpose
@@ -465,11 +529,13 @@ def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -
     return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2)))
 
 
-def _folded_with_transpose_rule(v: Any, s: Any, Abox: BoxSensitivities | None) -> ProcResult:
-    out, transpose = folded_with_transpose(v, s, Abox)
+def _folded_with_transpose_rule(
+    v: Any, s: Any, Abox: BoxSensitivities | None, *memory: bool
+) -> ProcResult:
+    out, transpose = folded_with_transpose(v, s, Abox, *memory)
 
     def folded_backprop(A: Any, Abox2: BoxSensitivities) -> tuple:
-        return (), Z, transpose(tuple_part(A, 0, 2), Abox2), None
+        return (), Z, transpose(tuple_part(A, 0, 2), Abox2), None, *((None,) * len(memory))
 
     return ProcResult((out, transpose), folded_backprop)
 

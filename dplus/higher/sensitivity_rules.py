@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import policies as _policies
 from ..api import (
     boundary,
     default_sensitivity,
@@ -24,7 +25,7 @@ from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
 from ..runtime.core import CellKey, apply_transform, lift
-from ..runtime.fold import changed_since, fold, snapshot, watch_call
+from ..runtime.fold import changed_since, fold, fold_arguments, snapshot, watch_call
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray, is_number
 from ..runtime.linear import (
@@ -39,8 +40,9 @@ from ..runtime.linear import (
     tuple_part,
     zero,
 )
+from ..runtime.memory import is_taking_backprop
 from ..runtime.registry import is_registered_transform, register_primitive
-from ..runtime.result import ProcResult, call_plus, run_backprop
+from ..runtime.result import ProcResult, call_plus, plain_result, run_backprop
 from ..runtime.result import backprop as result_backprop
 from ..runtime.result import primal as result_primal
 from .box_map import added_to_element, folded_with_transpose, handed_over, holds_mutables
@@ -111,6 +113,8 @@ def _accumulate_tower(adj: Any, v: Any, s: Any, Abox: BoxSensitivities) -> ProcR
         )
     if not _sensitivity_reaches_mutable(v, s):
         r = runtime_handover.accumulate(adj, v, s, Abox)
+        if s is Z:  # (nothing was added: a structural zero has no derivative)
+            return ProcResult(r, lambda A, Abox2: ((), A, None, Z, None))
         return ProcResult(r, lambda A, Abox2: ((), A, None, A, None))
     if is_tracked_mutable(v):  # its sensitivity goes into its entries in Abox
         transpose = handed_over(Abox, v, s)
@@ -139,16 +143,30 @@ def _add_tower(u: Any, v: Any) -> ProcResult:
 
 
 def _procresult_tower(p: Any, b: Any) -> ProcResult:
+    return _result_tower(ProcResult(p, b), b)
+
+
+def _plain_result_tower(p: Any, b: Any) -> ProcResult:
+    return _result_tower(plain_result(p, b), b)
+
+
+def _result_tower(made: ProcResult, b: Any) -> ProcResult:
+    # an array result's backprop may be ``b`` wrapped to take the entry of the array's memory
+    # (runtime.memory.taking_backprop): ``b``'s sensitivity is its part of the wrapper's
+    wrapped = is_taking_backprop(made.backprop)
+
     def procresult_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is Z or A is None:
             return (), Z, Z
         if isinstance(A, ProcResult):
+            if wrapped:
+                return (), A.primal, tuple_part(A.backprop, 0, 2)
             return (), A.primal, A.backprop
         raise NonDifferentiableError(
             f"a {type(A).__name__} was given as the sensitivity of a ProcResult"
         )
 
-    return ProcResult(ProcResult(p, b), procresult_backprop)
+    return ProcResult(made, procresult_backprop)
 
 
 def _closure_parts_tower(A: Any, n: int) -> ProcResult:
@@ -272,7 +290,9 @@ def _boundary_tower(
                 None,
             ),
         )
-    folds = [folded_with_transpose(a, s, Abox) for a, s in zip(args, out[1 : 1 + n])]
+    claimed: dict[Any, Any] = {}
+    folds = [folded_with_transpose(a, s, Abox, True, claimed) for a, s in zip(args, out[1 : 1 + n])]
+    _refuse_shared_memory_again(claimed)
     result = tuple(
         folded for folded, _ in folds
     )  # (boundary's values: the transposes know these lists)
@@ -298,6 +318,7 @@ for _fn in (
     _keyword_backprop_plus,
     _binop_tower,
     _run_backprop_tower,
+    _result_tower,
 ):
     mark_derived(_fn, "tower")
 register_primitive(transform_of_plus, _transform_of_plus_rule)
@@ -339,6 +360,7 @@ register_primitive(runtime_calls.binop_plus, _binop_tower)
 register_primitive(runtime_handover.accumulate, _accumulate_tower)
 register_primitive(runtime_linear.add, _add_tower)
 register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backprop)")
+register_primitive(plain_result, _plain_result_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_calls.closure_parts, _closure_parts_tower)
 register_primitive(runtime_routers.route_back, _route_back_tower)
 register_primitive(runtime_routers.route_result, _route_result_tower)
@@ -358,6 +380,8 @@ def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
 register_primitive(default_sensitivity, _default_sensitivity_rule)
 defnondiff(snapshot)
 defnondiff(watch_call)
+for _check in (_policies._refuse_reshaped_arrays, _policies._shows_memory_of, _policies._is_array):
+    defnondiff(_check)
 defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
@@ -469,6 +493,28 @@ defnondiff(holds_mutables)
 defnondiff(_sensitivity_reaches_set)
 register_primitive(runtime_calls.accumulate_cell, _accumulate_cell_rule)
 register_primitive(fold, _fold_rule)
+
+
+def _refuse_shared_memory_again(claimed: dict[Any, Any]) -> None:
+    # (the transpose of the boundary's reading of an entry hands back all of it: with a place
+    # of memory given to one argument only, the next order would count it twice)
+    if claimed.get("twice"):
+        raise NonDifferentiableError(
+            "derivatives of derivatives of a function whose arguments share memory that it "
+            "changes in place (the same array passed twice, an array and a view of it, or an "
+            "array held twice in a list) are not supported: pass copies, e.g. f(x, x.copy())"
+        )
+
+
+def _fold_arguments_rule(v: Any, s: Any, Abox: Any, claimed: Any = None) -> ProcResult:
+    # (an array reads its entry: its transpose hands the next order's sensitivity back there)
+    claimed = {} if claimed is None else claimed
+    out, transpose = folded_with_transpose(v, s, Abox, True, claimed)
+    _refuse_shared_memory_again(claimed)
+    return ProcResult(out, lambda A, Abox2: ((), Z, transpose(A, Abox2), None, None))
+
+
+register_primitive(fold_arguments, _fold_arguments_rule)
 
 
 # Sparse tuple sensitivities at the next order: OneHot and taking one part are adjoint.

@@ -51,11 +51,13 @@ class BoxSensitivities:
     element (attribute) sensitivities, for boxes and variable cells a single sensitivity.
     """
 
-    __slots__ = ("_entries", "_stashes")
+    __slots__ = ("_entries", "_stashes", "_memory")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[Any, Any]] = {}
         self._stashes: dict[int, tuple[Any, list[Any]]] | None = None
+        # the entries of NumPy memory changed in place, and the writes undone (runtime.memory)
+        self._memory: Any = None
 
     def stash_record(self, key: object) -> list[Any]:
         """A private ``[value, extra]`` record for ``key`` in this pass, apart from the entries

@@ -9,7 +9,7 @@ import operator
 import types
 from typing import Any
 
-from ..errors import NonDifferentiableError, SensitivityError
+from ..errors import SensitivityError
 from .boxes import BoxSensitivities
 from .closures import _PLUS_CODES, _REGISTERED_IDS, is_plus_function
 from .core import CellKey, apply_transform, lift
@@ -17,6 +17,7 @@ from .fold import layouts
 from .handover import accumulate, handover, is_tracked_mutable
 from .kinds import is_ndarray, is_number
 from .linear import add, gen_zero, tuple_items
+from .memory import is_tracked_array
 from .registry import _TRANSFORMS, lookup_transform
 from .result import (
     ProcResult,
@@ -137,6 +138,8 @@ def call_on_constants(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     if P is None:
         return call(f, *args, **kwargs)
     r = P(*args, **kwargs)
+    if getattr(r.backprop, "dp_changed_arrays", False):
+        return r  # (it changed an array in place: its reverse puts the old values back)
     zeros = ((),) + (Z,) * len(args) + (({k: Z for k in kwargs},) if kwargs else ())
     return ProcResult(r.primal, lambda A, Abox: zeros)
 
@@ -153,20 +156,7 @@ def constant_callee(f: Any, args: tuple, kwargs: dict) -> Any:
 
 def _may_hold_sensitivity(values: tuple) -> bool:
     """A mutable container reachable from ``values``: its contents may depend on this run."""
-    return any(not is_ndarray(v) for v, _ in layouts(values))
-
-
-def refuse_array_in_place(value: Any, where: tuple[str, str, str]) -> None:
-    """Raise before ``a op= b`` changes the array ``value`` in place when something else may
-    see it (``dplus.transform.sharing``): ``where`` is the statement, its place and the fix."""
-    if is_ndarray(value):
-        statement, place, fix = where
-        raise NonDifferentiableError(
-            f"`{statement}` ({place}) would change a NumPy array in place, and this array may also be seen "
-            f"through another name, a view, a container or the caller, which dplus does not follow (arrays "
-            f"are values in dplus). Write `{fix}` to make a new array (other references then keep the old "
-            f"values), or build the array with a NumPy expression (np.where, np.concatenate)"
-        )
+    return any(not is_ndarray(v) or is_tracked_array(v) for v, _ in layouts(values))
 
 
 def select_binop(fn: Any, a: Any, b: Any) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from ..errors import NonDifferentiableError
+from . import memory as _memory
 from .boxes import Box, BoxSensitivities
 from .closures import closure_values
 from .core import CellKey
@@ -29,6 +30,8 @@ from .linear import (
 )
 from .result import KeywordDict, ProcResult
 
+_ndarray: Any = _memory._ndarray
+
 _NUMBERS = frozenset({float, int})
 _FLOATS = frozenset({float})
 _TUPLES = frozenset({tuple})
@@ -38,22 +41,64 @@ _chain = itertools.chain.from_iterable
 
 class ArrayContents:
     """The bytes of a NumPy array when a call of code dplus does not see began (compared by
-    bytes: NaNs compare equal to themselves, every dtype is covered)."""
+    bytes: NaNs compare equal to themselves, every dtype is covered), and the elements the
+    call writes whatever values it writes (``written``: an ``out=`` argument's)."""
 
-    __slots__ = ("shape", "data")
+    __slots__ = ("shape", "data", "written")
 
     def __init__(self, a: Any) -> None:
         self.shape = a.shape
         self.data = a.tobytes()
+        self.written: Any = None
 
     def changed(self, a: Any) -> bool:
+        if self.written is not None and a.shape == self.shape:
+            return True
         return a.shape != self.shape or a.tobytes() != self.data
+
+    def changed_elements(self, a: Any) -> Any:
+        """Where the elements of ``a`` (same shape) differ from the bytes kept or were written,
+        and what they were there."""
+        np = sys.modules["numpy"]
+        n, item = a.size, a.itemsize
+        before = np.frombuffer(self.data, dtype=np.uint8).reshape(n, item)
+        now = np.frombuffer(a.tobytes(), dtype=np.uint8).reshape(n, item)
+        where = (before != now).any(axis=1).reshape(a.shape)
+        if self.written is not None:
+            # (an output written with the values it held: its new values still come from the
+            # call, whose derivative is unknown)
+            where |= self.written
+        old = np.frombuffer(self.data, dtype=a.dtype).reshape(a.shape)[where]
+        return where, old
+
+    def mark_written(self, owner: Any, view: Any) -> None:
+        """The elements of ``owner`` that ``view`` shows are written by the call."""
+        np = sys.modules["numpy"]
+        item = owner.itemsize
+        flat = np.zeros(owner.nbytes // item, dtype=bool)
+        if self.written is not None:
+            flat[_memory.positions(owner, owner).ravel()] = self.written.ravel()
+        flat[_memory.positions(view, owner).ravel()] = True
+        self.written = flat[_memory.positions(owner, owner)]
+
+
+def _out_arrays(op: Any, args: tuple, kwargs: dict) -> list[Any]:
+    """The arrays a NumPy call writes its results into: ``out=`` (an array or a tuple of
+    them), and a ufunc's outputs passed by position."""
+    outs: list[Any] = []
+    out = kwargs.get("out")
+    if out is not None:
+        outs.extend(out if type(out) is tuple else (out,))
+    nin = getattr(op, "nin", None)
+    if type(nin) is int and type(op).__name__ == "ufunc" and len(args) > nin:
+        outs.extend(args[nin:])
+    return [o for o in outs if type(o) is _ndarray]
 
 
 def layouts(values: Any) -> list[tuple[Any, Any]]:
     """``(container, its items)`` for every list, dict, box and object reachable from
-    ``values`` (tuples looked into), and ``(array, ArrayContents)`` for every NumPy array:
-    what a call of code dplus does not see may change."""
+    ``values`` (tuples looked into), and ``(owner, ArrayContents)`` for the array owning the
+    memory of every NumPy array: what a call of code dplus does not see may change."""
     out: list[tuple[Any, Any]] = []
     seen: set[int] = set()
     stack = list(values)
@@ -66,9 +111,11 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
             stack.extend(v)
             continue
         if is_ndarray(v):
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append((v, ArrayContents(v)))
+            # (a view's owner: code given a view can reach the rest through ``.base``)
+            m = _memory.memory_owner(v) if t is _ndarray else v
+            if id(m) not in seen:
+                seen.add(id(m))
+                out.append((m, ArrayContents(m)))
             continue
         if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
             continue
@@ -107,13 +154,19 @@ def _container_items(v: Any) -> tuple | None:
         return None
 
 
-def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, tuple]]:
+def watch_call(op: Any, args: tuple, kwargs: dict) -> list[tuple[Any, Any]]:
     """:func:`layouts` of what a call of ``op`` (code dplus does not see) could change: its
     arguments, and a bound method's object or a callable object itself."""
-    return layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+    watched = layouts(args + tuple(kwargs.values()) + (getattr(op, "__self__", op),))
+    for out in _out_arrays(op, args, kwargs):
+        owner = _memory.memory_owner(out)
+        for v, contents in watched:
+            if v is owner and type(contents) is ArrayContents:
+                contents.mark_written(owner, out)
+    return watched
 
 
-def changed_since(watched: list[tuple[Any, tuple]]) -> list[Any]:
+def changed_since(watched: list[tuple[Any, Any]]) -> list[Any]:
     """The containers of :func:`layouts` whose items are no longer the same objects, and
     the arrays whose contents changed."""
     out = []
@@ -138,8 +191,10 @@ def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
     if Abox is None:
         return gen_zero
+    if type(v) is _ndarray:
+        return _memory.peek(Abox, v) if _memory.is_tracked_array(v) else gen_zero
     if is_tracked_mutable(v):
-        return fold(v, gen_zero, Abox)
+        return fold_arguments(v, gen_zero, Abox)
     if type(v) is tuple:
         return tuple(mutable_sensitivity_of(e, Abox) for e in v)
     return gen_zero
@@ -197,6 +252,8 @@ def snapshot(v: Any, _memo: dict | None = None) -> Any:
     key = id(v)
     if key in _memo:
         return _memo[key]
+    if t is _ndarray:
+        return v  # (an array's sensitivity is folded from the array itself)
     if is_tracked_mutable(v):
         snap = Snapshot(v, None)
         _memo[key] = snap
@@ -250,6 +307,20 @@ def _snapshot_element(e: Any, memo: dict) -> Any:
         if snap is not None:
             return snap
     return snapshot(e, memo)
+
+
+_WITH_MEMORY = "with memory"  # (a key of fold's memo: no id is a string)
+
+
+def fold_arguments(
+    v: Any, s: Any, Abox: BoxSensitivities | None, claimed: dict[Any, Any] | None = None
+) -> Any:
+    """:func:`fold` at the boundary of a differentiation: the arrays in ``v`` whose memory was
+    changed in place get also their entries (the sensitivity of what they held on entry),
+    each place of memory once across the folds sharing ``claimed``
+    (:func:`runtime.memory.peek_unclaimed`). Inside a pass, an array's entry stays where it
+    is: it belongs to its memory."""
+    return fold(v, s, Abox, {_WITH_MEMORY: {} if claimed is None else claimed})
 
 
 def keyword_dict_sensitivity(kwargs: dict, s: Any, Abox: BoxSensitivities) -> KeywordDict:
@@ -379,6 +450,9 @@ def _fold_value(v: Any, s: Any, Abox: BoxSensitivities | None, memo: dict, key: 
         return ProcResult(fold(v.primal, sp, Abox, memo), fold(v.backprop, sb, Abox, memo))
     if type(v) is bool or is_atom(v):
         return None
+    if t is _ndarray and Abox is not None and _WITH_MEMORY in memo and _memory.is_tracked_array(v):
+        # an argument changed in place: its entry holds the sensitivity of what it showed on entry
+        s = add(s, _memory.peek_unclaimed(Abox, v, memo[_WITH_MEMORY]))
     if is_number(v) or is_ndarray(v):
         return zero(v) if s is gen_zero or s is None else conform_numpy_sensitivity(v, s)
     if callable(v):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import NonDifferentiableError, SensitivityError
+from . import memory as _memory
 from .boxes import Box, BoxSensitivities
 from .core import CellKey
 from .kinds import is_ndarray, is_number
@@ -67,12 +68,18 @@ def _type_is_tracked(t: type) -> bool:
 
 
 def is_tracked_mutable(v: Any) -> bool:
-    """Lists, dicts, boxes and user objects: their sensitivities live in ``Abox``."""
+    """Lists, dicts, boxes, user objects, and NumPy arrays showing memory changed in place:
+    their sensitivities live in ``Abox``."""
     t = type(v)
     r = _MUTABLE_CACHE.get(t)
     if r is None:
         r = _MUTABLE_CACHE[t] = _type_is_tracked(t)
+    if t is _ndarray:
+        return _memory.is_tracked_array(v)
     return r
+
+
+_ndarray: Any = _memory._ndarray
 
 
 def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = None) -> None:
@@ -84,6 +91,9 @@ def handover(Abox: BoxSensitivities, v: Any, s: Any, elements: list | None = Non
     if s is gen_zero or s is None:
         return
     t = type(v)
+    if t is _ndarray:
+        _memory.hand_over(Abox, v, s)
+        return
     if t is list or isinstance(v, list):
         _hand_over_list(Abox, v, s, elements)
     elif t is dict or isinstance(v, dict):

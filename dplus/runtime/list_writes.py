@@ -43,7 +43,10 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     """The reverse of ``v = obj[idx]``; ``kind`` is the length read from, or the rule's backprop."""
     if A is Z or A is None:
         if type(kind) is not int:
-            kind(Z, Abox)
+            # (the rule may give ``obj`` a sensitivity anyway: the memory of an array changed in
+            # place later, which this read made)
+            s = kind(Z, Abox)[1]
+            return Z if s is None else s
         return Z
     if type(kind) is not int:
         return kind(A, Abox)[1]
@@ -73,7 +76,9 @@ def read_back_into(
     """
     if A is Z or A is None:
         if type(kind) is not int:
-            kind(Z, Abox)
+            s = kind(Z, Abox)[1]  # (see read_back)
+            if s is not Z and s is not None:
+                return accumulate(adj, obj, s, Abox)
         return adj
     tv = type(v)
     if type(kind) is int and (tv is float or tv is int):

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ..errors import DplusError
 from .portable import remember_rule, remember_source
-from .result import ProcResult, call_plus
+from .result import ProcResult, call_plus, rule_result
 
 __all__ = [
     "register_primitive",
@@ -102,7 +102,8 @@ def register_backprop(fn: Any, *, note: str = "") -> Callable[[F], F]:
 
     def decorate(make_backprop: F) -> F:
         def transform(*args: Any, **kwargs: Any) -> ProcResult:
-            return ProcResult(fn(*args, **kwargs), make_backprop(*args, **kwargs))
+            r = fn(*args, **kwargs)
+            return rule_result(r, make_backprop(*args, **kwargs))
 
         transform.__name__ = f"{getattr(fn, '__name__', 'fn')}_plus"
         transform.__qualname__ = transform.__name__

@@ -35,8 +35,53 @@ _set_backprop = ProcResult.__dict__["backprop"].__set__
 
 
 def _init_result(self: ProcResult, primal: Any, backprop: Backprop) -> None:
+    if type(primal) is _array_type[0]:
+        # an array: if its memory is changed in place later, the operation that made it takes
+        # its sensitivity from the box-sensitivity map when its reverse runs (runtime.memory)
+        backprop = _array_type[1](primal, backprop)
     _set_primal(self, primal)
     _set_backprop(self, backprop)
+
+
+def plain_result(primal: Any, backprop: Backprop) -> ProcResult:
+    """``ProcResult(primal, backprop)`` whose backprop takes nothing from the box-sensitivity
+    map for an array ``primal``: an operation whose result shows memory it did not make and
+    whose backprop could not hand that memory's sensitivity back (code dplus does not see), or
+    has no derivative at all."""
+    r = object.__new__(ProcResult)
+    _set_primal(r, primal)
+    _set_backprop(r, backprop)
+    return r
+
+
+class _NoArray:
+    pass
+
+
+# (the array type, what wraps the backprop of an array result, and what wraps that of any
+# rule's array result: set by runtime.memory)
+_array_type: list[Any] = [_NoArray, None, None]
+
+
+def array_results(
+    array_type: type,
+    wrap: Callable[[Any, Backprop], Backprop],
+    wrap_rule: Callable[[Any, Backprop], Backprop],
+) -> None:
+    """Results of type ``array_type`` get the backprop ``wrap(result, backprop)``, and those
+    made by :func:`rule_result` ``wrap_rule(result, backprop)``."""
+    _array_type[0] = array_type
+    _array_type[1] = wrap
+    _array_type[2] = wrap_rule
+
+
+def rule_result(primal: Any, backprop: Backprop) -> ProcResult:
+    """``ProcResult(primal, backprop)`` of a rule whose backprop hands its arguments'
+    sensitivities back at once, wherever it is defined: an array result takes the sensitivity
+    of its memory when it is changed in place later (``runtime.memory``)."""
+    if type(primal) is _array_type[0]:
+        backprop = _array_type[2](primal, backprop)
+    return plain_result(primal, backprop)
 
 
 # attrs' frozen __init__ looks the setter up on every call; one is made per call and per rule

@@ -1,8 +1,8 @@
 """Which augmented assignments ``a op= b`` may be computed out of place.
 
 On a NumPy array, ``a += b`` changes the array in place: every other name, view,
-container element or caller that refers to the same array sees the change. dplus treats
-arrays as values, so it computes ``a += b`` as a new array bound to ``a`` (with NumPy's
+container element or caller that refers to the same array sees the change. Where nothing
+else can see it, dplus computes ``a += b`` as a new array bound to ``a`` (with NumPy's
 in-place checks: the result keeps ``a``'s shape and dtype). That is exactly what Python
 computes when nothing else can see the old array, which this module proves for a local
 name ``a`` of one function when
@@ -22,7 +22,8 @@ name ``a`` of one function when
   every iteration changes an array of its own, never the one an earlier iteration read.
 
 The augmented assignments of other names are *shared*: when the value is an array at run
-time they are refused (see ``runtime.calls.refuse_array_in_place``).
+time they change it in place (``primitives.numpy_inplace``), which gives the same result and
+gradient; the out-of-place form only spares the bookkeeping of memory changed in place.
 """
 
 from __future__ import annotations

@@ -86,8 +86,8 @@ CONSTRUCTS = {
     "return_in_try_with_else": "exceptions",  # try: return ... / except ...: ... / else: ...
     "with_statement": "misc",  # with contextlib.nullcontext(): ...
     "float32_arrays": "numpy",  # some array arguments are float32
-    "array_inplace_local": "numpy",  # a = X * 1.0; a += Y (a fresh local: dplus computes it)
-    "array_inplace_argument": "numpy",  # X += 1.0 on an argument or a view of one (dplus refuses)
+    "array_inplace_local": "numpy",  # a = X * 1.0; then in place: a += Y, a[i] = v, out=, np.add.at, ...
+    "array_inplace_argument": "numpy",  # in place on an argument, a view, rows, a helper's parameter
 }
 ALL = FEATURES + tuple(CONSTRUCTS)
 
@@ -383,9 +383,7 @@ class Generator:
         self.in_branch = False
         self.declared_total = False  # ``global TOTAL`` emitted in f (once: later lines use it)
         self.returned_before = False  # a return inside a block came earlier in this function
-        self.array_params: set[str] = (
-            set()
-        )  # array arguments of f (in-place writes to these are refused)
+        self.array_params: set[str] = set()  # array arguments of f
         self.array_helpers: list[str] = []  # module-level helpers taking an array and a float
 
     # ----- scope -----------------------------------------------------------------------
@@ -1903,7 +1901,9 @@ def st_new_array(g):
 
 
 def st_array_inplace_local(g):
-    """``a = X * 1.0; a += ...``: in place on a fresh local array, which nothing else sees."""
+    """``a = X * 1.0`` then a write in place into ``a`` or a view of it (issue #22): augmented
+    assignment, item, slice, mask and fancy assignment, ``out=``, ``np.add.at``, methods that
+    change the array, a time loop of a stencil, an array held in a list or a dict."""
     if not g.has("array_inplace_local"):
         return False
     arrays = array_vars(g)
@@ -1914,19 +1914,95 @@ def st_array_inplace_local(g):
     a = g.fresh("a")
     g.emit(f"{a} = {x} * 1.0")
     other = g.pick_var(kind)
-    forms = [
-        lambda: f"{a} += {g.float_expr(1)}",
-        lambda: f"{a} *= math.tanh({g.float_expr(1)})",
-        lambda: f"{a} -= {g.float_expr(1)}",
-    ]
-    if other:
-        forms += [lambda: f"{a} += {other}", lambda: f"{a} *= np.tanh({other})"]
-    g.emit(g.rng.choice(forms)())
+    g.rng.choice(_in_place_forms(g, a, kind, other))()
     g.bind(a, kind)
 
 
+def _in_place_forms(g, a: str, kind: str, other: str | None) -> list:
+    """Writes in place into the array ``a`` of ``kind`` (``other``: another array of its shape)."""
+    r = g.rng
+    shape = ARRAY_SHAPES[kind]
+    fe = lambda: g.float_expr(1)
+    emit = g.emit
+    item = "[0]" if len(shape) == 1 else "[1, 0]"
+    last = "[-1]" if len(shape) == 1 else "[0, -1]"
+    forms = [
+        lambda: emit(f"{a} += {fe()}"),
+        lambda: emit(f"{a} *= math.tanh({fe()})"),
+        lambda: emit(f"{a} -= {fe()}"),
+        lambda: emit(f"{a}{item} = {fe()}"),
+        lambda: emit(f"{a}{last} *= math.tanh({fe()})"),
+        lambda: emit(f"{a}[{a} > 0.0] *= {r.choice(('0.5', '-1.0', '1.5'))}"),
+        lambda: emit(f"{a}[{a} < 0.0] = {fe()}"),
+        lambda: emit(f"np.multiply({a}, {r.choice(('0.5', '1.5'))}, out={a})"),
+        lambda: emit(f"np.tanh({a}, out={a})"),
+        lambda: emit(f"{a}.fill({fe()})"),
+        lambda: emit(f"{a}.sort()"),
+    ]
+    if len(shape) == 1:
+        n = shape[0]
+        forms += [
+            lambda: emit(f"{a}[1:] = {a}[:-1] * {r.choice(('0.5', '2.0'))}"),
+            lambda: emit(f"{a}[[0, {n - 1}, 0]] = {a}[[1, 0, {n - 1}]] * {fe()}"),
+            lambda: emit(f"np.add.at({a}, [0, 0, {n - 1}], {fe()})"),
+            lambda: emit(f"{a}[::-1] += {a}[:] * 0.5"),
+            lambda: _stencil(g, a),
+        ]
+        if n >= 3:
+            v = g.fresh("view")
+            forms += [
+                lambda: (emit(f"{v} = {a}[1:]"), emit(f"{v} *= math.tanh({fe()})")),
+                lambda: emit(f"np.multiply.at({a}, [0, {n - 1}, 0], np.tanh({a}[:3]))"),
+            ]
+    else:
+        v = g.fresh("view")
+        forms += [
+            lambda: emit(f"{a}[:, 1] *= math.tanh({fe()})"),
+            lambda: emit(f"{a}[0] = {a}[-1] * {fe()}"),
+            lambda: emit(f"{a}.T[0] += {fe()}"),
+            lambda: emit(f"np.add.at({a}, ([0, 0], [1, 1]), {fe()})"),
+            lambda: (emit(f"{v} = {a}[-1]"), emit(f"{v} -= {fe()}")),
+            lambda: _rows_in_place(g, a),
+        ]
+    if other:
+        forms += [
+            lambda: emit(f"{a} += {other}"),
+            lambda: emit(f"{a} *= np.tanh({other})"),
+            lambda: emit(f"np.add({a}, np.sin({other}), out={a})"),
+            lambda: emit(f"np.copyto({a}, {other} * 0.5)"),
+            lambda: emit(f"np.copyto({a}, np.tanh({other}), where={other} > 0.0)"),
+            lambda: _held_by_a_container(g, a),
+        ]
+    return forms
+
+
+def _stencil(g, a: str) -> None:
+    """A time loop of a finite-difference stencil written in place."""
+    t = g.fresh("t")
+    g.emit(f"for {t} in range({g.rng.choice((1, 2, 3))}):")
+    g.emit(f"    {a}[1:-1] = {a}[1:-1] + 0.1 * ({a}[2:] - 2.0 * {a}[1:-1] + {a}[:-2])")
+
+
+def _rows_in_place(g, a: str) -> None:
+    row = g.fresh("row")
+    g.emit(f"for {row} in {a}:")
+    g.emit(f"    {row} *= {g.rng.choice(('0.5', '1.5', '-1.0'))}")
+
+
+def _held_by_a_container(g, a: str) -> None:
+    """The array changed through a list or a dict that holds it."""
+    c = g.fresh("held")
+    if g.rng.random() < 0.5:
+        g.emit(f"{c} = [{a}, {a} * 2.0]")
+        g.emit(f"{c}[0] *= math.tanh({g.float_expr(1)})")
+    else:
+        g.emit(f"{c} = {{'k': {a}}}")
+        g.emit(f"{c}['k'] += {g.float_expr(1)}")
+
+
 def st_array_inplace_argument(g):
-    """In place on an argument or a view of one: dplus must refuse before anything changes."""
+    """In place on an argument or a view of one: the caller's array changes as in the plain
+    call, and its gradient is the sensitivity of its value on entry."""
     if not g.has("array_inplace_argument"):
         return False
     params = [n for n in array_vars(g) if n in g.array_params]
@@ -1934,12 +2010,48 @@ def st_array_inplace_argument(g):
         return False
     x = g.rng.choice(params)
     r = g.rng
-    if r.random() < 0.5:
+    kind = g.scope[x].kind
+    shape = ARRAY_SHAPES[kind]
+    choice = r.random()
+    if choice < 0.25:
         g.emit(f"{x} {r.choice(('+=', '*=', '-='))} {r.choice(('1.0', '0.5', '2.0'))}")
         return
-    view = g.fresh("view")
-    g.emit(f"{view} = {r.choice((f'{x}[:1]', f'{x}.T', f'{x}[::-1]', f'{x}.reshape(-1)'))}")
-    g.emit(f"{view} += 1.0")
+    if choice < 0.45:
+        view = g.fresh("view")
+        g.emit(f"{view} = {r.choice((f'{x}[:1]', f'{x}.T', f'{x}[::-1]', f'{x}.reshape(-1)'))}")
+        g.emit(f"{view} += 1.0")
+        return
+    if choice < 0.6:
+        g.emit(f"{x}{'[0]' if len(shape) == 1 else '[0, 1]'} = {g.float_expr(1)}")
+        return
+    if choice < 0.75:
+        v = g.fresh("v")
+        target = r.choice((x, f"{x}[1:]" if len(shape) == 1 else f"{x}[0]"))
+        g.emit(f"{v} = {array_helper_in_place(g)}({target}, {g.float_expr(1)})")
+        g.bind(v, "float")
+        return
+    if choice < 0.85 and len(shape) == 2:
+        _rows_in_place(g, x)
+        return
+    g.rng.choice(_in_place_forms(g, x, kind, g.pick_var(kind)))()
+
+
+def array_helper_in_place(g) -> str:
+    """A module-level ``@define_dplus`` helper that changes its array parameter in place."""
+    name = g.fresh("nhi")
+    op = g.rng.choice(("*=", "+=", "-="))
+    g.helpers.append(
+        "\n".join(
+            [
+                "@dplus.define_dplus",
+                f"def {name}(u, s):",
+                f"    u {op} math.tanh(s)",
+                "    return float(np.sum(u * u))",
+                "",
+            ]
+        )
+    )
+    return name
 
 
 def st_for_rows(g):

@@ -39,8 +39,8 @@ class CallRules(Builder):
 
     def binop(self, name: str, v: ast.BinOp, s: ast.stmt) -> Any:
         """``name = left op right``; for ``a op= b`` (``dp_inplace``, see normalize's
-        ``in_place_op``) the in-place operator, and when the target may be shared, a test
-        that refuses to change an array in place first."""
+        ``in_place_op``) the in-place operator (an array is changed in place), or, when
+        nothing else can see the target's value, the operator computing a new value."""
         inplace = getattr(v, "dp_inplace", None)
         if not inplace:
             fn = BINOPS[type(v.op)]
@@ -56,9 +56,6 @@ class CallRules(Builder):
             s,
             skip=1,
         )
-        where = getattr(v, "dp_where", None)
-        if where is not None and isinstance(v.left, ast.Name):
-            fwd = [ast.Expr(call(self.rt("refuse_array_in_place"), clone(v.left), C(where)))] + fwd
         return fwd, record, rev
 
     def call_like(
