@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
+from dplus.runtime.calls import IN_PLACE_OPERATORS
 from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.memory import (
@@ -67,22 +68,6 @@ __all__ = [
     "register_in_place_rules",
 ]
 
-# in-place operator -> the operator computing the same value in a new array
-IN_PLACE_OPERATORS: dict[Any, Any] = {
-    operator.iadd: operator.add,
-    operator.isub: operator.sub,
-    operator.imul: operator.mul,
-    operator.itruediv: operator.truediv,
-    operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod,
-    operator.ipow: operator.pow,
-    operator.imatmul: operator.matmul,
-    operator.iand: operator.and_,
-    operator.ior: operator.or_,
-    operator.ixor: operator.xor,
-    operator.ilshift: operator.lshift,
-    operator.irshift: operator.rshift,
-}
 
 _OWN_DIRS = (
     os.path.dirname(os.path.abspath(__file__)),  # the rule library

@@ -111,7 +111,9 @@ _VARARGS = 0x04
 _VARKW = 0x08
 
 
-_INPLACE_TO_PLAIN = {
+# in-place operator -> the operator computing the same value in a new object (what an
+# in-place operator does on an immutable value; the NumPy in-place rules use it too)
+IN_PLACE_OPERATORS: dict[Any, Any] = {
     operator.iadd: operator.add,
     operator.isub: operator.sub,
     operator.imul: operator.mul,
@@ -120,6 +122,11 @@ _INPLACE_TO_PLAIN = {
     operator.imod: operator.mod,
     operator.ipow: operator.pow,
     operator.imatmul: operator.matmul,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
 }
 
 
@@ -164,7 +171,7 @@ def select_binop(fn: Any, a: Any, b: Any) -> Any:
     and user objects' dunder methods are all handled there), else the policy."""
     t = lookup_transform(fn)
     if t is None and _is_value(a) and _is_value(b):
-        t = lookup_transform(_INPLACE_TO_PLAIN.get(fn, fn))
+        t = lookup_transform(IN_PLACE_OPERATORS.get(fn, fn))
     return t if t is not None else lift(fn)
 
 
