@@ -573,3 +573,33 @@ def test_in_place_on_an_accumulator_a_list_holds(A, general):
         assert np.isclose(r.primal, f(A.copy()), rtol=1e-14)
         (g,) = dplus.grad(f)(A.copy())
     assert np.allclose(g, array_gradient_fd(f, A), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# S1 (open; fuzz seed 940054 at second order, features numpy array_inplace_local
+# float32_arrays arith loops lists): a list concatenated from another list, read in a
+# `while` loop by a computed index, then summed with the other list's middle element read by
+# a computed index: the Hessian raises SensitivityError "cannot add a list of 3 and a list of
+# length 1" (a sensitivity of the concatenation's part handed to the whole). First order is
+# right. Smaller variants (constant indices, `if` in place of `while`) pass.
+
+
+def _concatenated_list_read_in_loop(x1):
+    xs2 = [(x1 * x1), (x1 - x1), x1]
+    v3 = x1
+    xs4 = xs2 + [(x1) ** 2.0]
+    k6 = 0
+    while k6 < 3:
+        k6 += 1
+        v7 = xs4[2 % len(xs4)] * 2.0  # noqa: F841 (read, not used: as the fuzzer wrote it)
+    return float(x1 + xs2[len(xs2) // 2] + v3 + sum(xs4))
+
+
+@pytest.mark.parametrize("x", [-1.560507, 0.7, 2.1])
+def test_concatenated_list_read_in_loop_first_order(x):
+    check_fd(_concatenated_list_read_in_loop, x)
+
+
+@pytest.mark.xfail(strict=True, raises=dplus.SensitivityError, reason="S1, open")
+def test_concatenated_list_read_in_loop_second_order():
+    check_second_order(_concatenated_list_read_in_loop, -1.560507)
