@@ -208,7 +208,7 @@ class GeneratorMachine:
     def prepare(self, st: ast.stmt) -> ast.stmt:
         """Drop ``global``/``nonlocal`` (they move to ``resume``); turn ``return (yield v)`` and
         ``a += yield v`` into an assignment of the yield first; refuse yields elsewhere."""
-        return Prepare(self).visit(st)
+        return Prepare(self.machine_name).visit(st)
 
     # ---------------------------------------------------------------- blocks
     def sites_in(self, node: ast.AST) -> tuple[int, int] | None:

@@ -8,10 +8,8 @@ resumes at, refusing the others by name (:class:`GeneratorSyntaxError`).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .generator_machine import GeneratorMachine
+from collections.abc import Callable
+from typing import Any
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -160,8 +158,8 @@ class Prepare(ast.NodeTransformer):
     and ``a += yield v`` split, ``return v`` becoming ``return (0, v)``, yields in other
     places refused."""
 
-    def __init__(self, machine: GeneratorMachine) -> None:
-        self.m = machine
+    def __init__(self, machine_name: Callable[[str], str]) -> None:
+        self.machine_name = machine_name  # (a fresh local the machine keeps across resumptions)
 
     def visit_Global(self, node: ast.AST) -> Any:
         return ast.copy_location(ast.Pass(), node)
@@ -176,11 +174,10 @@ class Prepare(ast.NodeTransformer):
     def visit_Return(self, node: ast.Return) -> Any:
         v = node.value
         if isinstance(v, (ast.Yield, ast.YieldFrom)):
-            t = self.m.fresh("sent")
+            t = self.machine_name("sent")
             first = ast.copy_location(
                 ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=v), node
             )
-            self.m.machine_names.append(t)
             ret = ast.copy_location(
                 ast.Return(
                     value=ast.Tuple(
@@ -209,8 +206,7 @@ class Prepare(ast.NodeTransformer):
                     "a yield augmenting an element or attribute",
                     "assign the yield to a variable first",
                 )
-            t = self.m.fresh("sent")
-            self.m.machine_names.append(t)
+            t = self.machine_name("sent")
             first = ast.copy_location(
                 ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())], value=node.value), node
             )

@@ -3,7 +3,10 @@
 ``FunctionBuilder`` is one class written as mixins, one module per family of constructs; a
 method of one mixin calls methods of others and reads the state ``FunctionBuilder.__init__``
 sets. For the type checker each mixin derives from :class:`Builder`, the Protocol below (at
-run time from ``object``: nothing here runs). Add a method here when another mixin calls it.
+run time from ``object``). Add a method here when another mixin calls it. The types the
+mixins pass one another (a fast segment's parts, a general statement's reverse, what a
+transform was specialised on) are declared here too, so that this module imports none of
+theirs.
 """
 
 from __future__ import annotations
@@ -12,14 +15,38 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
+from .ssa import _AdjointAccumulator
+
 if TYPE_CHECKING:
     from ...rules import InlineRule
     from ..normalize.core import Core, IRFunction, Namer
-    from .entry import Specialized
-    from .fast_segment import FastSegmentParts
-    from .ssa import _SSA, _AdjointAccumulator
-    from .statements import Reversed
+    from .ssa import _SSA
     from .syntax import FastParts, Helpers
+
+
+# what ``FastPathRules.fast_segment`` returns: the forward, the names its reverse reads, the
+# reverse, the guard, the names guarded as numbers (in order), the guard's other tests
+FastSegmentParts = tuple[
+    list[ast.stmt], list[str], list[ast.stmt], ast.expr, list[str], list[ast.expr]
+]
+
+# what a general statement's rule returns: its forward, the names its reverse reads, and
+# the reverse (emitted into an adjoint accumulator)
+Reversed = tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]
+
+
+@attrs.frozen
+class Specialized:
+    """What a first-order transform was made assuming, tested on every call: the globals
+    whose calls were inlined (``(global, guard)``), the parameters' elements read on entry
+    (``(parameter, key, name)``), and the transform made without either, which runs
+    when a test fails."""
+
+    inlined: list[tuple[str, str]]
+    hoisted: list[tuple[str, Any, str]]
+    fallback: Callable[..., Any]
 
 
 class Builder(Protocol):

@@ -6,14 +6,12 @@ and what a first-order transform was made assuming (:class:`Specialized`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from ..normalize.core import Core
 from ..trees import walk
 from . import syntax
+from .builder_type import Specialized
 from .syntax import (
     _TRY_STAR,
     C,
@@ -32,18 +30,6 @@ if TYPE_CHECKING:
     from .builder_type import Builder
 else:
     Builder = object  # (the mixins' shared interface, for the type checker only)
-
-
-@attrs.frozen
-class Specialized:
-    """What a first-order transform was made assuming, tested on every call: the globals
-    whose calls were inlined (``(global, guard)``), the parameters' elements read on entry
-    (``(parameter, key, name)``), and the transform made without either, which runs
-    when a test fails."""
-
-    inlined: list[tuple[str, str]]
-    hoisted: list[tuple[str, Any, str]]
-    fallback: Callable[..., Any]
 
 
 def _hoisted_by_parameter(hoisted: list[tuple[str, Any, str]]) -> list[tuple[str, tuple, tuple]]:

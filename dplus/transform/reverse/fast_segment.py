@@ -16,18 +16,13 @@ from ..normalize.core import Core
 from ..peephole import simplify_reverse
 from ..trees import clone
 from . import syntax
+from .builder_type import FastSegmentParts
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import C, N, _names_read, assign, attr, call, unpack
 from .templates import _whole_power_gradient, template_for
 
 if TYPE_CHECKING:
     from .builder_type import Builder
-
-# what ``FastPathRules.fast_segment`` returns: the forward, the names its reverse reads, the
-# reverse, the guard, the names guarded as numbers (in order), the guard's other tests
-FastSegmentParts = tuple[
-    list[ast.stmt], list[str], list[ast.stmt], ast.expr, list[str], list[ast.expr]
-]
 
 
 class FastSegment:

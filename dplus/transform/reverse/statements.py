@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..normalize.core import Core
 from ..trees import clone
 from . import syntax
+from .builder_type import Reversed
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import UNARYOPS, C, N, assign, attr, call, tuple_
 
@@ -18,7 +19,6 @@ else:
     Builder = object  # (the mixins' shared interface, for the type checker only)
 
 # a statement's general path: its forward, the names its reverse reads, and its reverse
-Reversed = tuple[list[ast.stmt], list[str], Callable[[_AdjointAccumulator], None]]
 
 
 class StatementRules(Builder):
