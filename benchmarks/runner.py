@@ -18,6 +18,7 @@ from typing import Any
 from . import funcs
 from .bigfn import run_bigfn
 from .cells import REL_TOL, Cell, JitWorker, run_cell
+from .arrays import run_arrays
 from .checkpointing import run_checkpointing
 from .parallel import run_parallel
 from .styles import run_styles
@@ -28,6 +29,7 @@ from .workloads.styles import STYLE_BY_NAME
 
 SECTIONS = (
     "table",
+    "arrays",
     "scaling",
     "memory",
     "nested",
@@ -691,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
         run_table(cfg, workloads, out)
     if "styles" in sections:
         run_styles(cfg, out, styles or None)
+    if "arrays" in sections:
+        run_arrays(cfg, out)
     for name in sections:
         if name in parts:
             out("\n".join(parts[name].lines).rstrip("\n"))
