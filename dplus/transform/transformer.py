@@ -173,7 +173,7 @@ def _closure_for(
     if plan is None:
         plan = compiled.closure_plans[key] = _closure_plan(compiled, f, code)
     user = f.__closure__ or ()
-    return tuple(user[at] if type(at) is int else at for at in plan)
+    return tuple([user[at] if type(at) is int else at for at in plan])
 
 
 def _closure_plan(
