@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import funcs
+from .arrays import run_arrays
 from .bigfn import run_bigfn
 from .cells import REL_TOL, Cell, JitWorker, run_cell
-from .arrays import run_arrays
 from .checkpointing import run_checkpointing
 from .parallel import run_parallel
 from .styles import run_styles

@@ -30,6 +30,7 @@ _LIST_LIKE = (list, collections.deque)
 
 _ATTR_RULES: dict[tuple[type, str], Any] = {}
 
+
 # A subclass of list or dict may override a method in Python. Where the program calls the
 # method (``xs.append(v)``, ``d[k] = v``), the override runs and is differentiated from its
 # source; these rules describe the builtin methods, which the override reaches through

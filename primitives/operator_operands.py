@@ -25,10 +25,15 @@ def _np() -> Any:
     return sys.modules.get("numpy")
 
 
-try:  # (dplus.runtime.memory imports NumPy already when it is installed)
-    from numpy import ndarray as _ndarray
-except ImportError:  # pragma: no cover - NumPy is an optional extra
-    _ndarray = type("NoArray", (), {})
+def _numpy_array_type() -> Any:
+    try:  # (dplus.runtime.memory imports NumPy already when it is installed)
+        from numpy import ndarray
+    except ImportError:  # pragma: no cover - NumPy is an optional extra
+        return type("NoArray", (), {})
+    return ndarray
+
+
+_ndarray: Any = _numpy_array_type()
 
 
 # ---------------------------------------------------------------------------

@@ -10,12 +10,13 @@ import sys
 
 import pytest
 
-np = pytest.importorskip("numpy")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import dplus
-from benchmarks.workloads.arrays import ARRAY_WORKLOADS
 from dplus.transform.transformer import general_paths_only
+
+np = pytest.importorskip("numpy")
+from benchmarks.workloads.arrays import ARRAY_WORKLOADS  # noqa: E402  (NumPy is optional)
 
 IDS = [w.name for w in ARRAY_WORKLOADS]
 

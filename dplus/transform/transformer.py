@@ -76,7 +76,9 @@ class Compiled:
     constant_names: frozenset[str] = frozenset()
     # (the plus-function's code or else the fused one, f's free variables) -> where each
     # free variable's cell comes from
-    closure_plans: dict[tuple[bool, tuple[str, ...]], tuple[Any, ...]] = attrs.field(factory=dict, eq=False)
+    closure_plans: dict[tuple[bool, tuple[str, ...]], tuple[Any, ...]] = attrs.field(
+        factory=dict, eq=False
+    )
 
     @property
     def source(self) -> str:

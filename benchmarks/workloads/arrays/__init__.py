@@ -6,8 +6,9 @@ other tools), ``hand_grad(*args)`` giving the gradients of the arguments in ``wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from . import least_squares, stencil, tanh_network
 
