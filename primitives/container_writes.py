@@ -11,6 +11,7 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.classes import attribute_value
 from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
@@ -209,7 +210,7 @@ def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
     other than a ``Box``); False: nothing was done, the caller takes the rule."""
     if type(obj) is Box or not is_tracked_mutable(obj):
         return False
-    setattr(obj, name, v)
+    setattr(obj, name, attribute_value(obj, name, v))
     return True
 
 
@@ -228,7 +229,7 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
-    setattr(obj, name, v)
+    setattr(obj, name, attribute_value(obj, name, v))
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

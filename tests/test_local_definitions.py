@@ -213,7 +213,44 @@ def class_init_subclass_call(x):
     return t(x) + sum(map(t, [x, 1.0])) + U.w * U.total + len(Base.registry)
 
 
+SHADOWED = 0.7  # (a module global that a class body reads past the function's own ``SHADOWED``)
+
+
+def class_body_reads_module_scope(x):
+    SHADOWED = x * 2.0  # noqa: F841  (a class body's read of a name it binds skips this)
+
+    class C:
+        SHADOWED = SHADOWED + x  # the module's SHADOWED, as Python reads it
+        scaled = SHADOWED * x  # the namespace's, now
+        if x > 1.0:
+            extra = x * x
+        total = 0.0
+        total += scaled
+        len = len  # a builtin, read the same way
+
+    return C.SHADOWED * C.scaled + getattr(C, "extra", 0.0) + C.total + C.len([1, 2])
+
+
+def function_set_as_a_method(x):
+    class T:
+        def __init__(self, v):
+            self.v = v
+
+    y = x * 3.0
+
+    def scaled(self, k):
+        return self.v * y * k
+
+    T.m = lambda self: self.v * x + y
+    T.scaled = scaled
+    setattr(T, "twice", lambda self: 2.0 * self.v * x)
+    t = T(x * x)
+    return t.m() + t.scaled(x) + T(x).twice()
+
+
 CLASSES = [
+    class_body_reads_module_scope,
+    function_set_as_a_method,
     class_slots_nonlocal_shared_attribute,
     class_init_subclass_call,
     class_attribute_and_method,
@@ -255,6 +292,67 @@ def test_local_class_behaves_as_in_python():
     plain = f(1.0)
     assert dplus.lift_dplus(f)(1.0).primal == plain
     assert plain[0].endswith("f.<locals>.P") and plain[1] == "doc"
+
+
+def test_function_set_as_a_method_whose_captures_dplus_cannot_see_is_refused_by_name():
+    @dplus.define_dplus
+    def install(cls, fn, k):
+        cls.m = fn  # (set here, made in f: f does not see that it becomes a method)
+        cls.k = k
+
+    def install_natively(cls, fn):  # (not differentiated: the unknown-function policy)
+        cls.m = fn
+
+    def f(x):
+        class T:
+            pass
+
+        y = x * x
+        install(T, lambda self: y * self.k, x)
+        return T().m()
+
+    def g(x):
+        class T:
+            pass
+
+        y = x * x
+        install_natively(T, lambda self: y)
+        return T().m()
+
+    assert f(1.5) == 1.5**3 and g(1.5) == 2.25
+    with pytest.raises(dplus.NonDifferentiableError, match=r"method 'm' of the class .*T'"):
+        dplus.grad(f)(1.5)
+    with pytest.raises(dplus.NonDifferentiableError, match="handed to code dplus does not"):
+        dplus.grad(g)(1.5)
+
+
+def test_a_class_changed_by_code_dplus_does_not_see_is_refused_by_name():
+    def set_k(cls, k):
+        cls.k = k * 2.0
+
+    def f(x):
+        class T:
+            pass
+
+        set_k(T, x)
+        return T.k
+
+    assert f(1.5) == 3.0
+    with pytest.raises(dplus.DplusError, match=r"set_k.*changed the class '.*f.<locals>.T'"):
+        dplus.grad(f)(1.5)
+
+
+def test_class_body_read_of_an_unbound_name_raises_name_error_as_python():
+    def f(x):
+        class C:
+            undefined_here = undefined_here  # noqa: F821
+
+        return x
+
+    with pytest.raises(NameError, match="undefined_here"):
+        f(1.0)
+    with pytest.raises(NameError, match="undefined_here"):
+        dplus.grad(f)(1.0)
 
 
 # ---------------------------------------------------------------------------
