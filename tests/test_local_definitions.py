@@ -217,7 +217,7 @@ SHADOWED = 0.7  # (a module global that a class body reads past the function's o
 
 
 def class_body_reads_module_scope(x):
-    SHADOWED = x * 2.0  # noqa: F841  (a class body's read of a name it binds skips this)
+    SHADOWED = x * 2.0
 
     class C:
         SHADOWED = SHADOWED + x  # the module's SHADOWED, as Python reads it
@@ -243,7 +243,7 @@ def function_set_as_a_method(x):
 
     T.m = lambda self: self.v * x + y
     T.scaled = scaled
-    setattr(T, "twice", lambda self: 2.0 * self.v * x)
+    T.twice = lambda self: 2.0 * self.v * x
     t = T(x * x)
     return t.m() + t.scaled(x) + T(x).twice()
 

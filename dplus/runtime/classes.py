@@ -21,9 +21,9 @@ import types
 import weakref
 from typing import Any
 
+from ..errors import NonDifferentiableError
 from ..markers import mark
 from .boxes import BoxSensitivities
-from ..errors import NonDifferentiableError
 from .closures import closure_values, is_plus_function
 from .linear import gen_zero
 from .result import ProcResult, call_plus
