@@ -16,7 +16,7 @@ from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
-from dplus.runtime.registry import lookup_transform
+from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
 from .container_reads import (
@@ -220,6 +220,22 @@ def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tup
     if entry is Z:
         return (), Z, None, Z
     return (), Z, None, entry.pop(name, Z)
+
+
+def _attribute_value_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    """What ``setattr`` stores, at the next order: ``v``'s sensitivity is the stored value's."""
+
+    def attribute_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), gen_zero, None, A
+
+    return ProcResult(attribute_value(obj, name, v), attribute_value_backprop)
+
+
+register_primitive(
+    attribute_value,
+    _attribute_value_plus,
+    note="internal: what setattr stores (a method standing for a plus-function), at the next order",
+)
 
 
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:

@@ -64,6 +64,13 @@ def attribute_value(obj: Any, name: str, v: Any) -> Any:
     """What ``obj.name = v`` stores: a plus-function set on a class (``T.m = lambda self:
     ...``) is stored as a plain function standing for it, as the class statement stores
     its methods, so that Python calls it as a method and gets its primal."""
+    if isinstance(obj, type):
+        # (a class differentiated code writes to holds values with sensitivities from now on,
+        # kept under it in the box-sensitivity map as a local class's: local_owner)
+        try:
+            _LOCAL_CLASSES.add(obj)
+        except TypeError:
+            pass
     if isinstance(obj, type) and is_plus_function(v):
         if any(c is not None for c in closure_values(v)):
             # (its captures' sensitivities travel with the function value, which Python's call
@@ -80,7 +87,7 @@ def attribute_value(obj: Any, name: str, v: Any) -> Any:
 
 
 def is_local_class(cls: Any) -> bool:
-    """A class built by differentiated code."""
+    """A class built by differentiated code, or one whose attribute it assigned."""
     try:
         return cls in _LOCAL_CLASSES
     except TypeError:

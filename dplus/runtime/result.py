@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ..errors import DplusError
+
 T = TypeVar("T")
 
 # A backpropagator: ``bp(A, Abox)`` is the tuple of sensitivities, the closure's first.
@@ -122,12 +124,64 @@ def _outermost(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, An
         _gc_disable()
     try:
         return fn(*args, **kwargs)
+    except DplusError as e:
+        locate_in_user_code(e)
+        raise
     finally:
         _depth[0] -= 1
         if gc_was_enabled:
             _gc_enable()
         if old < _DEEP and _getrecursionlimit() == _DEEP:
             _setrecursionlimit(old)
+
+
+# the text of code made differentiable again (transform.generated_text) -> the file it was
+# generated from and, per line of the text, the line there
+_SOURCE_LINES: dict[str, tuple[str, dict[int, int]]] = {}
+
+
+def register_source_lines(filename: str, source: str, lines: dict[int, int]) -> None:
+    _SOURCE_LINES[filename] = (source, lines)
+
+
+def _source_place(filename: str, line: int) -> tuple[str, int] | None:
+    """The user's file and line that ``line`` of the generated ``filename`` came from."""
+    for _ in range(64):  # (a text made from a text, one per order)
+        entry = _SOURCE_LINES.get(filename)
+        if entry is None:
+            return None if filename.startswith("<dplus") else (filename, line)
+        filename, lines = entry[0], entry[1]
+        if line not in lines:
+            return None
+        line = lines[line]
+    return None
+
+
+def locate_in_user_code(e: DplusError) -> None:
+    """Name, in a refusal raised while differentiated code ran, the line of the user's code
+    it came from: the innermost frame of code dplus generated from the user's (its names end
+    in ``__plus``/``__backprop``, it runs in the user's module, its lines are the user's). A
+    refusal that names its place already, or raised outside such code, is left as it is."""
+    if getattr(e, "dp_located", False) or not e.args or not isinstance(e.args[0], str):
+        return
+    e.dp_located = True  # type: ignore[attr-defined]
+    if isinstance(e, SyntaxError):
+        return  # (found at transform time: it names its line)
+    place = None
+    tb = e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if ("__plus" in code.co_name or "__backprop" in code.co_name) and not (
+            module == "dplus" or module.startswith("dplus.")
+        ):
+            found = _source_place(code.co_filename, tb.tb_lineno)
+            if found is not None:
+                name = code.co_name.split("__plus", 1)[0].split("__backprop", 1)[0]
+                place = f"{found[0]}, line {found[1]}, in {name}"
+        tb = tb.tb_next
+    if place is not None and place not in e.args[0]:
+        e.args = (f"{e.args[0]} (at {place})",) + e.args[1:]
 
 
 _getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
