@@ -484,7 +484,9 @@ def mark_functions_set_as_attributes(node: ast.FunctionDef | ast.Lambda) -> None
     class, such a function is a method, called from wherever the class is used, so what it
     reads of the enclosing function is kept in cells, as for a method of a class statement."""
     for scope in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
-        body = scope.body if isinstance(scope.body, list) else [ast.Expr(value=scope.body)]
+        body: list[ast.stmt] = (
+            scope.body if isinstance(scope.body, list) else [ast.Expr(value=scope.body)]
+        )
         own = _own_nodes(body)
         defs: dict[str, list[ast.FunctionDef]] = {}
         for n in own:
