@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import gc
+import linecache
 import sys
 import types
 from collections.abc import Callable
@@ -136,21 +138,43 @@ def _outermost(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, An
 
 
 # the text of code made differentiable again (transform.generated_text) -> the file it was
-# generated from and, per line of the text, the line there
-_SOURCE_LINES: dict[str, tuple[str, dict[int, int]]] = {}
+# generated from and the source lines of the text's statements in ast.walk order (made, when
+# a refusal needs it, into a map from the text's lines)
+_SOURCE_LINES: dict[str, tuple[str, Any]] = {}
 
 
-def register_source_lines(filename: str, source: str, lines: dict[int, int]) -> None:
-    _SOURCE_LINES[filename] = (source, lines)
+def register_source_lines(filename: str, source: str, statement_lines: list[int]) -> None:
+    _SOURCE_LINES[filename] = (source, statement_lines)
+
+
+def _line_map(filename: str) -> dict[int, int]:
+    source, lines = _SOURCE_LINES[filename]
+    if isinstance(lines, dict):
+        return lines
+    out: dict[int, int] = {}
+    try:
+        parsed = [
+            n
+            for n in ast.walk(ast.parse("".join(linecache.getlines(filename))))
+            if isinstance(n, ast.stmt)
+        ]
+    except SyntaxError:
+        parsed = []
+    if len(parsed) == len(lines):
+        for node, line in zip(parsed, lines):
+            if line:
+                out.setdefault(node.lineno, line)
+    _SOURCE_LINES[filename] = (source, out)
+    return out
 
 
 def _source_place(filename: str, line: int) -> tuple[str, int] | None:
     """The user's file and line that ``line`` of the generated ``filename`` came from."""
     for _ in range(64):  # (a text made from a text, one per order)
-        entry = _SOURCE_LINES.get(filename)
-        if entry is None:
+        if filename not in _SOURCE_LINES:
             return None if filename.startswith("<dplus") else (filename, line)
-        filename, lines = entry[0], entry[1]
+        lines = _line_map(filename)
+        filename = _SOURCE_LINES[filename][0]
         if line not in lines:
             return None
         line = lines[line]

@@ -29,21 +29,11 @@ def _register_text(f: types.FunctionType, text: str) -> str:
     return filename
 
 
-def source_lines_of_text(module: ast.Module, text: str) -> dict[int, int]:
-    """For the text ``unparse(module)``: each statement's line in the text -> its line in the
-    source it was generated from (refusals raised while it runs name the source's line)."""
-    out: dict[int, int] = {}
-    generated = [n for n in ast.walk(module) if isinstance(n, ast.stmt)]
-    parsed = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.stmt)]
-    if len(generated) != len(parsed):
-        return out
-    for g, p in zip(generated, parsed):
-        if type(g) is not type(p):
-            return {}
-        line = getattr(g, "lineno", None)
-        if line is not None:
-            out.setdefault(p.lineno, line)
-    return out
+def statement_lines(module: ast.Module) -> list[int]:
+    """The source lines of ``module``'s statements, in ``ast.walk`` order: with the text
+    ``unparse(module)``, which has the same statements in that order, they map the text's
+    lines to the source's when a refusal names its place (``runtime.result``)."""
+    return [getattr(n, "lineno", 0) for n in ast.walk(module) if isinstance(n, ast.stmt)]
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:

@@ -38,7 +38,7 @@ from .generated_text import (
     _register_codes,
     _register_text,
     _unique_plus_names,
-    source_lines_of_text,
+    statement_lines,
 )
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
@@ -426,7 +426,7 @@ def _compile(
         # compiled from its own text, registered with linecache, so it can be transformed again
         text = unparse(module) + "\n"
         filename = _register_text(f, text)
-        register_source_lines(filename, src.filename, source_lines_of_text(module, text))
+        register_source_lines(filename, src.filename, statement_lines(module))
         to_compile: Any = text
     else:
         to_compile = module
