@@ -28,7 +28,7 @@ from ..runtime.closures import (
     remember_generated,
 )
 from ..runtime.linear import gen_zero
-from ..runtime.result import ProcResult
+from ..runtime.result import ProcResult, register_source_lines
 from . import persistent_cache
 from .deep_stack import _collector_paused, _deep_stack_when_needed
 from .fused import vector_fused_gradient
@@ -38,6 +38,7 @@ from .generated_text import (
     _register_codes,
     _register_text,
     _unique_plus_names,
+    statement_lines,
 )
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
@@ -451,6 +452,7 @@ def _compile(
         # compiled from its own text, registered with linecache, so it can be transformed again
         text = unparse(module) + "\n"
         filename = _register_text(f, text)
+        register_source_lines(filename, src.filename, statement_lines(module))
         to_compile: Any = text
     else:
         to_compile = module
