@@ -173,6 +173,9 @@ class FastPathRules(Builder):
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
+            if k == "read":
+                num.add(s.targets[0].id)  # (the guard tests the element is a number)
+                continue
             if k in ("unpack", "store", "append"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id

@@ -18,11 +18,13 @@ from ..trees import clone
 from . import syntax
 from .builder_type import FastSegmentParts
 from .ssa import _SSA, _AdjointAccumulator
-from .syntax import C, N, _names_read, assign, attr, call, unpack
+from .syntax import _NUM_TYPES, C, N, S, _names_read, assign, attr, call, unpack
 from .templates import _whole_power_gradient, template_for
 
 if TYPE_CHECKING:
     from .builder_type import Builder
+
+_INDEXED_TYPES = frozenset({list, tuple})  # what a fast segment reads an element of
 
 
 class FastSegment:
@@ -50,6 +52,8 @@ class FastSegment:
         # a displayed list -> its elements' sensitivities (names)
         self.stored: dict[str, list[str]] = {}
         self.displayed: dict[str, Core] = {}
+        # names the forward makes that the SSA does not know (recorded per iteration in a loop)
+        self.fresh_saved: list[str] = []
 
     def build(self) -> FastSegmentParts | None:
         """The segment's fast variant, or None when one of its statements cannot take it."""
@@ -62,6 +66,7 @@ class FastSegment:
             self.REVERSE.get(s.dp_kind, FastSegment.assignment_reverse)(self, s, rule)
         self.acc.finish()
         self.simplify()
+        self.ssa.fast_only = self.fresh_saved
         return self.fwd, self.saved, self.rev, *self.guard()
 
     def save(self, name: str) -> None:
@@ -157,6 +162,60 @@ class FastSegment:
         self.ops.append((s, None))
         return True
 
+    def read_forward(self, s: Any) -> bool:
+        """``v = xs[i]`` read in the guard, after tests that make it a pure read of a number:
+        ``xs`` a list, ``i`` an ``int`` in range, the element a number (``SegmentRules.
+        read_joins`` put it where nothing in the segment runs before it). Out of range, the
+        general variant raises the IndexError where the program would."""
+        b = self.b
+        target, obj, idx = s.targets[0].id, s.value.value.id, s.value.slice
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}
+        if any(
+            n in self.ssa.defined and n not in before_guard
+            for n in [obj] + ([idx.id] if isinstance(idx, ast.Name) else [])
+        ):
+            return False
+        typ = b.helper(type, "type")
+        self.guards.append(
+            ast.Compare(
+                left=call(typ, N(obj)),
+                ops=[ast.In()],
+                comparators=[b.helper(_INDEXED_TYPES, "INDEXED")],
+            )
+        )
+        if isinstance(idx, ast.Name):
+            self.guards.append(
+                ast.Compare(
+                    left=call(clone(typ), N(idx.id)),
+                    ops=[ast.Is()],
+                    comparators=[b.helper(int, "int")],
+                )
+            )
+        n = b.namer.fresh("len")
+        length = ast.NamedExpr(target=S(n), value=call(b.helper(len, "len"), N(obj)))
+        element = ast.NamedExpr(
+            target=S(target), value=ast.Subscript(value=N(obj), slice=clone(idx), ctx=ast.Load())
+        )
+        self.guards += [
+            ast.Compare(
+                left=ast.UnaryOp(op=ast.USub(), operand=length),
+                ops=[ast.LtE(), ast.Lt()],
+                comparators=[clone(idx), N(n)],
+            ),
+            ast.Compare(
+                left=call(clone(typ), element),
+                ops=[ast.In()],
+                comparators=[b.helper(_NUM_TYPES, "NUM")],
+            ),
+        ]
+        self.source[target] = None
+        for x in [obj, n] + ([idx.id] if isinstance(idx, ast.Name) else []):
+            self.save(x)
+        self.fresh_saved.append(n)
+        s.dp_length = n
+        self.ops.append((s, None))
+        return True
+
     def append_forward(self, s: Any) -> bool:
         """A number appended to the comprehension's own list (a list from its start)."""
         comp, _, item = s.value.args
@@ -215,6 +274,27 @@ class FastSegment:
             N(syntax.ABOX),
         )
         self.acc.out.append(unpack(self.stored[L], numbers))
+
+    def read_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """The element's sensitivity into the list's entry, or a tuple's adjoint
+        (``read_back_number_into``)."""
+        b = self.b
+        A = self.acc.take(s.targets[0].id)
+        if A is None:
+            return
+        obj, idx = s.value.value.id, s.value.slice
+        a = b.adj(obj)
+        self.acc.fresh_zero.discard(a)
+        back = call(
+            b.rt("read_back_number_into"),
+            N(a),
+            N(obj),
+            clone(idx),
+            N(s.dp_length),
+            A,
+            N(syntax.ABOX),
+        )
+        self.acc.out.append(assign(a, back))
 
     def append_reverse(self, s: Any, rule: InlineRule | None) -> None:
         """The appended number's sensitivity, off the end of the list's entry."""
@@ -310,10 +390,12 @@ class FastSegment:
         "display": display_forward,
         "store": store_forward,
         "append": append_forward,
+        "read": read_forward,
     }
     REVERSE = {
         "unpack": unpack_reverse,
         "store": store_reverse,
         "append": append_reverse,
         "display": display_reverse,
+        "read": read_reverse,
     }

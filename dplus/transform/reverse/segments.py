@@ -172,6 +172,8 @@ class SegmentRules(Builder):
             v = s.value
             if target in self.boxed:
                 return "general"
+            if self.fast and not self.in_try and self.is_element_read(v):
+                return "read"
             if isinstance(v, ast.Constant):
                 return "nondiff"
             if isinstance(v, ast.Name):
@@ -195,6 +197,46 @@ class SegmentRules(Builder):
                 ):
                     return "inline"
         return "general"
+
+    def is_element_read(self, v: ast.expr) -> bool:
+        """``xs[i]`` on a name with an index held in a name or an ``int`` literal: a fast
+        segment may read it in its guard when ``xs`` is a list and ``i`` an ``int`` in range
+        (first-order code; see :meth:`FastSegment.read_forward`)."""
+        return (
+            isinstance(v, ast.Subscript)
+            and isinstance(v.value, ast.Name)
+            and v.value.id not in self.boxed
+            and (
+                isinstance(v.slice, ast.Name)
+                and v.slice.id not in self.boxed
+                or isinstance(v.slice, ast.Constant)
+                and type(v.slice.value) is int
+            )
+        )
+
+    def read_joins(self, s: Core, cur: list[Core], containers: set[str]) -> bool:
+        """Whether the element read ``s`` may join the fast segment ``cur``: its guard reads
+        the element before any statement of the segment runs, so every statement before it
+        must be pure arithmetic on numbers (nothing that could change the list or raise
+        first), and the list and the index must not be assigned there (leading unpacks run
+        before the guard). A read whose value is itself subscripted (a row of a matrix) is
+        no number: it stays general."""
+        if s.targets[0].id in containers:
+            return False
+        assigned: set[str] = set()
+        for x in cur:
+            k = x.dp_kind
+            if k == "unpack":
+                continue
+            if k not in ("read", "inline", "copy") and not (
+                k == "nondiff" and isinstance(x.value, ast.Constant)
+            ):
+                return False
+            assigned.add(x.targets[0].id)
+        v = s.value
+        return v.value.id not in assigned and not (
+            isinstance(v.slice, ast.Name) and v.slice.id in assigned
+        )
 
     def segments(self, run: list[Core]) -> list[list[Core]]:
         segs: list[list[Core]] = []
@@ -221,12 +263,35 @@ class SegmentRules(Builder):
             for n in walk(st.value)
             if isinstance(n, ast.Name)
         }
+        # names subscripted or whose attributes are read: containers, not numbers
+        containers = (
+            {
+                n.value.id
+                for st in run
+                for n in walk(st)
+                if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+            }
+            if "read" in kinds
+            else set()
+        )
         for position, (s, k) in enumerate(zip(run, kinds)):
+            if k == "read" and not (cur_fast and self.read_joins(s, cur, containers)):
+                # (a read opening a segment leads it: nothing runs before its guard)
+                k = "read" if not cur_fast and s.targets[0].id not in containers else "general"
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store", "append")
+            fastish = k in (
+                "inline",
+                "nondiff",
+                "copy",
+                "unpack",
+                "display",
+                "store",
+                "append",
+                "read",
+            )
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
             if cur and (fastish != cur_fast or leads or _deletes_name(s)):
@@ -300,11 +365,12 @@ class SegmentRules(Builder):
                 list(fast_rec),
                 fast_rev,
                 ssa.copy_back(),
-                list(ssa.defined),
+                list(ssa.defined) + ssa.fast_only,
                 list(numbers),
                 checks,
                 self.numbers_kept(ssa, numbers),
-                any(st.dp_kind in ("store", "append") for st in ssa.stmts),
+                # (a read's reverse writes into Abox too, and its guard reads per iteration)
+                any(st.dp_kind in ("store", "append", "read") for st in ssa.stmts),
             )
         )
         gen_fwd = gen_fwd[
