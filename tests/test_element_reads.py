@@ -282,6 +282,23 @@ def test_a_list_grown_in_the_loop_it_is_read_in():
     check(f, [1.0, 2.0, -0.5], 1.5)
 
 
+def items_by_index(d, a):
+    s = 0.0
+    for i, kv in enumerate(sorted(d.items())):
+        s = s + (i + a) * kv[1]
+    return s
+
+
+def test_elements_of_tuples_a_loop_unpacks():
+    """``kv[1]`` of a tuple the leading unpack made: its sensitivity goes to the unpack's
+    own adjoint of ``kv`` (the persistent one is never read; found by test_containers)."""
+    d = {"a": 1.0, "b": -1.0, "c": 0.5}
+    fast, general = both_ways(items_by_index, d, 0.5)
+    close(fast, general)
+    close(fast[0], {"a": 0.5, "b": 1.5, "c": 2.5})
+    close(fast[1], 1.0 - 1.0 + 0.5)
+
+
 def test_a_tuple_and_a_list_in_one_loop():
     check(dot_index, (1.0, 2.0, 3.0), [0.5, -1.0, 2.0], fd=False)
     fast, general = both_ways(dot_index, (1.0, 2.0, 3.0), [0.5, -1.0, 2.0])

@@ -276,25 +276,16 @@ class FastSegment:
         self.acc.out.append(unpack(self.stored[L], numbers))
 
     def read_reverse(self, s: Any, rule: InlineRule | None) -> None:
-        """The element's sensitivity into the list's entry, or a tuple's adjoint
-        (``read_back_number_into``)."""
-        b = self.b
+        """The element's sensitivity into the list's entry, or into the tuple's adjoint (a
+        local one for a tuple a leading unpack made): ``read_back_number_into``."""
         A = self.acc.take(s.targets[0].id)
         if A is None:
             return
-        obj, idx = s.value.value.id, s.value.slice
-        a = b.adj(obj)
-        self.acc.fresh_zero.discard(a)
-        back = call(
-            b.rt("read_back_number_into"),
-            N(a),
-            N(obj),
-            clone(idx),
-            N(s.dp_length),
-            A,
-            N(syntax.ABOX),
+        obj, idx, back = s.value.value.id, s.value.slice, self.b.rt("read_back_number_into")
+        self.acc.update(
+            obj,
+            lambda adj: call(back, adj, N(obj), clone(idx), N(s.dp_length), A, N(syntax.ABOX)),
         )
-        self.acc.out.append(assign(a, back))
 
     def append_reverse(self, s: Any, rule: InlineRule | None) -> None:
         """The appended number's sensitivity, off the end of the list's entry."""

@@ -136,44 +136,19 @@ class SegmentRules(Builder):
         )
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append' or 'general'.
-
-        'display' and 'store' (first-order code) are ``L = [a, b]`` and ``xs[i] = L`` for a
-        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs.
-        'append' (first-order code) is a comprehension appending a value to its own result
-        list (``_comp.append(x * y)``), which joins the fast segment computing the value."""
+        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append', 'read' or
+        'general' (the first-order container kinds: :meth:`container_kind`)."""
         if getattr(s, "dp_unpack", False):
             return "unpack"
-        if self.fast and not self.in_try and self.is_comprehension_append(s):
-            return "append"
-        if self.fast and not self.in_try and isinstance(s, ast.Assign) and len(s.targets) == 1:
-            t, v = s.targets[0], s.value
-            if (
-                isinstance(t, ast.Name)
-                and isinstance(v, ast.List)
-                and t.id not in self.boxed
-                and self.read_count.get(t.id) == 1
-                and all(isinstance(e, ast.Name) or _is_number_const(e) for e in v.elts)
-            ):
-                return "display"
-            if (
-                isinstance(t, ast.Subscript)
-                and isinstance(t.value, ast.Name)
-                and isinstance(v, ast.Name)
-                and (
-                    isinstance(t.slice, ast.Name)
-                    or isinstance(t.slice, ast.Constant)
-                    and type(t.slice.value) is int
-                )
-            ):
-                return "store"
+        if self.fast and not self.in_try:
+            k = self.container_kind(s)
+            if k is not None:
+                return k
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             target = s.targets[0].id
             v = s.value
             if target in self.boxed:
                 return "general"
-            if self.fast and not self.in_try and self.is_element_read(v):
-                return "read"
             if isinstance(v, ast.Constant):
                 return "nondiff"
             if isinstance(v, ast.Name):
@@ -197,6 +172,41 @@ class SegmentRules(Builder):
                 ):
                     return "inline"
         return "general"
+
+    def container_kind(self, s: ast.stmt) -> str | None:
+        """The kinds of first-order code that read or write containers in a fast segment.
+
+        'display' and 'store' are ``L = [a, b]`` and ``xs[i] = L`` for a list displayed only
+        to be stored: :meth:`segments` keeps them fast only in pairs. 'append' is a
+        comprehension appending a value to its own result list (``_comp.append(x * y)``),
+        which joins the fast segment computing the value. 'read' is ``v = xs[i]``
+        (:meth:`is_element_read`; :meth:`segments` decides where it may join)."""
+        if self.is_comprehension_append(s):
+            return "append"
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            return None
+        t, v = s.targets[0], s.value
+        if isinstance(t, ast.Name) and t.id not in self.boxed:
+            if (
+                isinstance(v, ast.List)
+                and self.read_count.get(t.id) == 1
+                and all(isinstance(e, ast.Name) or _is_number_const(e) for e in v.elts)
+            ):
+                return "display"
+            if self.is_element_read(v):
+                return "read"
+        if (
+            isinstance(t, ast.Subscript)
+            and isinstance(t.value, ast.Name)
+            and isinstance(v, ast.Name)
+            and (
+                isinstance(t.slice, ast.Name)
+                or isinstance(t.slice, ast.Constant)
+                and type(t.slice.value) is int
+            )
+        ):
+            return "store"
+        return None
 
     def is_element_read(self, v: ast.expr) -> bool:
         """``xs[i]`` on a name with an index held in a name or an ``int`` literal: a fast
