@@ -332,3 +332,101 @@ def test_second_order_equals_the_general_path():
         down[j] -= eps
         col = [(p - q) / (2 * eps) for p, q in zip(g(*up), g(*down))]
         close((h[0][j], h[1][j]), tuple(col), tol=1e-4)
+
+
+# --------------------------------------------------------------------------
+# numbers written into list elements (``xs[i] = v``, ``out[i] += ...``, ``pos[i][0] += ...``)
+
+
+def dense_index(W, h, b):
+    out = [0.0] * len(b)
+    for i in range(len(b)):
+        for j in range(len(h)):
+            out[i] += W[i][j] * h[j]
+        out[i] += b[i]
+    return sum(v * v for v in out)
+
+
+def euler(pos, vel, steps):
+    pos = [list(p) for p in pos]
+    vel = [list(v) for v in vel]
+    for _ in range(steps):
+        for i in range(len(pos)):
+            pos[i][0] += 0.1 * vel[i][0]
+            pos[i][1] += 0.1 * vel[i][1]
+            vel[i][0] += 0.1 * (math.sin(pos[i][1]) - 0.2 * vel[i][0])
+    return sum(p[0] * p[1] for p in pos)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_augmented_writes_into_rows_equal_the_general_path(data):
+    n, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    W = [data.draw(st.lists(floats, min_size=m, max_size=m)) for _ in range(n)]
+    h = data.draw(st.lists(floats, min_size=m, max_size=m))
+    b = data.draw(st.lists(floats, min_size=n, max_size=n))
+    fast, general = both_ways(dense_index, W, h, b)
+    close(fast, general, tol=1e-10)
+    eps = 1e-6
+    for j in range(m):
+        up, down = list(h), list(h)
+        up[j] += eps
+        down[j] -= eps
+        fd = (dense_index(W, up, b) - dense_index(W, down, b)) / (2 * eps)
+        assert math.isclose(fast[1][j], fd, rel_tol=1e-5, abs_tol=1e-5)
+    pos = [data.draw(st.tuples(floats, floats)) for _ in range(n)]
+    vel = [data.draw(st.tuples(floats, floats)) for _ in range(n)]
+    fast, general = both_ways(euler, pos, vel, 3)
+    close(fast, general, tol=1e-10)
+
+
+def test_writes_into_the_list_being_read():
+    def f(xs, a):
+        xs = list(xs)
+        for i in range(1, len(xs)):
+            xs[i] = xs[i - 1] * a + xs[i]  # (reads what the last iteration wrote)
+        for i in range(len(xs)):
+            xs[-1 - i] += xs[i] * a  # (negative indices; aliasing within one iteration)
+        return xs[0] * xs[-1] + xs[1]
+
+    check(f, [1.0, -2.0, 0.5], 0.7)
+    check(f, [1.0, -2.0, 3], 2, fd=False)
+
+    @dplus.define_dplus
+    def g(xs, ys, a):
+        for i in range(len(xs)):
+            ys[i] = xs[i] * a
+        return ys[0] + ys[-1] * xs[0]
+
+    def aliased(xs, a):
+        return g(xs, xs, a)
+
+    fast = dplus.grad(aliased)([1.0, 2.0], 3.0)  # ys is xs (each path on a list of its own)
+    with general_paths_only():
+        close(fast, dplus.grad(aliased)([1.0, 2.0], 3.0))
+    close(fast, ([3.0 + 9.0 * 2.0, 9.0], 1.0 + 2.0 * 3.0 * 2.0))  # a x0 + a^2 x0 x1
+
+
+def test_writes_that_raise_or_take_the_general_way():
+    @dplus.define_dplus
+    def f(xs, i, a):
+        y = xs[0] * a
+        xs[i] = y
+        return xs[0] + y
+
+    same_error(f, [1.0, 2.0], 2, 1.0)  # out of range: IndexError at the store
+    same_error(f, (1.0, 2.0), 1, 1.0)  # a tuple: TypeError
+    same_error(f, [1.0, 2.0], 1.0, 1.0)  # a float index
+    for i in (-2, -1, True, 0):  # (each path on a list of its own: f writes into it)
+        fast = dplus.grad(f)([1.0, 2.0], i, 3.0)
+        with general_paths_only():
+            close(fast, dplus.grad(f)([1.0, 2.0], i, 3.0))
+    check(lambda xs, a: f(list(xs), 1, a), [1.0, 2.0], 3.0)
+    check(lambda xs, a: f(list(xs), 0, a), [1.0, 2.0], 3.0)
+
+    def rows_of_tuples(pos, a):
+        for i in range(len(pos)):
+            pos[i][0] += a
+        return a
+
+    same_error(rows_of_tuples, [(1.0, 2.0)], 1.0)

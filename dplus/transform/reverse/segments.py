@@ -18,6 +18,7 @@ from .syntax import (
     N,
     _deletes_name,
     _is_atom,
+    _is_name,
     _is_number_const,
     _locate_all,
     tuple_,
@@ -224,16 +225,14 @@ class SegmentRules(Builder):
             )
         )
 
-    def read_joins(self, s: Core, cur: list[Core], containers: set[str]) -> bool:
+    def read_joins(self, s: Core, cur: list[Core]) -> bool:
         """Whether the element read ``s`` may join the fast segment ``cur``: its guard reads
         the element before any statement of the segment runs, so every statement before it
         must be pure arithmetic on numbers (nothing that could change the list or raise
         first), and the list and the index must not be assigned there (leading unpacks run
-        before the guard). A read whose value is itself subscripted (a row of a matrix) is
-        no number: it stays general."""
-        if s.targets[0].id in containers:
-            return False
+        before the guard), except a list that is a row read just before (``data[i][0]``)."""
         assigned: set[str] = set()
+        rows: set[str] = set()
         for x in cur:
             k = x.dp_kind
             if k == "unpack":
@@ -242,10 +241,60 @@ class SegmentRules(Builder):
                 k == "nondiff" and isinstance(x.value, ast.Constant)
             ):
                 return False
-            assigned.add(x.targets[0].id)
+            (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
         v = s.value
         return v.value.id not in assigned and not (
-            isinstance(v.slice, ast.Name) and v.slice.id in assigned
+            isinstance(v.slice, ast.Name) and (v.slice.id in assigned or v.slice.id in rows)
+        )
+
+    def is_row(self, s: Core, run: list[Core], position: int, kinds: list[str]) -> bool:
+        """``row = data[i]`` read only by the element read right after it (``row[j]``) and
+        by stores into its elements (``row[j] = v``, an augmented assignment): the guard may
+        read it too, testing it is a list or tuple instead of a number."""
+        target = s.targets[0].id
+        if position + 1 >= len(run) or kinds[position + 1] != "read":
+            return False
+        v = run[position + 1].value
+        stores = sum(
+            1
+            for st, k in zip(run[position + 2 :], kinds[position + 2 :])
+            if k in ("store", "write")
+            and _is_name(st.targets[0].value, target)
+            and not _is_name(st.targets[0].slice, target)
+            and not _is_name(st.value, target)
+        )
+        return (
+            v.value.id == target
+            and self.read_count.get(target) == 1 + stores
+            and not _is_name(v.slice, target)
+        )
+
+    def write_joins(self, s: Core, cur: list[Core]) -> bool:
+        """Whether ``xs[i] = v`` may join the fast segment ``cur``: ``v`` a number the segment
+        computed or read; the list and the index are tested by the guard, so neither may be
+        assigned in the segment before it (but a row read there, ``pos[i][0] += ...``)."""
+        t = s.targets[0]
+        if t.value.id in self.boxed or isinstance(t.slice, ast.Name) and t.slice.id in self.boxed:
+            return False
+        assigned = {
+            x.targets[0].id
+            for x in cur
+            if x.dp_kind != "unpack"
+            and isinstance(x.targets[0], ast.Name)
+            and not getattr(x, "dp_row", False)
+        }
+        rows = {x.targets[0].id for x in cur if getattr(x, "dp_row", False)}
+        numbers = {
+            x.targets[0].id
+            for x in cur
+            if x.dp_kind == "inline" or x.dp_kind == "read" and not getattr(x, "dp_row", False)
+        }
+        if s.value.id not in numbers:
+            return False  # (a value from elsewhere may be no number: the guard would fail)
+        return not (
+            t.value.id in assigned
+            or isinstance(t.slice, ast.Name)
+            and (t.slice.id in assigned or t.slice.id in rows)
         )
 
     def segments(self, run: list[Core]) -> list[list[Core]]:
@@ -261,8 +310,11 @@ class SegmentRules(Builder):
         for j, (s, k) in enumerate(zip(run, kinds)):
             if k == "store" and displays.get(s.value.id, j) < j:
                 paired.update((displays[s.value.id], j))
+        # a store of something else may still join as a number written into a list
         kinds = [
-            ("general" if k in ("display", "store") and i not in paired else k)
+            (("write" if k == "store" else "general") if k in ("display", "store") else k)
+            if i not in paired
+            else k
             for i, k in enumerate(kinds)
         ]
         # where each name is last read by arithmetic (a copy or a return takes a complex as it is)
@@ -285,9 +337,18 @@ class SegmentRules(Builder):
             else set()
         )
         for position, (s, k) in enumerate(zip(run, kinds)):
-            if k == "read" and not (cur_fast and self.read_joins(s, cur, containers)):
+            if k == "read":
+                # a read whose value is subscripted or has attributes read is no number: it
+                # stays general, unless it is a row read by the element read after it
+                row = self.is_row(s, run, position, kinds)
+                if s.targets[0].id in containers and not row:
+                    k = "general"
+                elif cur_fast and not self.read_joins(s, cur):
+                    k = "general"
                 # (a read opening a segment leads it: nothing runs before its guard)
-                k = "read" if not cur_fast and s.targets[0].id not in containers else "general"
+                s.dp_row = row and k == "read"
+            if k == "write" and not (cur_fast and self.write_joins(s, cur)):
+                k = "general"
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
@@ -301,6 +362,7 @@ class SegmentRules(Builder):
                 "store",
                 "append",
                 "read",
+                "write",
             )
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
@@ -380,7 +442,7 @@ class SegmentRules(Builder):
                 checks,
                 self.numbers_kept(ssa, numbers),
                 # (a read's reverse writes into Abox too, and its guard reads per iteration)
-                any(st.dp_kind in ("store", "append", "read") for st in ssa.stmts),
+                any(st.dp_kind in ("store", "append", "read", "write") for st in ssa.stmts),
             )
         )
         gen_fwd = gen_fwd[
