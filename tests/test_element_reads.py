@@ -430,3 +430,29 @@ def test_writes_that_raise_or_take_the_general_way():
         return a
 
     same_error(rows_of_tuples, [(1.0, 2.0)], 1.0)
+
+
+def test_an_unbound_list_raises_where_the_program_does():
+    """The guard reads lists before the segment's arithmetic runs: a list unbound there
+    must not turn the program's ZeroDivisionError into an UnboundLocalError."""
+
+    def read_after_division(a):
+        if a > 5:
+            xs = [2.0]
+        y = 1.0 / a
+        return y * xs[0]
+
+    @dplus.define_dplus
+    def write_after_division(a, i):
+        if a > 5:
+            out = [0.0]
+        y = 1.0 / a
+        out[i] = y * a
+        return out[0]
+
+    same_error(read_after_division, 0.0)
+    same_error(read_after_division, 1.0)
+    same_error(write_after_division, 0.0, 0)
+    same_error(write_after_division, 1.0, 0)
+    check(read_after_division, 6.0)
+    check(lambda a: write_after_division(a, 0), 6.0, fd=False)

@@ -234,17 +234,32 @@ class SegmentRules(Builder):
         assigned: set[str] = set()
         rows: set[str] = set()
         for x in cur:
-            k = x.dp_kind
-            if k == "unpack":
+            if x.dp_kind == "unpack":
                 continue
-            if k not in ("read", "inline", "copy") and not (
-                k == "nondiff" and isinstance(x.value, ast.Constant)
-            ):
+            if not self.cannot_raise(x):
                 return False
             (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
         v = s.value
         return v.value.id not in assigned and not (
             isinstance(v.slice, ast.Name) and (v.slice.id in assigned or v.slice.id in rows)
+        )
+
+    def cannot_raise(self, x: Core) -> bool:
+        """A statement of a fast segment that neither raises nor changes a list: a read, a
+        copy, a constant, ``+``, ``-`` or ``*`` on numbers. An element read may follow only
+        these in its segment, as its guard runs before them: were the list unbound there,
+        the guard's error must be the one the program raises first."""
+        k = x.dp_kind
+        if k in ("read", "copy"):
+            return True
+        v = x.value
+        if k == "nondiff":
+            return isinstance(v, ast.Constant)
+        return k == "inline" and (
+            isinstance(v, ast.BinOp)
+            and type(v.op) in (ast.Add, ast.Sub, ast.Mult)
+            or isinstance(v, ast.UnaryOp)
+            and type(v.op) in (ast.USub, ast.UAdd)
         )
 
     def is_row(self, s: Core, run: list[Core], position: int, kinds: list[str]) -> bool:
@@ -291,6 +306,19 @@ class SegmentRules(Builder):
         }
         if s.value.id not in numbers:
             return False  # (a value from elsewhere may be no number: the guard would fail)
+        # the guard tests the list and the index before the segment runs: names a read
+        # before it in the segment reads too (where the program would fail first, were one
+        # unbound), or nothing before it may raise
+        read_here = {x.value.value.id for x in cur if x.dp_kind == "read"} | {
+            x.value.slice.id
+            for x in cur
+            if x.dp_kind == "read" and isinstance(x.value.slice, ast.Name)
+        }
+        tested = [t.value.id] + ([t.slice.id] if isinstance(t.slice, ast.Name) else [])
+        if not all(n in read_here or n in rows for n in tested) and not all(
+            x.dp_kind == "unpack" or self.cannot_raise(x) for x in cur
+        ):
+            return False
         return not (
             t.value.id in assigned
             or isinstance(t.slice, ast.Name)
