@@ -262,7 +262,7 @@ class FastSegment:
                 left=clone(idx), op=ast.Add(), right=call(b.helper(len, "len"), N(obj))
             ),
         )
-        if isinstance(idx, ast.Constant) and idx.value >= 0:
+        if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0:
             position = C(idx.value)
         self.fwd += [
             ast.copy_location(ast.Assign(targets=[clone(t)], value=N(v.id)), s),
