@@ -107,6 +107,27 @@ def read_back_into(
     return accumulate(adj, obj, read_back(obj, idx, kind, v, A, Abox), Abox)
 
 
+def read_back_number_into(
+    adj: Any, obj: list | tuple, idx: int, n: int, A: Any, Abox: BoxSensitivities
+) -> Any:
+    """The reverse of a fast segment's ``v = obj[idx]``, ``obj`` a list or tuple of length
+    ``n`` when read, ``idx`` an ``int`` in range, ``v`` a number (its guard tested all four):
+    what :func:`read_back_into` does then. Returns the new adjoint of ``obj`` (a tuple's;
+    a list's sensitivities live in its entry)."""
+    if A is Z or A is None:
+        return adj
+    i = idx + n if idx < 0 else idx
+    if type(obj) is tuple:
+        return accumulate(adj, obj, OneHot(i, A, n), Abox)
+    found = Abox._entries.get(id(obj))
+    entry = Abox.list_entry(obj, n) if found is None else found[1]
+    prev = entry[i]
+    entry[i] = (
+        A if prev is Z else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+    )
+    return adj
+
+
 def list_display_parts(A: Any, lst: list, n: int, Abox: BoxSensitivities) -> tuple:
     """The reverse of ``lst = [a, b, ...]``: the sensitivities of the ``n`` elements
     (``A`` handed in, then the list's entry taken out of ``Abox``: before, it did not exist)."""

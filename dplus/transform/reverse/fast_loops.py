@@ -399,7 +399,10 @@ class FastLoopRules(Builder):
         reverse starts, every iteration's contributions are zero and the loop is skipped (a
         dense layer's row behind an inactive ReLU). An adjoint only added to (``a = a + c``,
         ``a = c if a is Z else a + c``) propagates nothing."""
-        from_abox = {self.rt("store_display_numbers").id, self.rt("append_back_number").id}
+        from_abox = {
+            self.rt(name).id
+            for name in ("store_display_numbers", "append_back_number", "write_back")
+        }
         if any(isinstance(n, ast.Name) and n.id in from_abox for st in body for n in walk(st)):
             # (a store's or a comprehension append's reverse moves sensitivities out of Abox:
             # never skipped)

@@ -173,7 +173,11 @@ class FastPathRules(Builder):
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
-            if k in ("unpack", "store", "append"):
+            if k == "read":
+                if not getattr(s, "dp_row", False):
+                    num.add(s.targets[0].id)  # (the guard tests the element is a number)
+                continue
+            if k in ("unpack", "store", "append", "write"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id
             v = s.value

@@ -18,11 +18,13 @@ from ..trees import clone
 from . import syntax
 from .builder_type import FastSegmentParts
 from .ssa import _SSA, _AdjointAccumulator
-from .syntax import C, N, _names_read, assign, attr, call, unpack
+from .syntax import _NUM_TYPES, C, N, S, _names_read, assign, attr, call, unpack
 from .templates import _whole_power_gradient, template_for
 
 if TYPE_CHECKING:
     from .builder_type import Builder
+
+_INDEXED_TYPES = frozenset({list, tuple})  # what a fast segment reads an element of
 
 
 class FastSegment:
@@ -50,6 +52,9 @@ class FastSegment:
         # a displayed list -> its elements' sensitivities (names)
         self.stored: dict[str, list[str]] = {}
         self.displayed: dict[str, Core] = {}
+        # names the forward makes that the SSA does not know (recorded per iteration in a loop)
+        self.fresh_saved: list[str] = []
+        self.rows: set[str] = set()  # row reads' targets (lists or tuples the guard read)
 
     def build(self) -> FastSegmentParts | None:
         """The segment's fast variant, or None when one of its statements cannot take it."""
@@ -62,6 +67,7 @@ class FastSegment:
             self.REVERSE.get(s.dp_kind, FastSegment.assignment_reverse)(self, s, rule)
         self.acc.finish()
         self.simplify()
+        self.ssa.fast_only = self.fresh_saved
         return self.fwd, self.saved, self.rev, *self.guard()
 
     def save(self, name: str) -> None:
@@ -157,6 +163,118 @@ class FastSegment:
         self.ops.append((s, None))
         return True
 
+    def read_forward(self, s: Any) -> bool:
+        """``v = xs[i]`` read in the guard, after tests that make it a pure read of a number:
+        ``xs`` a list or tuple, ``i`` an ``int`` in range, the element a number (``SegmentRules.
+        read_joins`` put it where nothing in the segment runs before it). A row read just
+        for the element read after it (``data[i][0]``) tests its element is a list or tuple.
+        Out of range, the general variant raises the IndexError where the program would."""
+        b = self.b
+        target, obj, idx = s.targets[0].id, s.value.value.id, s.value.slice
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}
+        if any(
+            n in self.ssa.defined and n not in before_guard and n not in self.rows
+            for n in [obj] + ([idx.id] if isinstance(idx, ast.Name) else [])
+        ) or (isinstance(idx, ast.Name) and idx.id in self.rows):
+            return False
+        typ = b.helper(type, "type")
+        indexed = b.helper(_INDEXED_TYPES, "INDEXED")
+        if obj not in self.rows:  # (a row's type is tested where it is read)
+            self.guards.append(
+                ast.Compare(left=call(typ, N(obj)), ops=[ast.In()], comparators=[indexed])
+            )
+        if isinstance(idx, ast.Name):
+            self.guards.append(
+                ast.Compare(
+                    left=call(clone(typ), N(idx.id)),
+                    ops=[ast.Is()],
+                    comparators=[b.helper(int, "int")],
+                )
+            )
+        n = b.namer.fresh("len")
+        length = ast.NamedExpr(target=S(n), value=call(b.helper(len, "len"), N(obj)))
+        element = ast.NamedExpr(
+            target=S(target), value=ast.Subscript(value=N(obj), slice=clone(idx), ctx=ast.Load())
+        )
+        row = getattr(s, "dp_row", False)
+        self.guards += [
+            ast.Compare(
+                left=ast.UnaryOp(op=ast.USub(), operand=length),
+                ops=[ast.LtE(), ast.Lt()],
+                comparators=[clone(idx), N(n)],
+            ),
+            ast.Compare(
+                left=call(clone(typ), element),
+                ops=[ast.In()],
+                comparators=[clone(indexed) if row else b.helper(_NUM_TYPES, "NUM")],
+            ),
+        ]
+        if row:
+            self.rows.add(target)
+            self.source[target] = ""  # (no number: only the element read after it reads it)
+            self.save(target)
+        else:
+            self.source[target] = None
+        for x in [obj, n] + ([idx.id] if isinstance(idx, ast.Name) else []):
+            self.save(x)
+        self.fresh_saved.append(n)
+        s.dp_length = n
+        self.ops.append((s, None))
+        return True
+
+    def write_forward(self, s: Any) -> bool:
+        """``xs[i] = v``, ``v`` a number: ``xs`` a list and ``i`` an ``int`` (the guard
+        tests them: unchanged since, or a row this guard read); stored where the program
+        stores it, so an index out of range raises there."""
+        b, t, v = self.b, s.targets[0], s.value
+        obj, idx = t.value.id, t.slice
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}
+        if (
+            v.id in self.displayed
+            or any(
+                n in self.ssa.defined and n not in before_guard and n not in self.rows
+                for n in [obj] + ([idx.id] if isinstance(idx, ast.Name) else [])
+            )
+            or isinstance(idx, ast.Name)
+            and idx.id in self.rows
+            or not self.must_be_numbers([v])
+        ):
+            return False
+        typ = b.helper(type, "type")
+        self.guards.append(
+            ast.Compare(
+                left=call(typ, N(obj)), ops=[ast.Is()], comparators=[b.helper(list, "list")]
+            )
+        )
+        if isinstance(idx, ast.Name):
+            self.guards.append(
+                ast.Compare(
+                    left=call(clone(typ), N(idx.id)),
+                    ops=[ast.Is()],
+                    comparators=[b.helper(int, "int")],
+                )
+            )
+        w = b.namer.fresh("write")
+        position: ast.expr = ast.IfExp(
+            test=ast.Compare(left=clone(idx), ops=[ast.GtE()], comparators=[C(0)]),
+            body=clone(idx),
+            orelse=ast.BinOp(
+                left=clone(idx), op=ast.Add(), right=call(b.helper(len, "len"), N(obj))
+            ),
+        )
+        if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0:
+            position = C(idx.value)
+        self.fwd += [
+            ast.copy_location(ast.Assign(targets=[clone(t)], value=N(v.id)), s),
+            ast.copy_location(assign(w, position), s),
+        ]
+        self.save(obj)
+        self.save(w)
+        self.fresh_saved.append(w)
+        s.dp_write = w
+        self.ops.append((s, None))
+        return True
+
     def append_forward(self, s: Any) -> bool:
         """A number appended to the comprehension's own list (a list from its start)."""
         comp, _, item = s.value.args
@@ -215,6 +333,35 @@ class FastSegment:
             N(syntax.ABOX),
         )
         self.acc.out.append(unpack(self.stored[L], numbers))
+
+    def read_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """The element's sensitivity into the list's entry, or into the tuple's adjoint (a
+        local one for a tuple a leading unpack or a row read made): ``read_back_number_into``;
+        a row's by the general ``read_back_into``."""
+        target = s.targets[0].id
+        A = self.acc.take(target)
+        if A is None:
+            return
+        obj, idx, Abox = s.value.value.id, s.value.slice, N(syntax.ABOX)
+        if target in self.rows:
+            back = self.b.rt("read_back_into")
+            rest = [N(s.dp_length), N(target), A, Abox]
+        else:
+            back = self.b.rt("read_back_number_into")
+            rest = [N(s.dp_length), A, Abox]
+        self.acc.update(obj, lambda adj: call(back, adj, N(obj), clone(idx), *rest))
+
+    def write_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """The slot's sensitivity, moved out of the list's entry to the number stored."""
+        b = self.b
+        moved = call(b.rt("write_back"), N(s.targets[0].value.id), N(s.dp_write), N(syntax.ABOX))
+        v = s.value.id
+        if b.is_module_constant(v):
+            self.acc.out.append(ast.Expr(moved))
+            return
+        back = b.namer.fresh("s")
+        self.acc.out.append(assign(back, moved))
+        self.acc.add(v, N(back))
 
     def append_reverse(self, s: Any, rule: InlineRule | None) -> None:
         """The appended number's sensitivity, off the end of the list's entry."""
@@ -310,10 +457,14 @@ class FastSegment:
         "display": display_forward,
         "store": store_forward,
         "append": append_forward,
+        "read": read_forward,
+        "write": write_forward,
     }
     REVERSE = {
         "unpack": unpack_reverse,
         "store": store_reverse,
         "append": append_reverse,
         "display": display_reverse,
+        "read": read_reverse,
+        "write": write_reverse,
     }

@@ -18,6 +18,7 @@ from .syntax import (
     N,
     _deletes_name,
     _is_atom,
+    _is_name,
     _is_number_const,
     _locate_all,
     tuple_,
@@ -138,37 +139,14 @@ class SegmentRules(Builder):
         )
 
     def kind(self, s: ast.stmt) -> str:
-        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append' or 'general'.
-
-        'display' and 'store' (first-order code) are ``L = [a, b]`` and ``xs[i] = L`` for a
-        list displayed only to be stored: :meth:`segments` keeps them fast only in pairs.
-        'append' (first-order code) is a comprehension appending a value to its own result
-        list (``_comp.append(x * y)``), which joins the fast segment computing the value."""
+        """'inline', 'nondiff', 'copy', 'unpack', 'display', 'store', 'append', 'read' or
+        'general' (the first-order container kinds: :meth:`container_kind`)."""
         if getattr(s, "dp_unpack", False):
             return "unpack"
-        if self.fast and not self.in_try and self.is_comprehension_append(s):
-            return "append"
-        if self.fast and not self.in_try and isinstance(s, ast.Assign) and len(s.targets) == 1:
-            t, v = s.targets[0], s.value
-            if (
-                isinstance(t, ast.Name)
-                and isinstance(v, ast.List)
-                and t.id not in self.boxed
-                and self.read_count.get(t.id) == 1
-                and all(isinstance(e, ast.Name) or _is_number_const(e) for e in v.elts)
-            ):
-                return "display"
-            if (
-                isinstance(t, ast.Subscript)
-                and isinstance(t.value, ast.Name)
-                and isinstance(v, ast.Name)
-                and (
-                    isinstance(t.slice, ast.Name)
-                    or isinstance(t.slice, ast.Constant)
-                    and type(t.slice.value) is int
-                )
-            ):
-                return "store"
+        if self.fast and not self.in_try:
+            k = self.container_kind(s)
+            if k is not None:
+                return k
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
             target = s.targets[0].id
             v = s.value
@@ -198,6 +176,157 @@ class SegmentRules(Builder):
                     return "inline"
         return "general"
 
+    def container_kind(self, s: ast.stmt) -> str | None:
+        """The kinds of first-order code that read or write containers in a fast segment.
+
+        'display' and 'store' are ``L = [a, b]`` and ``xs[i] = L`` for a list displayed only
+        to be stored: :meth:`segments` keeps them fast only in pairs. 'append' is a
+        comprehension appending a value to its own result list (``_comp.append(x * y)``),
+        which joins the fast segment computing the value. 'read' is ``v = xs[i]``
+        (:meth:`is_element_read`; :meth:`segments` decides where it may join)."""
+        if self.is_comprehension_append(s):
+            return "append"
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            return None
+        t, v = s.targets[0], s.value
+        if isinstance(t, ast.Name) and t.id not in self.boxed:
+            if (
+                isinstance(v, ast.List)
+                and self.read_count.get(t.id) == 1
+                and all(isinstance(e, ast.Name) or _is_number_const(e) for e in v.elts)
+            ):
+                return "display"
+            if self.is_element_read(v):
+                return "read"
+        if (
+            isinstance(t, ast.Subscript)
+            and isinstance(t.value, ast.Name)
+            and isinstance(v, ast.Name)
+            and (
+                isinstance(t.slice, ast.Name)
+                or isinstance(t.slice, ast.Constant)
+                and type(t.slice.value) is int
+            )
+        ):
+            return "store"
+        return None
+
+    def is_element_read(self, v: ast.expr) -> bool:
+        """``xs[i]`` on a name with an index held in a name or an ``int`` literal: a fast
+        segment may read it in its guard when ``xs`` is a list and ``i`` an ``int`` in range
+        (first-order code; see :meth:`FastSegment.read_forward`)."""
+        return (
+            isinstance(v, ast.Subscript)
+            and isinstance(v.value, ast.Name)
+            and v.value.id not in self.boxed
+            and (
+                isinstance(v.slice, ast.Name)
+                and v.slice.id not in self.boxed
+                or isinstance(v.slice, ast.Constant)
+                and type(v.slice.value) is int
+            )
+        )
+
+    def read_joins(self, s: Core, cur: list[Core]) -> bool:
+        """Whether the element read ``s`` may join the fast segment ``cur``: its guard reads
+        the element before any statement of the segment runs, so every statement before it
+        must be pure arithmetic on numbers (nothing that could change the list or raise
+        first), and the list and the index must not be assigned there (leading unpacks run
+        before the guard), except a list that is a row read just before (``data[i][0]``)."""
+        assigned: set[str] = set()
+        rows: set[str] = set()
+        for x in cur:
+            if x.dp_kind == "unpack":
+                continue
+            if not self.cannot_raise(x):
+                return False
+            (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
+        v = s.value
+        return v.value.id not in assigned and not (
+            isinstance(v.slice, ast.Name) and (v.slice.id in assigned or v.slice.id in rows)
+        )
+
+    def cannot_raise(self, x: Core) -> bool:
+        """A statement of a fast segment that neither raises nor changes a list: a read, a
+        copy, a constant, ``+``, ``-`` or ``*`` on numbers. An element read may follow only
+        these in its segment, as its guard runs before them: were the list unbound there,
+        the guard's error must be the one the program raises first."""
+        k = x.dp_kind
+        if k in ("read", "copy"):
+            return True
+        v = x.value
+        if k == "nondiff":
+            return isinstance(v, ast.Constant)
+        return k == "inline" and (
+            isinstance(v, ast.BinOp)
+            and type(v.op) in (ast.Add, ast.Sub, ast.Mult)
+            or isinstance(v, ast.UnaryOp)
+            and type(v.op) in (ast.USub, ast.UAdd)
+        )
+
+    def is_row(self, s: Core, run: list[Core], position: int, kinds: list[str]) -> bool:
+        """``row = data[i]`` read only by the element read right after it (``row[j]``) and
+        by stores into its elements (``row[j] = v``, an augmented assignment): the guard may
+        read it too, testing it is a list or tuple instead of a number."""
+        target = s.targets[0].id
+        if position + 1 >= len(run) or kinds[position + 1] != "read":
+            return False
+        v = run[position + 1].value
+        stores = sum(
+            1
+            for st, k in zip(run[position + 2 :], kinds[position + 2 :])
+            if k in ("store", "write")
+            and _is_name(st.targets[0].value, target)
+            and not _is_name(st.targets[0].slice, target)
+            and not _is_name(st.value, target)
+        )
+        return (
+            v.value.id == target
+            and self.read_count.get(target) == 1 + stores
+            and not _is_name(v.slice, target)
+        )
+
+    def write_joins(self, s: Core, cur: list[Core]) -> bool:
+        """Whether ``xs[i] = v`` may join the fast segment ``cur``: ``v`` a number the segment
+        computed or read; the list and the index are tested by the guard, so neither may be
+        assigned in the segment before it (but a row read there, ``pos[i][0] += ...``)."""
+        t = s.targets[0]
+        if t.value.id in self.boxed or isinstance(t.slice, ast.Name) and t.slice.id in self.boxed:
+            return False
+        assigned = {
+            x.targets[0].id
+            for x in cur
+            if x.dp_kind != "unpack"
+            and isinstance(x.targets[0], ast.Name)
+            and not getattr(x, "dp_row", False)
+        }
+        rows = {x.targets[0].id for x in cur if getattr(x, "dp_row", False)}
+        numbers = {
+            x.targets[0].id
+            for x in cur
+            if x.dp_kind == "inline" or x.dp_kind == "read" and not getattr(x, "dp_row", False)
+        }
+        if s.value.id not in numbers:
+            return False  # (a value from elsewhere may be no number: the guard would fail)
+        # the guard tests the list and the index before the segment runs: names a read
+        # before it in the segment reads too (where the program would fail first, were one
+        # unbound), or nothing before it may raise
+        read_here = {x.value.value.id for x in cur if x.dp_kind == "read"} | {
+            x.value.slice.id
+            for x in cur
+            if x.dp_kind == "read" and isinstance(x.value.slice, ast.Name)
+        }
+        tested = [t.value.id] + ([t.slice.id] if isinstance(t.slice, ast.Name) else [])
+        if not all(n in read_here or n in rows for n in tested) and not all(
+            x.dp_kind == "unpack" or self.cannot_raise(x) for x in cur
+        ):
+            return False
+        return not (
+            t.value.id in assigned
+            or isinstance(t.slice, ast.Name)
+            and (t.slice.id in assigned or t.slice.id in rows)
+        )
+
     def segments(self, run: list[Core]) -> list[list[Core]]:
         segs: list[list[Core]] = []
         cur: list[Core] = []
@@ -211,8 +340,11 @@ class SegmentRules(Builder):
         for j, (s, k) in enumerate(zip(run, kinds)):
             if k == "store" and displays.get(s.value.id, j) < j:
                 paired.update((displays[s.value.id], j))
+        # a store of something else may still join as a number written into a list
         kinds = [
-            ("general" if k in ("display", "store") and i not in paired else k)
+            (("write" if k == "store" else "general") if k in ("display", "store") else k)
+            if i not in paired
+            else k
             for i, k in enumerate(kinds)
         ]
         # where each name is last read by arithmetic (a copy or a return takes a complex as it is)
@@ -223,12 +355,45 @@ class SegmentRules(Builder):
             for n in walk(st.value)
             if isinstance(n, ast.Name)
         }
+        # names subscripted or whose attributes are read: containers, not numbers
+        containers = (
+            {
+                n.value.id
+                for st in run
+                for n in walk(st)
+                if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+            }
+            if "read" in kinds
+            else set()
+        )
         for position, (s, k) in enumerate(zip(run, kinds)):
+            if k == "read":
+                # a read whose value is subscripted or has attributes read is no number: it
+                # stays general, unless it is a row read by the element read after it
+                row = self.is_row(s, run, position, kinds)
+                if s.targets[0].id in containers and not row:
+                    k = "general"
+                elif cur_fast and not self.read_joins(s, cur):
+                    k = "general"
+                # (a read opening a segment leads it: nothing runs before its guard)
+                s.dp_row = row and k == "read"
+            if k == "write" and not (cur_fast and self.write_joins(s, cur)):
+                k = "general"
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
                 continue
-            fastish = k in ("inline", "nondiff", "copy", "unpack", "display", "store", "append")
+            fastish = k in (
+                "inline",
+                "nondiff",
+                "copy",
+                "unpack",
+                "display",
+                "store",
+                "append",
+                "read",
+                "write",
+            )
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
             if cur and (fastish != cur_fast or leads or _deletes_name(s)):
@@ -302,11 +467,12 @@ class SegmentRules(Builder):
                 list(fast_rec),
                 fast_rev,
                 ssa.copy_back(),
-                list(ssa.defined),
+                list(ssa.defined) + ssa.fast_only,
                 list(numbers),
                 checks,
                 self.numbers_kept(ssa, numbers),
-                any(st.dp_kind in ("store", "append") for st in ssa.stmts),
+                # (a read's reverse writes into Abox too, and its guard reads per iteration)
+                any(st.dp_kind in ("store", "append", "read", "write") for st in ssa.stmts),
             )
         )
         gen_fwd = gen_fwd[

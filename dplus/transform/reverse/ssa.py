@@ -28,6 +28,7 @@ class _SSA:
         self.stmts: list[Core] = []
         self.local_temps: set[str] = set()
         self.input_reads: dict[str, int] = {}  # reads of names this segment does not define first
+        self.fast_only: list[str] = []  # names only the fast variant assigns (a read's length)
         reads: dict[str, int] = {}
         numeric: set[str] = set()  # user variables a fast-path statement defines here
         copies: set[str] = set()  # names a copy of another name defines here
