@@ -104,6 +104,9 @@ class FunctionBuilder(
         self.read_count: dict[str, int] = {}
         self.store_count: dict[str, int] = {}
         self.defined_before: set[str] = set()  # names the statements before, in this block, assign
+        # names certainly bound here: the parameters, and what the statements before, in this
+        # block and the blocks around it, assign (a guard may read them before the segment)
+        self.bound_here: set[str] = set(ir.scope.params)
         # loop targets bound to a tuple on every iteration (items of the builtin zip and enumerate)
         self.tuple_items: set[str] = set()
         # straight-line code (no loop, try or with): every record is made at most once per
@@ -253,6 +256,8 @@ class FunctionBuilder(
         run: list[ast.stmt] = []
         outer_defined = self.defined_before
         self.defined_before = set(bound)
+        outer_bound = self.bound_here
+        self.bound_here = outer_bound | set(bound)
 
         def flush() -> None:
             if run:
@@ -262,6 +267,7 @@ class FunctionBuilder(
                     rev_parts.append(r)
                     for st in seg:
                         self.defined_before.update(_assigned_names(st))
+                        self.bound_here.update(_assigned_names(st))
                 run.clear()
 
         for s in stmts:
@@ -280,6 +286,7 @@ class FunctionBuilder(
             rev_parts.append(r)
         flush()
         self.defined_before = outer_defined
+        self.bound_here = outer_bound
         rev: list[ast.stmt] = []
         for part in reversed(rev_parts):
             rev.extend(part)

@@ -120,13 +120,15 @@ class FastLoopRules(Builder):
         fresh = getattr(s, "dp_fresh_iter", False)
         src_name = self.namer.fresh("loop_src")
         src: ast.expr = clone(s.iter) if fresh else N(src_name)
+        test_first, test = self.guard_test(clone(fast.guard))
         prefix_loop: ast.stmt = ast.For(
             target=clone(item_target),
             iter=N(iterv),
             body=[
                 *lead,
+                *test_first,
                 ast.If(
-                    test=clone(fast.guard),
+                    test=test,
                     body=prefix_body,
                     orelse=[assign(pend, tuple_([item])), ast.Break()],
                 ),

@@ -21,6 +21,7 @@ from .syntax import (
     _is_name,
     _is_number_const,
     _locate_all,
+    assign,
     tuple_,
     unpack,
 )
@@ -121,6 +122,35 @@ class SegmentRules(Builder):
             isinstance(a, ast.Constant) or isinstance(a, ast.Name) and self.is_module_constant(a.id)
             for a in operands
         ) and not any(isinstance(a, ast.Starred) for a in v.args)
+
+    def guard_test(self, guard: ast.expr) -> tuple[list[ast.stmt], ast.expr]:
+        """Statements to run first and the test choosing a segment's fast variant. The guard
+        reads the segment's inputs before any of its statements runs: one that may be unbound
+        here (assigned only on some paths) makes the guard fail, and the general variant runs
+        the statements in order, raising where the program raises (a division by zero before
+        the read of the unbound name)."""
+        scope = self.ir.scope
+        maybe_unbound = any(
+            isinstance(n, ast.Name)
+            and n.id in scope.assigned
+            and n.id not in self.bound_here
+            and n.id not in self.boxed
+            for n in walk(guard)
+        )
+        if not maybe_unbound:
+            return [], guard
+        ok = self.namer.fresh("fast")
+        attempt = ast.Try(
+            body=[assign(ok, guard)],
+            handlers=[
+                ast.ExceptHandler(
+                    type=self.helper(NameError, "NameError"), name=None, body=[assign(ok, C(False))]
+                )
+            ],
+            orelse=[],
+            finalbody=[],
+        )
+        return [attempt], N(ok)
 
     def is_module_constant(self, name: str) -> bool:
         """``name`` is read from the module (or builtins) and never bound in this function:
@@ -481,9 +511,11 @@ class SegmentRules(Builder):
         rec = self.namer.fresh("rec")
         fwd_fast = fast_fwd + [self.push(tuple_([C(True)] + [N(x) for x in fast_rec]), rec)]
         fwd_gen = gen_fwd + [self.push(tuple_([C(False)] + [N(x) for x in gen_rec]), rec)]
+        test_first, test = self.guard_test(guard)
         fwd = (
             ssa.leading_unpacks()
-            + [ast.If(test=guard, body=fwd_fast, orelse=fwd_gen)]
+            + test_first
+            + [ast.If(test=test, body=fwd_fast, orelse=fwd_gen)]
             + ssa.copy_back()
         )
         rev = ([] if self.straight else self.pop_into([rec], whole=True)) + [
