@@ -706,3 +706,22 @@ def test_third_derivative_through_list_concatenation_and_repetition(x):
     assert math.isclose(d3(repeat_once)(x), 6.0, rel_tol=1e-12)
     assert math.isclose(d3(in_place_concat)(x), 6.0, rel_tol=1e-12)
     assert math.isclose(d3(in_place_repeat)(x), 60.0 * x * x, rel_tol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# N6 (seed 9100144, second order): `A ** 2` of a constant array beside `math.pow` of an
+# argument raised a raw TypeError from the float pow rule chosen for the array; fixed on
+# main since (the operator router picks the rule by operand), kept here as a regression test
+
+
+def _constant_array_power_beside_math_pow(x1, x2, x3):
+    A4 = np.arange(9.0).reshape(3, 3)
+    A7 = A4**2
+    v10 = math.pow(x1, 2)
+    return x1 * v10 + x2 * x3 + float(np.max(A7, axis=1)[-1]) * x3 * x3
+
+
+@pytest.mark.parametrize("args", [(0.43, 0.62, 0.39), (-1.1, 0.7, 2.0), (1.9, -0.3, -0.8)])
+def test_constant_array_power_beside_math_pow(args):
+    check_first_order(_constant_array_power_beside_math_pow, *args)
+    check_second_order(_constant_array_power_beside_math_pow, *args)
