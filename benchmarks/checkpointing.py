@@ -97,6 +97,7 @@ exact = reset_peak()
 base = status_mib("VmRSS") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 load = os.getloadavg()[0]
 t0 = time.perf_counter()
+c0 = time.process_time()
 try:
     value, g = run(n)
 except MemoryError:
@@ -105,8 +106,9 @@ except MemoryError:
     print(json.dumps({"error": f"MemoryError after {dt:.0f} s", "load": load}))
     sys.exit(0)
 dt = time.perf_counter() - t0
+cpu = time.process_time() - c0
 peak = status_mib("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"time": dt, "peak_mib": peak - base, "grad": g, "load": load,
+print(json.dumps({"time": dt, "cpu": cpu, "peak_mib": peak - base, "grad": g, "load": load,
                   "load_after": os.getloadavg()[0]}))
 """
 
@@ -146,6 +148,8 @@ def _cell(n: int, schedule: str, snapshots: int | None = None) -> dict:
         return {"error": last, "limit_gib": limit / 1024**3}
     cell = json.loads(r.stdout.strip().splitlines()[-1])
     cell["limit_gib"] = limit / 1024**3
+    shown = {key: value for key, value in cell.items() if key != "grad"}
+    print(f"checkpoint n={n} {schedule}: {shown}", file=sys.stderr, flush=True)
     return cell
 
 
@@ -166,9 +170,19 @@ def run_checkpointing(cfg: Any, out: Any) -> None:
     out(
         "Checkpointing a long simulation (4 particles, n Euler steps; gradient in c and v0; each cell a fresh "
         "process, after a warm-up call; memory: peak RSS during the call above the RSS before it; load: the 1-minute load "
-        f"average when the cell started, on {os.cpu_count()} cores):"
+        f"average when the cell started / ended, on {os.cpu_count()} cores; CPU time: the process's own, which other load "
+        "changes less than the wall clock):"
     )
-    header = ["n", "schedule", "time", "ratio to primal", "peak memory", "gradient", "load"]
+    header = [
+        "n",
+        "schedule",
+        "CPU time",
+        "wall time",
+        "CPU / primal CPU",
+        "peak memory",
+        "gradient",
+        "load",
+    ]
     rows = []
     schedules: list[tuple[str, str, int | None]] = [
         ("plain", "plain loop", None),
@@ -191,6 +205,7 @@ def run_checkpointing(cfg: Any, out: Any) -> None:
                         "",
                         "",
                         "",
+                        "",
                         f"{cell.get('load', float('nan')):.1f}",
                     ]
                 )
@@ -199,16 +214,17 @@ def run_checkpointing(cfg: Any, out: Any) -> None:
                 same = "reference"
             else:
                 same = "matches" if _matches(cell["grad"], reference) == "yes" else "DIFFERS"
-            ratio = cell["time"] / primal["time"] if primal.get("time") else float("nan")
+            ratio = cell["cpu"] / primal["cpu"] if primal.get("cpu") else float("nan")
             rows.append(
                 [
                     f"{n:,}",
                     label,
+                    f"{cell['cpu']:.1f} s",
                     f"{cell['time']:.1f} s",
                     f"{ratio:.0f}x",
                     _mib(cell["peak_mib"]),
                     same,
-                    f"{cell['load']:.1f}",
+                    f"{cell['load']:.1f} / {cell['load_after']:.1f}",
                 ]
             )
         if "time" in primal:
@@ -216,11 +232,12 @@ def run_checkpointing(cfg: Any, out: Any) -> None:
                 [
                     f"{n:,}",
                     "(primal)",
+                    f"{primal['cpu']:.2f} s",
                     f"{primal['time']:.2f} s",
                     "1x",
                     _mib(primal["peak_mib"]),
                     "",
-                    f"{primal['load']:.1f}",
+                    f"{primal['load']:.1f} / {primal['load_after']:.1f}",
                 ]
             )
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]

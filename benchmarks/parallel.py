@@ -90,17 +90,30 @@ def main():
     def total_in_process(p, q):
         return sum(one((p, q), item) for item in items)
 
+    def workers_cpu():
+        # (each worker process's own CPU seconds so far: what other load changes least)
+        if backend == "dask":
+            return list(client.run(time.process_time).values())
+        if backend == "ray":
+            n = client.count()
+            return client.at(range(n), time.process_time, [()] * n)
+        return []
+
     dplus.define_dplus(total)
     g = dplus.grad(total)(*params)  # warm-up: transformation on the driver and the workers
-    times = []
+    runs = []
     for _ in range(3):
-        t0 = time.perf_counter()
+        w0, c0, t0 = workers_cpu(), time.process_time(), time.perf_counter()
         g = dplus.grad(total)(*params)
-        times.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
+        w1 = workers_cpu()
+        runs.append({"time": t1 - t0, "cpu": c1 - c0, "workers_cpu": [b - a for a, b in zip(w0, w1)]})
+    best = min(runs, key=lambda run: run["time"])
+    t0, c0 = time.perf_counter(), time.process_time()
     total_in_process(*params)
-    primal_time = time.perf_counter() - t0
-    print(json.dumps({"time": min(times), "grad": g, "primal_time": primal_time, "load": load}))
+    primal_time, primal_cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({**best, "grad": g, "primal_time": primal_time, "primal_cpu": primal_cpu,
+                      "load": load, "load_after": os.getloadavg()[0]}))
     if backend == "dask":
         client.close()
     elif backend == "ray":
@@ -125,8 +138,12 @@ def _cell(workload: str, size: int, backend: str, workers: int) -> dict:
             cwd=tmp,
         )
     if r.returncode:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+        cell = {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    else:
+        cell = json.loads(r.stdout.strip().splitlines()[-1])
+    shown = {key: value for key, value in cell.items() if key != "grad"}
+    print(f"parallel {workload} {size} {backend} x{workers}: {shown}", file=sys.stderr, flush=True)
+    return cell
 
 
 def _same(cell: dict, reference: dict) -> str:
@@ -141,6 +158,10 @@ def _table(out: Any, header: list[str], rows: list[list[str]]) -> None:
     out("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for r in rows:
         out("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def _load(cell: dict) -> str:
+    return f"{cell['load']:.1f} / {cell['load_after']:.1f}"
 
 
 def _has(module: str) -> bool:
@@ -172,9 +193,19 @@ def run_parallel(cfg: Any, out: Any) -> None:
     ]
     out(
         "dplus.parallel.map (gradient time, best of 3 after a warm-up; workers are processes, 1 thread each; "
-        f"load: the 1-minute load average when the cell started, on {os.cpu_count()} cores):"
+        "CPU: the CPU seconds of the driver process and of each worker process during that gradient; "
+        f"load: the 1-minute load average when the cell started / ended, on {os.cpu_count()} cores):"
     )
-    header = ["workload", "where", "gradient time", "vs 1 worker", "gradient matches", "load"]
+    header = [
+        "workload",
+        "where",
+        "gradient time",
+        "vs 1 worker",
+        "CPU: driver",
+        "CPU: each worker",
+        "gradient matches",
+        "load",
+    ]
     rows = []
     for workload, size, title in cases:
         label = title.format(size=size)
@@ -189,7 +220,7 @@ def run_parallel(cfg: Any, out: Any) -> None:
                 else f"{dict(backends)[backend]}, {workers} worker{'s' * (workers > 1)}"
             )
             if "error" in cell:
-                rows.append([label, where, "error: " + cell["error"][:80], "", "", ""])
+                rows.append([label, where, "error: " + cell["error"][:80], "", "", "", "", ""])
                 continue
             if workers == 1:
                 one_worker[backend] = cell["time"]
@@ -199,7 +230,18 @@ def run_parallel(cfg: Any, out: Any) -> None:
                 else ""
             )
             same = "reference" if backend == "none" else _same(cell, reference)
-            rows.append([label, where, f"{cell['time']:.3f} s", speed, same, f"{cell['load']:.1f}"])
+            rows.append(
+                [
+                    label,
+                    where,
+                    f"{cell['time']:.3f} s",
+                    speed,
+                    f"{cell['cpu']:.3f} s",
+                    ", ".join(f"{c:.3f} s" for c in cell["workers_cpu"]),
+                    same,
+                    _load(cell),
+                ]
+            )
         if "primal_time" in reference:
             rows.append(
                 [
@@ -207,8 +249,10 @@ def run_parallel(cfg: Any, out: Any) -> None:
                     "primal, in process",
                     f"{reference['primal_time']:.3f} s",
                     "",
+                    f"{reference['primal_cpu']:.3f} s",
                     "",
-                    f"{reference['load']:.1f}",
+                    "",
+                    _load(reference),
                 ]
             )
     _table(out, header, rows)
@@ -216,25 +260,36 @@ def run_parallel(cfg: Any, out: Any) -> None:
     out()
     out(
         "Overhead per task against the task's size (16 tasks of one item, an item a loop of m steps; "
-        "one worker; overhead = (time on the worker - time in process) / 16):"
+        "one worker; overhead = (time on the worker - time in process) / 16; CPU overhead = (CPU seconds of the "
+        "driver and the worker - CPU seconds in process) / 16):"
     )
-    header = ["m", "task (in process)", "where", "task (1 worker)", "overhead per task", "load"]
+    header = [
+        "m",
+        "task (in process)",
+        "where",
+        "task (1 worker)",
+        "overhead per task",
+        "CPU overhead per task",
+        "load",
+    ]
     rows = []
     for m in [10, 1_000] if cfg.quick else [10, 100, 1_000, 10_000]:
         here = _cell("tasks", m, "none", 0)
         if "error" in here:
-            rows.append([f"{m:,}", "error: " + here["error"][:80], "", "", "", ""])
+            rows.append([f"{m:,}", "error: " + here["error"][:80], "", "", "", "", ""])
             continue
         per_task_here = here["time"] / 16
         for backend, name in backends:
             cell = _cell("tasks", m, backend, 1)
             if "error" in cell:
-                rows.append([f"{m:,}", "", name, "error: " + cell["error"][:80], "", ""])
+                rows.append([f"{m:,}", "", name, "error: " + cell["error"][:80], "", "", ""])
                 continue
             if _same(cell, here) != "yes":
-                rows.append([f"{m:,}", "", name, "gradient differs", "", ""])
+                rows.append([f"{m:,}", "", name, "gradient differs", "", "", ""])
                 continue
             per_task = cell["time"] / 16
+            # (CPU: the driver's and the worker's seconds against the in-process run's)
+            cpu_per_task = (cell["cpu"] + sum(cell["workers_cpu"]) - here["cpu"]) / 16
             rows.append(
                 [
                     f"{m:,}",
@@ -242,7 +297,8 @@ def run_parallel(cfg: Any, out: Any) -> None:
                     name,
                     f"{per_task * 1e3:.2f} ms",
                     f"{(per_task - per_task_here) * 1e3:.2f} ms",
-                    f"{cell['load']:.1f}",
+                    f"{cpu_per_task * 1e3:.2f} ms",
+                    _load(cell),
                 ]
             )
     _table(out, header, rows)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import funcs
+from .arrays import run_arrays
 from .bigfn import run_bigfn
 from .cells import REL_TOL, Cell, JitWorker, run_cell
 from .checkpointing import run_checkpointing
@@ -28,6 +29,7 @@ from .workloads.styles import STYLE_BY_NAME
 
 SECTIONS = (
     "table",
+    "arrays",
     "scaling",
     "memory",
     "nested",
@@ -691,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
         run_table(cfg, workloads, out)
     if "styles" in sections:
         run_styles(cfg, out, styles or None)
+    if "arrays" in sections:
+        run_arrays(cfg, out)
     for name in sections:
         if name in parts:
             out("\n".join(parts[name].lines).rstrip("\n"))

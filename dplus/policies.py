@@ -83,8 +83,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                 if not is_zero_sensitivity(mutable_sensitivity_of(v, Abox)):
                     _refuse_internal_again(op)
                     raise UnknownTransformError(
-                        f"no derivative is known for {_where(op, op_name)}, and it changed a "
-                        f"{type(v).__name__} it was given whose contents the result depends on. {_FIX}"
+                        f"no derivative is known for {_where(op, op_name)}, and it changed "
+                        f"{_what_changed(v)} it was given whose contents the result depends on. {_FIX}"
                     )
             if array_changes:
                 # the arrays it changed get back their old values, which the operations before
@@ -113,6 +113,10 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     return unknown_plus
 
 
+def _what_changed(v: Any) -> str:
+    return f"the class {v.__qualname__!r}" if isinstance(v, type) else f"a {type(v).__name__}"
+
+
 # dplus's own code (rule code keeping sensitivities of elements) met at a higher order, by
 # function: what the user's code did, named in the refusal instead of dplus's internals
 INTERNAL_AGAIN: dict[Any, str] = {}
@@ -132,6 +136,15 @@ def _refuse_internal_again(op: Any) -> None:
     if what is not None:
         raise NonDifferentiableError(
             f"derivatives of derivatives through {what} are not supported yet{_INTERNAL_FIX}"
+        )
+    handed = getattr(fn, "__dict__", {}).get("__dplus_primal_of__")
+    if handed is not None:  # (runtime.core.as_plain_callable)
+        raise NonDifferentiableError(
+            f"dplus cannot differentiate a call of {describe_callable(handed)}: it was handed to "
+            "code dplus does not differentiate, which kept it (as a method, an attribute, in a "
+            "container) for a later call. Make the function that keeps it differentiable "
+            "(@dplus.define_dplus, or pass it a number so that dplus transforms it), or call "
+            "the function where it is made"
         )
     raise NonDifferentiableError(
         f"dplus reached its own {describe_callable(op)}, which has no derivative, while differentiating your "

@@ -30,6 +30,7 @@ _LIST_LIKE = (list, collections.deque)
 
 _ATTR_RULES: dict[tuple[type, str], Any] = {}
 
+
 # A subclass of list or dict may override a method in Python. Where the program calls the
 # method (``xs.append(v)``, ``d[k] = v``), the override runs and is differentiated from its
 # source; these rules describe the builtin methods, which the override reaches through
@@ -37,7 +38,16 @@ _ATTR_RULES: dict[tuple[type, str], Any] = {}
 # builtin itself (``list.append(xs, v)``) when the instance's class overrides the method; it
 # keeps the method syntax otherwise, which is what the rule's code differentiated again
 # (second order) handles natively.
-_EXACT_CONTAINERS = frozenset({list, tuple, dict})
+def _numpy_array_type() -> tuple[type, ...]:
+    try:  # (dplus.runtime.memory imports NumPy already when it is installed)
+        from numpy import ndarray
+    except ImportError:  # pragma: no cover - NumPy is an optional extra
+        return ()
+    return (ndarray,)
+
+
+# exact types whose item methods are the builtin ones (a subclass may override them in Python)
+_EXACT_CONTAINERS = frozenset({list, tuple, dict, *_numpy_array_type()})
 _PYTHON_OVERRIDES: dict[tuple[type, str], Any] = {}
 
 

@@ -11,11 +11,12 @@ from typing import Any
 
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
+from dplus.runtime.classes import attribute_value
 from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
-from dplus.runtime.registry import lookup_transform
+from dplus.runtime.registry import lookup_transform, register_primitive
 from dplus.runtime.result import ProcResult
 
 from .container_reads import (
@@ -209,7 +210,7 @@ def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
     other than a ``Box``); False: nothing was done, the caller takes the rule."""
     if type(obj) is Box or not is_tracked_mutable(obj):
         return False
-    setattr(obj, name, v)
+    setattr(obj, name, attribute_value(obj, name, v))
     return True
 
 
@@ -221,6 +222,22 @@ def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tup
     return (), Z, None, entry.pop(name, Z)
 
 
+def _attribute_value_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    """What ``setattr`` stores, at the next order: ``v``'s sensitivity is the stored value's."""
+
+    def attribute_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        return (), gen_zero, None, A
+
+    return ProcResult(attribute_value(obj, name, v), attribute_value_backprop)
+
+
+register_primitive(
+    attribute_value,
+    _attribute_value_plus,
+    note="internal: what setattr stores (a method standing for a plus-function), at the next order",
+)
+
+
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
         raise NonDifferentiableError(
@@ -228,7 +245,7 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
-    setattr(obj, name, v)
+    setattr(obj, name, attribute_value(obj, name, v))
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

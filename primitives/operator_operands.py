@@ -25,6 +25,17 @@ def _np() -> Any:
     return sys.modules.get("numpy")
 
 
+def _numpy_array_type() -> Any:
+    try:  # (dplus.runtime.memory imports NumPy already when it is installed)
+        from numpy import ndarray
+    except ImportError:  # pragma: no cover - NumPy is an optional extra
+        return type("NoArray", (), {})
+    return ndarray
+
+
+_ndarray: Any = _numpy_array_type()
+
+
 # ---------------------------------------------------------------------------
 # fitting a computed sensitivity to its argument: real part for real arguments,
 # broadcasting undone for arrays, nothing for bools and gen_zero
@@ -41,6 +52,14 @@ def _fit(g: Any, v: Any) -> Any:
             return g
         if tg is complex:
             return g.real
+    elif (
+        tv is _ndarray
+        and type(g) is _ndarray
+        and g.shape == v.shape
+        and g.dtype == v.dtype
+        and v.dtype.kind in "fc"
+    ):
+        return g  # (what _fit_slow gives: nothing broadcast, no real part, the same dtype)
     return _fit_slow(g, v)  # (an array sensitivity of a number broadcast against an array: summed)
 
 
@@ -128,7 +147,7 @@ register_primitive(_fit, _fit_plus, note="projection of a sensitivity onto its a
 def _is_numeric(v: Any) -> bool:
     """Numbers, bools, gen_zero, NumPy arrays and scalars: the arithmetic rules apply."""
     t = type(v)
-    if t in _SCALAR or t is bool or t is GenZero:
+    if t in _SCALAR or t is bool or t is GenZero or t is _ndarray:
         return True
     if isinstance(v, numbers.Number):
         return True

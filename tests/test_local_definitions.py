@@ -13,8 +13,11 @@ earlier behaviour): a generator whose values end is checked at second order too.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import itertools
 import math
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -213,7 +216,44 @@ def class_init_subclass_call(x):
     return t(x) + sum(map(t, [x, 1.0])) + U.w * U.total + len(Base.registry)
 
 
+SHADOWED = 0.7  # (a module global that a class body reads past the function's own ``SHADOWED``)
+
+
+def class_body_reads_module_scope(x):
+    SHADOWED = x * 2.0
+
+    class C:
+        SHADOWED = SHADOWED + x  # the module's SHADOWED, as Python reads it
+        scaled = SHADOWED * x  # the namespace's, now
+        if x > 1.0:
+            extra = x * x
+        total = 0.0
+        total += scaled
+        len = len  # a builtin, read the same way
+
+    return C.SHADOWED * C.scaled + getattr(C, "extra", 0.0) + C.total + C.len([1, 2])
+
+
+def function_set_as_a_method(x):
+    class T:
+        def __init__(self, v):
+            self.v = v
+
+    y = x * 3.0
+
+    def scaled(self, k):
+        return self.v * y * k
+
+    T.m = lambda self: self.v * x + y
+    T.scaled = scaled
+    T.twice = lambda self: 2.0 * self.v * x
+    t = T(x * x)
+    return t.m() + t.scaled(x) + T(x).twice()
+
+
 CLASSES = [
+    class_body_reads_module_scope,
+    function_set_as_a_method,
     class_slots_nonlocal_shared_attribute,
     class_init_subclass_call,
     class_attribute_and_method,
@@ -255,6 +295,67 @@ def test_local_class_behaves_as_in_python():
     plain = f(1.0)
     assert dplus.lift_dplus(f)(1.0).primal == plain
     assert plain[0].endswith("f.<locals>.P") and plain[1] == "doc"
+
+
+def test_function_set_as_a_method_whose_captures_dplus_cannot_see_is_refused_by_name():
+    @dplus.define_dplus
+    def install(cls, fn, k):
+        cls.m = fn  # (set here, made in f: f does not see that it becomes a method)
+        cls.k = k
+
+    def install_natively(cls, fn):  # (not differentiated: the unknown-function policy)
+        cls.m = fn
+
+    def f(x):
+        class T:
+            pass
+
+        y = x * x
+        install(T, lambda self: y * self.k, x)
+        return T().m()
+
+    def g(x):
+        class T:
+            pass
+
+        y = x * x
+        install_natively(T, lambda self: y)
+        return T().m()
+
+    assert f(1.5) == 1.5**3 and g(1.5) == 2.25
+    with pytest.raises(dplus.NonDifferentiableError, match=r"method 'm' of the class .*T'"):
+        dplus.grad(f)(1.5)
+    with pytest.raises(dplus.NonDifferentiableError, match="handed to code dplus does not"):
+        dplus.grad(g)(1.5)
+
+
+def test_a_class_changed_by_code_dplus_does_not_see_is_refused_by_name():
+    def set_k(cls, k):
+        cls.k = k * 2.0
+
+    def f(x):
+        class T:
+            pass
+
+        set_k(T, x)
+        return T.k
+
+    assert f(1.5) == 3.0
+    with pytest.raises(dplus.DplusError, match=r"set_k.*changed the class '.*f.<locals>.T'"):
+        dplus.grad(f)(1.5)
+
+
+def test_class_body_read_of_an_unbound_name_raises_name_error_as_python():
+    def f(x):
+        class C:
+            undefined_here = undefined_here  # noqa: F821
+
+        return x
+
+    with pytest.raises(NameError, match="undefined_here"):
+        f(1.0)
+    with pytest.raises(NameError, match="undefined_here"):
+        dplus.grad(f)(1.0)
 
 
 # ---------------------------------------------------------------------------
@@ -455,3 +556,123 @@ def test_next_of_a_generator_refused_at_second_order_by_name():
     assert dplus.grad(f)(0.5) == (3.0 * 0.25,)
     with pytest.raises(dplus.NonDifferentiableError, match="next"):
         dplus.hessian(f)(0.5)
+
+
+# ---------------------------------------------------------------------------
+# what stays refused at higher orders names the construct, the user's line and a fix
+
+
+def set_of_floats_again(x):
+    t = {x, 2.0 * x}  # MARK
+    return sum(sorted(t)) * x
+
+
+def cached_nested_def_again(x):
+    @functools.cache
+    def sq(k):
+        return x * k * k
+
+    return sq(2) + sq(2) + sq(3)  # MARK
+
+
+def lazy_zip_kept_again(x):
+    xs = [x, 2.0 * x]
+    z = zip(xs, [1.0, 2.0])  # MARK
+    s = 0.0
+    for a, b in z:
+        s += a * b
+    return s
+
+
+def next_of_generator_again(x):
+    def g():
+        yield x
+        yield x * x
+
+    it = g()
+    return next(it) * next(it)  # MARK
+
+
+def _line_of_mark(fn):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if "# MARK" in line)
+
+
+@pytest.mark.parametrize(
+    "f, construct, fix",
+    [
+        (set_of_floats_again, "elements of sets", "tuples"),
+        (cached_nested_def_again, "functools.cache", "leave the cache out"),
+        (lazy_zip_kept_again, r"zip\(\) iterated lazily", r"list\(zip"),
+        (next_of_generator_again, "next", "as a list"),
+    ],
+)
+def test_refusals_at_second_order_name_the_construct_the_line_and_a_fix(f, construct, fix):
+    dplus.grad(f)(0.8)  # (first order: supported)
+    with pytest.raises(dplus.DplusError) as info:
+        dplus.hessian(f)(0.8)
+    msg = str(info.value)
+    assert re.search(construct, msg) and re.search(fix, msg), msg
+    assert f"{__file__}, line {_line_of_mark(f)}, in {f.__name__})" in msg, msg
+
+
+# ---------------------------------------------------------------------------
+# the rest of issue #28's Python, at second order
+
+import bisect  # noqa: E402
+import collections  # noqa: E402
+import heapq  # noqa: E402
+
+LAST = 0.0
+
+
+def global_written_and_read(x):
+    global LAST
+    LAST = x * x
+    return LAST * math.sin(x)
+
+
+def heap_deque_counter_insort(x):
+    h = []
+    for v in (x, x * x, 2.0):
+        heapq.heappush(h, v)
+    d = collections.deque([x, 2.0])
+    d.appendleft(math.exp(x))
+    c = collections.Counter({"a": x})
+    xs = [1.0, 3.0]
+    bisect.insort(xs, x)
+    return heapq.heappop(h) * x + d.popleft() * d.pop() + c["a"] * xs[0] * xs[1]
+
+
+@pytest.mark.parametrize("f", [global_written_and_read, heap_deque_counter_insort])
+@pytest.mark.parametrize("x", [0.4, 0.9, 1.6])
+def test_globals_and_standard_containers_second_order(f, x):
+    check_second_order(f, x)
+
+
+class Holder:
+    pass
+
+
+def module_class_attribute_written(x):
+    Holder.b = x * x  # (a class of the module: its attribute carries the sensitivity)
+    h = Holder()
+    return Holder.b * math.sin(x) + h.b * x
+
+
+@SETTINGS
+@given(x=XS)
+def test_module_class_attribute_written_first_order(x):
+    check_first_order(module_class_attribute_written, x)
+
+
+@pytest.mark.parametrize("x", [0.4, 0.9, 1.6])
+def test_module_class_attribute_written_second_and_third_order(x):
+    check_second_order(module_class_attribute_written, x)
+
+    def cube_through_class(u):
+        Holder.c = u
+        return Holder.c * u * u
+
+    third = dplus.grad1(dplus.grad1(dplus.grad1(cube_through_class)))
+    assert third(x) == pytest.approx(6.0, abs=1e-9)

@@ -30,6 +30,7 @@ from typing import Any
 from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime.boxes import Box, BoxSensitivities
+from ..runtime.classes import local_owner
 from ..runtime.fold import Snapshot, fold, fold_arguments, keyword_dict_sensitivity
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray
@@ -481,6 +482,7 @@ for _helper in (
     mark_derived(_helper, "rule helper")
 
 defnondiff(_mutables_in)  # (structure: which lists and dicts a value holds)
+defnondiff(local_owner)  # (structure: the class whose entry holds an attribute's sensitivity)
 
 for _method in (BoxSensitivities.list_entry, BoxSensitivities.map_entry):
     register_primitive(

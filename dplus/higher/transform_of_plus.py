@@ -94,6 +94,9 @@ def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types
                 f"dplus cannot differentiate {describe_callable(P)} again: the variable {name!r} is not available"
             )
     again = types.FunctionType(code, P.__globals__, code.co_name, P.__defaults__, tuple(closure))
+    again.__dplus_constant_freevars__ = frozenset(  # type: ignore[attr-defined]
+        n for n in code.co_freevars if n in nest.constant_names
+    )
     if P.__kwdefaults__:
         again.__kwdefaults__ = {
             k.replace(_prefix_of(P), nest.prefix, 1): v for k, v in P.__kwdefaults__.items()

@@ -21,15 +21,17 @@ import types
 import weakref
 from typing import Any
 
+from ..errors import NonDifferentiableError
 from ..markers import mark
 from .boxes import BoxSensitivities
-from .closures import is_plus_function
+from .closures import closure_values, is_plus_function
 from .linear import gen_zero
 from .result import ProcResult, call_plus
 
 __all__ = [
     "build_class_plus",
     "standing_for",
+    "attribute_value",
     "is_local_class",
     "local_owner",
     "raw_attribute",
@@ -58,8 +60,34 @@ def standing_for(plus: Any, name: str | None = None, qualname: str | None = None
     return mark(primal_only, STANDS_FOR, plus)
 
 
+def attribute_value(obj: Any, name: str, v: Any) -> Any:
+    """What ``obj.name = v`` stores: a plus-function set on a class (``T.m = lambda self:
+    ...``) is stored as a plain function standing for it, as the class statement stores
+    its methods, so that Python calls it as a method and gets its primal."""
+    if isinstance(obj, type):
+        # (a class differentiated code writes to holds values with sensitivities from now on,
+        # kept under it in the box-sensitivity map as a local class's: local_owner)
+        try:
+            _LOCAL_CLASSES.add(obj)
+        except TypeError:
+            pass
+    if isinstance(obj, type) and is_plus_function(v):
+        if any(c is not None for c in closure_values(v)):
+            # (its captures' sensitivities travel with the function value, which Python's call
+            # of a method does not hand back: only a function whose captures are in cells fits)
+            raise NonDifferentiableError(
+                f"dplus cannot differentiate the function set as the method {name!r} of the class "
+                f"{obj.__qualname__!r}: it reads variables of the function that made it, and "
+                "dplus does not see that it becomes a method where it is made. Set it on the "
+                f"class in that function ({obj.__name__}.{name} = ...), or define it in the "
+                "class statement"
+            )
+        return standing_for(v, name, f"{obj.__qualname__}.{name}")
+    return v
+
+
 def is_local_class(cls: Any) -> bool:
-    """A class built by differentiated code."""
+    """A class built by differentiated code, or one whose attribute it assigned."""
     try:
         return cls in _LOCAL_CLASSES
     except TypeError:

@@ -14,6 +14,7 @@ from typing import Any, cast
 from ..errors import NonDifferentiableError
 from . import memory as _memory
 from .boxes import Box, BoxSensitivities
+from .classes import is_local_class
 from .closures import closure_values
 from .core import CellKey
 from .handover import _as_items, is_tracked_mutable, only_floats
@@ -117,7 +118,7 @@ def layouts(values: Any) -> list[tuple[Any, Any]]:
                 seen.add(id(m))
                 out.append((m, ArrayContents(m)))
             continue
-        if not is_tracked_mutable(v) or t is CellKey or id(v) in seen:
+        if not (is_tracked_mutable(v) or is_local_class(v)) or t is CellKey or id(v) in seen:
             continue
         seen.add(id(v))
         items = _container_items(v)
@@ -148,6 +149,8 @@ def _container_items(v: Any) -> tuple | None:
         return tuple(v)
     if type(v) is Box:
         return (v.value,)
+    if isinstance(v, type):  # (a class built by differentiated code: its own attributes)
+        return tuple(v.__dict__.items())
     try:
         return tuple(object_attributes(v).items())
     except Exception:
@@ -197,6 +200,9 @@ def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
         return fold_arguments(v, gen_zero, Abox)
     if type(v) is tuple:
         return tuple(mutable_sensitivity_of(e, Abox) for e in v)
+    if is_local_class(v):  # (its attributes' sensitivities, by name: runtime.classes)
+        entry = Abox.get(v)
+        return gen_zero if entry is gen_zero or not entry else tuple(entry.values())
     return gen_zero
 
 

@@ -104,7 +104,7 @@ def _tracked_owner(a: Any) -> Any:
     """``a``'s owner when its memory is tracked and can carry sensitivity, else None."""
     if not _TRACKED or a.dtype.kind not in "fc":
         return None
-    m = memory_owner(a)
+    m = a if a.base is None else memory_owner(a)
     ref = _TRACKED.get(id(m))
     if ref is None or ref() is not m:
         return None
@@ -180,7 +180,9 @@ def positions(a: Any, owner: Any) -> Any:
 
 
 def _real_if_needed(s: Any, view: Any) -> Any:
-    if view.dtype.kind == "f" and np.iscomplexobj(s):
+    if view.dtype.kind != "f":
+        return s
+    if s.dtype.kind == "c" if type(s) is _ndarray else np.iscomplexobj(s):
         return np.real(s)
     return s
 

@@ -29,6 +29,13 @@ def _register_text(f: types.FunctionType, text: str) -> str:
     return filename
 
 
+def statement_lines(module: ast.Module) -> list[int]:
+    """The source lines of ``module``'s statements, in ``ast.walk`` order: with the text
+    ``unparse(module)``, which has the same statements in that order, they map the text's
+    lines to the source's when a refusal names its place (``runtime.result``)."""
+    return [getattr(n, "lineno", 0) for n in ast.walk(module) if isinstance(n, ast.stmt)]
+
+
 def _cell_holds(cell: Any, value: Any) -> bool:
     try:
         return cell.cell_contents is value

@@ -4,7 +4,8 @@ A variable captured by a nested function and also rebound (assigned more than on
 loop, or through ``nonlocal``) is *boxed*: its sensitivity travels through the
 box-sensitivity map under a per-invocation key, so late binding differentiates correctly.
 So is every variable a method of a class defined inside reads (its def is marked
-``dp_method``): a method is called from wherever the class is used.
+``dp_method``; a function set as an attribute, ``T.m = lambda self: ...``, is marked
+``dp_escapes_as_method``): a method is called from wherever the class is used.
 """
 
 from __future__ import annotations
@@ -184,7 +185,10 @@ def _analyse(node: FunctionNode) -> Scope:
     # boxed: every local a method of a class defined here reads (class_statements.py: a
     # method may be called from anywhere, so what it reads carries its sensitivity in a cell)
     for child in scope.children:
-        read = child.free if getattr(child.node, "dp_method", None) else child.method_free
+        method = getattr(child.node, "dp_method", None) or getattr(
+            child.node, "dp_escapes_as_method", False
+        )
+        read = child.free if method else child.method_free
         for name in read:
             if name in local:
                 scope.boxed.add(name)

@@ -28,7 +28,7 @@ from ..runtime.closures import (
     remember_generated,
 )
 from ..runtime.linear import gen_zero
-from ..runtime.result import ProcResult
+from ..runtime.result import ProcResult, register_source_lines
 from . import persistent_cache
 from .deep_stack import _collector_paused, _deep_stack_when_needed
 from .fused import vector_fused_gradient
@@ -38,6 +38,7 @@ from .generated_text import (
     _register_codes,
     _register_text,
     _unique_plus_names,
+    statement_lines,
 )
 from .inline import inline_calls, remember_guards
 from .normalize.core import Namer
@@ -71,6 +72,14 @@ class Compiled:
     fused: types.CodeType | None = None  # grad in one function, for a one-segment float body
     _text: str | None = None
     guards: tuple[str, ...] = ()  # the helper names of inlined functions (inline.py's guards)
+    # the free variables of the plus-function that hold constants (its helpers and the
+    # constants it was given): the differentiable-again form tells the next order so
+    constant_names: frozenset[str] = frozenset()
+    # (the plus-function's code or else the fused one, f's free variables) -> where each
+    # free variable's cell comes from
+    closure_plans: dict[tuple[bool, tuple[str, ...]], tuple[Any, ...]] = attrs.field(
+        factory=dict, eq=False
+    )
 
     @property
     def source(self) -> str:
@@ -160,18 +169,33 @@ _UNSPECIALIZED = CodeMap()
 def _closure_for(
     compiled: Compiled, f: types.FunctionType, code: types.CodeType | None = None
 ) -> tuple:
-    user_cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
-    cells = []
-    for name in (code or compiled.code).co_freevars:
-        if name in user_cells:
-            cells.append(user_cells[name])
+    """The cells of the plus-function's free variables: ``f``'s own, and the helpers'."""
+    code = code or compiled.code
+    key = (code is compiled.code, f.__code__.co_freevars)
+    plan = compiled.closure_plans.get(key)
+    if plan is None:
+        plan = compiled.closure_plans[key] = _closure_plan(compiled, f, code)
+    user = f.__closure__ or ()
+    return tuple([user[at] if type(at) is int else at for at in plan])
+
+
+def _closure_plan(
+    compiled: Compiled, f: types.FunctionType, code: types.CodeType
+) -> tuple[Any, ...]:
+    """Where each free variable's cell is found: a position in ``f``'s closure (made anew with
+    every closure of a rule's backprop met again), or the helper's cell itself."""
+    user_positions = {name: i for i, name in enumerate(f.__code__.co_freevars)}
+    plan: list[Any] = []
+    for name in code.co_freevars:
+        if name in user_positions:
+            plan.append(user_positions[name])
         elif name in compiled.helper_cells:
-            cells.append(compiled.helper_cells[name])
+            plan.append(compiled.helper_cells[name])
         else:
             raise RuntimeError(
                 f"dplus internal error: no cell for free variable {name!r} of generated code"
             )
-    return tuple(cells)
+    return tuple(plan)
 
 
 def compile_function(f: types.FunctionType) -> Compiled:
@@ -195,7 +219,9 @@ def _compile_or_load(
     if persistent_cache.cache_directory() is None:
         return _compile(f, nestable=nestable, specialize=specialize)
     try:
-        key = persistent_cache.entry_key(f, (FAST_PATHS[0], specialize, nestable))
+        key = persistent_cache.entry_key(
+            f, (FAST_PATHS[0], specialize, nestable, sorted(given_constants(f)))
+        )
     except persistent_cache.Unkeyable:
         return _compile(f, nestable=nestable, specialize=specialize)
     compiled = _compiled_from_entry(f, persistent_cache.load(key), nestable)
@@ -300,6 +326,7 @@ def _compiled_from_entry(
         fused,
         None,
         guards,
+        frozenset(values) | given_constants(f),
     )
 
 
@@ -376,7 +403,7 @@ def _compile(
         name
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())
         if _cell_holds(cell, gen_zero)
-    }
+    } | given_constants(f)
     specialized = Specialized(checks, hoisted, _Unspecialized(f)) if checks or hoisted else None
     plus_def = build_plus_function(
         ir,
@@ -425,6 +452,7 @@ def _compile(
         # compiled from its own text, registered with linecache, so it can be transformed again
         text = unparse(module) + "\n"
         filename = _register_text(f, text)
+        register_source_lines(filename, src.filename, statement_lines(module))
         to_compile: Any = text
     else:
         to_compile = module
@@ -468,7 +496,18 @@ def _compile(
         fused_code,
         None,
         tuple(guards),
+        frozenset(helpers.values) | given_constants(f),
     )
+
+
+def given_constants(f: Any) -> frozenset[str]:
+    """The free variables of ``f`` that hold constants: a plus-function rebuilt to be
+    differentiated again names the helpers it closes over (runtime functions, rules, zero),
+    whose sensitivity is always zero, so the next order tracks none for them."""
+    names = getattr(f, "__dplus_constant_freevars__", None)
+    if not names:
+        return frozenset()
+    return frozenset(names) & frozenset(f.__code__.co_freevars)
 
 
 # (prefix, nestable, bytecode bytes) of every transformation: the benchmarks read how much

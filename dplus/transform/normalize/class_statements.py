@@ -34,7 +34,7 @@ import ast
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["ClassStatement", "ClassSyntaxError"]
+__all__ = ["ClassStatement", "ClassSyntaxError", "mark_functions_set_as_attributes"]
 
 _Node = TypeVar("_Node", bound=ast.AST)
 
@@ -148,6 +148,16 @@ class ClassStatement:
         self.ns = fresh(node.name.strip("_")[:12] + "_ns")
         self.cell = fresh(node.name.strip("_")[:12] + "_class")
         self.names = _bound_in_class(node.body)
+        # names the body has surely bound in its namespace by the statement being rewritten
+        # (a read of another name the class binds looks in the namespace, then the module)
+        self.surely_bound: set[str] = set()
+        self.deleted = {
+            t.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Delete)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
 
     def N(self, name: str) -> ast.Name:
         return ast.Name(id=name, ctx=ast.Load())
@@ -160,6 +170,26 @@ class ClassStatement:
 
     def store(self, name: str, value: ast.expr) -> ast.Assign:
         return ast.Assign(targets=[self.entry(name, ast.Store())], value=value)
+
+    def read(self, name: str) -> ast.expr:
+        """A read of ``name``, which the class binds, in class-level code: as Python's, the
+        namespace's entry if it has one, else the module's global (or builtin), never a
+        variable of the enclosing function (``class C: x = x + 1``)."""
+        if name in self.surely_bound:
+            return self.entry(name, ast.Load())
+        module_read: Any = ast.Subscript(
+            value=ast.Call(func=self.N("globals"), args=[], keywords=[]),
+            slice=ast.Constant(name),
+            ctx=ast.Load(),
+        )
+        module_read.dp_global = True  # (the builtins, or NameError, as Python's)
+        return ast.IfExp(
+            test=ast.Compare(
+                left=ast.Constant(name), ops=[ast.In()], comparators=[self.N(self.ns)]
+            ),
+            body=self.entry(name, ast.Load()),
+            orelse=module_read,
+        )
 
     def rewrite(self) -> list[ast.stmt]:
         node = self.node
@@ -208,7 +238,9 @@ class ClassStatement:
         if any(isinstance(s, ast.AnnAssign) for s in body):
             out.append(self.store("__annotations__", ast.Dict(keys=[], values=[])))
         for st in body:
+            binds = _binds_surely(st) - self.deleted  # (before the statement is rewritten)
             out.extend(self.statement(st))
+            self.surely_bound |= binds
         built = self.op(
             "build_class",
             [ast.Constant(node.name), self.N(bases), self.N(self.ns), self.N(kw)],
@@ -362,8 +394,18 @@ class _ToEntries(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.cls.names:
+            if isinstance(node.ctx, ast.Load):
+                return _located(self.cls.read(node.id), node)
             return ast.copy_location(self.cls.entry(node.id, node.ctx), node)
         return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        if not (isinstance(node.target, ast.Name) and node.target.id in self.cls.names):
+            return self.generic_visit(node)
+        # (``n += v``: Python reads ``n`` as any class-level read, then stores the entry)
+        name = node.target.id
+        value = ast.BinOp(left=self.cls.read(name), op=node.op, right=self.visit(node.value))
+        return _located(self.cls.store(name, value), node)
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         node.args.defaults = [self.visit(d) for d in node.args.defaults]
@@ -379,3 +421,81 @@ class _ToEntries(ast.NodeTransformer):
         return node
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+
+def _located(new: _Node, old: ast.AST) -> _Node:
+    for n in ast.walk(new):
+        if "lineno" in getattr(n, "_attributes", ()):
+            ast.copy_location(n, old)
+    return new
+
+
+def _binds_surely(st: ast.stmt) -> set[str]:
+    """The names a class-level statement binds whenever it completes (a plain assignment to
+    names, a def, a class); compound statements count for nothing."""
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {st.name}
+    if isinstance(st, ast.AnnAssign) and st.value is not None and isinstance(st.target, ast.Name):
+        return {st.target.id}
+    if isinstance(st, (ast.Assign, ast.AugAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        out: set[str] = set()
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    out.add(n.id)
+        return out
+    return set()
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of one scope's body, not entering the scopes defined inside (their nodes
+    themselves are listed)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(body)
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _set_as_attribute(n: ast.AST) -> ast.expr | None:
+    """The value ``n`` stores as an attribute (``obj.name = v``, ``setattr(obj, name, v)``)."""
+    if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets):
+        return n.value
+    if (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "setattr"
+        and len(n.args) == 3
+    ):
+        return n.args[2]
+    return None
+
+
+def mark_functions_set_as_attributes(node: ast.FunctionDef | ast.Lambda) -> None:
+    """Mark (``dp_escapes_as_method``) the nested functions inside ``node`` that are set as
+    an attribute (``T.m = lambda self: ...``, ``T.m = m`` of a nested ``def m``): set on a
+    class, such a function is a method, called from wherever the class is used, so what it
+    reads of the enclosing function is kept in cells, as for a method of a class statement."""
+    for scope in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
+        body: list[ast.stmt] = (
+            scope.body if isinstance(scope.body, list) else [ast.Expr(value=scope.body)]
+        )
+        own = _own_nodes(body)
+        defs: dict[str, list[ast.FunctionDef]] = {}
+        for n in own:
+            if isinstance(n, ast.FunctionDef):
+                defs.setdefault(n.name, []).append(n)
+        for n in own:
+            value = _set_as_attribute(n)
+            if isinstance(value, ast.Lambda):
+                setattr(value, "dp_escapes_as_method", True)  # noqa: B010
+            elif isinstance(value, ast.Name):
+                for d in defs.get(value.id, []):
+                    setattr(d, "dp_escapes_as_method", True)  # noqa: B010

@@ -10,7 +10,7 @@ import itertools
 from typing import cast
 
 from ...errors import UnsupportedSyntaxError
-from .class_statements import ClassStatement, ClassSyntaxError
+from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
 
@@ -57,6 +57,7 @@ def rewrite_definitions(
     differentiated again (a higher derivative): a class statement is refused there, a
     generator function left to the normaliser, which runs it to completion into a list
     (``rewrites._YieldsToList``: no ``send``, no return value, not lazy)."""
+    mark_functions_set_as_attributes(node)
     if again:
         # (a generator is run to completion into a list there, by the normaliser, as before)
         if any(isinstance(n, ast.ClassDef) for n in ast.walk(node)):

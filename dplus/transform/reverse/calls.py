@@ -90,6 +90,7 @@ class CallRules(Builder):
             if callee is not None
             and isinstance(callee, ast.Name)
             and not self.is_static_chain(callee)
+            and callee.id not in self.const_names
             else None
         )
 
@@ -278,7 +279,8 @@ class CallRules(Builder):
     def closure_stmt(self, s: Core, ssa: _SSA) -> Any:
         ir: IRFunction = s.dp_ir
         child = self.nested(ir)
-        child.const_names = self.const_names
+        # (a constant rebound in the nested function is a variable there)
+        child.const_names = self.const_names - set(ir.scope.assigned) - set(ir.scope.params)
         child.key_names = dict(self.key_names)
         defaults = getattr(s, "dp_defaults", [])
         kw_defaults = getattr(s, "dp_kw_defaults", [])

@@ -126,6 +126,8 @@ class SegmentRules(Builder):
         the backprop returns no sensitivity for it (closure sensitivities are for enclosing
         functions' variables only), so a number's adjoint need not be computed."""
         scope = self.ir.scope
+        if name in self.const_names:
+            return True
         return not (
             name in scope.assigned
             or name in scope.params

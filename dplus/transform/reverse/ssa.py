@@ -197,6 +197,8 @@ class _AdjointAccumulator:
     def add(self, ssa_name: str, contrib: ast.expr, any_type: bool = False) -> None:
         """Add a contribution to the adjoint of a number (fast path) or of an immutable value
         (``any_type``: of a value the fast path has not guarded as a number)."""
+        if ssa_name in self.b.const_names:
+            return
         fast = self.fast and not any_type
         op = (
             (lambda cur: ast.BinOp(left=N(cur), op=ast.Add(), right=contrib))
@@ -248,6 +250,8 @@ class _AdjointAccumulator:
 
     def add_value(self, ssa_name: str, contrib: ast.expr, value_name: str | None = None) -> None:
         """Add a sensitivity of any type; mutable values hand it to Abox."""
+        if ssa_name in self.b.const_names:
+            return
         val = N(value_name or ssa_name)
         acc = self.b.rt("accumulate")
         if ssa_name in self.b.boxed:
