@@ -106,7 +106,7 @@ def _concat_plus(x: Any, y: Any, inplace: bool) -> ProcResult:
     return ProcResult(r, tuple_concat_backprop)
 
 
-def _sum_chunks(items: list, n: int, k: int, constant: tuple = ()) -> list:
+def _sum_chunks(items: Sequence[Any], n: int, k: int, constant: tuple = ()) -> list:
     """The sum of the ``k`` consecutive length-``n`` chunks of ``items``; the positions in
     ``constant`` (where the repeated sequence holds the symbolic zero) get none. The symbolic
     zero is a constant, and the zero of every space: code differentiated again repeats it
