@@ -82,10 +82,13 @@ def _differentiable_again(P: types.FunctionType, f: types.FunctionType) -> types
     cells = dict(zip(P.__code__.co_freevars, P.__closure__ or ()))
     closure = []
     for name in code.co_freevars:
-        if name in cells:
-            closure.append(cells[name])
-        elif name in nest.helper_cells:
+        # the helpers first: the two compilations name their helpers independently, so a
+        # name of P's (``_dp_add2``) may stand for another value (linear ``add`` for
+        # ``operator.add``); P gives only what is its own (the program's variables)
+        if name in nest.helper_cells:
             closure.append(nest.helper_cells[name])
+        elif name in cells:
+            closure.append(cells[name])
         else:
             raise NonDifferentiableError(
                 f"dplus cannot differentiate {describe_callable(P)} again: the variable {name!r} is not available"
