@@ -130,6 +130,23 @@ class FastSegment:
             or (isinstance(idx, ast.Name) and idx.id in ssa.defined and idx.id not in before_guard)
         ):
             return False
+        w = b.namer.fresh("write")
+        position = self.write_position(obj, idx)
+        self.fwd += [
+            ast.copy_location(ast.Assign(targets=[clone(t)], value=N(L)), s),
+            ast.copy_location(assign(w, position), s),
+        ]
+        for x in (obj, w, L):
+            self.save(x)
+        self.stored[L] = [b.namer.fresh("s") for _ in self.displayed[L].value.elts]
+        s.dp_write = w
+        self.ops.append((s, None))
+        return True
+
+    def write_position(self, obj: str, idx: ast.expr) -> ast.expr:
+        """The guard's tests that ``obj`` is a list and a name index an ``int``, and the
+        position ``obj[idx] = ...`` writes (a negative index counted from the end)."""
+        b = self.b
         typ = b.helper(type, "type")
         self.guards.append(
             ast.Compare(
@@ -144,24 +161,13 @@ class FastSegment:
                     comparators=[b.helper(int, "int")],
                 )
             )
-        w = b.namer.fresh("write")
-        position = ast.IfExp(
+        return ast.IfExp(
             test=ast.Compare(left=clone(idx), ops=[ast.GtE()], comparators=[C(0)]),
             body=clone(idx),
             orelse=ast.BinOp(
                 left=clone(idx), op=ast.Add(), right=call(b.helper(len, "len"), N(obj))
             ),
         )
-        self.fwd += [
-            ast.copy_location(ast.Assign(targets=[clone(t)], value=N(L)), s),
-            ast.copy_location(assign(w, position), s),
-        ]
-        for x in (obj, w, L):
-            self.save(x)
-        self.stored[L] = [b.namer.fresh("s") for _ in self.displayed[L].value.elts]
-        s.dp_write = w
-        self.ops.append((s, None))
-        return True
 
     def read_forward(self, s: Any) -> bool:
         """``v = xs[i]`` read in the guard, after tests that make it a pure read of a number:
@@ -240,28 +246,8 @@ class FastSegment:
             or not self.must_be_numbers([v])
         ):
             return False
-        typ = b.helper(type, "type")
-        self.guards.append(
-            ast.Compare(
-                left=call(typ, N(obj)), ops=[ast.Is()], comparators=[b.helper(list, "list")]
-            )
-        )
-        if isinstance(idx, ast.Name):
-            self.guards.append(
-                ast.Compare(
-                    left=call(clone(typ), N(idx.id)),
-                    ops=[ast.Is()],
-                    comparators=[b.helper(int, "int")],
-                )
-            )
         w = b.namer.fresh("write")
-        position: ast.expr = ast.IfExp(
-            test=ast.Compare(left=clone(idx), ops=[ast.GtE()], comparators=[C(0)]),
-            body=clone(idx),
-            orelse=ast.BinOp(
-                left=clone(idx), op=ast.Add(), right=call(b.helper(len, "len"), N(obj))
-            ),
-        )
+        position = self.write_position(obj, idx)
         if isinstance(idx, ast.Constant) and type(idx.value) is int and idx.value >= 0:
             position = C(idx.value)
         self.fwd += [
