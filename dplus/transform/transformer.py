@@ -27,8 +27,9 @@ from ..runtime.closures import (
     plus_info_of_code,
     remember_generated,
 )
+from ..runtime.error_places import register_source_lines
 from ..runtime.linear import gen_zero
-from ..runtime.result import ProcResult, register_source_lines
+from ..runtime.result import ProcResult
 from . import persistent_cache
 from .deep_stack import _collector_paused, _deep_stack_when_needed
 from .fused import vector_fused_gradient
