@@ -215,15 +215,22 @@ def hand_over(Abox: BoxSensitivities, a: Any, s: Any) -> None:
     view += s
 
 
+def _owner_and_entry(Abox: BoxSensitivities | None, a: Any) -> tuple[Any, Any] | None:
+    """The owner of ``a``'s memory and the flat entry holding its sensitivity (None: none)."""
+    if Abox is None:
+        return None
+    owner = memory_owner(a)
+    flat = _entry(Abox, owner, False)
+    return None if flat is None else (owner, flat)
+
+
 def take(Abox: BoxSensitivities | None, a: Any) -> Any:
     """The sensitivity the entry holds for ``a``'s elements, removed from the entry (each place
     of memory once: a broadcast view gets it at the first element showing it)."""
-    if Abox is None:
+    found = _owner_and_entry(Abox, a)
+    if found is None:
         return Z
-    owner = memory_owner(a)
-    flat = _entry(Abox, owner, False)
-    if flat is None:
-        return Z
+    owner, flat = found
     if overlaps_itself(a):
         pos = positions(a, owner).ravel()
         first = np.zeros(pos.shape, dtype=bool)
@@ -241,12 +248,10 @@ def take(Abox: BoxSensitivities | None, a: Any) -> Any:
 
 def peek(Abox: BoxSensitivities | None, a: Any) -> Any:
     """The sensitivity the entry holds for ``a``'s elements, left in the entry."""
-    if Abox is None:
+    found = _owner_and_entry(Abox, a)
+    if found is None:
         return Z
-    owner = memory_owner(a)
-    flat = _entry(Abox, owner, False)
-    if flat is None:
-        return Z
+    owner, flat = found
     if overlaps_itself(a):
         return flat[positions(a, owner)]
     return entry_view(flat, owner, a).copy()
@@ -278,12 +283,10 @@ def peek_unclaimed(Abox: BoxSensitivities | None, a: Any, claimed: dict[Any, Any
 def take_at(Abox: BoxSensitivities | None, a: Any, idx: Any, last_wins: Any = None) -> Any:
     """``take`` of the elements ``a[idx]`` (an index with arrays in it: each occurrence; with
     ``last_wins`` -- a boolean array shaped like ``a[idx]`` -- only where it holds)."""
-    if Abox is None:
+    found = _owner_and_entry(Abox, a)
+    if found is None:
         return Z
-    owner = memory_owner(a)
-    flat = _entry(Abox, owner, False)
-    if flat is None:
-        return Z
+    owner, flat = found
     view = entry_view(flat, owner, a)
     out = np.array(view[idx], copy=True)
     view[idx] = 0

@@ -65,7 +65,8 @@ def names_bound_by(n: ast.AST) -> list[str]:
     return []
 
 
-def _params(args: ast.arguments) -> list[str]:
+def parameter_names(args: ast.arguments) -> list[str]:
+    """Every parameter's name, in the signature's order."""
     names = [a.arg for a in args.posonlyargs + args.args]
     if args.vararg:
         names.append(args.vararg.arg)
@@ -168,7 +169,7 @@ class _Collector(ast.NodeVisitor):
 
 
 def _analyse(node: FunctionNode) -> Scope:
-    params = _params(node.args)
+    params = parameter_names(node.args)
     scope = Scope(
         node, params, set(params), set(), set(), set(), set(), {p: 1 for p in params}, set(), []
     )

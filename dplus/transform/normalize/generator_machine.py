@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from ..scopes import parameter_names
 from .generator_syntax import (
     GeneratorSyntaxError,
     Prepare,
@@ -46,7 +47,6 @@ from .generator_syntax import (
     declared,
     is_generator_function,
     is_yield_statement,
-    parameter_names,
     yields_in,
 )
 

@@ -68,16 +68,6 @@ def _walk_here_body(st: ast.AST):
     return _walk_here(st)
 
 
-def parameter_names(args: ast.arguments) -> list[str]:
-    names = [a.arg for a in args.posonlyargs + args.args]
-    if args.vararg:
-        names.append(args.vararg.arg)
-    names += [a.arg for a in args.kwonlyargs]
-    if args.kwarg:
-        names.append(args.kwarg.arg)
-    return names
-
-
 def bound_names(body: list[ast.stmt]) -> list[str]:
     """Every name the statements bind in their own scope, in order of first binding."""
     seen: dict[str, None] = {}
@@ -281,14 +271,13 @@ class Prepare(ast.NodeTransformer):
                 self.check(h.type)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
-        new: list[Any] = []
-        for child in node.body:
-            r = self.visit(child)
-            new.extend(r if isinstance(r, list) else [r])
-        node.body = new
-        return node
+        return self.visit_body_of(node)
 
     def visit_match_case(self, node: ast.match_case) -> Any:
+        return self.visit_body_of(node)
+
+    def visit_body_of(self, node: Any) -> Any:
+        """``node`` with each statement of its body visited (one may become several)."""
         new: list[Any] = []
         for child in node.body:
             r = self.visit(child)
