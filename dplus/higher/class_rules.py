@@ -28,7 +28,7 @@ import types
 from typing import Any
 
 from ..rules import defnondiff
-from ..runtime.classes import class_holds, stand_in_one_order_down, standing_for
+from ..runtime.classes import class_holds, new_class, stand_in_one_order_down, standing_for
 from ..runtime.closures import is_plus_function
 from ..runtime.linear import gen_zero
 from ..runtime.registry import register_primitive
@@ -42,6 +42,11 @@ def _standing_for_rule(plus: Any, name: Any = None, qualname: Any = None) -> Pro
     return ProcResult(method, lambda A, Abox: ((), Z, Z, Z))
 
 
+def _is_method(v: Any) -> bool:
+    """A plus-function: a method's (a constant test, at every order)."""
+    return is_plus_function(v)
+
+
 def _plus_function_wrapped(fn: Any) -> Any:
     """The plus-function a plain function made by ``as_plain_callable`` calls, or ``None``."""
     if type(fn) is types.FunctionType:
@@ -51,7 +56,7 @@ def _plus_function_wrapped(fn: Any) -> Any:
 
 def _class_holds_rule(v: Any, name: str, qualname: str) -> ProcResult:
     held = v
-    if is_plus_function(v):
+    if _is_method(v):
         held = standing_for(stand_in_one_order_down(v), name, qualname)
     elif type(v) is staticmethod or type(v) is classmethod:
         plus = _plus_function_wrapped(v.__func__)
@@ -69,6 +74,8 @@ def _class_holds_rule(v: Any, name: str, qualname: str) -> ProcResult:
 
 _NOTE = "internal: a method of a class built at a higher order"
 defnondiff(stand_in_one_order_down, note=_NOTE)
+defnondiff(new_class, note=_NOTE)
 defnondiff(_plus_function_wrapped, note=_NOTE)
+defnondiff(_is_method, note=_NOTE)
 register_primitive(standing_for, _standing_for_rule, note=_NOTE)
 register_primitive(class_holds, _class_holds_rule, note=_NOTE)

@@ -31,6 +31,7 @@ from .result import ProcResult, call_plus
 __all__ = [
     "build_class_plus",
     "class_holds",
+    "new_class",
     "standing_for",
     "attribute_value",
     "is_local_class",
@@ -76,6 +77,9 @@ def stand_in_one_order_down(plus: Any) -> Any:
 
     next_order_stand_in.__name__ = str(getattr(plus, "__name__", "plus_function"))
     next_order_stand_in.__qualname__ = str(getattr(plus, "__qualname__", "plus_function"))
+    # (its transform is ``plus`` both for the tower, which asks for the transform of a
+    # plus-function, and for rule code that looks up a method's transform and calls it)
+    mark(next_order_stand_in, STANDS_FOR, plus)
     return mark(next_order_stand_in, TRANSFORM_IS, plus)
 
 
@@ -160,13 +164,24 @@ def class_holds(v: Any, name: str, qualname: str) -> Any:
     return v
 
 
-def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -> ProcResult:
-    """The class a ``class`` statement builds from the namespace its body filled."""
+def _is_data_attribute(cls: type, k: str, v: Any) -> bool:
+    """A value the class holds as it is (a number, a container), that the class statement's
+    body computed: not a method, a descriptor or a name Python sets."""
+    return (
+        not (k.startswith("__") and k.endswith("__"))
+        and not callable(v)
+        and not hasattr(type(v), "__get__")
+        and cls.__dict__.get(k, None) is v
+    )
+
+
+def new_class(name: str, bases: tuple, held: dict, keywords: dict) -> type:
+    """The class Python builds from a namespace holding ``held``'s values (a constant at
+    every order: ``higher.class_rules``; the attributes' values are tied to the class body's
+    by :func:`build_class_plus`)."""
     resolved = types.resolve_bases(bases)
     meta, ns, kwds = types.prepare_class(name, resolved, keywords)
-    qual = namespace.get("__qualname__", name)
-    for k, v in namespace.items():
-        ns[k] = class_holds(v, k, f"{qual}.{k}")
+    ns.update(held)
     if resolved is not bases:
         ns["__orig_bases__"] = bases
     cls = meta(name, resolved, ns, **kwds)
@@ -174,6 +189,22 @@ def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -
         _LOCAL_CLASSES.add(cls)
     except TypeError:
         pass
+    return cls
+
+
+def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -> ProcResult:
+    """The class a ``class`` statement builds from the namespace its body filled."""
+    qual = namespace.get("__qualname__", name)
+    held = {}
+    for k, v in namespace.items():
+        held[k] = class_holds(v, k, f"{qual}.{k}")
+    cls = new_class(name, bases, held, keywords)
+    for k, v in namespace.items():
+        if _is_data_attribute(cls, k, v):
+            # (the value it holds already: a no-op here; at the next order, where this
+            # function is differentiated from its source, the write of an attribute ties the
+            # class's attribute to the namespace's entry, as an object's)
+            setattr(cls, k, v)
 
     def build_class_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         # the sensitivities of the attributes the class held, by name: the namespace's

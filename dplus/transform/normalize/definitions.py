@@ -133,11 +133,24 @@ def _not_supported_again(c: ast.ClassDef, enclosing: set[str], class_names: set[
         ):
             continue
         if not isinstance(st, ast.FunctionDef):
-            return "its body binds a class attribute"
-        if st.decorator_list:
-            return f"the method {st.name!r} has a decorator"
-        if st.name.startswith("__") and st.name.endswith("__") and st.name != "__init__":
-            return f"it defines the special method {st.name!r}"
+            inner = next(
+                (
+                    n
+                    for n in ast.walk(st)
+                    if isinstance(
+                        n, (ast.Lambda, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)
+                    )
+                ),
+                None,
+            )
+            if inner is not None:
+                return "its body makes a function or a class outside a method definition"
+            continue
+        for d in st.decorator_list:
+            if not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")):
+                return (
+                    f"the method {st.name!r} has a decorator other than staticmethod or classmethod"
+                )
         own = _bound_in_functions(st)
         for n in ast.walk(st):
             if (
