@@ -467,6 +467,17 @@ def _class_reads_closure(x):
     return P().g(x)
 
 
+def _class_attribute_written_by_a_method(x):
+    class P:
+        k = 1.0
+
+        def bump(self, v):
+            type(self).k = v
+
+    P().bump(x * x)
+    return P.k * x
+
+
 def _class_body_makes_a_function(x):
     class P:
         m = lambda self: 2.0
@@ -500,6 +511,10 @@ def _class_attribute_set_by_the_function(x):
     [
         (_class_reads_closure, "the method 'g' reads the variable 'x'"),
         (_class_body_makes_a_function, "makes a function or a class outside a method"),
+        (
+            _class_attribute_written_by_a_method,
+            "the method 'bump' sets an attribute of something other than its instance",
+        ),
         (_class_property, "the method 'twice' has a decorator other than staticmethod"),
         (_class_attribute_set_by_the_function, "sets an attribute of it"),
     ],
