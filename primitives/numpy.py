@@ -86,6 +86,7 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
+from dplus.runtime.constants import is_constant
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
@@ -215,7 +216,10 @@ def _general_transform(
                 len(args)
             ):  # (a range: enumerate's reverse is not differentiable at order 3)
                 g = grads[i] if i < n else None
-                out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), args[i])),)
+                if g is None or is_constant(args[i], Abox):
+                    out = out + (Z,)
+                else:
+                    out = out + (fit(g(A, r, *cargs, **kwargs), args[i]),)
             if kwargs:
                 ks = {}
                 for k, v in kwargs.items():
@@ -247,6 +251,8 @@ def _unary_transform(
                 return _Z1
             if type(r) is _ndarray and type(A) is not _ndarray:
                 A = np.full(r.shape, A)
+            if is_constant(x, Abox):
+                return _Z1
             if coerce and (type(x) is list or type(x) is tuple):
                 return ((), fit(g0(A, r, np.asarray(x)), x))
             return ((), fit(g0(A, r, x), x))
@@ -278,7 +284,11 @@ def _binary_transform(
             ):
                 xa, ya = _coerce((x, y), (0, 1))
                 return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
-            return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
+            return (
+                (),
+                Z if is_constant(x, Abox) else fit(g0(A, r, x, y), x),
+                Z if is_constant(y, Abox) else fit(g1(A, r, x, y), y),
+            )
 
         return ProcResult(r, backprop2)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from dplus.api import define_dplus
 from dplus.rules import defvjp
+from dplus.runtime.constants import is_constant
 from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import GenZero, gen_zero
 from dplus.runtime.memory import results_take_entries
@@ -46,7 +47,11 @@ def _numeric_binary(r: Any, gx: Any, gy: Any, x: Any, y: Any) -> ProcResult:
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero:
             return _Z2
-        return ((), _fit(gx(A, r, x, y), x), _fit(gy(A, r, x, y), y))
+        return (
+            (),
+            gen_zero if is_constant(x, Abox) else _fit(gx(A, r, x, y), x),
+            gen_zero if is_constant(y, Abox) else _fit(gy(A, r, x, y), y),
+        )
 
     return ProcResult(r, backprop)
 
@@ -213,7 +218,10 @@ def _abs_general(A: Any, r: Any, x: Any) -> Any:
 # NumPy matmul
 
 
-def _matmul_grads(A: Any, x: Any, y: Any) -> tuple[Any, Any]:
+def _matmul_grads(
+    A: Any, x: Any, y: Any, x_constant: bool = False, y_constant: bool = False
+) -> tuple[Any, Any]:
+    """The sensitivities of ``x @ y``; none (zero) for an operand marked constant."""
     import numpy as np
 
     xa = np.asarray(x)
@@ -228,8 +236,16 @@ def _matmul_grads(A: Any, x: Any, y: Any) -> tuple[Any, Any]:
         A2 = np.expand_dims(A2, -2)
     if ya.ndim == 1:
         A2 = np.expand_dims(A2, -1)
-    gx = _unbroadcast(np, A2 @ np.swapaxes(y2, -1, -2), x2.shape).reshape(xa.shape)
-    gy = _unbroadcast(np, np.swapaxes(x2, -1, -2) @ A2, y2.shape).reshape(ya.shape)
+    gx = (
+        gen_zero
+        if x_constant
+        else _unbroadcast(np, A2 @ np.swapaxes(y2, -1, -2), x2.shape).reshape(xa.shape)
+    )
+    gy = (
+        gen_zero
+        if y_constant
+        else _unbroadcast(np, np.swapaxes(x2, -1, -2) @ A2, y2.shape).reshape(ya.shape)
+    )
     return gx, gy
 
 
@@ -244,7 +260,7 @@ def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
                 return _Z2
-            gx, gy = _matmul_grads(A, x, y)
+            gx, gy = _matmul_grads(A, x, y, is_constant(x, Abox), is_constant(y, Abox))
             return ((), _fit(gx, x), _fit(gy, y))
 
         return ProcResult(r, backprop)
