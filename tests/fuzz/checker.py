@@ -459,7 +459,7 @@ class Checker:
         if any(isinstance(a, np.ndarray) for a in plain_args):
             for i in range(len(plain_args)):
                 args_i = self.fresh(module, described)
-                one = self.dplus_call("first", lambda: dplus.grad(f, argnums=i)(*args_i))
+                one = self.dplus_call("first", lambda i=i, a=args_i: dplus.grad(f, argnums=i)(*a))
                 d = difference(gradient[i], one, PATH_TOL, f"args[{i}]")
                 if d:
                     raise Mismatch(
