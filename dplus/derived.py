@@ -35,7 +35,7 @@ from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
 from .runtime.closures import is_plus_function as _is_plus
-from .runtime.constants import constant_arguments
+from .runtime.constants import constant_arguments, is_constant
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
 from .runtime.kinds import is_ndarray, is_number
@@ -575,6 +575,7 @@ register_primitive(
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 register_primitive(jvp, _jvp_inside, note="jvp called inside differentiated code")
 defnondiff(constant_arguments)
+defnondiff(is_constant)  # (a rule's test, at every order)
 defnondiff(_unit)  # (they depend on the result's shape only)
 defnondiff(_indexes)
 defnondiff(_block_paths)

@@ -302,6 +302,13 @@ def _any_call_transform(general: Callable[[tuple, dict], ProcResult]) -> Callabl
     return transform
 
 
+def _constants_among(args: tuple, Abox: Any) -> tuple[bool, ...]:
+    return tuple([is_constant(a, Abox) for a in args])
+
+
+defnondiff(_constants_among)
+
+
 def _coerce(args: tuple, positions: tuple) -> tuple:
     """``args`` with the lists and tuples at ``positions`` read as arrays."""
     for i in positions:
@@ -313,10 +320,15 @@ def _coerce(args: tuple, positions: tuple) -> tuple:
     return args
 
 
-def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcResult]:
+def defvjp_joint(
+    fn: Any, vjp: Grad, *, note: str = "", skips: bool = False
+) -> Callable[..., ProcResult]:
     """Register ``fn`` from one function computing every positional sensitivity at once:
     ``vjp(A, r, *args, **kwargs) -> tuple`` (shorter than ``args``: the rest get none).
-    For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...)."""
+    For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...).
+    ``skips``: ``vjp`` also takes ``constant=``, a bool per positional argument, true for
+    the constants of the pass (:mod:`dplus.runtime.constants`), whose sensitivities it
+    need not compute."""
     mark_derived(vjp, "rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
@@ -328,7 +340,10 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
             if A is Z:
                 return _zeros(args, kwargs)
             A = _as_array_sens(A, r)
-            gs = vjp(A, r, *args, **kwargs)
+            if skips:
+                gs = vjp(A, r, *args, constant=_constants_among(args, Abox), **kwargs)
+            else:
+                gs = vjp(A, r, *args, **kwargs)
             out: tuple = ((),)
             for i in range(
                 len(args)

@@ -27,7 +27,6 @@ from .operator_operands import (
     _is_seq,
     _is_text,
     _np,
-    _unbroadcast,
     _user_binary,
     _user_unary,
 )
@@ -218,37 +217,6 @@ def _abs_general(A: Any, r: Any, x: Any) -> Any:
 # NumPy matmul
 
 
-def _matmul_grads(
-    A: Any, x: Any, y: Any, x_constant: bool = False, y_constant: bool = False
-) -> tuple[Any, Any]:
-    """The sensitivities of ``x @ y``; none (zero) for an operand marked constant."""
-    import numpy as np
-
-    xa = np.asarray(x)
-    ya = np.asarray(y)
-    Aa = np.asarray(A)
-    if xa.ndim == 1 and ya.ndim == 1:
-        return Aa * ya, Aa * xa
-    x2 = xa[None, :] if xa.ndim == 1 else xa
-    y2 = ya[:, None] if ya.ndim == 1 else ya
-    A2 = Aa
-    if xa.ndim == 1:
-        A2 = np.expand_dims(A2, -2)
-    if ya.ndim == 1:
-        A2 = np.expand_dims(A2, -1)
-    gx = (
-        gen_zero
-        if x_constant
-        else _unbroadcast(np, A2 @ np.swapaxes(y2, -1, -2), x2.shape).reshape(xa.shape)
-    )
-    gy = (
-        gen_zero
-        if y_constant
-        else _unbroadcast(np, np.swapaxes(x2, -1, -2) @ A2, y2.shape).reshape(ya.shape)
-    )
-    return gx, gy
-
-
 def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
     def transform(x: Any, y: Any) -> ProcResult:
         if type(x) is GenZero or type(y) is GenZero:
@@ -260,6 +228,8 @@ def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
                 return _Z2
+            from .numpy_ufuncs import _matmul_grads  # (an array operand: NumPy is there)
+
             gx, gy = _matmul_grads(A, x, y, is_constant(x, Abox), is_constant(y, Abox))
             return ((), _fit(gx, x), _fit(gy, y))
 

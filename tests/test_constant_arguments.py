@@ -55,7 +55,8 @@ def least_squares(x, A, b):
 
 def ufuncs_and_products(W, X, Y):
     Z = np.exp(-(X * Y)) @ W
-    return float(np.sum(np.sin(Z) * np.matmul(Y, W)) + np.sum(np.maximum(X, Y) ** 2))
+    P = np.dot(X, W) + np.dot(W[:, 0], W) + np.dot(X[0], Y[1])
+    return float(np.sum(np.sin(Z) * np.matmul(Y, W) * P) + np.sum(np.maximum(X, Y) ** 2))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -193,3 +194,40 @@ def test_what_is_not_a_constant():
     assert not is_constant(X.copy(), BoxSensitivities(consts))  # equal, but another object
     # an asked-for argument the walk cannot see into: no constants at all
     assert not constant_arguments((lambda: X, X), {}, 0)
+
+
+V3 = RNG.normal(size=3)
+
+
+def by_operator(W, X):
+    return float(np.sum(np.sin(X @ W) ** 2) + V3 @ (W @ V3))
+
+
+def by_function(W, X):
+    return float(np.sum(np.sin(np.dot(X, W)) ** 2) + np.dot(V3, np.matmul(W, V3)))
+
+
+def second_by_operator(W, X):
+    return float(np.sum(dplus.grad(by_operator, argnums=0)(W, X) ** 2))
+
+
+def second_by_function(W, X):
+    return float(np.sum(dplus.grad(by_function, argnums=0)(W, X) ** 2))
+
+
+def third_by_operator(W, X):
+    return float(np.sum(dplus.grad(second_by_operator, argnums=0)(W, X) ** 2))
+
+
+def third_by_function(W, X):
+    return float(np.sum(dplus.grad(second_by_function, argnums=0)(W, X) ** 2))
+
+
+# (third_by_operator passes too, but its transformation takes about a minute: issue #20)
+@pytest.mark.parametrize("F", [second_by_operator, second_by_function, third_by_function])
+def test_higher_orders_through_products_with_a_constant(F):
+    """``@``, ``np.dot`` and ``np.matmul`` with a constant operand, differentiated up to
+    three times (each order a JAX-style gradient asking for ``W`` only)."""
+    W, X = RNG.normal(size=(3, 3)), RNG.normal(size=(4, 3))
+    g = dplus.grad(F, argnums=0)(W, X)
+    np.testing.assert_allclose(g, central(F, (W, X), 0, h=1e-5), rtol=1e-6, atol=1e-6)
