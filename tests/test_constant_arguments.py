@@ -231,3 +231,11 @@ def test_higher_orders_through_products_with_a_constant(F):
     W, X = RNG.normal(size=(3, 3)), RNG.normal(size=(4, 3))
     g = dplus.grad(F, argnums=0)(W, X)
     np.testing.assert_allclose(g, central(F, (W, X), 0, h=1e-5), rtol=1e-6, atol=1e-6)
+
+
+def test_a_long_asked_for_list_gives_up_quickly():
+    """The walk of the asked-for arguments stops at a long container (no constants: the
+    gradient is computed whole), instead of copying it."""
+    X = RNG.normal(size=(2, 2))
+    assert not constant_arguments(([0.5] * 100_000, X), {}, 0)
+    assert set(constant_arguments(([0.5] * 100, X), {}, 0)) == {id(X)}

@@ -68,6 +68,8 @@ def _reachable_ids(roots: list[Any], ndarray: type) -> set[int] | None:
             if v.dtype.kind == "O":
                 return None
             continue
+        if isinstance(v, (list, tuple, set, frozenset, dict)) and len(v) > _WALK_LIMIT:
+            return None
         if isinstance(v, (list, tuple, set, frozenset)):
             stack.extend(v)
         elif isinstance(v, dict):
