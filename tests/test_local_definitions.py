@@ -274,10 +274,257 @@ def test_classes_first_order(f, x):
     check_first_order(f, x)
 
 
-@pytest.mark.parametrize("f", CLASSES)
-def test_classes_refused_at_second_order_by_name(f):
+# At a higher order a class inside takes methods (``__init__`` and methods called by name)
+# that read no variable of the function: each method's plus-function of that order stands
+# behind the stand-ins of the orders below (higher.class_rules).
+
+
+def class_methods_only(x):
+    class P:
+        def __init__(self, a):
+            self.a = a
+
+        def h(self, y):
+            return math.sin(self.a * y)
+
+        def g(self, y):
+            return self.h(y) * self.a + y
+
+    return P(x).g(x * x)
+
+
+def class_method_writes_its_instance(x):
+    class P:
+        def __init__(self, a):
+            self.a = a
+
+        def bump(self, y):
+            self.a = self.a * y
+            return self
+
+    p = P(x)
+    p.bump(x).bump(math.exp(x))
+    p.b = p.a * x  # (an instance attribute the function sets)
+    return p.a + p.b * p.a
+
+
+def class_subclass_super_in_a_loop(x):
+    s = 0.0
+    for i in range(3):
+
+        class K:
+            def __init__(self, a):
+                self.a = a
+
+            def f(self, u):
+                return self.a * u
+
+        class D(K):
+            def f(self, u):
+                return super().f(u) * math.cos(u) + K(u).f(self.a)
+
+        s = s + D(x + i).f(x * x)
+    return s
+
+
+def class_attribute_set_through_the_instance_type(x):
+    class P:
+        def __init__(self, a):
+            self.a = a
+
+        def g(self):
+            return self.a * type(self).k
+
+    p = P(x)
+    type(p).k = x * x
+    return p.g() * x
+
+
+def class_attributes_operators_and_super(x):
+    y = math.sin(x)
+
+    class K:
+        k = y * 2.0 + 1.0  # (a class attribute from a differentiable value)
+
+        def __init__(self, a):
+            self.a = a
+
+        def f(self, u):
+            return self.a * u + self.k * 0.5
+
+        def __add__(self, o):
+            return K(self.a + o.a)
+
+        def __mul__(self, o):
+            return K(self.a * o.a)
+
+        def __neg__(self):
+            return K(-self.a)
+
+    class D(K):
+        def f(self, u):
+            return super().f(u) * 1.5
+
+    v = (K(x * x) + K(y) * -D(x)).f(x)
+    w = sum(K(t).f(t) for t in (x, y))
+    return v + w + K.k * D(2.0).f(y)
+
+
+def class_attribute_list_static_and_class_methods(x):
+    class K:
+        ks = [x, x * x]
+        scale = x * 0.5
+
+        def __init__(self, i):
+            self.i = i
+
+        @staticmethod
+        def sq(a):
+            return a * a
+
+        @classmethod
+        def make(cls, i):
+            return cls(i)
+
+        def g(self, y):
+            return self.ks[self.i] * y * self.scale
+
+    return K.make(0).g(x) + K(1).g(math.exp(x)) + K.sq(x) * K.scale
+
+
+def class_attribute_shadowed_by_the_instance(x):
+    class P:
+        k = x * 2.0
+
+        def __init__(self, a):
+            self.a = a
+
+    p = P(x)
+    p.k = p.k + x * x  # (the instance's attribute now shadows the class's)
+    return p.k * P.k + p.a
+
+
+CLASSES_AGAIN = [
+    class_methods_only,
+    class_method_writes_its_instance,
+    class_subclass_super_in_a_loop,
+    class_attribute_set_through_the_instance_type,
+    class_attributes_operators_and_super,
+    class_attribute_list_static_and_class_methods,
+    class_attribute_shadowed_by_the_instance,
+    class_dunders,
+    class_inheritance,
+    class_body_reads_module_scope,
+]
+# (at the third order these are right; the others reach a gap of dplus's own there, refused
+# as a DplusError, never a number)
+CLASSES_THIRD_ORDER = [
+    class_methods_only,
+    class_subclass_super_in_a_loop,
+    class_attribute_set_through_the_instance_type,
+]
+
+
+@pytest.mark.parametrize("f", [f for f in CLASSES if f not in CLASSES_AGAIN])
+def test_classes_with_closures_or_decorators_refused_at_second_order_by_name(f):
     with pytest.raises(dplus.UnsupportedSyntaxError, match="class statement .* module level"):
         dplus.hessian(f)(0.8)
+
+
+@pytest.mark.parametrize("f", CLASSES_AGAIN)
+@pytest.mark.parametrize("x", [0.35, 0.8, 1.3, 1.65])
+def test_classes_of_methods_second_order(f, x):
+    check_first_order(f, x)
+    check_second_order(f, x)
+
+
+@pytest.mark.parametrize("f", CLASSES_THIRD_ORDER)
+@pytest.mark.parametrize("x", [0.45, 1.2])
+def test_classes_of_methods_third_order(f, x):
+    second = dplus.grad1(dplus.grad1(f))
+    h = 1e-4
+    fd = (second(x + h) - second(x - h)) / (2 * h)
+    assert dplus.grad1(second)(x) == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("f", [f for f in CLASSES_AGAIN if f not in CLASSES_THIRD_ORDER])
+def test_classes_at_the_third_order_right_or_refused(f):
+    # (open: a gap of dplus's own at order 3, refused as a DplusError, never a wrong number)
+    second = dplus.grad1(dplus.grad1(f))
+    try:
+        third = dplus.grad1(second)(0.8)
+    except dplus.DplusError:
+        return
+    h = 1e-4
+    assert third == pytest.approx((second(0.8 + h) - second(0.8 - h)) / (2 * h), rel=1e-5)
+
+
+def _class_reads_closure(x):
+    class P:
+        def g(self, y):
+            return y * x  # MARK
+
+    return P().g(x)
+
+
+def _class_attribute_written_by_a_method(x):
+    class P:
+        k = 1.0
+
+        def bump(self, v):
+            type(self).k = v
+
+    P().bump(x * x)
+    return P.k * x
+
+
+def _class_body_makes_a_function(x):
+    class P:
+        m = lambda self: 2.0
+
+    return P().m() * x
+
+
+def _class_property(x):
+    class V:
+        def __init__(self, a):
+            self.a = a
+
+        @property
+        def twice(self):
+            return 2.0 * self.a
+
+    return V(x).twice * x
+
+
+def _class_attribute_set_by_the_function(x):
+    class P:
+        def g(self):
+            return self.k
+
+    P.k = x * x
+    return P().g() * x
+
+
+@pytest.mark.parametrize(
+    "f, why",
+    [
+        (_class_reads_closure, "the method 'g' reads the variable 'x'"),
+        (_class_body_makes_a_function, "makes a function or a class outside a method"),
+        (
+            _class_attribute_written_by_a_method,
+            "the method 'bump' sets an attribute of something other than its instance",
+        ),
+        (_class_property, "the method 'twice' has a decorator other than staticmethod"),
+        (_class_attribute_set_by_the_function, "sets an attribute of it"),
+    ],
+)
+def test_classes_refused_at_second_order_name_why_and_a_fix(f, why):
+    dplus.grad(f)(0.8)
+    with pytest.raises(dplus.UnsupportedSyntaxError) as info:
+        dplus.hessian(f)(0.8)
+    msg = str(info.value)
+    assert why in msg and "module level" in msg and __file__ in msg, msg
 
 
 def test_local_class_behaves_as_in_python():

@@ -456,16 +456,25 @@ class TestNestedDecorators:
         with pytest.raises(dplus.NonDifferentiableError, match="functools.cache"):
             dplus.hessian(cached_nested)(1.3, 0.7)
 
-    def test_class_statement_refused_at_second_order(self):
+    def test_class_statement_at_second_order(self):
         def f(x):
             class Local:
                 k = x * x
 
-            return Local.k
+            return Local.k * x
 
-        assert grad(f)(1.5) == (3.0,)
+        def g(x):
+            class Local:
+                def m(self):
+                    return x * x  # (a method reading the function's variable)
+
+            return Local().m()
+
+        for x in (0.5, 1.5):
+            check_second_order(f, x)
+        assert grad(g)(1.5) == (3.0,)
         with pytest.raises(dplus.UnsupportedSyntaxError, match="class statement 'Local'"):
-            dplus.hessian(f)(1.5)
+            dplus.hessian(g)(1.5)
 
 
 # ---------------------------------------------------------------------------

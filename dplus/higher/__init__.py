@@ -26,6 +26,7 @@ from . import (  # noqa: F401  (they register)
     argument_rules,
     array_memory,
     call_rules,
+    class_rules,
     iterable_rules,
     sensitivity_rules,
 )

@@ -7,9 +7,10 @@ from __future__ import annotations
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..errors import NonDifferentiableError, describe_callable
+from ..runtime.classes import TRANSFORM_IS
 from ..runtime.closures import CodeMap, plus_info
 from ..runtime.registry import next_order_form
 from ..runtime.result import ProcResult
@@ -41,6 +42,9 @@ def _transform_of_plus(P: Any) -> Callable[..., ProcResult]:
         # a rule taking generators (runtime.generators.consumes_generators): at the next order
         # the rule itself (a generator made by differentiated code is refused there)
         return transform_of_plus(P.__wrapped__)
+    if isinstance(P, types.FunctionType) and TRANSFORM_IS in P.__dict__:
+        # a method's stand-in in a class built by code differentiated again (runtime.classes)
+        return cast(Callable[..., ProcResult], P.__dict__[TRANSFORM_IS])
     form = next_order_form(P)
     if form is not None:
         return plus_function_for(form)

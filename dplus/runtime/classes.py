@@ -30,12 +30,16 @@ from .result import ProcResult, call_plus
 
 __all__ = [
     "build_class_plus",
+    "class_holds",
+    "new_class",
     "standing_for",
     "attribute_value",
     "is_local_class",
     "local_owner",
     "raw_attribute",
     "STANDS_FOR",
+    "TRANSFORM_IS",
+    "stand_in_one_order_down",
 ]
 
 Z: Any = gen_zero
@@ -44,6 +48,7 @@ Z: Any = gen_zero
 _LOCAL_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
 
 STANDS_FOR = "__dplus_stands_for__"
+TRANSFORM_IS = "__dplus_transform_is__"
 
 
 def standing_for(plus: Any, name: str | None = None, qualname: str | None = None) -> Any:
@@ -58,6 +63,24 @@ def standing_for(plus: Any, name: str | None = None, qualname: str | None = None
     primal_only.__doc__ = getattr(plus, "__doc__", None)
     mark(primal_only, "__wrapped__", plus)  # (inspect.signature reads it)
     return mark(primal_only, STANDS_FOR, plus)
+
+
+def stand_in_one_order_down(plus: Any) -> Any:
+    """A plus-function one order below ``plus`` (a plus-function of a higher order, made by
+    code differentiated again), whose transform is ``plus`` (``transform_of_plus`` reads the
+    mark): what a class built by code differentiated again holds, through
+    :func:`standing_for`, for a method whose plus-function is of that order
+    (``higher.class_rules``)."""
+
+    def next_order_stand_in(*args: Any, **kwargs: Any) -> Any:
+        return call_plus(plus, *args, **kwargs).primal
+
+    next_order_stand_in.__name__ = str(getattr(plus, "__name__", "plus_function"))
+    next_order_stand_in.__qualname__ = str(getattr(plus, "__qualname__", "plus_function"))
+    # (its transform is ``plus`` both for the tower, which asks for the transform of a
+    # plus-function, and for rule code that looks up a method's transform and calls it)
+    mark(next_order_stand_in, STANDS_FOR, plus)
+    return mark(next_order_stand_in, TRANSFORM_IS, plus)
 
 
 def attribute_value(obj: Any, name: str, v: Any) -> Any:
@@ -120,8 +143,9 @@ def local_owner(obj: Any, name: str) -> type | None:
     return None
 
 
-def _primal_value(v: Any, name: str, qualname: str) -> Any:
-    """What the class holds for the namespace value ``v``: a plain function for a method."""
+def class_holds(v: Any, name: str, qualname: str) -> Any:
+    """What the class holds for the namespace value ``v``: a plain function for a method.
+    (At a higher order its rule is ``higher.class_rules``'.)"""
     if is_plus_function(v):
         return standing_for(v, name, qualname)
     inner = getattr(v, "__func__", None) if isinstance(v, (staticmethod, classmethod)) else None
@@ -140,13 +164,24 @@ def _primal_value(v: Any, name: str, qualname: str) -> Any:
     return v
 
 
-def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -> ProcResult:
-    """The class a ``class`` statement builds from the namespace its body filled."""
+def _is_data_attribute(cls: type, k: str, v: Any) -> bool:
+    """A value the class holds as it is (a number, a container), that the class statement's
+    body computed: not a method, a descriptor or a name Python sets."""
+    return (
+        not (k.startswith("__") and k.endswith("__"))
+        and not callable(v)
+        and not hasattr(type(v), "__get__")
+        and cls.__dict__.get(k, None) is v
+    )
+
+
+def new_class(name: str, bases: tuple, held: dict, keywords: dict) -> type:
+    """The class Python builds from a namespace holding ``held``'s values (a constant at
+    every order: ``higher.class_rules``; the attributes' values are tied to the class body's
+    by :func:`build_class_plus`)."""
     resolved = types.resolve_bases(bases)
     meta, ns, kwds = types.prepare_class(name, resolved, keywords)
-    qual = namespace.get("__qualname__", name)
-    for k, v in namespace.items():
-        ns[k] = _primal_value(v, k, f"{qual}.{k}")
+    ns.update(held)
     if resolved is not bases:
         ns["__orig_bases__"] = bases
     cls = meta(name, resolved, ns, **kwds)
@@ -154,6 +189,22 @@ def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -
         _LOCAL_CLASSES.add(cls)
     except TypeError:
         pass
+    return cls
+
+
+def build_class_plus(name: str, bases: tuple, namespace: dict, keywords: dict) -> ProcResult:
+    """The class a ``class`` statement builds from the namespace its body filled."""
+    qual = namespace.get("__qualname__", name)
+    held = {}
+    for k, v in namespace.items():
+        held[k] = class_holds(v, k, f"{qual}.{k}")
+    cls = new_class(name, bases, held, keywords)
+    for k, v in namespace.items():
+        if _is_data_attribute(cls, k, v):
+            # (the value it holds already: a no-op here; at the next order, where this
+            # function is differentiated from its source, the write of an attribute ties the
+            # class's attribute to the namespace's entry, as an object's)
+            setattr(cls, k, v)
 
     def build_class_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         # the sensitivities of the attributes the class held, by name: the namespace's

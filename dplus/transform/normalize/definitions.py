@@ -60,12 +60,18 @@ def rewrite_definitions(
     mark_functions_set_as_attributes(node)
     if again:
         # (a generator is run to completion into a list there, by the normaliser, as before)
-        if any(isinstance(n, ast.ClassDef) for n in ast.walk(node)):
-            raise _refused_again(node, qualname, filename)
         for gen in ast.walk(node):
             if is_generator_function(gen) and _endless(gen):
                 raise _refused_endless(gen, qualname, filename)
-        return node
+        if not any(isinstance(n, ast.ClassDef) for n in ast.walk(node)):
+            return node
+        _refuse_classes_not_supported_again(node, qualname, filename)
+        try:
+            return _Definitions(_Names(node), module, string_annotations, False).function(
+                node, qualname
+            )
+        except (GeneratorSyntaxError, ClassSyntaxError) as e:
+            raise _refusal(e, filename) from None
     if not any(isinstance(n, (ast.ClassDef, ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
         return node
     names = _Names(node)
@@ -75,15 +81,111 @@ def rewrite_definitions(
         raise _refusal(e, filename) from None
 
 
-def _refused_again(node: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
-    """A class statement met at a higher order of differentiation: ``runtime.classes`` has
-    no rules of its own to be differentiated again yet."""
-    first = next(n for n in ast.walk(node) if isinstance(n, ast.ClassDef))
+def _refuse_classes_not_supported_again(
+    node: ast.FunctionDef | ast.Lambda, qualname: str, filename: str
+) -> None:
+    """Refuse, naming it, a class statement that a higher order of differentiation does not
+    take yet. Taken: a class whose body holds methods (``__init__`` and methods called by
+    name) and nothing else, whose methods read no variable of the enclosing functions but
+    the classes they define, and no class the function writes an attribute of. (Class
+    attributes, decorators and operator methods reach the class through
+    ``build_class_plus``'s namespace and Python's own calls, which the next order does not
+    follow yet: the sensitivity of a class attribute would be lost there.)"""
+    classes = [n for n in ast.walk(node) if isinstance(n, ast.ClassDef)]
+    class_names = {c.name for c in classes}
+    enclosing = _bound_in_functions(node) - class_names
+    for c in classes:
+        why = _not_supported_again(c, enclosing, class_names)
+        if why is not None:
+            raise _refused_again(c, qualname, filename, why)
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)) and any(
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id in class_names
+            for t in (n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target])
+        ):
+            first = next(c for c in classes if c.name in class_names)
+            raise _refused_again(first, qualname, filename, "the function sets an attribute of it")
+
+
+def _bound_in_functions(node: ast.AST) -> set[str]:
+    """The parameters and local names of ``node`` and the functions inside it."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+    return out
+
+
+def _not_supported_again(c: ast.ClassDef, enclosing: set[str], class_names: set[str]) -> str | None:
+    if c.decorator_list or c.keywords:
+        return "it has a decorator or class keywords"
+    if not all(isinstance(b, ast.Name) for b in c.bases):
+        return "a base class is an expression"
+    for st in c.body:
+        if isinstance(st, ast.Pass) or (
+            isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
+        ):
+            continue
+        if not isinstance(st, ast.FunctionDef):
+            inner = next(
+                (
+                    n
+                    for n in ast.walk(st)
+                    if isinstance(
+                        n, (ast.Lambda, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)
+                    )
+                ),
+                None,
+            )
+            if inner is not None:
+                return "its body makes a function or a class outside a method definition"
+            continue
+        for d in st.decorator_list:
+            if not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")):
+                return (
+                    f"the method {st.name!r} has a decorator other than staticmethod or classmethod"
+                )
+        own = _bound_in_functions(st)
+        for n in ast.walk(st):
+            if (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and n.id in enclosing
+                and n.id not in own
+                and n.id not in class_names
+            ):
+                return (
+                    f"the method {st.name!r} reads the variable {n.id!r} of the enclosing function"
+                )
+            if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
+                if not (isinstance(n.value, ast.Name) and n.value.id == _first_arg(st)):
+                    return f"the method {st.name!r} sets an attribute of something other than its instance"
+    return None
+
+
+def _first_arg(fn: ast.FunctionDef) -> str | None:
+    ps = fn.args.posonlyargs + fn.args.args
+    return ps[0].arg if ps else None
+
+
+def _refused_again(
+    first: ast.ClassDef, qualname: str, filename: str, why: str
+) -> UnsupportedSyntaxError:
+    """A class statement met at a higher order of differentiation that the next order does
+    not take yet (:func:`_refuse_classes_not_supported_again`)."""
     line = getattr(first, "lineno", None)
     err = UnsupportedSyntaxError(
         f"the class statement {first.name!r} in {qualname!r} ({filename}, line {line if line else '?'}) "
-        "is differentiated at first order only: dplus cannot yet differentiate it again (hessian, grad "
-        "of grad, jvp of grad). For higher derivatives, define the class at module level"
+        f"is differentiated at first order only ({why}): dplus cannot yet differentiate it again "
+        "(hessian, grad of grad, jvp of grad). For higher derivatives, define the class at module "
+        "level; at a higher order a class inside takes only methods (no class attributes, "
+        "decorators or operator methods) that read no variable of the function"
     )
     err.filename = filename
     err.lineno = line
@@ -114,8 +216,11 @@ def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedS
 
 
 class _Definitions:
-    def __init__(self, names: _Names, module: str, string_annotations: bool) -> None:
+    def __init__(
+        self, names: _Names, module: str, string_annotations: bool, generators: bool = True
+    ) -> None:
         self.names = names
+        self.generators = generators
         self.module = module
         self.string_annotations = string_annotations
 
@@ -127,7 +232,7 @@ class _Definitions:
                 raise GeneratorSyntaxError(node, "a yield inside a lambda", "write a nested def")
             return node
         node.body = self.block(node.body, qualname + ".<locals>")
-        if is_generator_function(node):
+        if self.generators and is_generator_function(node):
             node = GeneratorMachine(node, self.names.fresh, _internal, qualname).rewrite()
         return node
 
