@@ -180,19 +180,68 @@ def _cross_vjp(A, r, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.cross(b, A, axisb, axisc, axisa), np.cross(A, a, axisc, axisa, axisb)
 
 
+def _is_differentiable_item(item: Any) -> bool:
+    """An item of ``np.r_[...]`` whose elements reach the result as numbers that can carry a
+    sensitivity (float or complex arrays and numbers; not directives, slices or integers)."""
+    if isinstance(item, (bool, int, str, slice)):
+        return False
+    return np.asarray(item).dtype.kind in "fc"
+
+
+def _concatenated_positions(concatenator: Any, key: tuple, i: int) -> Any:
+    """Where each element of item ``i`` of the key went in ``concatenator[key]`` (flat
+    positions of the result, in the item's own flat order): the result of the key with the
+    item replaced by zeros, then by labels 1..n, differs exactly at the item's places."""
+    item = np.asarray(key[i])
+    n = item.size
+    shape = np.shape(item)
+
+    def with_item(value: Any) -> Any:
+        changed = list(key)
+        changed[i] = value if shape else value.reshape(())[()]
+        return np.ravel(type(concatenator).__getitem__(concatenator, tuple(changed)))
+
+    zeros = with_item(np.zeros(shape))
+    labels = with_item(np.arange(1.0, n + 1.0).reshape(shape))
+    where = np.flatnonzero(labels != zeros)
+    if where.size != n:
+        raise NonDifferentiableError(
+            "dplus's derivative of np.r_[...]/np.c_[...] does not apply to this call (an item's elements do "
+            "not each appear once in the result): use np.concatenate or np.column_stack"
+        )
+    return where[np.argsort(np.real(labels[where]), kind="stable")]
+
+
+def _concatenator_item_grad(A: Any, concatenator: Any, key: tuple, i: int) -> Any:
+    g = np.ravel(A)[_concatenated_positions(concatenator, key, i)]
+    item = key[i]
+    if isinstance(item, np.ndarray):
+        return np.reshape(g, np.shape(item))
+    return g[0]
+
+
 def _concatenator_getitem_plus(concatenator: Any, key: Any) -> ProcResult:
-    """``np.r_[...]`` and ``np.c_[...]``: not differentiated (the index of a subscript carries
-    no sensitivity in dplus), so a sensitivity reaching the result raises."""
+    """``np.r_[...]`` and ``np.c_[...]``: a concatenation of the items of the key, so each
+    float or complex item gets the part of the result's sensitivity at the places its
+    elements went (found by :func:`_concatenated_positions`, a constant)."""
     r = type(concatenator).__getitem__(concatenator, key)
+    items = key if isinstance(key, tuple) else (key,)
 
     def concatenator_backprop(A: Any, Abox: Any) -> tuple:
         if A is Z or A is None:
             return (), Z, Z
-        which = "np.c_" if isinstance(concatenator, type(np.c_)) else "np.r_"
-        raise NonDifferentiableError(
-            f"dplus has no derivative through {which}[...]: the items of a subscript carry no sensitivity. "
-            "Use np.concatenate (for np.r_) or np.column_stack (for np.c_), which are differentiated"
-        )
+        if isinstance(r, np.matrix):
+            raise NonDifferentiableError(
+                "dplus has no derivative through np.r_['r', ...] / np.r_['c', ...] (a np.matrix result): "
+                "use np.concatenate or np.column_stack"
+            )
+        sens = ()
+        for i in range(len(items)):
+            if _is_differentiable_item(items[i]):
+                sens = sens + (_concatenator_item_grad(A, concatenator, items, i),)
+            else:
+                sens = sens + (Z,)
+        return (), Z, sens if isinstance(key, tuple) else sens[0]
 
     return ProcResult(r, concatenator_backprop)
 
@@ -421,7 +470,7 @@ def register_numpy_shape_rules() -> None:
     register_primitive(
         type(np.r_).__getitem__,
         _concatenator_getitem_plus,
-        note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them",
+        note="numpy: np.r_[...] and np.c_[...], a concatenation of the items of the key",
     )
     for helper in (
         _rollaxis_order,
@@ -436,6 +485,8 @@ def register_numpy_shape_rules() -> None:
         _atleast_shape,
         _meshgrid_view,
         _block_layout,
+        _concatenated_positions,
+        _is_differentiable_item,
     ):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
     for rule_helper in (
@@ -448,6 +499,7 @@ def register_numpy_shape_rules() -> None:
         _cross_vjp,
         _pad_constant,
         _concatenator_getitem_plus,
+        _concatenator_item_grad,
     ):
         mark_derived(rule_helper, "rule helper")
 
