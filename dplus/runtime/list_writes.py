@@ -73,9 +73,7 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     return Z
 
 
-def read_back_keyed(
-    obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities
-) -> tuple:
+def read_back_keyed(obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities) -> tuple:
     """:func:`read_back` of a subscript whose key is a tuple display (``obj[x, y]``), and the
     key's own sensitivity: a rule may route the result's into the key's items (``np.r_[x, y]``
     is a concatenation of them). Every other subscript gives its key none (``Z``)."""
