@@ -115,7 +115,7 @@ def _pad_index(shape: tuple, pad_width: Any, mode: Any, reflect_type: str) -> tu
     )
 
 
-def _pad_matrix(n: int, widths: tuple, mode: str) -> Any:
+def _pad_matrix(n: int, widths: tuple, mode: Any) -> Any:
     """The ``(n, n + before + after)`` matrix taking an axis of length ``n`` to its padding
     with ``reflect_type='odd'`` (a linear map: NumPy's padding of each unit vector)."""
     return np.pad(np.eye(n), (widths, (0, 0)), mode=mode, reflect_type="odd").T
@@ -258,7 +258,7 @@ def _concatenator_getitem_plus(concatenator: Any, key: Any) -> ProcResult:
                 "dplus has no derivative through np.r_['r', ...] / np.r_['c', ...] (a np.matrix result): "
                 "use np.concatenate or np.column_stack"
             )
-        sens = ()
+        sens: tuple[Any, ...] = ()
         for i in range(len(items)):
             if _is_differentiable_item(items[i]):
                 sens = sens + (_concatenator_item_grad(A, concatenator, items, i),)
