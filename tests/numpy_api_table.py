@@ -154,13 +154,15 @@ ENTRIES: list[Entry] = [
     ("eig/values-complex", lambda m: np.linalg.eigvals(m), lambda: (a(4, 4),)),
     ("eig/values-batched", lambda m: np.linalg.eigvals(m), lambda: (a(2, 3, 3),)),
     ("eig/complex-matrix", lambda m: np.linalg.eig(m)[0], lambda: (a(3, 3) + 1j * a(3, 3),)),
-    ("eig/vectors-real", lambda m: np.linalg.eig(m)[1], lambda: (sym(3) + np.triu(a(3, 3)),)),
-    # the eigenvectors themselves (not only phase-free functions of them): NumPy's gauge
-    ("eig/vectors", lambda m: np.linalg.eig(m)[1], lambda: (a(4, 4),)),
+    # the eigenvectors themselves, phase included (NumPy's gauge: unit norm, the largest
+    # component real; positive for a complex matrix, of NumPy's arbitrary sign for a real
+    # one, so there the check squares them: a function that keeps the phase, not the sign)
+    ("eig/vectors-real", lambda m: np.linalg.eig(m)[1] ** 2, lambda: (sym(3) + np.triu(a(3, 3)),)),
+    ("eig/vectors", lambda m: np.linalg.eig(m)[1] ** 2, lambda: (a(4, 4),)),
     ("eig/vectors-complex", lambda m: np.linalg.eig(m)[1], lambda: (a(3, 3) + 1j * a(3, 3),)),
     (
         "eig/both",
-        lambda m: np.linalg.eig(m)[0][:, None] * np.linalg.eig(m)[1],
+        lambda m: np.linalg.eig(m)[0][:, None] * np.linalg.eig(m)[1] ** 2,
         lambda: (a(2, 3, 3),),
     ),
     ("lstsq", lambda m, b: np.linalg.lstsq(m, b)[0], lambda: (a(5, 3), a(5))),
