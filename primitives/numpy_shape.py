@@ -288,6 +288,12 @@ def _append(arr, values, axis=None):
 
 def _pad(array, pad_width, mode="constant", constant_values=0, reflect_type="even", **other):
     x = np.asarray(array)
+    if x.dtype.kind not in "fc":  # integers: rounded by NumPy, piecewise constant
+        if mode in ("reflect", "symmetric"):
+            other = {"reflect_type": reflect_type, **other}
+        if mode == "constant":
+            other = {"constant_values": constant_values, **other}
+        return _pad_integers(x, pad_width, mode, other)
     if mode == "constant" and not other:
         return _pad_constant(x, pad_width, constant_values)
     if mode in _INDEX_PAD_MODES and reflect_type == "even" and not other:
@@ -380,6 +386,10 @@ def _pad_constant(x, pad_width, constant_values):
         after = np.full(_side_shape(np.shape(x), k, widths[k][1]), values[k, 1])
         x = np.concatenate((before, x, after), axis=k)
     return x
+
+
+def _pad_integers(x: Any, pad_width: Any, mode: Any, kwargs: dict) -> Any:
+    return np.pad(x, pad_width, mode, **kwargs)
 
 
 def _pad_without_derivative(x: Any, pad_width: Any, mode: Any, kwargs: dict) -> Any:
@@ -586,6 +596,7 @@ def register_numpy_shape_rules() -> None:
         _block_layout,
         _concatenated_positions,
         _is_differentiable_item,
+        _pad_integers,
     ):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
     for rule_helper in (
