@@ -118,6 +118,65 @@ def _eigvalsh_grad(A, r, a, UPLO="L"):
     return _eigh_grad_from(A, Z, w, V, UPLO == "L")
 
 
+def _largest_component(V):
+    """A 0/1 matrix marking, in each column of ``V``, its largest component (which LAPACK's
+    ``geev`` makes real: the gauge of the eigenvectors ``numpy.linalg.eig`` returns)."""
+    m = np.argmax(np.abs(V), axis=-2)
+    return (np.arange(np.shape(V)[-2])[:, None] == m[..., None, :]).astype(float)
+
+
+def _repeated_eigenvalues(w) -> bool:
+    w = np.asarray(w)
+    n = np.shape(w)[-1]
+    gaps = np.where(np.eye(n) > 0, np.inf, np.abs(w[..., :, None] - w[..., None, :]))
+    scale = np.max(np.abs(w)) if w.size else 0.0
+    return bool(np.any(gaps <= 64 * np.finfo(float).eps * max(scale, 1.0)))
+
+
+def _eig_vectors_back(gV, V):
+    """The transpose of the gauge NumPy's eigenvectors are in (each column of unit norm, its
+    largest component real), applied to their sensitivity: what remains is the sensitivity of
+    eigenvectors ``dV = V (F * (V^-1 dA V))``, which keeps ``diag(V^-1 dV) = 0``."""
+    mark = _largest_component(V)
+    largest = np.sum(V * mark, axis=-2)
+    s = np.sum(gV * V, axis=-2)
+    gV = gV + mark * (-1j * np.imag(s) / largest)[..., None, :]
+    t = np.sum(gV * V, axis=-2)
+    return gV - np.conj(V) * np.real(t)[..., None, :]
+
+
+def _eig_grad_from(gw, gV, w, V, a):
+    """``V^-T (diag(gw) + F * (V^T gV)) V^T``, ``F_ij = 1 / (w_j - w_i)`` off the diagonal
+    (real for a real matrix: a real matrix's changes are real)."""
+    if _repeated_eigenvalues(w):
+        raise NonDifferentiableError(
+            "numpy.linalg.eig and eigvals are not differentiable at a matrix with a repeated "
+            "eigenvalue (its eigenvalues and eigenvectors need not be smooth there). For a symmetric "
+            "matrix use numpy.linalg.eigh or eigvalsh"
+        )
+    n = np.shape(V)[-1]
+    eye = np.eye(n)
+    inner = gw[..., None, :] * eye if gw is not Z else 0.0
+    if gV is not Z:
+        F = (1.0 - eye) / (w[..., None, :] - w[..., :, None] + eye)
+        inner = inner + F * np.matmul(_T(V), _eig_vectors_back(gV, V))
+    g = np.linalg.solve(_T(V), np.matmul(inner + np.zeros(np.shape(V)), _T(V)))
+    return g if np.iscomplexobj(a) else np.real(g)
+
+
+def _eig_grad(A, r, a):
+    gw, gV = tuple_items(A, 2)
+    w, V = r
+    return _eig_grad_from(
+        np.asarray(gw) if gw is not Z else Z, np.asarray(gV) if gV is not Z else Z, w, V, a
+    )
+
+
+def _eigvals_grad(A, r, a):
+    w, V = np.linalg.eig(a)
+    return _eig_grad_from(A, Z, w, V, a)
+
+
 def _svd_grad(A, r, a, full_matrices=True, compute_uv=True, hermitian=False):
     _refuse_complex("svd", a)
     if hermitian:
@@ -271,11 +330,15 @@ def register_numpy_linalg_rules() -> None:
     defgrad(la.cholesky, _cholesky_grad)
     defgrad(la.eigh, _eigh_grad)
     defgrad(la.eigvalsh, _eigvalsh_grad)
+    defgrad(la.eig, _eig_grad)
+    defgrad(la.eigvals, _eigvals_grad)
     defgrad(la.svd, _svd_grad)
     defgrad(la.qr, _qr_grad)
     defnondiff(la.matrix_rank, note="non-differentiable: an integer")
     defnondiff(_rank_deficient, note="internal: a test of a NumPy rule")
     defnondiff(_repeated, note="internal: a test of a NumPy rule")
+    defnondiff(_repeated_eigenvalues, note="internal: a test of a NumPy rule")
+    defnondiff(_largest_component, note="internal: a constant of a NumPy rule")
     for fn, impl in (
         (getattr(la, "svdvals", None), _svdvals),
         (la.pinv, _pinv),
@@ -295,6 +358,10 @@ def register_numpy_linalg_rules() -> None:
         _eigh_grad_from,
         _eigh_grad,
         _eigvalsh_grad,
+        _eig_vectors_back,
+        _eig_grad_from,
+        _eig_grad,
+        _eigvals_grad,
         _svd_grad,
         _svd_factors_grad,
         _qr_grad,

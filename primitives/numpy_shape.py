@@ -100,6 +100,7 @@ def _kron_layout(a_shape: tuple, b_shape: tuple) -> tuple:
 
 
 _INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+_STATISTIC_PAD_MODES = ("mean", "maximum", "minimum", "median")
 
 
 def _pad_index(shape: tuple, pad_width: Any, mode: Any, reflect_type: str) -> tuple:
@@ -112,6 +113,28 @@ def _pad_index(shape: tuple, pad_width: Any, mode: Any, reflect_type: str) -> tu
     return np.ix_(
         *[np.pad(np.arange(n), tuple(w), mode=mode, **extra) for n, w in zip(shape, widths)]
     )
+
+
+def _pad_matrix(n: int, widths: tuple, mode: Any) -> Any:
+    """The ``(n, n + before + after)`` matrix taking an axis of length ``n`` to its padding
+    with ``reflect_type='odd'`` (a linear map: NumPy's padding of each unit vector)."""
+    return np.pad(np.eye(n), (widths, (0, 0)), mode=mode, reflect_type="odd").T
+
+
+def _stat_window(n: int, axis: int, ndim: int, stat_length: Any, after: bool) -> Any:
+    """The positions, along an axis of length ``n``, whose statistic fills one side."""
+    if stat_length is None:
+        return np.arange(n)
+    lengths = np.broadcast_to(np.asarray(stat_length, dtype=np.intp), (ndim, 2))
+    length = min(int(lengths[axis, 1 if after else 0]), n)
+    return np.arange(n - length, n) if after else np.arange(0, length)
+
+
+def _ramp_steps(width: int, axis: int, ndim: int, after: bool) -> Any:
+    """``0, 1, ..., width - 1`` along ``axis`` (reversed for the side after the array)."""
+    steps = np.arange(float(width))
+    steps = steps[::-1] if after else steps
+    return np.reshape(steps, tuple(width if d == axis else 1 for d in range(ndim)))
 
 
 def _pad_widths(ndim: int, pad_width: Any) -> tuple:
@@ -180,19 +203,68 @@ def _cross_vjp(A, r, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.cross(b, A, axisb, axisc, axisa), np.cross(A, a, axisc, axisa, axisb)
 
 
+def _is_differentiable_item(item: Any) -> bool:
+    """An item of ``np.r_[...]`` whose elements reach the result as numbers that can carry a
+    sensitivity (float or complex arrays and numbers; not directives, slices or integers)."""
+    if isinstance(item, (bool, int, str, slice)):
+        return False
+    return np.asarray(item).dtype.kind in "fc"
+
+
+def _concatenated_positions(concatenator: Any, key: tuple, i: int) -> Any:
+    """Where each element of item ``i`` of the key went in ``concatenator[key]`` (flat
+    positions of the result, in the item's own flat order): the result of the key with the
+    item replaced by zeros, then by labels 1..n, differs exactly at the item's places."""
+    item = np.asarray(key[i])
+    n = item.size
+    shape = np.shape(item)
+
+    def with_item(value: Any) -> Any:
+        changed = list(key)
+        changed[i] = value if shape else value.reshape(())[()]
+        return np.ravel(type(concatenator).__getitem__(concatenator, tuple(changed)))
+
+    zeros = with_item(np.zeros(shape))
+    labels = with_item(np.arange(1.0, n + 1.0).reshape(shape))
+    where = np.flatnonzero(labels != zeros)
+    if where.size != n:
+        raise NonDifferentiableError(
+            "dplus's derivative of np.r_[...]/np.c_[...] does not apply to this call (an item's elements do "
+            "not each appear once in the result): use np.concatenate or np.column_stack"
+        )
+    return where[np.argsort(np.real(labels[where]), kind="stable")]
+
+
+def _concatenator_item_grad(A: Any, concatenator: Any, key: tuple, i: int) -> Any:
+    g = np.ravel(A)[_concatenated_positions(concatenator, key, i)]
+    item = key[i]
+    if isinstance(item, np.ndarray):
+        return np.reshape(g, np.shape(item))
+    return g[0]
+
+
 def _concatenator_getitem_plus(concatenator: Any, key: Any) -> ProcResult:
-    """``np.r_[...]`` and ``np.c_[...]``: not differentiated (the index of a subscript carries
-    no sensitivity in dplus), so a sensitivity reaching the result raises."""
+    """``np.r_[...]`` and ``np.c_[...]``: a concatenation of the items of the key, so each
+    float or complex item gets the part of the result's sensitivity at the places its
+    elements went (found by :func:`_concatenated_positions`, a constant)."""
     r = type(concatenator).__getitem__(concatenator, key)
+    items = key if isinstance(key, tuple) else (key,)
 
     def concatenator_backprop(A: Any, Abox: Any) -> tuple:
         if A is Z or A is None:
             return (), Z, Z
-        which = "np.c_" if isinstance(concatenator, type(np.c_)) else "np.r_"
-        raise NonDifferentiableError(
-            f"dplus has no derivative through {which}[...]: the items of a subscript carry no sensitivity. "
-            "Use np.concatenate (for np.r_) or np.column_stack (for np.c_), which are differentiated"
-        )
+        if isinstance(r, np.matrix):
+            raise NonDifferentiableError(
+                "dplus has no derivative through np.r_['r', ...] / np.r_['c', ...] (a np.matrix result): "
+                "use np.concatenate or np.column_stack"
+            )
+        sens: tuple[Any, ...] = ()
+        for i in range(len(items)):
+            if _is_differentiable_item(items[i]):
+                sens = sens + (_concatenator_item_grad(A, concatenator, items, i),)
+            else:
+                sens = sens + (Z,)
+        return (), Z, sens if isinstance(key, tuple) else sens[0]
 
     return ProcResult(r, concatenator_backprop)
 
@@ -216,13 +288,92 @@ def _append(arr, values, axis=None):
 
 def _pad(array, pad_width, mode="constant", constant_values=0, reflect_type="even", **other):
     x = np.asarray(array)
+    if x.dtype.kind not in "fc":  # integers: rounded by NumPy, piecewise constant
+        if mode in ("reflect", "symmetric"):
+            other = {"reflect_type": reflect_type, **other}
+        if mode == "constant":
+            other = {"constant_values": constant_values, **other}
+        return _pad_integers(x, pad_width, mode, other)
     if mode == "constant" and not other:
         return _pad_constant(x, pad_width, constant_values)
     if mode in _INDEX_PAD_MODES and reflect_type == "even" and not other:
         return x[_pad_index(np.shape(x), pad_width, mode, reflect_type)]
+    if mode in ("reflect", "symmetric") and reflect_type == "odd" and not other:
+        return _pad_odd(x, pad_width, mode)
+    if mode in _STATISTIC_PAD_MODES and set(other) <= {"stat_length"}:
+        return _pad_statistic(x, pad_width, mode, other.get("stat_length"))
+    if mode == "linear_ramp" and set(other) <= {"end_values"}:
+        return _pad_linear_ramp(x, pad_width, other.get("end_values", 0))
     if mode in ("reflect", "symmetric"):
         other = {"reflect_type": reflect_type, **other}
     return _pad_without_derivative(x, pad_width, mode, other)
+
+
+def _pad_odd(x, pad_width, mode):
+    """``reflect_type='odd'``: each axis's padding is linear in it (``2 * edge - mirror``,
+    repeated as NumPy repeats it for long pads), so it is that axis times a constant matrix,
+    NumPy's own padding of the identity."""
+    widths = _pad_widths(np.ndim(x), pad_width)
+    for k in range(np.ndim(x)):
+        if widths[k] != (0, 0):
+            M = _pad_matrix(np.shape(x)[k], widths[k], mode)
+            x = np.moveaxis(np.matmul(np.moveaxis(x, k, -1), M), -1, k)
+    return x
+
+
+def _pad_statistic(x, pad_width, mode, stat_length):
+    """The statistic modes: each side of an axis is filled with the statistic of the first
+    (last) ``stat_length`` elements along it, axis by axis as NumPy pads (so the corners
+    hold the statistic of the padding before them)."""
+    widths = _pad_widths(np.ndim(x), pad_width)
+    for k in range(np.ndim(x)):
+        before, after = widths[k]
+        if before == 0 and after == 0:
+            continue
+        parts = ()
+        if before > 0:
+            first = _stat_window(np.shape(x)[k], k, np.ndim(x), stat_length, False)
+            edge = _statistic(np.take(x, first, axis=k), k, mode)
+            parts = parts + (np.broadcast_to(edge, _side_shape(np.shape(x), k, before)),)
+        parts = parts + (x,)
+        if after > 0:
+            last = _stat_window(np.shape(x)[k], k, np.ndim(x), stat_length, True)
+            edge = _statistic(np.take(x, last, axis=k), k, mode)
+            parts = parts + (np.broadcast_to(edge, _side_shape(np.shape(x), k, after)),)
+        x = np.concatenate(parts, axis=k)
+    return x
+
+
+def _statistic(chunk, axis, mode):
+    if mode == "mean":
+        return np.mean(chunk, axis=axis, keepdims=True)
+    if mode == "maximum":
+        return np.max(chunk, axis=axis, keepdims=True)
+    if mode == "minimum":
+        return np.min(chunk, axis=axis, keepdims=True)
+    return np.median(chunk, axis=axis, keepdims=True)
+
+
+def _pad_linear_ramp(x, pad_width, end_values):
+    """``linear_ramp``: a ramp from each end value to the edge element, the end value at the
+    outside (``np.linspace(end, edge, width, endpoint=False)``), axis by axis."""
+    ends = np.broadcast_to(np.asarray(end_values), (np.ndim(x), 2))
+    widths = _pad_widths(np.ndim(x), pad_width)
+    for k in range(np.ndim(x)):
+        before, after = widths[k]
+        n = np.shape(x)[k]
+        parts = ()
+        if before > 0:
+            edge = np.take(x, np.arange(0, 1), axis=k)
+            steps = _ramp_steps(before, k, np.ndim(x), False)
+            parts = parts + (ends[k, 0] + (edge - ends[k, 0]) / before * steps,)
+        parts = parts + (x,)
+        if after > 0:
+            edge = np.take(x, np.arange(n - 1, n), axis=k)
+            steps = _ramp_steps(after, k, np.ndim(x), True)
+            parts = parts + (ends[k, 1] + (edge - ends[k, 1]) / after * steps,)
+        x = np.concatenate(parts, axis=k)
+    return x
 
 
 def _pad_constant(x, pad_width, constant_values):
@@ -235,6 +386,10 @@ def _pad_constant(x, pad_width, constant_values):
         after = np.full(_side_shape(np.shape(x), k, widths[k][1]), values[k, 1])
         x = np.concatenate((before, x, after), axis=k)
     return x
+
+
+def _pad_integers(x: Any, pad_width: Any, mode: Any, kwargs: dict) -> Any:
+    return np.pad(x, pad_width, mode, **kwargs)
 
 
 def _pad_without_derivative(x: Any, pad_width: Any, mode: Any, kwargs: dict) -> Any:
@@ -421,7 +576,7 @@ def register_numpy_shape_rules() -> None:
     register_primitive(
         type(np.r_).__getitem__,
         _concatenator_getitem_plus,
-        note="numpy: np.r_[...] and np.c_[...] raise when a sensitivity reaches them",
+        note="numpy: np.r_[...] and np.c_[...], a concatenation of the items of the key",
     )
     for helper in (
         _rollaxis_order,
@@ -431,11 +586,17 @@ def register_numpy_shape_rules() -> None:
         _kron_layout,
         _pad_index,
         _pad_widths,
+        _pad_matrix,
+        _stat_window,
+        _ramp_steps,
         _side_shape,
         _broadcast_shape,
         _atleast_shape,
         _meshgrid_view,
         _block_layout,
+        _concatenated_positions,
+        _is_differentiable_item,
+        _pad_integers,
     ):
         defnondiff(helper, note="internal: index arithmetic of a NumPy rule")
     for rule_helper in (
@@ -447,7 +608,12 @@ def register_numpy_shape_rules() -> None:
         _partition_grad,
         _cross_vjp,
         _pad_constant,
+        _pad_odd,
+        _pad_statistic,
+        _statistic,
+        _pad_linear_ramp,
         _concatenator_getitem_plus,
+        _concatenator_item_grad,
     ):
         mark_derived(rule_helper, "rule helper")
 

@@ -151,6 +151,20 @@ ENTRIES: list[Entry] = [
     ("qr/mode-r", lambda m: np.linalg.qr(m, mode="r") ** 2, lambda: (a(4, 2),)),
     ("qr/batched", lambda m: np.linalg.qr(m)[0], lambda: (a(2, 4, 3),)),
     ("eig/values", lambda m: np.linalg.eigvals(m), lambda: (sym(3) + np.diag([5.0, 0.0, -5.0]),)),
+    ("eig/values-complex", lambda m: np.linalg.eigvals(m), lambda: (a(4, 4),)),
+    ("eig/values-batched", lambda m: np.linalg.eigvals(m), lambda: (a(2, 3, 3),)),
+    ("eig/complex-matrix", lambda m: np.linalg.eig(m)[0], lambda: (a(3, 3) + 1j * a(3, 3),)),
+    # the eigenvectors themselves, phase included (NumPy's gauge: unit norm, the largest
+    # component real; positive for a complex matrix, of NumPy's arbitrary sign for a real
+    # one, so there the check squares them: a function that keeps the phase, not the sign)
+    ("eig/vectors-real", lambda m: np.linalg.eig(m)[1] ** 2, lambda: (sym(3) + np.triu(a(3, 3)),)),
+    ("eig/vectors", lambda m: np.linalg.eig(m)[1] ** 2, lambda: (a(4, 4),)),
+    ("eig/vectors-complex", lambda m: np.linalg.eig(m)[1], lambda: (a(3, 3) + 1j * a(3, 3),)),
+    (
+        "eig/both",
+        lambda m: np.linalg.eig(m)[0][:, None] * np.linalg.eig(m)[1] ** 2,
+        lambda: (a(2, 3, 3),),
+    ),
     ("lstsq", lambda m, b: np.linalg.lstsq(m, b)[0], lambda: (a(5, 3), a(5))),
     ("lstsq/residuals", lambda m, b: np.linalg.lstsq(m, b)[1], lambda: (a(5, 3), a(5, 2))),
     ("lstsq/wide", lambda m, b: np.linalg.lstsq(m, b)[0], lambda: (a(2, 4), a(2))),
@@ -231,6 +245,44 @@ ENTRIES: list[Entry] = [
     ("pad/linear_ramp", lambda x: np.pad(x, 2, mode="linear_ramp"), lambda: (a(4),)),
     ("pad/mean", lambda x: np.pad(x, 2, mode="mean"), lambda: (a(4),)),
     ("pad/maximum", lambda x: np.pad(x, 2, mode="maximum"), lambda: (distinct(4),)),
+    (
+        "pad/reflect-odd-2d",
+        lambda x: np.pad(x, ((2, 1), (1, 3)), mode="reflect", reflect_type="odd"),
+        lambda: (a(4, 5),),
+    ),
+    (
+        "pad/reflect-odd-long",
+        lambda x: np.pad(x, 7, mode="reflect", reflect_type="odd"),
+        lambda: (a(3),),
+    ),
+    (
+        "pad/symmetric-odd",
+        lambda x: np.pad(x, ((3, 1), (0, 2)), mode="symmetric", reflect_type="odd"),
+        lambda: (a(3, 4),),
+    ),
+    (
+        "pad/linear_ramp-2d",
+        lambda x, e: np.pad(
+            x, ((2, 1), (1, 3)), mode="linear_ramp", end_values=((e, 1.0), (-2.0, e))
+        ),
+        lambda: (a(3, 4), 0.7),
+    ),
+    (
+        "pad/mean-stat_length",
+        lambda x: np.pad(x, ((2, 1), (1, 3)), mode="mean", stat_length=((1, 2), (3, 10))),
+        lambda: (a(4, 5),),
+    ),
+    (
+        "pad/minimum-2d",
+        lambda x: np.pad(x, ((1, 2), (2, 0)), mode="minimum"),
+        lambda: (distinct(3, 4),),
+    ),
+    (
+        "pad/maximum-stat_length",
+        lambda x: np.pad(x, (2, 3), mode="maximum", stat_length=2),
+        lambda: (distinct(5),),
+    ),
+    ("pad/median", lambda x: np.pad(x, ((1, 2), (2, 1)), mode="median"), lambda: (distinct(3, 5),)),
     ("r_", lambda x, y: np.r_[x, y], lambda: (a(3), a(2))),
     ("r_/scalars", lambda x, y: np.r_[x, 2.0, y], lambda: (a(3), a(2))),
     ("r_/slice", lambda x: np.r_[x, 0:3], lambda: (a(3),)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import SensitivityError
+from ..errors import NonDifferentiableError, SensitivityError
 from .boxes import BoxSensitivities
 from .handover import accumulate, handover, is_tracked_mutable
 from .hooks import hooks
@@ -49,7 +49,14 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
             return Z if s is None else s
         return Z
     if type(kind) is not int:
-        return kind(A, Abox)[1]
+        out = kind(A, Abox)
+        if len(out) > 2 and out[2] is not None and out[2] is not Z:
+            raise NonDifferentiableError(
+                f"the key of a subscript of {type(obj).__name__} (np.r_[...], np.c_[...]) received a sensitivity, "
+                "but the key is a variable, not written in the subscript: write its items there, "
+                "as np.r_[x, y] (or use np.concatenate)"
+            )
+        return out[1]
     if is_tracked_mutable(v):
         handover(Abox, v, A)
         return Z
@@ -64,6 +71,18 @@ def read_back(obj: Any, idx: int, kind: Any, v: Any, A: Any, Abox: BoxSensitivit
     items = Abox.list_entry(obj, n)
     items[i] = add(items[i], A)
     return Z
+
+
+def read_back_keyed(obj: Any, idx: Any, kind: Any, v: Any, A: Any, Abox: BoxSensitivities) -> tuple:
+    """:func:`read_back` of a subscript whose key is a tuple display (``obj[x, y]``), and the
+    key's own sensitivity: a rule may route the result's into the key's items (``np.r_[x, y]``
+    is a concatenation of them). Every other subscript gives its key none (``Z``)."""
+    if type(kind) is int:
+        return read_back(obj, idx, kind, v, A, Abox), Z
+    out = kind(Z if A is None else A, Abox)
+    s = out[1]
+    key = out[2] if len(out) > 2 else None
+    return (Z if s is None else s), (Z if key is None else key)
 
 
 def read_back_into(

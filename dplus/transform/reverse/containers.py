@@ -30,6 +30,26 @@ class ContainerRules(Builder):
         )
         return ast.BoolOp(op=ast.And(), values=[test, not_slice])
 
+    def key_is_a_display(self, acc: _AdjointAccumulator, idx: ast.expr) -> bool:
+        """Whether the key of a subscript is a tuple display with a variable among its items
+        (``obj[x, y]``, whose key the normalizer bound to a name): a rule may give its items
+        sensitivities (a rule that gives a key held otherwise one raises: ``read_back``)."""
+        if not isinstance(idx, ast.Name):
+            return False
+        displays = getattr(self, "_tuple_display_names", None)
+        if displays is None:
+            displays = {
+                node.targets[0].id
+                for node in ast.walk(ast.Module(body=self.ir.body, type_ignores=[]))
+                if isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Tuple)
+                and any(isinstance(e, ast.Name) for e in node.value.elts)
+            }
+            self._tuple_display_names = displays
+        return acc.ssa.origin.get(idx.id, idx.id) in displays
+
     def sequence_read(self, name: str, obj: ast.Name, idx: ast.expr, s: ast.stmt) -> Any:
         """``name = obj[idx]``: native for lists, tuples and dicts (the record keeps the length), else the rule."""
         kind = self.namer.fresh("read")
@@ -60,6 +80,28 @@ class ContainerRules(Builder):
             A = acc.take(name)
             if A is None:
                 # nothing to hand back, but a rule's backprop may restore container layouts
+                return
+            if self.key_is_a_display(acc, idx):
+                # the key's items may take a sensitivity (np.r_[x, y]): the rule's backprop
+                # gives the object's and the key's
+                g = self.namer.fresh("g")
+                acc.out.append(
+                    assign(
+                        g,
+                        call(
+                            self.rt("read_back_keyed"),
+                            N(obj.id),
+                            clone(idx),
+                            N(kind),
+                            N(name),
+                            A,
+                            N(syntax.ABOX),
+                        ),
+                    )
+                )
+                acc.add_value(obj.id, ast.Subscript(value=N(g), slice=C(0), ctx=ast.Load()))
+                assert isinstance(idx, ast.Name)
+                acc.add_value(idx.id, ast.Subscript(value=N(g), slice=C(1), ctx=ast.Load()))
                 return
             if obj.id in acc.ssa.defined or obj.id in self.boxed or self.nestable:
                 acc.add_value(
