@@ -13,7 +13,15 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["child_blocks", "clone", "nesting_depth", "substituted", "unparse", "walk"]
+__all__ = [
+    "child_blocks",
+    "clone",
+    "nesting_depth",
+    "substituted",
+    "unparse",
+    "walk",
+    "walk_outside",
+]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -83,6 +91,28 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
             elif isinstance(v, _AST):
                 append(v)
         yield n
+
+
+def walk_outside(node: ast.AST, kinds: tuple[type, ...]) -> Iterator[ast.AST]:
+    """``node`` and the nodes under it, except those of the types ``kinds`` below ``node``
+    and everything under them (in no particular order; contexts skipped)."""
+    todo = [node]
+    pop, append = todo.pop, todo.append
+    while todo:
+        n = pop()
+        yield n
+        t = type(n)
+        fields = _WALK_FIELDS.get(t)
+        if fields is None:
+            fields = _node_fields(t)
+        for f in fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, _AST) and not isinstance(c, kinds):
+                        append(c)
+            elif isinstance(v, _AST) and not isinstance(v, kinds):
+                append(v)
 
 
 def nesting_depth(node: ast.AST) -> int:

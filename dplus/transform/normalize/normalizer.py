@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import UnsupportedSyntaxError
 from ..scopes import Scope
 from ..sharing import unshared_aug_targets
-from ..trees import walk
+from ..trees import child_blocks, walk
 from .core import (
     Atom,
     Core,
@@ -35,7 +35,6 @@ from .loops import LoopForms
 from .rewrites import (
     _deepcopy,
     _ModuleNamespaceAccess,
-    _walk_no_scopes,
     _walk_no_scopes_body,
     _YieldsToList,
 )
@@ -126,18 +125,8 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
     # ------------------------------------------------------------------ statements
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         _, has_ret = _contains_escape(body, True)
-        early = has_ret and not (
-            len(
-                [
-                    n
-                    for n in walk(ast.Module(body=body, type_ignores=[]))
-                    if isinstance(n, ast.Return)
-                ]
-            )
-            == 1
-            and isinstance(body[-1], ast.Return)
-            and not any(isinstance(n, ast.Return) for s in body[:-1] for n in _walk_no_scopes(s))
-        )
+        # no flag when the last statement is the one return (nested functions' included)
+        early = has_ret and not (isinstance(body[-1], ast.Return) and _count_returns(body) == 1)
         self.emit(ast.copy_location(_assign(self.retval, _const(None), body[0]), body[0]))
         if early:
             self.ret_flag = self.namer.fresh("returned")
@@ -271,6 +260,20 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
 
     def e_Await(self, e: ast.AST) -> Atom:
         raise self.unsupported(e, "await (async code)")
+
+
+def _count_returns(body: list[ast.stmt]) -> int:
+    """The ``return`` statements in ``body``, nested functions' included (a return is a
+    statement: only statement lists are searched)."""
+    count = 0
+    todo = list(body)
+    while todo:
+        st = todo.pop()
+        if isinstance(st, ast.Return):
+            count += 1
+        for block in child_blocks(st):
+            todo.extend(block)
+    return count
 
 
 def normalize_function(
