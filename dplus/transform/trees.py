@@ -143,14 +143,25 @@ def nesting_depth(node: ast.AST) -> int:
 def child_blocks(st: ast.AST) -> Iterator[list[ast.stmt]]:
     """The statement lists directly inside ``st``: its body, ``else`` and ``finally``
     clauses, its exception handlers' and match cases' bodies."""
-    for field in ("body", "orelse", "finalbody"):
+    t = type(st)
+    fields = _BLOCK_FIELDS.get(t)
+    if fields is None:
+        fields = _BLOCK_FIELDS[t] = tuple(
+            f
+            for f in ("body", "orelse", "finalbody", "handlers", "cases")
+            if f in getattr(t, "_fields", ())
+        )
+    for field in fields:  # (most statements have none: an assignment is done here)
         sub = getattr(st, field, None)
-        if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+        if field == "handlers" or field == "cases":
+            for h in sub or ():
+                yield h.body
+        elif isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
             yield sub
-    for h in getattr(st, "handlers", ()):
-        yield h.body
-    for c in getattr(st, "cases", ()):
-        yield c.body
+
+
+# the fields of each node type that may hold statement lists (child_blocks)
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def clone(node: Any) -> Any:
