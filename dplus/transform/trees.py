@@ -17,6 +17,7 @@ __all__ = [
     "child_blocks",
     "clone",
     "nesting_depth",
+    "statements",
     "substituted",
     "unparse",
     "walk",
@@ -162,6 +163,20 @@ def child_blocks(st: ast.AST) -> Iterator[list[ast.stmt]]:
 
 # the fields of each node type that may hold statement lists (child_blocks)
 _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def statements(body: list[ast.stmt], nested: bool = True) -> Iterator[ast.stmt]:
+    """Every statement in ``body`` and in the blocks inside it (in no particular order),
+    without walking expressions, which hold no statements; ``nested``: the bodies of
+    nested functions and classes too (their ``def`` and ``class`` statements always)."""
+    todo = list(body)
+    while todo:
+        st = todo.pop()
+        yield st
+        if nested or not isinstance(st, _DEFINITIONS):
+            for block in child_blocks(st):
+                todo.extend(block)
 
 
 def clone(node: Any) -> Any:

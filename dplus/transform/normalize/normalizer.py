@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import UnsupportedSyntaxError
 from ..scopes import Scope
 from ..sharing import unshared_aug_targets
-from ..trees import child_blocks, walk
+from ..trees import statements, walk
 from .core import (
     Atom,
     Core,
@@ -76,7 +76,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
             if self.own_code
             else {
                 st.targets[0].id
-                for st in _walk_no_scopes_body(body)
+                for st in statements(body, nested=False)
                 if isinstance(st, ast.Assign)
                 and len(st.targets) == 1
                 and isinstance(st.targets[0], ast.Name)
@@ -263,17 +263,8 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
 
 
 def _count_returns(body: list[ast.stmt]) -> int:
-    """The ``return`` statements in ``body``, nested functions' included (a return is a
-    statement: only statement lists are searched)."""
-    count = 0
-    todo = list(body)
-    while todo:
-        st = todo.pop()
-        if isinstance(st, ast.Return):
-            count += 1
-        for block in child_blocks(st):
-            todo.extend(block)
-    return count
+    """The ``return`` statements in ``body``, nested functions' included."""
+    return sum(isinstance(st, ast.Return) for st in statements(body))
 
 
 def normalize_function(
