@@ -54,22 +54,23 @@ def vector_fused_gradient(
     params = [a.arg for a in ir.args.args]
     if not all(isinstance(st, ast.Assign) and len(st.targets) == 1 for st in ir.body):
         return None
-    body = clone(ir.body)
-    stores, _, consts = name_counts(body)
+    stores, _, consts = name_counts(ir.body)
     vectors: dict[str, _Vector] = {}
     for p in params:
-        v = _vector(p, body, stores, consts)
+        v = _vector(p, ir.body, stores, consts)
         if v is not None:
             vectors[p] = v
     if not vectors:
         return None
+    body = clone(ir.body)  # (rewritten below; the uses are keyed by ir.body's statements)
     for v in vectors.values():
         v.length_name, v.sens_name = namer.fresh(f"{v.name}_len"), namer.fresh(f"{v.name}_sens")
     # the body, reading scalars: each read becomes a copy of the scalar for its position
     scalars: list[str] = []
     new_body: list[ast.stmt] = []
-    for st in body:
-        use = next((v.uses[id(st)] for v in vectors.values() if id(st) in v.uses), None)
+    for original, st in zip(ir.body, body):
+        key = id(original)
+        use = next((v.uses[key] for v in vectors.values() if key in v.uses), None)
         if use is None:
             new_body.append(st)
             continue
@@ -144,22 +145,23 @@ def _vector(
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
         )
         r = read_of(st, names, consts)
-        if r is None:
-            continue  # (a read some other way is caught by the count below)
-        kind, what = r
-        if kind == "copy":
-            if stores.get(what) != 1:
-                return None
-            names.add(what)
-            v.uses[id(st)] = (v, "alias", None)
-        elif kind == "unpack":
-            if v.length is not None and v.length != what:
-                return None  # (two unpackings of different lengths: one always fails)
-            v.length = what
-            v.uses[id(st)] = (v, "unpack", None)
-        elif type(what) is int:  # (a string key: a dict, not a vector)
-            v.indexes.add(what)
-            v.uses[id(st)] = (v, "index", what)
+        if r is not None:
+            kind, what = r
+            if kind == "copy":
+                if stores.get(what) != 1:
+                    return None
+                names.add(what)
+                v.uses[id(st)] = (v, "alias", None)
+            elif kind == "unpack":
+                if v.length is not None and v.length != what:
+                    return None  # (two unpackings of different lengths: one always fails)
+                v.length = what
+                v.uses[id(st)] = (v, "unpack", None)
+            elif type(what) is int:  # (a string key: a dict, not a vector)
+                v.indexes.add(what)
+                v.uses[id(st)] = (v, "index", what)
+        if loads > len(v.uses):
+            return None  # read some other way too (each use is one read: it stays so)
     if loads != len(v.uses) or not any(kind != "alias" for _, kind, _ in v.uses.values()):
         return None  # read some other way too (or never read at a position)
     return v

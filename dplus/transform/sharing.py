@@ -32,7 +32,7 @@ import ast
 import sys
 
 from .scopes import Scope, names_bound_by
-from .trees import walk
+from .trees import statements
 
 __all__ = ["unshared_aug_targets"]
 
@@ -169,7 +169,7 @@ def unshared_aug_targets(
     """The names whose augmented assignments in ``body`` (the function of ``scope``, whose
     module globals are ``globals_``) may run out of place: no other reference to their
     array can observe the difference."""
-    if not any(isinstance(n, ast.AugAssign) for st in body for n in walk(st)):
+    if not any(isinstance(st, ast.AugAssign) for st in statements(body)):
         return set()  # (no augmented assignment: the analysis below walks the whole function)
     module_level = {
         k: v for k, v in globals_.items() if k not in scope.assigned and k not in scope.free

@@ -349,6 +349,20 @@ def _reads_own_namespace(node: ast.AST) -> bool:
     )
 
 
+def _names_in(node: ast.AST) -> tuple[set[str], set[str]]:
+    """The names ``node`` uses (as names and parameters), and those of them it reads."""
+    used: set[str] = set()
+    loads: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, ast.Name):
+            used.add(n.id)
+            if isinstance(n.ctx, ast.Load):
+                loads.add(n.id)
+        elif isinstance(n, ast.arg):
+            used.add(n.arg)
+    return used, loads
+
+
 @_deep_stack_when_needed
 @_collector_paused
 def _compile(
@@ -374,19 +388,16 @@ def _compile(
     scope = analyse(node)
     freevars = src.freevars
     written_globals = names_declared_global_in(src.filename)
+    used, loads = _names_in(node)
     if written_globals:
         # a global another function of the module may write while differentiated is read
         # through the module's namespace here too (normalize._ModuleNamespaceAccess)
-        loads = {
-            n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        }
         scope.globals_ |= (
             (loads & written_globals) - set(scope.assigned) - set(freevars) - set(scope.nonlocals)
         )
     resolve_free(scope, set(), set(freevars))
     boxed_outside = {n for n in freevars if _nonlocal_assigned(scope, n)}
-    taken = {n.id for n in walk(node) if isinstance(n, ast.Name)} | set(scope.params)
-    taken |= {n.arg for n in walk(node) if isinstance(n, ast.arg)} | set(freevars)
+    taken = used | set(scope.params) | set(freevars)
     prefix = choose_prefix(taken)
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"

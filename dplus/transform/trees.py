@@ -13,7 +13,16 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["child_blocks", "clone", "nesting_depth", "substituted", "unparse", "walk"]
+__all__ = [
+    "child_blocks",
+    "clone",
+    "nesting_depth",
+    "statements",
+    "substituted",
+    "unparse",
+    "walk",
+    "walk_outside",
+]
 
 _AST = ast.AST
 # stateless nodes, shared between copies (CPython's parser shares them too)
@@ -85,6 +94,28 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield n
 
 
+def walk_outside(node: ast.AST, kinds: tuple[type, ...]) -> Iterator[ast.AST]:
+    """``node`` and the nodes under it, except those of the types ``kinds`` below ``node``
+    and everything under them (in no particular order; contexts skipped)."""
+    todo = [node]
+    pop, append = todo.pop, todo.append
+    while todo:
+        n = pop()
+        yield n
+        t = type(n)
+        fields = _WALK_FIELDS.get(t)
+        if fields is None:
+            fields = _node_fields(t)
+        for f in fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                for c in v:
+                    if isinstance(c, _AST) and not isinstance(c, kinds):
+                        append(c)
+            elif isinstance(v, _AST) and not isinstance(v, kinds):
+                append(v)
+
+
 def nesting_depth(node: ast.AST) -> int:
     """How deeply nodes nest under ``node`` (1 for a leaf), without recursion: a sum of
     10,000 terms is a tree 10,000 deep."""
@@ -113,14 +144,39 @@ def nesting_depth(node: ast.AST) -> int:
 def child_blocks(st: ast.AST) -> Iterator[list[ast.stmt]]:
     """The statement lists directly inside ``st``: its body, ``else`` and ``finally``
     clauses, its exception handlers' and match cases' bodies."""
-    for field in ("body", "orelse", "finalbody"):
+    t = type(st)
+    fields = _BLOCK_FIELDS.get(t)
+    if fields is None:
+        fields = _BLOCK_FIELDS[t] = tuple(
+            f
+            for f in ("body", "orelse", "finalbody", "handlers", "cases")
+            if f in getattr(t, "_fields", ())
+        )
+    for field in fields:  # (most statements have none: an assignment is done here)
         sub = getattr(st, field, None)
-        if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+        if field == "handlers" or field == "cases":
+            for h in sub or ():
+                yield h.body
+        elif isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
             yield sub
-    for h in getattr(st, "handlers", ()):
-        yield h.body
-    for c in getattr(st, "cases", ()):
-        yield c.body
+
+
+# the fields of each node type that may hold statement lists (child_blocks)
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def statements(body: list[ast.stmt], nested: bool = True) -> Iterator[ast.stmt]:
+    """Every statement in ``body`` and in the blocks inside it (in no particular order),
+    without walking expressions, which hold no statements; ``nested``: the bodies of
+    nested functions and classes too (their ``def`` and ``class`` statements always)."""
+    todo = list(body)
+    while todo:
+        st = todo.pop()
+        yield st
+        if nested or not isinstance(st, _DEFINITIONS):
+            for block in child_blocks(st):
+                todo.extend(block)
 
 
 def clone(node: Any) -> Any:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections import Counter
 from typing import cast
 
 from ...errors import UnsupportedSyntaxError
+from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
@@ -54,16 +56,21 @@ def rewrite_definitions(
 ) -> ast.FunctionDef | ast.Lambda:
     """``node`` (a copy the caller owns) with its class statements and generator functions,
     at any depth, rewritten; unchanged when it has neither. ``again``: the function is
-    differentiated again (a higher derivative): a class statement is refused there, a
+    differentiated again (a higher derivative): a class statement is rewritten there when
+    that order takes it (``_refuse_classes_not_supported_again`` names what it does not), a
     generator function left to the normaliser, which runs it to completion into a list
     (``rewrites._YieldsToList``: no ``send``, no return value, not lazy)."""
-    mark_functions_set_as_attributes(node)
+    kinds = Counter(type(n) for n in walk(node))  # one walk answers what is inside
+    if kinds[ast.FunctionDef] + kinds[ast.Lambda] > 1:  # (the function itself is one)
+        mark_functions_set_as_attributes(node)
+    has_yield = bool(kinds[ast.Yield] or kinds[ast.YieldFrom])
     if again:
         # (a generator is run to completion into a list there, by the normaliser, as before)
-        for gen in ast.walk(node):
-            if is_generator_function(gen) and _endless(gen):
-                raise _refused_endless(gen, qualname, filename)
-        if not any(isinstance(n, ast.ClassDef) for n in ast.walk(node)):
+        if has_yield:
+            for gen in ast.walk(node):
+                if is_generator_function(gen) and _endless(gen):
+                    raise _refused_endless(gen, qualname, filename)
+        if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
         try:
@@ -72,7 +79,7 @@ def rewrite_definitions(
             )
         except (GeneratorSyntaxError, ClassSyntaxError) as e:
             raise _refusal(e, filename) from None
-    if not any(isinstance(n, (ast.ClassDef, ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+    if not (kinds[ast.ClassDef] or has_yield):
         return node
     names = _Names(node)
     try:

@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import UnsupportedSyntaxError
 from ..scopes import Scope
 from ..sharing import unshared_aug_targets
-from ..trees import walk
+from ..trees import statements, walk
 from .core import (
     Atom,
     Core,
@@ -35,7 +35,6 @@ from .loops import LoopForms
 from .rewrites import (
     _deepcopy,
     _ModuleNamespaceAccess,
-    _walk_no_scopes,
     _walk_no_scopes_body,
     _YieldsToList,
 )
@@ -77,7 +76,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
             if self.own_code
             else {
                 st.targets[0].id
-                for st in _walk_no_scopes_body(body)
+                for st in statements(body, nested=False)
                 if isinstance(st, ast.Assign)
                 and len(st.targets) == 1
                 and isinstance(st.targets[0], ast.Name)
@@ -126,18 +125,8 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
     # ------------------------------------------------------------------ statements
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         _, has_ret = _contains_escape(body, True)
-        early = has_ret and not (
-            len(
-                [
-                    n
-                    for n in walk(ast.Module(body=body, type_ignores=[]))
-                    if isinstance(n, ast.Return)
-                ]
-            )
-            == 1
-            and isinstance(body[-1], ast.Return)
-            and not any(isinstance(n, ast.Return) for s in body[:-1] for n in _walk_no_scopes(s))
-        )
+        # no flag when the last statement is the one return (nested functions' included)
+        early = has_ret and not (isinstance(body[-1], ast.Return) and _count_returns(body) == 1)
         self.emit(ast.copy_location(_assign(self.retval, _const(None), body[0]), body[0]))
         if early:
             self.ret_flag = self.namer.fresh("returned")
@@ -271,6 +260,11 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
 
     def e_Await(self, e: ast.AST) -> Atom:
         raise self.unsupported(e, "await (async code)")
+
+
+def _count_returns(body: list[ast.stmt]) -> int:
+    """The ``return`` statements in ``body``, nested functions' included."""
+    return sum(isinstance(st, ast.Return) for st in statements(body))
 
 
 def normalize_function(

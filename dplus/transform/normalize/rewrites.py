@@ -4,9 +4,11 @@ collected in a list, names declared ``global`` read and written in the module's 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Any
 
 from ...errors import UnsupportedSyntaxError
+from ..trees import walk_outside
 from .core import Core, _const, _name
 
 
@@ -182,21 +184,10 @@ def _deepcopy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)
 
 
-def _walk_no_scopes(node: ast.AST):
+def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
     """``node`` and the nodes under it outside nested functions, lambdas and classes
     (in no particular order; contexts skipped)."""
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        for f in n._fields:
-            v = getattr(n, f, None)
-            if type(v) is list:
-                todo.extend(
-                    c for c in v if isinstance(c, ast.AST) and not isinstance(c, _NEW_SCOPES)
-                )
-            elif isinstance(v, ast.AST) and not isinstance(v, _NEW_SCOPES) and f != "ctx":
-                todo.append(v)
+    return walk_outside(node, _NEW_SCOPES)
 
 
 def _walk_no_scopes_body(body: list[ast.stmt]):

@@ -35,6 +35,7 @@ from .segments import SegmentRules
 from .ssa import _SSA
 from .statements import StatementRules
 from .syntax import (
+    _TRY_STAR,
     FAST_PATHS,
     C,
     FastParts,
@@ -52,6 +53,9 @@ from .syntax import (
 )
 
 __all__ = ["build_plus_function", "Helpers"]
+
+# statements that make a function not straight-line code (its records go on a tape)
+_NOT_STRAIGHT = (ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + _TRY_STAR
 
 
 # ---------------------------------------------------------------------------
@@ -207,27 +211,32 @@ class FunctionBuilder(
         )
 
     # ---------------------------------------------------------------- analysis
-    def count_reads(self, stmts: list[ast.stmt]) -> None:
-        """How many places read each name, a closure's free variables and defaults included
-        (closures made in nested blocks too: a read missed here would let a segment treat
-        the closure's variable as read only by itself)."""
-        count = self.read_count
+    def count_names(self, stmts: list[ast.stmt]) -> bool:
+        """In one walk of the function: how many places read each name (``read_count``: a
+        closure's free variables and defaults included, closures made in nested blocks too: a
+        read missed here would let a segment treat the closure's variable as read only by
+        itself) and assign it (``store_count``, nested blocks included). Returns whether the
+        function has a loop, ``try`` or ``with`` (whether it is not straight-line code)."""
+        reads, stores = self.read_count, self.store_count
+        has_blocks = False
         for s in stmts:
             for n in walk(s):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    count[n.id] = count.get(n.id, 0) + 1
-                elif isinstance(n, ast.FunctionDef):
+                if isinstance(n, ast.Name):
+                    if isinstance(n.ctx, ast.Load):
+                        reads[n.id] = reads.get(n.id, 0) + 1
+                    else:
+                        stores[n.id] = stores.get(n.id, 0) + 1
+                    continue
+                if isinstance(n, ast.FunctionDef):
                     for name in closure_reads(n):
-                        count[name] = count.get(name, 0) + 1
-
-    def count_stores(self, stmts: list[ast.stmt]) -> None:
-        """How many places assign each name (anywhere in the function, nested blocks included)."""
-        count = self.store_count
-        for n in (n for st in stmts for n in walk(st)):
-            for name in names_bound_by(n):
-                count[name] = count.get(name, 0) + 1
+                        reads[name] = reads.get(name, 0) + 1
+                elif isinstance(n, _NOT_STRAIGHT):
+                    has_blocks = True
+                for name in names_bound_by(n):
+                    stores[name] = stores.get(name, 0) + 1
         for name in self.ir.scope.params:
-            count[name] = count.get(name, 0) + 1
+            stores[name] = stores.get(name, 0) + 1
+        return has_blocks
 
     def zero_on_entry(self, ssa: _SSA) -> set[str]:
         """Inputs of a segment whose adjoint is zero when its reverse starts: assigned once in

@@ -9,11 +9,9 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ..normalize.core import Core
-from ..trees import walk
 from . import syntax
 from .builder_type import Specialized
 from .syntax import (
-    _TRY_STAR,
     C,
     N,
     S,
@@ -51,15 +49,8 @@ class EntryRules(Builder):
         """The plus-function of ``self.ir``: its body reversed (``block``) inside its ``def``
         (an ``ast.FunctionDef`` noted ``dp_simple``, ``dp_by_value``, ``dp_fused``)."""
         ir = self.ir
-        self.count_reads(ir.body)
-        self.count_stores(ir.body)
-        self.straight = self.fast and not any(
-            isinstance(
-                n, (ast.For, ast.While, ast.Try, ast.With, ast.AsyncFor, ast.AsyncWith) + _TRY_STAR
-            )
-            for st in ir.body
-            for n in walk(st)
-        )
+        has_blocks = self.count_names(ir.body)
+        self.straight = self.fast and not has_blocks
         fwd, rev = self.block(ir.body)
         return _PlusDef(self, fwd, rev).build()
 

@@ -279,18 +279,23 @@ def _node_fields(t: type[ast.AST]) -> tuple[bool, tuple[str, ...]]:
 
 
 def _locate(root: ast.AST, lineno: int) -> None:
-    """Give every node without a position the line of the nearest enclosing node that has one."""
+    """Give every node without a position the line of the nearest enclosing node that has one.
+
+    (Generated trees are large: a position is read from the node's ``__dict__``, where the
+    ``ast`` module keeps it: ``getattr`` of a missing attribute is much slower.)"""
     stack: list[tuple[Any, int]] = [(root, lineno)]  # (Any: positions set where the type has them)
     pop, push = stack.pop, stack.append
     AST = ast.AST
+    kinds = _NODE_FIELDS
     while stack:
         node, line = pop()
-        positioned, fields = _node_fields(type(node))
+        positioned, fields = kinds.get(type(node)) or _node_fields(type(node))
         if positioned:
-            own = getattr(node, "lineno", None)
+            d = node.__dict__
+            own = d.get("lineno")
             if own is None:
-                node.lineno = node.end_lineno = line
-                node.col_offset = node.end_col_offset = 0
+                d["lineno"] = d["end_lineno"] = line
+                d["col_offset"] = d["end_col_offset"] = 0
             else:
                 line = own
         for f in fields:
