@@ -454,6 +454,48 @@ def run_memory(cfg: Config, out: Report) -> None:
     except Exception as e:
         out(f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     out()
+    run_record_by_style(cfg, out)
+
+
+def run_record_by_style(cfg: Config, out: Report) -> None:
+    """The forward record of a reduction of n floats, per element, in each style
+    (``benchmarks/workloads/reductions.py``): after the forward pass, at the peak of
+    forward and backward, and what is still held once the result is dropped (the gradient)."""
+    from .workloads.reductions import STYLES
+
+    n = 100_000 if cfg.quick else 1_000_000
+    out(f"Forward record of a reduction of {n:,} floats, bytes per element (tracemalloc):")
+    xs = [float(i % 7) / 7 for i in range(n)]
+    ys = [float(i % 5) / 5 for i in range(n)]
+    try:
+        dplus = _dplus()
+        for name, f, arity in STYLES:
+            args = (xs, ys)[:arity]
+            dplus.grad(f)(*[a[:8] for a in args])  # transform outside the measurement
+            gc.collect()
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                with time_limit(120.0):
+                    r = dplus.dplus(f)(*args)
+                    after_forward = tracemalloc.get_traced_memory()[0] - base
+                    gradient = r.backprop(1.0)
+                peak = tracemalloc.get_traced_memory()[1] - base
+                del r
+                gc.collect()
+                held = tracemalloc.get_traced_memory()[0] - base
+                del gradient
+            finally:
+                tracemalloc.stop()
+            out(
+                f"  {name:26} record {after_forward / n:6.0f}   peak {peak / n:6.0f}   "
+                f"held after {held / n:4.0f} (the gradient's lists: {32 * arity})"
+            )
+    except TooSlow as e:
+        out(f"  too slow: {e}")
+    except Exception as e:
+        out(f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    out()
 
 
 def run_nested(cfg: Config, out: Report) -> None:

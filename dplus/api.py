@@ -254,8 +254,9 @@ def _make_dplus(fplus: Any, f: Any) -> Callable[..., ProcResult]:
         else:
             r = call_plus(fplus, *args)
 
-        def dplus_backprop(Aw: Any) -> tuple[Any, ...]:
-            Abox = BoxSensitivities()
+        def dplus_backprop(Aw: Any, constants: dict[int, Any] | None = None) -> tuple[Any, ...]:
+            # (constants: the arguments whose sensitivities the caller discards, runtime.constants)
+            Abox = BoxSensitivities(constants)
             try:
                 out = run_backprop(r.backprop, prepare_sensitivity(r.primal, Aw, Abox), Abox)
             finally:

@@ -35,6 +35,7 @@ from .rules import defnondiff
 from .runtime.boxes import BoxSensitivities
 from .runtime.closures import is_plus_function
 from .runtime.closures import is_plus_function as _is_plus
+from .runtime.constants import constant_arguments, is_constant
 from .runtime.core import apply_transform
 from .runtime.hooks import hooks
 from .runtime.kinds import is_ndarray, is_number
@@ -463,7 +464,8 @@ def _make_value_and_grad(
         value = r.primal
         unit = _unit_of_loss(_loss_of(value, has_aux), f, has_aux)
         sensitivity = (unit, gen_zero) if has_aux else unit
-        return value, _selected(r.backprop(sensitivity), args, argnums)
+        constants = constant_arguments(args, kwargs, argnums)
+        return value, _selected(r.backprop(sensitivity, constants), args, argnums)
 
     mark_derived(value_and_grad_fn, "value_and_grad", f)
     remember_source(f)
@@ -572,6 +574,8 @@ register_primitive(
 )
 register_primitive(jacobian, _jacobian_inside, note="jacobian called inside differentiated code")
 register_primitive(jvp, _jvp_inside, note="jvp called inside differentiated code")
+defnondiff(constant_arguments)
+defnondiff(is_constant)  # (a rule's test, at every order)
 defnondiff(_unit)  # (they depend on the result's shape only)
 defnondiff(_indexes)
 defnondiff(_block_paths)

@@ -86,6 +86,7 @@ except ImportError:  # dplus works without NumPy; then there is nothing to regis
 from dplus.errors import NonDifferentiableError
 from dplus.markers import mark_derived
 from dplus.rules import defnondiff
+from dplus.runtime.constants import is_constant
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
@@ -215,7 +216,10 @@ def _general_transform(
                 len(args)
             ):  # (a range: enumerate's reverse is not differentiable at order 3)
                 g = grads[i] if i < n else None
-                out = out + ((Z if g is None else fit(g(A, r, *cargs, **kwargs), args[i])),)
+                if g is None or is_constant(args[i], Abox):
+                    out = out + (Z,)
+                else:
+                    out = out + (fit(g(A, r, *cargs, **kwargs), args[i]),)
             if kwargs:
                 ks = {}
                 for k, v in kwargs.items():
@@ -247,6 +251,8 @@ def _unary_transform(
                 return _Z1
             if type(r) is _ndarray and type(A) is not _ndarray:
                 A = np.full(r.shape, A)
+            if is_constant(x, Abox):
+                return _Z1
             if coerce and (type(x) is list or type(x) is tuple):
                 return ((), fit(g0(A, r, np.asarray(x)), x))
             return ((), fit(g0(A, r, x), x))
@@ -278,7 +284,11 @@ def _binary_transform(
             ):
                 xa, ya = _coerce((x, y), (0, 1))
                 return ((), fit(g0(A, r, xa, ya), x), fit(g1(A, r, xa, ya), y))
-            return ((), fit(g0(A, r, x, y), x), fit(g1(A, r, x, y), y))
+            return (
+                (),
+                Z if is_constant(x, Abox) else fit(g0(A, r, x, y), x),
+                Z if is_constant(y, Abox) else fit(g1(A, r, x, y), y),
+            )
 
         return ProcResult(r, backprop2)
 
@@ -292,6 +302,13 @@ def _any_call_transform(general: Callable[[tuple, dict], ProcResult]) -> Callabl
     return transform
 
 
+def _constants_among(args: tuple, Abox: Any) -> tuple[bool, ...]:
+    return tuple([is_constant(a, Abox) for a in args])
+
+
+defnondiff(_constants_among)
+
+
 def _coerce(args: tuple, positions: tuple) -> tuple:
     """``args`` with the lists and tuples at ``positions`` read as arrays."""
     for i in positions:
@@ -303,10 +320,15 @@ def _coerce(args: tuple, positions: tuple) -> tuple:
     return args
 
 
-def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcResult]:
+def defvjp_joint(
+    fn: Any, vjp: Grad, *, note: str = "", skips: bool = False
+) -> Callable[..., ProcResult]:
     """Register ``fn`` from one function computing every positional sensitivity at once:
     ``vjp(A, r, *args, **kwargs) -> tuple`` (shorter than ``args``: the rest get none).
-    For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...)."""
+    For rules whose sensitivities share work (``dot``, ``einsum``, ``solve``, ...).
+    ``skips``: ``vjp`` also takes ``constant=``, a bool per positional argument, true for
+    the constants of the pass (:mod:`dplus.runtime.constants`), whose sensitivities it
+    need not compute."""
     mark_derived(vjp, "rule", fn)
 
     def transform(*args: Any, **kwargs: Any) -> ProcResult:
@@ -318,7 +340,10 @@ def defvjp_joint(fn: Any, vjp: Grad, *, note: str = "") -> Callable[..., ProcRes
             if A is Z:
                 return _zeros(args, kwargs)
             A = _as_array_sens(A, r)
-            gs = vjp(A, r, *args, **kwargs)
+            if skips:
+                gs = vjp(A, r, *args, constant=_constants_among(args, Abox), **kwargs)
+            else:
+                gs = vjp(A, r, *args, **kwargs)
             out: tuple = ((),)
             for i in range(
                 len(args)

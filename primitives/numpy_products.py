@@ -26,12 +26,12 @@ Z = gen_zero
 # --- products
 
 
-def _dot_vjp(A, r, a, b, out=None):
+def _dot_vjp(A, r, a, b, out=None, *, constant=(False, False)):
     an, bn = np.ndim(a), np.ndim(b)
     if an == 0 or bn == 0:
         return A * b, A * a
     if an <= 2 and bn <= 2:
-        return _matmul_grads(A, a, b)
+        return _matmul_grads(A, a, b, constant[0], constant[1])
     a = np.asarray(a)
     b = np.asarray(b)
     if bn == 1:  # np.dot(a, b)[i...] = sum_m a[i..., m] b[m]
@@ -44,8 +44,8 @@ def _dot_vjp(A, r, a, b, out=None):
     return ga, gb
 
 
-def _matmul_vjp(A, r, x1, x2, **kw):
-    return _matmul_grads(A, x1, x2)
+def _matmul_vjp(A, r, x1, x2, *, constant=(False, False), **kw):
+    return _matmul_grads(A, x1, x2, constant[0], constant[1])
 
 
 def _tensordot_axes(axes: Any, an: int, bn: int) -> tuple[list, list]:

@@ -296,9 +296,9 @@ def register_numpy_rules() -> None:  # noqa: C901
     )
 
     # -- products
-    defvjp_joint(np.dot, _dot_vjp)
-    defvjp_joint(nd.dot, _dot_vjp)
-    defvjp_joint(np.matmul, _matmul_vjp)
+    defvjp_joint(np.dot, _dot_vjp, skips=True)
+    defvjp_joint(nd.dot, _dot_vjp, skips=True)
+    defvjp_joint(np.matmul, _matmul_vjp, skips=True)
     defvjp_joint(np.inner, _inner_vjp)
     defvjp_joint(np.outer, _outer_vjp)
     defvjp_joint(np.tensordot, _tensordot_vjp)

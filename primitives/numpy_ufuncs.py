@@ -107,21 +107,28 @@ def _power_gy(A, r, x, y):
     return A * np.where(pos, r * np.log(np.where(pos, x, 1.0)), 0.0)
 
 
-def _matmul_grads(A: Any, x: Any, y: Any) -> tuple:
+def _matmul_grads(
+    A: Any, x: Any, y: Any, x_constant: bool = False, y_constant: bool = False
+) -> tuple:
     """The sensitivities of ``x @ y`` (1-D operands promoted as NumPy does; ``fit`` sums
-    the broadcast batch axes). Plain NumPy calls, so it can be differentiated again."""
+    the broadcast batch axes), none (zero) for an operand marked constant. Plain NumPy
+    calls, so it can be differentiated again."""
     xa = np.asarray(x)
     ya = np.asarray(y)
     A = np.asarray(A)
     if xa.ndim == 1 and ya.ndim == 1:
-        return A * ya, A * xa
+        return (Z if x_constant else A * ya), (Z if y_constant else A * xa)
     if xa.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
-        return np.matmul(np.expand_dims(A, -2), np.swapaxes(ya, -1, -2)), np.expand_dims(
-            xa, -1
-        ) * np.expand_dims(A, -2)
+        gx = Z if x_constant else np.matmul(np.expand_dims(A, -2), np.swapaxes(ya, -1, -2))
+        gy = Z if y_constant else np.expand_dims(xa, -1) * np.expand_dims(A, -2)
+        return gx, gy
     if ya.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
-        return np.expand_dims(A, -1) * ya, np.matmul(np.expand_dims(A, -2), xa)
-    return np.matmul(A, np.swapaxes(ya, -1, -2)), np.matmul(np.swapaxes(xa, -1, -2), A)
+        gx = Z if x_constant else np.expand_dims(A, -1) * ya
+        gy = Z if y_constant else np.matmul(np.expand_dims(A, -2), xa)
+        return gx, gy
+    gx = Z if x_constant else np.matmul(A, np.swapaxes(ya, -1, -2))
+    gy = Z if y_constant else np.matmul(np.swapaxes(xa, -1, -2), A)
+    return gx, gy
 
 
 def _unsupported(what: str) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 from dplus.api import define_dplus
 from dplus.rules import defvjp
+from dplus.runtime.constants import is_constant
 from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import GenZero, gen_zero
 from dplus.runtime.memory import results_take_entries
@@ -26,7 +27,6 @@ from .operator_operands import (
     _is_seq,
     _is_text,
     _np,
-    _unbroadcast,
     _user_binary,
     _user_unary,
 )
@@ -46,7 +46,11 @@ def _numeric_binary(r: Any, gx: Any, gy: Any, x: Any, y: Any) -> ProcResult:
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is gen_zero:
             return _Z2
-        return ((), _fit(gx(A, r, x, y), x), _fit(gy(A, r, x, y), y))
+        return (
+            (),
+            gen_zero if is_constant(x, Abox) else _fit(gx(A, r, x, y), x),
+            gen_zero if is_constant(y, Abox) else _fit(gy(A, r, x, y), y),
+        )
 
     return ProcResult(r, backprop)
 
@@ -213,26 +217,6 @@ def _abs_general(A: Any, r: Any, x: Any) -> Any:
 # NumPy matmul
 
 
-def _matmul_grads(A: Any, x: Any, y: Any) -> tuple[Any, Any]:
-    import numpy as np
-
-    xa = np.asarray(x)
-    ya = np.asarray(y)
-    Aa = np.asarray(A)
-    if xa.ndim == 1 and ya.ndim == 1:
-        return Aa * ya, Aa * xa
-    x2 = xa[None, :] if xa.ndim == 1 else xa
-    y2 = ya[:, None] if ya.ndim == 1 else ya
-    A2 = Aa
-    if xa.ndim == 1:
-        A2 = np.expand_dims(A2, -2)
-    if ya.ndim == 1:
-        A2 = np.expand_dims(A2, -1)
-    gx = _unbroadcast(np, A2 @ np.swapaxes(y2, -1, -2), x2.shape).reshape(xa.shape)
-    gy = _unbroadcast(np, np.swapaxes(x2, -1, -2) @ A2, y2.shape).reshape(ya.shape)
-    return gx, gy
-
-
 def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
     def transform(x: Any, y: Any) -> ProcResult:
         if type(x) is GenZero or type(y) is GenZero:
@@ -244,7 +228,9 @@ def _matmul_transform(fn: Any, compute: Any) -> Callable[..., ProcResult]:
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is gen_zero:
                 return _Z2
-            gx, gy = _matmul_grads(A, x, y)
+            from .numpy_ufuncs import _matmul_grads  # (an array operand: NumPy is there)
+
+            gx, gy = _matmul_grads(A, x, y, is_constant(x, Abox), is_constant(y, Abox))
             return ((), _fit(gx, x), _fit(gy, y))
 
         return ProcResult(r, backprop)

@@ -45,3 +45,28 @@ def test_dplus_gradient_agrees_with_the_hand_written_one_on_both_paths(w):
     assert max_rel_error(list(general), list(hand)) < 1e-8
     # the arguments are unchanged by differentiation (the workloads copy what they mutate)
     assert args == w.args(size)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_reduction_styles_of_the_memory_section(seed):
+    """Each style of ``benchmarks/workloads/reductions.py`` differentiated against central
+    differences (their memory is what the harness measures)."""
+    import random
+
+    from benchmarks.workloads.reductions import STYLES
+
+    rng = random.Random(seed)
+    xs = [rng.uniform(-2, 2) for _ in range(7)]
+    ys = [rng.uniform(-2, 2) for _ in range(7)]
+    h = 1e-6
+    for name, f, arity in STYLES:
+        args = (xs, ys)[:arity]
+        g = dplus.grad(f)(*[list(a) for a in args])
+        for j, a in enumerate(args):
+            for i in range(len(a)):
+                up = [list(b) for b in args]
+                down = [list(b) for b in args]
+                up[j][i] += h
+                down[j][i] -= h
+                fd = (f(*up) - f(*down)) / (2 * h)
+                assert abs(g[j][i] - fd) < 1e-6 * max(1.0, abs(fd)), (name, j, i)

@@ -51,10 +51,12 @@ class BoxSensitivities:
     element (attribute) sensitivities, for boxes and variable cells a single sensitivity.
     """
 
-    __slots__ = ("_entries", "_stashes", "_memory")
+    __slots__ = ("_entries", "_stashes", "_memory", "constants")
 
-    def __init__(self) -> None:
+    def __init__(self, constants: dict[int, Any] | None = None) -> None:
         self._entries: dict[int, tuple[Any, Any]] = {}
+        # arguments whose sensitivities the pass discards (runtime.constants), by id
+        self.constants: dict[int, Any] = {} if constants is None else constants
         self._stashes: dict[int, tuple[Any, list[Any]]] | None = None
         # the entries of NumPy memory changed in place, and the writes undone (runtime.memory)
         self._memory: Any = None

@@ -460,6 +460,20 @@ class Checker:
                 f"backprop: {backprop!r}\ngrad:     {gradient!r}",
             )
 
+        # 2b. one argument asked for: the others are constants of the backward pass, whose
+        # rules may skip their sensitivities (runtime.constants); the asked one is unchanged
+        if any(isinstance(a, np.ndarray) for a in plain_args):
+            for i in range(len(plain_args)):
+                args_i = self.fresh(module, described)
+                one = self.dplus_call("first", lambda i=i, a=args_i: dplus.grad(f, argnums=i)(*a))
+                d = difference(gradient[i], one, PATH_TOL, f"args[{i}]")
+                if d:
+                    raise Mismatch(
+                        "argnums_vs_grad",
+                        f"dplus.grad(f, argnums={i}) vs dplus.grad(f)[{i}]: {d}\n"
+                        f"argnums: {one!r}\ngrad:    {gradient[i]!r}",
+                    )
+
         # 3. finite differences
         base_args = self.fresh(module, described)
         p = precision_of(base_args)
