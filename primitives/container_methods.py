@@ -439,7 +439,7 @@ def dict_items_plus(d: dict) -> ProcResult:
         if entry is not Z:
             # (a value dict's sensitivity is returned: its entries are collected in ``dentry``)
             value = is_value_dict(d)
-            dentry = {} if value else None
+            dentry: dict[Any, Any] | None = {} if value else None
             for k, s in zip(keys, entry):
                 if s is Z or s is None:
                     continue
