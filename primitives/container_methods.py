@@ -14,10 +14,17 @@ from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import add, gen_zero, tuple_items
-from dplus.runtime.result import ProcResult
+from dplus.runtime.result import KeywordDict, ProcResult
 
 from .container_displays import _sequence_sensitivity
-from .container_reads import _add_to_entry, _box_read, _box_write, _overrides, builtin_getitem_plus
+from .container_reads import (
+    _add_to_entry,
+    _box_read,
+    _box_write,
+    _overrides,
+    builtin_getitem_plus,
+    is_value_dict,
+)
 
 # (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
 # slot holds gen_zero or the backprop's sensitivity, not a function)
@@ -97,7 +104,8 @@ def dict_plus(*args: Any, **kwargs: Any) -> ProcResult:
             entry = {}
         if args:
             if isinstance(src, dict):
-                out.append({k: entry[k] for k in src if k in entry and k not in kwargs} or Z)
+                part = {k: entry[k] for k in src if k in entry and k not in kwargs}
+                out.append((KeywordDict(part) if is_value_dict(src) else part) if part else Z)
             else:
                 out.append(_pairs_sensitivity(src, pairs_src, entry, kwargs))
         if kwargs:
@@ -429,7 +437,9 @@ def dict_items_plus(d: dict) -> ProcResult:
             handover(Abox, pairs, A)
         entry = Abox.pop(pairs, Z)
         if entry is not Z:
-            dentry = None
+            # (a value dict's sensitivity is returned: its entries are collected in ``dentry``)
+            value = is_value_dict(d)
+            dentry: dict[Any, Any] | None = {} if value else None
             for k, s in zip(keys, entry):
                 if s is Z or s is None:
                     continue
@@ -443,6 +453,8 @@ def dict_items_plus(d: dict) -> ProcResult:
                 if dentry is None:
                     dentry = Abox.map_entry(d)
                 dentry[k] = add(dentry[k], part) if k in dentry else part
+            if value and dentry:
+                return (), KeywordDict(dentry)
         return (), Z
 
     return ProcResult(pairs, items_backprop)
@@ -457,11 +469,14 @@ def dict_values_plus(d: dict) -> ProcResult:
             handover(Abox, vals, A)
         entry = Abox.pop(vals, Z)
         if entry is not Z:
-            dentry = Abox.map_entry(d)
+            value = is_value_dict(d)  # (its sensitivity is returned, not kept in Abox)
+            dentry = {} if value else Abox.map_entry(d)
             for k, s in zip(keys, entry):
                 if s is Z or s is None:
                     continue
                 dentry[k] = add(dentry[k], s) if k in dentry else s
+            if value and dentry:
+                return (), KeywordDict(dentry)
         return (), Z
 
     return ProcResult(vals, values_backprop)

@@ -21,7 +21,7 @@ from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
-from dplus.runtime.result import ProcResult
+from dplus.runtime.result import KeywordDict, ProcResult
 
 # (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
 # slot holds gen_zero or the backprop's sensitivity, not a function)
@@ -317,8 +317,25 @@ def _add_to_entry(Abox: BoxSensitivities, obj: Any, key: Any, v: Any, A: Any) ->
         entry[key] = add(entry[key], A) if key in entry else A
 
 
+def is_value_dict(d: Any) -> bool:
+    """A dict no code changes (a ``KeywordDict``: keyword sensitivities, met again one order
+    up): a value like a tuple, whose sensitivity is returned, not kept in ``Abox``."""
+    return isinstance(d, dict) and not is_tracked_mutable(d)
+
+
 def _keyed_read(obj: Any, key: Any, v: Any) -> ProcResult:
     """Reading ``obj[key]`` of a dict or ``obj.key`` of an object whose value is ``v``."""
+    if is_value_dict(obj):
+
+        def value_dict_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+            if A is Z or A is None:
+                return (), Z, None
+            if is_tracked_mutable(v):
+                handover(Abox, v, A)
+                return (), Z, None
+            return (), KeywordDict({key: A}), None
+
+        return ProcResult(v, value_dict_read_backprop)
 
     def keyed_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         _add_to_entry(Abox, obj, key, v, A)

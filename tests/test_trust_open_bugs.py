@@ -728,12 +728,11 @@ def test_constant_array_power_beside_math_pow(args):
 
 
 # ---------------------------------------------------------------------------
-# K3 (open, stop 33): a call with keyword arguments at the third order. ``dict(a=...)``,
-# ``types.SimpleNamespace(a=...)`` and ``sorted(xs, key=...)`` are right at orders 1 and 2
-# and raise a raw AttributeError/TypeError at order 3: the transform of ``call`` with
-# keywords (``higher.call_rules._call_tower`` -> ``_call_transform`` ->
-# ``runtime.calls.call(T, ..., **kwargs)``) hands the order-2 result's primal where the
-# order-3 code expects the result. Kept strict, so that the fix flips it.
+# K3 (fixed on branch trust5): a call with keyword arguments at the third order.
+# ``dict(a=...)``, ``types.SimpleNamespace(a=...)`` and ``sorted(xs, key=...)`` raised a raw
+# AttributeError/TypeError at order 3: the tower called a transform with keywords through
+# ``runtime.calls.call``, whose rule takes the transform for a plus-function standing for
+# itself. More programs, and the mechanisms: tests/test_keyword_calls_third_order.py.
 
 
 def _keyword_built_dict(x):
@@ -748,7 +747,6 @@ def test_a_keyword_call_at_the_first_and_second_order(x):
     assert g2(x) == pytest.approx(6 * x)
 
 
-@pytest.mark.xfail(strict=True, reason="K3: keyword calls at the third order (open)")
 def test_a_keyword_call_at_the_third_order():
     g3 = dplus.grad1(dplus.grad1(dplus.grad1(_keyword_built_dict)))
     assert g3(0.7) == pytest.approx(6.0)

@@ -16,7 +16,7 @@ from ..runtime import list_writes as runtime_list_writes
 from ..runtime import result as runtime_result
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.core import KeywordDict, apply_transform
-from ..runtime.handover import handover
+from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.linear import (
     OneHot,
     add,
@@ -33,7 +33,6 @@ from .sensitivity_rules import (
     _tuple_items_rule,
     _tuple_part_rule,
     _unpack_sensitivity_rule,
-    _unsupported_again,
 )
 
 # (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
@@ -65,10 +64,10 @@ def _parameter_sensitivities(
             rest = {
                 k: v
                 for k, v in (kw.items() if isinstance(kw, dict) else ())
-                if k not in sig.parameters
+                if not runtime_arguments.bound_by_keyword(sig, k)
             }
-            by_name[p.name] = rest if rest else Z
-        elif isinstance(kw, dict) and p.name in kw:
+            by_name[p.name] = KeywordDict(rest) if rest else Z
+        elif isinstance(kw, dict) and p.name in kw and p.kind is not p.POSITIONAL_ONLY:
             by_name[p.name] = kw[p.name]
     return tuple(by_name.get(p.name, Z) for p in sig.parameters.values())
 
@@ -89,7 +88,7 @@ def _bind_arguments_rule(
         for k in star_star:
             entry = Abox.pop(values[k], Z)
             if entry is not Z and entry:
-                sens = sens[:k] + (add(sens[k], dict(entry)),) + sens[k + 1 :]
+                sens = sens[:k] + (add(sens[k], KeywordDict(entry)),) + sens[k + 1 :]
         out = runtime_arguments.unbind_sensitivities(sig, args, kwargs, Z, sens, Abox)
         kw_sens = out[-1] if kwargs else Z
         if isinstance(kw_sens, dict):
@@ -182,10 +181,50 @@ register_primitive(runtime_arguments.bind_arguments, _bind_arguments_rule)
 register_primitive(runtime_arguments.default_sensitivities, _default_sensitivities_rule)
 register_primitive(_parameter_sensitivities, _parameter_sensitivities_rule)
 register_primitive(runtime_arguments.unbind_sensitivities, _unbind_sensitivities_rule)
-register_primitive(
-    runtime_arguments.keyword_sensitivities,
-    _unsupported_again(runtime_arguments.keyword_sensitivities, "keyword arguments"),
-)
+
+
+def _keyword_dict_rule(*items: Any) -> ProcResult:
+    # a copy of a dict into a value carried like a tuple (rule code builds them from dicts it
+    # made): the copy's sensitivity goes back to the dict's entries
+    if len(items) > 1 or (items and not isinstance(items[0], dict)):
+        raise NonDifferentiableError(
+            "dplus builds a KeywordDict from one dict only; this is a gap in dplus, please report it"
+        )
+    out = KeywordDict(*items)
+
+    def keyword_dict_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        if not items or not isinstance(A, dict) or not A:
+            return ((),) + (Z,) * len(items)
+        source = items[0]
+        back = {k: v for k, v in A.items() if k in source and not is_zero_sensitivity(v)}
+        if not back:
+            return (), Z
+        return (), back if is_tracked_mutable(source) else KeywordDict(back)
+
+    return ProcResult(out, keyword_dict_backprop)
+
+
+register_primitive(KeywordDict, _keyword_dict_rule)
+
+
+def _keyword_sensitivities_rule(g: tuple[Any, ...], pos: int) -> ProcResult:
+    # a selection from the backprop's result: its transpose puts the dict back at ``pos``
+    out = runtime_arguments.keyword_sensitivities(g, pos)
+    n = len(g)
+    found = n > pos and isinstance(g[pos], dict)
+
+    def keyword_sensitivities_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        if is_tracked_mutable(out) and out in Abox:
+            A = Abox.pop(out)  # a plain dict keeps its sensitivity in Abox
+        if not found or A is Z or A is None or not A:
+            return (), Z, None
+        S = dict(A) if is_tracked_mutable(out) else KeywordDict(A)
+        return (), OneHot(pos, S, n), None
+
+    return ProcResult(out, keyword_sensitivities_backprop)
+
+
+register_primitive(runtime_arguments.keyword_sensitivities, _keyword_sensitivities_rule)
 
 
 def _keyword_sensitivity_rule(g: tuple[Any, ...], pos: int, name: str) -> ProcResult:
@@ -264,10 +303,24 @@ register_primitive(runtime_arguments.merged_keywords, _merged_keywords_rule)
 register_primitive(runtime_arguments.call_plus_keywords, _call_plus_keywords_rule)
 register_primitive(runtime_core.keywords_at, _keywords_at_rule)
 register_primitive(runtime_result.keywords_by_name, _keywords_by_name_rule)
-register_primitive(
-    runtime_arguments.double_star_sensitivity,
-    _unsupported_again(runtime_arguments.double_star_sensitivity, "keyword arguments"),
-)
+
+
+def _double_star_sensitivity_rule(kw: dict[Any, Any], keys: tuple[Any, ...]) -> ProcResult:
+    # a selection of ``kw``'s entries by key: its transpose gives each key's part back to ``kw``
+    out = runtime_arguments.double_star_sensitivity(kw, keys)
+
+    def double_star_sensitivity_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        if not isinstance(A, dict):
+            return (), Z, None
+        back = {k: A[k] for k in keys if k in kw and k in A and not is_zero_sensitivity(A[k])}
+        if not back:
+            return (), Z, None
+        return (), back if is_tracked_mutable(kw) else KeywordDict(back), None
+
+    return ProcResult(out, double_star_sensitivity_backprop)
+
+
+register_primitive(runtime_arguments.double_star_sensitivity, _double_star_sensitivity_rule)
 
 
 def _onehot_value_rule(S: OneHot) -> ProcResult:

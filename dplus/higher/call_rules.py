@@ -274,7 +274,7 @@ register_plus_code(
 def _call_transform(T: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> ProcResult:
     """``T(*args, **kwargs)``, keywords' sensitivities returned by name."""
     if kwargs:
-        return runtime_calls.call(T, *args, **kwargs)
+        return call_plus(T, *args, **kwargs)
     return call_plus(T, *args)
 
 

@@ -60,9 +60,10 @@ def star_sensitivity(g: tuple, pos: int, n: int, value: Any) -> Any:
 
 
 def keyword_sensitivities(g: tuple, pos: int) -> dict:
+    """The dict of keyword sensitivities in a backprop's result ``g`` at ``pos`` (empty if none)."""
     if len(g) > pos and isinstance(g[pos], dict):
         return g[pos]
-    return {}
+    return KeywordDict()
 
 
 def merged_keywords(bound: dict, kwargs: dict) -> tuple:
@@ -79,7 +80,7 @@ def call_plus_keywords(P: Any, args: tuple, names: tuple, values: tuple) -> Proc
 
 def double_star_sensitivity(kw: dict, keys: tuple) -> Any:
     """The sensitivity of a dict passed as ``**d``, for the ``keys`` it held at the call."""
-    out = {k: kw.get(k, Z) for k in keys}
+    out = KeywordDict({k: kw.get(k, Z) for k in keys})
     return out if any(v is not Z for v in out.values()) else Z
 
 
@@ -197,6 +198,16 @@ def default_sensitivities(sig: inspect.Signature, args: tuple, kwargs: dict, sen
     return tuple(sens[k] if used else Z for k, used in defaults_used(sig, args, kwargs))
 
 
+def bound_by_keyword(sig: inspect.Signature, name: str) -> bool:
+    """Whether a keyword argument ``name`` binds a parameter of its own (else it goes into
+    the ``**`` parameter: a positional-only parameter of that name does not take it)."""
+    p = sig.parameters.get(name)
+    return p is not None and p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+
+
 def unbind_sensitivities(
     sig: inspect.Signature,
     args: tuple,
@@ -234,7 +245,7 @@ def unbind_sensitivities(
         kw_sens: dict = {}
         var_kw = next((p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD), None)
         for name in kwargs:
-            if name in by_name and sig.parameters[name].kind is not inspect.Parameter.VAR_KEYWORD:
+            if bound_by_keyword(sig, name):
                 kw_sens[name] = by_name[name]
             elif var_kw is not None:
                 kw_sens[name] = Z

@@ -14,7 +14,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
     p.add_argument("--programs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="first seed; program k uses seed + k")
-    p.add_argument("--order", type=int, default=1, choices=(1, 2))
+    p.add_argument("--order", type=int, default=1, choices=(1, 2, 3))
     p.add_argument(
         "--features",
         nargs="*",

@@ -49,6 +49,8 @@ PRIMAL_TOL = 1e-12  # primal and mutated arguments: equal to rounding
 PATH_TOL = 1e-9  # fast path against general path, backprop against grad
 SECOND_REL_TOL = 1e-4
 SECOND_ABS_TOL = 1e-5
+THIRD_REL_TOL = 1e-3  # (differences of a Hessian: one order less accurate)
+THIRD_ABS_TOL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class Outcome:
     partials_skipped: int = 0
     second: int = 0  # second-order entries compared
     second_skipped: int = 0
+    third: int = 0  # third-order entries compared
+    third_skipped: int = 0
     message: str = ""  # a crash's normalised first line: tells crashes of one type apart
 
     @property
@@ -334,11 +338,13 @@ class Checker:
         """A checker that skips the checks that run after the one ``target`` failed (the
         shrinker's many runs need only that one)."""
         stage = target.kind.split(":")[0]
-        late = target.kind in ("gradient", "fast_vs_general", "second_order") or stage in (
-            "general",
-            "second",
-        )
-        second = target.kind == "second_order" or stage == "second"
+        late = target.kind in (
+            "gradient",
+            "fast_vs_general",
+            "second_order",
+            "third_order",
+        ) or stage in ("general", "second", "third")
+        second = target.kind in ("second_order", "third_order") or stage in ("second", "third")
         general = second or target.kind == "fast_vs_general" or stage == "general"
         return Checker(
             order=self.order if second else 1,
@@ -531,7 +537,9 @@ class Checker:
 
         # 5. second order
         if self.order >= 2 and all(type(a) is float for a in described):
-            self.check_second_order(f, described, gradient, out)
+            hessian = self.check_second_order(f, described, gradient, out)
+            if self.order >= 3:
+                self.check_third_order(f, described, hessian, out)
         elif self.order >= 2 and all(type(a) is float or is_float64_array(a) for a in described):
             self.check_hessian_vector_product(f, described, out)
 
@@ -679,6 +687,58 @@ class Checker:
                         f"hessian: {hessian!r}",
                     )
                 out.second += 1
+        return hessian
+
+    def check_third_order(self, f, described, hessian, out: Outcome) -> None:
+        """A few third derivatives (grad of one checked Hessian entry) against central
+        differences of that entry of the (checked) Hessian: cheap enough to run on every
+        float-only program."""
+        args = tuple(described)
+        n = len(args)
+        H = dplus.hessian(f)
+        for i, j in dict.fromkeys([(0, 0), (n - 1, 0)]):
+            entry = hessian_entry(f, i, j)
+            third = self.dplus_call("third", dplus.grad(entry), *args)
+            for k in dict.fromkeys([0, n - 1]):
+                fd = self.hessian_difference(H, args, i, j, k)
+                if fd is None:
+                    out.third_skipped += 1
+                    continue
+                t = third[k] if isinstance(third, tuple) else None
+                if not isinstance(t, (int, float)) or not (
+                    abs(t - fd) <= THIRD_ABS_TOL + THIRD_REL_TOL * max(abs(t), abs(fd))
+                ):
+                    raise Mismatch(
+                        "third_order",
+                        f"d3 f / d args[{i}] d args[{j}] d args[{k}]: central differences of "
+                        f"dplus.hessian {fd!r}, dplus.grad of hessian[{i}][{j}] {t!r}\n"
+                        f"hessian: {hessian!r}",
+                    )
+                out.third += 1
+
+    def hessian_difference(self, H, args, i, j, k):
+        """d/d args[k] of the Hessian's entry [i][j] by central differences (None where the
+        two step sizes disagree: not smooth enough there)."""
+        estimates = []
+        for step in STEPS:
+            h = step * max(1.0, abs(args[k]))
+            up = list(args)
+            down = list(args)
+            up[k] += h
+            down[k] -= h
+            try:
+                e = (H(*up)[i][j] - H(*down)[i][j]) / (2 * h)
+            except FuzzTimeout:
+                raise
+            except Exception:
+                return None
+            estimates.append(e)
+        a, b = estimates
+        if not (math.isfinite(a) and math.isfinite(b)) or abs(a - b) > AGREE_TOL * 10 * max(
+            1.0, abs(a), abs(b)
+        ):
+            return None
+        return a
 
     def gradient_difference(self, grad, args, j):
         """Column ``j`` of the Hessian by central differences of the (checked) gradient."""
@@ -704,6 +764,15 @@ class Checker:
             ):
                 return None
         return a
+
+
+def hessian_entry(f, i: int, j: int):
+    """The function giving the entry [i][j] of ``f``'s Hessian (differentiated once more)."""
+
+    def entry(*a):
+        return dplus.hessian(f)(*a)[i][j]
+
+    return entry
 
 
 def widened(args: tuple) -> tuple:

@@ -53,6 +53,8 @@ class Summary:
     partials_skipped: int = 0
     second: int = 0
     second_skipped: int = 0
+    third: int = 0
+    third_skipped: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     by_kind: collections.Counter = field(default_factory=collections.Counter)
     failures: dict = field(default_factory=dict)  # signature -> Failure
@@ -63,6 +65,8 @@ class Summary:
         self.partials_skipped += outcome.partials_skipped
         self.second += outcome.second
         self.second_skipped += outcome.second_skipped
+        self.third += outcome.third
+        self.third_skipped += outcome.third_skipped
         self.by_status[outcome.status] += 1
         if outcome.status != "ok":
             self.by_kind[(outcome.status, outcome.kind)] += 1
@@ -73,6 +77,7 @@ class Summary:
             f"programs            {self.programs}  ({self.seconds:.1f} s, {rate:.1f} programs/s)",
             f"partials checked    {self.partials}  (skipped as not smooth: {self.partials_skipped})",
             f"second-order checked {self.second}  (skipped: {self.second_skipped})",
+            f"third-order checked {self.third}  (skipped: {self.third_skipped})",
             "",
             "outcome        count   percent",
         ]
@@ -116,8 +121,9 @@ def reproduction(failure_program: Program, outcome: Outcome) -> str:
 
 
 def float_only_for(seed: int, order: int) -> bool | None:
-    """At second order half the programs take only floats (the Hessian is checked for those)."""
-    return True if order >= 2 and seed % 2 == 0 else None
+    """At second order half the programs take only floats (the Hessian is checked for those);
+    at third order all of them (its checks need the Hessian)."""
+    return True if order >= 3 or (order >= 2 and seed % 2 == 0) else None
 
 
 def run(

@@ -236,3 +236,24 @@ def test_checker_detects_a_wrong_hessian(monkeypatch):
     out = Checker(order=2).check(p)
     assert (out.status, out.kind) == ("wrong", "second_order"), out
     assert Checker(order=1).check(p).status == "ok"
+
+
+def test_the_third_order_check_counts_entries_and_detects_a_wrong_one(monkeypatch):
+    from . import checker as checker_module
+
+    p = simple_program(
+        "import math\ndef f(x1, x2):\n    return math.sin(x1) * x2 * x2\n", (0.4, 1.3)
+    )
+    out = Checker(order=3, time_limit=120.0).check(p)
+    assert out.status == "ok" and out.third > 0, out
+
+    def entry_with_a_bug(f, i, j):
+        def wrong(*a):
+            # an entry whose derivative along args[0] is off by 0.2 x1
+            return dplus.hessian(f)(*a)[i][j] + 0.1 * a[0] * a[0]
+
+        return wrong
+
+    monkeypatch.setattr(checker_module, "hessian_entry", entry_with_a_bug)
+    out = Checker(order=3, time_limit=120.0).check(p)
+    assert (out.status, out.kind) == ("wrong", "third_order"), out
