@@ -185,9 +185,20 @@ def changed_since(watched: list[tuple[Any, Any]]) -> list[Any]:
 
 
 def _same_item(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
     if type(a) is tuple and len(a) == 2 and type(b) is tuple and len(b) == 2:  # (key, value) pairs
-        return a[0] == b[0] and a[1] is b[1]
-    return a is b
+        return a[1] is b[1] and (a[0] is b[0] or _equal_keys(a[0], b[0]))
+    return False
+
+
+def _equal_keys(a: Any, b: Any) -> bool:
+    # (a dict's items are remade as tuples; a list's 2-tuples may hold arrays, whose == is
+    # elementwise: those are the same only as the same objects)
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
 
 
 def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
