@@ -24,6 +24,7 @@ from ..runtime import list_writes as runtime_list_writes
 from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
+from ..runtime.conformance import check_conforms
 from ..runtime.core import CellKey, apply_transform, lift
 from ..runtime.fold import changed_since, fold, fold_arguments, snapshot, watch_call
 from ..runtime.handover import handover, is_tracked_mutable
@@ -248,7 +249,15 @@ def _unsupported_again(
     return again
 
 
+def _is_array_in_place(v: Any) -> bool:
+    return is_ndarray(v) and is_tracked_mutable(v)
+
+
 def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> ProcResult:
+    if _is_array_in_place(result) or (
+        type(result) is tuple and any(map(_is_array_in_place, result))
+    ):
+        return _prepare_arrays_again(result, Aw, Abox)
     out = prepare_sensitivity(result, Aw, Abox)
     if not is_tracked_mutable(result):
         return ProcResult(out, lambda A, Abox2: ((), Z, A, None))
@@ -273,6 +282,40 @@ def _prepare_sensitivity_tower(result: Any, Aw: Any, Abox: BoxSensitivities) -> 
         return (), Z, Z, None
 
     return ProcResult(out, prepare_mutable_backprop)
+
+
+def _prepare_arrays_again(result: Any, Aw: Any, Abox: BoxSensitivities) -> ProcResult:
+    """``prepare_sensitivity`` of a result that is (or a tuple holding) arrays whose memory
+    was written in place: ``Aw`` goes into the memory's entry, made as an addition the next
+    order records, whose transpose gives ``Aw`` its sensitivity (without it, the derivative
+    with respect to the sensitivity given, ``D(f)(x)(v)`` differentiated in ``v``, lost
+    every path through the memory: zero, silently)."""
+    check_conforms(Aw, result, "the sensitivity given")
+    if type(result) is not tuple:
+        back = handed_over(Abox, result, Aw)
+        return ProcResult(Z, lambda A, Abox2: ((), Z, back(Abox2), None))
+    n = len(result)
+    parts = tuple_items(Aw, n)
+    if any(is_tracked_mutable(e) and not _is_array_in_place(e) for e in result):
+        raise NonDifferentiableError(
+            "derivatives of derivatives with respect to the sensitivity of a result holding lists, "
+            "dicts or objects are not supported yet; return a tuple"
+        )
+    backs = [
+        handed_over(Abox, e, p) if _is_array_in_place(e) else None for e, p in zip(result, parts)
+    ]
+    out = tuple(Z if b is not None else p for b, p in zip(backs, parts))
+
+    def prepare_arrays_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+        items = tuple_items(A, n)
+        return (
+            (),
+            Z,
+            tuple(b(Abox2) if b is not None else a for b, a in zip(backs, items)),
+            None,
+        )
+
+    return ProcResult(out, prepare_arrays_backprop)
 
 
 def _boundary_tower(
