@@ -385,6 +385,13 @@ def run_scaling(cfg: Config, out: Report) -> None:
     out()
 
 
+def _failure_line(e: Exception) -> str:
+    """A section's line for a measurement that did not finish: too slow, or what raised."""
+    if isinstance(e, TooSlow):
+        return f"  too slow: {e}"
+    return f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
 def _kb(n: float) -> str:
     return f"{n / 1024:,.1f} KiB"
 
@@ -449,10 +456,8 @@ def run_memory(cfg: Config, out: Report) -> None:
             f"after {n_big} calls {_kb(cur[n_big])}: {growth / 1024:+,.1f} KiB, {per_call:+,.0f} bytes per call "
             f"({verdict}; one gradient's record is ~{peaks[('dplus', steps)] * rep_steps / steps / 1024:,.0f} KiB)"
         )
-    except TooSlow as e:
-        out(f"  too slow: {e}")
     except Exception as e:
-        out(f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        out(_failure_line(e))
     out()
     run_record_by_style(cfg, out)
 
@@ -491,10 +496,8 @@ def run_record_by_style(cfg: Config, out: Report) -> None:
                 f"  {name:26} record {after_forward / n:6.0f}   peak {peak / n:6.0f}   "
                 f"held after {held / n:4.0f} (the gradient's lists: {32 * arity})"
             )
-    except TooSlow as e:
-        out(f"  too slow: {e}")
     except Exception as e:
-        out(f"  error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        out(_failure_line(e))
     out()
 
 
@@ -551,7 +554,7 @@ def run_nested(cfg: Config, out: Report) -> None:
                 rows.append([label, str(k), "too slow", "-", "-", "-", "-", "-", str(e)])
                 break
             except Exception as e:
-                msg = f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                msg = _failure_line(e).strip()
                 rows.append(
                     [
                         label,

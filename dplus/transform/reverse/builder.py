@@ -121,11 +121,30 @@ class FunctionBuilder(
         self.internal = {syntax.ABOX, syntax.PUSH, syntax.POP, syntax.TAPE}
         # names bound to constants with no sensitivity (gen_zero, captured from generated code)
         self.const_names: set[str] = set()
+        # names bound to a tuple display holding a variable (tuple_displays, found when a
+        # subscript's reverse first asks)
+        self._tuple_displays: set[str] | None = None
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
         self.specialized: Specialized | None = None
         # a nested function with default values: their sensitivities follow its closure's
         self.defaults_in_closure = False
+
+    def tuple_displays(self) -> set[str]:
+        """The names the body binds to a tuple display holding a variable (``k = (x, y)``,
+        what the normalizer makes of ``obj[x, y]``): ``ContainerRules.key_is_a_display``."""
+        if self._tuple_displays is None:
+            self._tuple_displays = {
+                node.targets[0].id
+                for stmt in self.ir.body
+                for node in walk(stmt)
+                if isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Tuple)
+                and any(isinstance(e, ast.Name) for e in node.value.elts)
+            }
+        return self._tuple_displays
 
     def nested(self, ir: IRFunction) -> FunctionBuilder:
         """The builder of a function defined in this one (``CallRules.closure_stmt``)."""

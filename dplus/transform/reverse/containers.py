@@ -36,19 +36,7 @@ class ContainerRules(Builder):
         sensitivities (a rule that gives a key held otherwise one raises: ``read_back``)."""
         if not isinstance(idx, ast.Name):
             return False
-        displays = getattr(self, "_tuple_display_names", None)
-        if displays is None:
-            displays = {
-                node.targets[0].id
-                for node in ast.walk(ast.Module(body=self.ir.body, type_ignores=[]))
-                if isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Tuple)
-                and any(isinstance(e, ast.Name) for e in node.value.elts)
-            }
-            self._tuple_display_names = displays
-        return acc.ssa.origin.get(idx.id, idx.id) in displays
+        return acc.ssa.origin.get(idx.id, idx.id) in self.tuple_displays()
 
     def sequence_read(self, name: str, obj: ast.Name, idx: ast.expr, s: ast.stmt) -> Any:
         """``name = obj[idx]``: native for lists, tuples and dicts (the record keeps the length), else the rule."""
