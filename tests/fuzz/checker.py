@@ -636,6 +636,16 @@ class Checker:
             base = widened(base)
         x = get(base, path)
         p = precision_of(base)
+        if widen:  # the one-sided differences need the value at x in the widened arithmetic
+            try:
+                value = f(*widened(self.fresh(module, described)))
+            except FuzzTimeout:
+                raise
+            except Exception:
+                return None
+            if not isinstance(value, (int, float)):
+                return None
+        one_sided = []
         for step in p.steps:
             h = step * max(1.0, abs(x))
             # the values really passed (a float32 element rounds x +- h)
@@ -650,12 +660,16 @@ class Checker:
             if not (isinstance(up, (int, float)) and isinstance(down, (int, float))):
                 return None
             estimates.append((up - down) / float(x_up - x_down))
+            one_sided.append(
+                (float(x_up - x), float(up - value), float(x - x_down), float(value - down))
+            )
         a, b = estimates
         if not (math.isfinite(a) and math.isfinite(b)):
             return None
-        if abs(a - b) > p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (
-            p.steps[-1] * max(1.0, abs(x))
-        ):
+        tolerance = p.agree * max(1.0, abs(a), abs(b)) + p.rounding * abs(value) / (
+            max(p.steps) * max(1.0, abs(x))
+        )
+        if abs(a - b) > tolerance or kink_within_steps(one_sided, tolerance):
             return None
         return a
 
@@ -665,7 +679,7 @@ class Checker:
         n = len(args)
         grad = dplus.grad(f)
         for j in range(n):
-            column = self.gradient_difference(grad, args, j)
+            column = self.gradient_difference(grad, args, j, gradient)
             for i in range(n):
                 try:
                     h_ij = hessian[i][j]
@@ -700,7 +714,7 @@ class Checker:
             entry = hessian_entry(f, i, j)
             third = self.dplus_call("third", dplus.grad(entry), *args)
             for k in dict.fromkeys([0, n - 1]):
-                fd = self.hessian_difference(H, args, i, j, k)
+                fd = self.hessian_difference(H, args, i, j, k, hessian)
                 if fd is None:
                     out.third_skipped += 1
                     continue
@@ -716,10 +730,12 @@ class Checker:
                     )
                 out.third += 1
 
-    def hessian_difference(self, H, args, i, j, k):
+    def hessian_difference(self, H, args, i, j, k, hessian):
         """d/d args[k] of the Hessian's entry [i][j] by central differences (None where the
         two step sizes disagree: not smooth enough there)."""
         estimates = []
+        one_sided = []
+        entry = hessian[i][j]
         for step in STEPS:
             h = step * max(1.0, abs(args[k]))
             up = list(args)
@@ -727,22 +743,28 @@ class Checker:
             up[k] += h
             down[k] -= h
             try:
-                e = (H(*up)[i][j] - H(*down)[i][j]) / (2 * h)
+                e_up, e_down = H(*up)[i][j], H(*down)[i][j]
             except FuzzTimeout:
                 raise
             except Exception:
                 return None
-            estimates.append(e)
+            estimates.append((e_up - e_down) / (2 * h))
+            one_sided.append((h, e_up - entry, h, entry - e_down))
         a, b = estimates
-        if not (math.isfinite(a) and math.isfinite(b)) or abs(a - b) > AGREE_TOL * 10 * max(
-            1.0, abs(a), abs(b)
+        tolerance = AGREE_TOL * 10 * max(1.0, abs(a), abs(b))
+        if (
+            not (math.isfinite(a) and math.isfinite(b))
+            or abs(a - b) > tolerance
+            or kink_within_steps(one_sided, tolerance)
         ):
             return None
         return a
 
-    def gradient_difference(self, grad, args, j):
-        """Column ``j`` of the Hessian by central differences of the (checked) gradient."""
+    def gradient_difference(self, grad, args, j, gradient):
+        """Column ``j`` of the Hessian by central differences of the (checked) gradient, whose
+        value at ``args`` is ``gradient``."""
         estimates = []
+        one_sided = []
         for step in STEPS:
             h = step * max(1.0, abs(args[j]))
             up = list(args)
@@ -757,13 +779,31 @@ class Checker:
             except Exception:
                 return None
             estimates.append([(a - b) / (2 * h) for a, b in zip(gu, gd)])
+            one_sided.append([(h, u - g, h, g - d) for u, g, d in zip(gu, gradient, gd)])
         a, b = estimates
-        for x, y in zip(a, b):
-            if not (math.isfinite(x) and math.isfinite(y)) or abs(x - y) > AGREE_TOL * 10 * max(
-                1.0, abs(x), abs(y)
+        for x, y, sides in zip(a, b, zip(*one_sided)):
+            tolerance = AGREE_TOL * 10 * max(1.0, abs(x), abs(y))
+            if (
+                not (math.isfinite(x) and math.isfinite(y))
+                or abs(x - y) > tolerance
+                or kink_within_steps(sides, tolerance)
             ):
                 return None
         return a
+
+
+def kink_within_steps(one_sided, tolerance: float) -> bool:
+    """Whether a kink (a jump of the derivative) lies within both steps, where the two
+    central differences agree on a wrong slope: each step's ``(h_up, rise_up, h_down,
+    rise_down)`` gives its forward minus backward difference, which is ``h f''`` where ``f`` is
+    smooth (so the smaller step's is a fraction of the larger's) but about the jump of the
+    derivative at both steps when the kink lies within the smaller one."""
+    (small, large) = sorted(one_sided, key=lambda s: s[0])
+    curvature = [
+        abs(rise_up / h_up - rise_down / h_down)
+        for h_up, rise_up, h_down, rise_down in (small, large)
+    ]
+    return curvature[0] > 0.5 * curvature[1] + tolerance
 
 
 def hessian_entry(f, i: int, j: int):
