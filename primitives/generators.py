@@ -26,6 +26,7 @@ from dplus.runtime.generators import (
     THROW,
     Generator,
     GeneratorCore,
+    close_generator,
     consumes_generators,
     exception_of,
 )
@@ -106,15 +107,7 @@ def generator_throw_plus(g: Generator, typ: Any, val: Any = None, tb: Any = None
 
 def generator_close_plus(g: Generator) -> ProcResult:
     """``g.close()``: the generator's ``finally`` clauses run where it is suspended."""
-    core = g.core
-    k = core.close_protocol()
-
-    def generator_close_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-        if k >= 0:
-            core.reverse_down_to(k, Abox)
-        return (), Z
-
-    return ProcResult(None, generator_close_backprop)
+    return close_generator(g)
 
 
 register_primitive(

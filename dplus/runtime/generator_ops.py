@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import NonDifferentiableError
 from .boxes import BoxSensitivities
-from .generators import CLOSE, NEXT, THROW, Generator, GeneratorCore, Z
+from .generators import CLOSE, NEXT, THROW, Generator, GeneratorCore, Z, close_generator
 from .linear import add, is_zero_sensitivity, tuple_items
 from .result import ProcResult
 from .routers import ListIterator, LiveIteration, iteration_router, list_length, route_all
@@ -269,15 +269,7 @@ def _no_sensitivity_4(A: Any, Abox: BoxSensitivities) -> tuple:
 def generator_close_delegate_plus(sub: Any) -> ProcResult:
     """``yield from``'s delegate closed when the delegating generator is (PEP 380)."""
     if type(sub) is Generator:
-        core = sub.core
-        k = core.close_protocol()
-
-        def close_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if k >= 0:
-                core.reverse_down_to(k, Abox)
-            return (), Z
-
-        return ProcResult(None, close_backprop)
+        return close_generator(sub)
     close = getattr(sub, "close", None)
     if close is not None:
         close()

@@ -41,6 +41,7 @@ __all__ = [
     "consumes_generators",
     "loop_iterable",
     "generator_route",
+    "close_generator",
 ]
 
 Z: Any = gen_zero
@@ -411,3 +412,17 @@ def _items(s: Any, n: int) -> Any:
     if type(s) is list or type(s) is tuple:
         return s
     return tuple_items(s, n)
+
+
+def close_generator(g: Generator) -> ProcResult:
+    """``g.close()``: the generator's ``finally`` clauses run where it is suspended; the
+    backprop reverses its resumptions down to the close."""
+    core = g.core
+    k = core.close_protocol()
+
+    def generator_close_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if k >= 0:
+            core.reverse_down_to(k, Abox)
+        return (), Z
+
+    return ProcResult(None, generator_close_backprop)

@@ -71,7 +71,11 @@ def rewrite_definitions(
             for gen in ast.walk(node):
                 if is_generator_function(gen) and _endless(gen):
                     raise _refused_endless(gen, qualname, filename)
-            generators = frozenset(gen.name for gen in ast.walk(node) if is_generator_function(gen))
+            generators = frozenset(
+                gen.name
+                for gen in ast.walk(node)
+                if isinstance(gen, ast.FunctionDef) and is_generator_function(gen)
+            )
             for fn in ast.walk(node):
                 if isinstance(fn, ast.FunctionDef):
                     refuse_generator_expressions_read_again(fn.body, fn.name, filename, generators)

@@ -221,9 +221,10 @@ def refuse_generator_expressions_read_again(
             )
         ):
             kept[node.targets[0].id] = node
+    taken_otherwise = _taken_by_next_or_method(body) if kept else set()
     for name, assign in kept.items():
-        if stores[name] != 1:
-            continue
+        if stores[name] != 1 or name in taken_otherwise:
+            continue  # (next(g), g.send(v): refused where they run at a higher order)
         reads = _reads_outside(body, name, assign)
         if reads[0] > 1 or reads[1]:
             what = (
@@ -241,6 +242,18 @@ def refuse_generator_expressions_read_again(
             err.filename = filename
             err.lineno = assign.lineno
             raise err
+
+
+def _taken_by_next_or_method(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` passes to ``next`` or calls a method of (``g.send(v)``)."""
+    out: set[str] = set()
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next":
+                out.update(a.id for a in n.args[:1] if isinstance(a, ast.Name))
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+                out.add(n.value.id)
+    return out
 
 
 def _reads_outside(body: list[ast.stmt], name: str, assign: ast.stmt) -> tuple[int, bool]:
