@@ -192,14 +192,16 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def refuse_generator_expressions_read_again(
-    body: list[ast.stmt], function: str, filename: str
+    body: list[ast.stmt], function: str, filename: str, generator_functions: frozenset = frozenset()
 ) -> None:
     """Refuse ``g = (expr for ...)`` when ``g`` may be read more than once: inside
     differentiated code a generator expression is a list (evaluated at once), so a second
     ``sum(g)`` would see its values again where Python's generator is exhausted. Read more
     than once: two reads of the name, or one in a loop (or a nested function or
     comprehension) that the assignment is not in. A name assigned more than once is left
-    alone (which value a read sees is not known here)."""
+    alone (which value a read sees is not known here). ``generator_functions``: names whose
+    call gives a list the same way (a generator function at a higher order of
+    differentiation), refused the same way as ``g = gen(...)``."""
     stores: Counter[str] = Counter()
     kept: dict[str, ast.Assign] = {}
     for node in _walk_no_scopes_body(body):
@@ -209,7 +211,14 @@ def refuse_generator_expressions_read_again(
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.GeneratorExp)
+            and (
+                isinstance(node.value, ast.GeneratorExp)
+                or (
+                    isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id in generator_functions
+                )
+            )
         ):
             kept[node.targets[0].id] = node
     for name, assign in kept.items():
@@ -217,12 +226,17 @@ def refuse_generator_expressions_read_again(
             continue
         reads = _reads_outside(body, name, assign)
         if reads[0] > 1 or reads[1]:
+            what = (
+                "generator expression"
+                if isinstance(assign.value, ast.GeneratorExp)
+                else "generator (differentiated again: a generator runs to completion)"
+            )
             err = UnsupportedSyntaxError(
-                f"the generator expression kept in {name!r} in {function!r} ({filename}, line "
-                f"{assign.lineno}) may be read more than once: inside differentiated code a "
-                "generator expression is evaluated at once into a list, so a second reading "
-                "would see its values again where Python's generator is exhausted. Make it a "
-                "list comprehension [...] if its values are meant to be read again, or read it once"
+                f"the {what} kept in {name!r} in {function!r} ({filename}, line "
+                f"{assign.lineno}) may be read more than once: inside differentiated code its "
+                "values are made at once into a list, so a second reading "
+                "would see them again where Python's generator is exhausted. Make it a "
+                "list ([...] or list(...)) if its values are meant to be read again, or read it once"
             )
             err.filename = filename
             err.lineno = assign.lineno
