@@ -46,6 +46,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
         from .runtime.core import as_plain_callable
         from .runtime.fold import ArrayContents, changed_since, mutable_sensitivity_of, watch_call
+        from .runtime.handover import is_tracked_mutable
         from .runtime.memory import reverse_unseen_writes, unseen_writes
         from .runtime.result import plain_result
 
@@ -67,9 +68,19 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         # a view of what it was given (or that very array): the sensitivity its memory holds in
         # the map belongs to that memory, not to this result
         shows_argument = _is_array(result) and _shows_memory_of(result, watched)
+        # the very list, dict or object it was given (a method: its object): what the map
+        # holds for it belongs to that argument, whose maker takes it (the call made nothing;
+        # what it changed in it is checked below)
+        returns_argument = is_tracked_mutable(result) and any(
+            result is a for a in (*args, *kwargs.values(), getattr(op, "__self__", None))
+        )
 
         def unknown_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
-            held = gen_zero if shows_argument else mutable_sensitivity_of(result, Abox)
+            held = (
+                gen_zero
+                if shows_argument or returns_argument
+                else mutable_sensitivity_of(result, Abox)
+            )
             if integer_valued and is_zero_sensitivity(held):
                 A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(held):

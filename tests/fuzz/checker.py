@@ -9,7 +9,9 @@
 3. every partial derivative with central finite differences at two step sizes, which must
    agree first (else the point is not smooth there and the partial is skipped);
 4. the gradient with fast paths with the gradient built by ``general_paths_only()``;
-5. for float-only arguments, ``dplus.hessian(f)`` with central differences of ``dplus.grad(f)``.
+5. for float-only arguments, ``dplus.hessian(f)`` with central differences of ``dplus.grad(f)``;
+6. the backward pass in the sensitivity it is given: linear, and at second order its
+   derivative in that sensitivity (``cotangent.py``).
 
 The result is an ``Outcome``: ``ok``, ``wrong`` (a number differs), ``crash`` (an exception
 from inside dplus that is not a ``DplusError``), ``refused`` (a ``DplusError``), ``skipped``
@@ -36,6 +38,7 @@ import numpy as np
 import dplus
 from dplus.transform.transformer import general_paths_only
 
+from . import cotangent
 from .generator import Program
 
 # Tolerances: a gradient agrees with central differences when
@@ -47,6 +50,7 @@ STEPS = (1e-5, 1e-4)  # relative step sizes; the two estimates must agree first
 AGREE_TOL = 1e-5  # relative agreement of the two estimates
 PRIMAL_TOL = 1e-12  # primal and mutated arguments: equal to rounding
 PATH_TOL = 1e-9  # fast path against general path, backprop against grad
+FLOAT32_PATH_TOL = 1e-4  # ... when one of them computed in float64 what the other did in float32
 SECOND_REL_TOL = 1e-4
 SECOND_ABS_TOL = 1e-5
 THIRD_REL_TOL = 1e-3  # (differences of a Hessian: one order less accurate)
@@ -95,6 +99,8 @@ class Outcome:
     second_skipped: int = 0
     third: int = 0  # third-order entries compared
     third_skipped: int = 0
+    cotangent: int = 0  # backward passes compared in the sensitivity given (first order)
+    cotangent_second: int = 0  # ... and their derivatives in it (second order)
     message: str = ""  # a crash's normalised first line: tells crashes of one type apart
 
     @property
@@ -280,7 +286,9 @@ def difference(a, b, tol: float, where: str = "", exact_arrays: bool = False) ->
         ):  # (the general path runs a second copy of the module)
             return f"{where}: {a!r} vs {b!r}"
         return difference(vars(a), vars(b), tol, where, exact_arrays)
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+    numbers = (int, float, np.integer, np.floating)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        a, b = float(a), float(b)
         if a == b or (math.isnan(a) and math.isnan(b)):
             return None
         if math.isclose(a, b, rel_tol=tol, abs_tol=tol):
@@ -328,11 +336,13 @@ class Checker:
         time_limit: float = 5.0,
         check_general: bool = True,
         check_fd: bool = True,
+        check_cotangent: bool = True,
     ):
         self.order = order
         self.seconds = time_limit
         self.check_general = check_general
         self.check_fd = check_fd
+        self.check_cotangent = check_cotangent
 
     def focused(self, target: Outcome) -> Checker:
         """A checker that skips the checks that run after the one ``target`` failed (the
@@ -344,18 +354,29 @@ class Checker:
             "second_order",
             "third_order",
         ) or stage in ("general", "second", "third")
-        second = target.kind in ("second_order", "third_order") or stage in ("second", "third")
+        second = target.kind in (
+            "second_order",
+            "third_order",
+            "cotangent_second_order",
+        ) or stage in ("second", "third", "cotangent2")
         general = second or target.kind == "fast_vs_general" or stage == "general"
         return Checker(
             order=self.order if second else 1,
             time_limit=self.seconds,
             check_general=self.check_general and general,
             check_fd=self.check_fd and late,
+            check_cotangent=self.check_cotangent,
         )
 
     def check(self, program: Program) -> Outcome:
+        self.form, self.cotangent_scale = cotangent.form_of(program.seed)
+        self.seed = program.seed
         try:
-            module = load(program.source)
+            module = load(
+                program.source + cotangent.probe_source(program.entry, self.form)
+                if self.check_cotangent
+                else program.source
+            )
             # A second copy for the general path: its @define_dplus helpers are transformed
             # there for the first time, so their general paths are compared too.
             twin = load(program.source) if self.check_general else None
@@ -535,13 +556,89 @@ class Checker:
                     "fast_vs_general", f"general_paths_only() primal or arguments differ: {d}"
                 )
 
-        # 5. second order
+        # 5. the backward pass in the sensitivity given: linear
+        if self.check_cotangent:
+            self.check_cotangent_linearity(module, described, expected, plain_args, gradient, out)
+
+        # 6. second order
         if self.order >= 2 and all(type(a) is float for a in described):
             hessian = self.check_second_order(f, described, gradient, out)
             if self.order >= 3:
                 self.check_third_order(f, described, hessian, out)
         elif self.order >= 2 and all(type(a) is float or is_float64_array(a) for a in described):
             self.check_hessian_vector_product(f, described, out)
+        if (
+            self.check_cotangent
+            and self.order >= 2
+            and all(type(a) is float or is_float64_array(a) for a in described)
+        ):
+            self.check_cotangent_derivative(module, described, gradient, out)
+
+    def check_cotangent_linearity(self, module, described, expected, plain_args, gradient, out):
+        """The probe (``cotangent.py``: ``f`` as a decorated helper, its result put into the
+        program's form) runs as the plain call does, and its backward pass given
+        ``v = c * unit`` returns ``c * grad(f)`` (exactly: ``c`` is a power of two)."""
+        form, c = self.form, self.cotangent_scale
+        probe = module._dplus_probe
+        try:
+            plain_result = probe(*self.fresh(module, described))
+        except FuzzTimeout:
+            raise
+        except Exception:  # (f gave a number that the form cannot take: nothing to check)
+            return
+        args = self.fresh(module, described)
+        result = self.dplus_call("cotangent", lambda: dplus.dplus(probe)(*args))
+        d = difference(plain_result, result.primal, PRIMAL_TOL, "primal") or difference(
+            plain_args, args, PRIMAL_TOL, "args", exact_arrays=True
+        )
+        if d:
+            raise Mismatch(
+                "primal",
+                f"f as a decorated helper, its result as {form.name} "
+                f"(tests/fuzz/cotangent.py): {d}",
+            )
+        v = cotangent.scaled(form.unit, c)
+        back = self.dplus_call("cotangent", lambda: result.backprop(v))
+        # (float32 programs: the sensitivity of r is then a float64 NumPy scalar, and
+        # NumPy promotes float32 with it, so the backward pass given v runs in float64)
+        tolerance = PATH_TOL if precision_of(args) is FLOAT64 else FLOAT32_PATH_TOL
+        d = difference(back, cotangent.scaled(gradient, c), tolerance, "backprop(v)")
+        if d:
+            raise Mismatch(
+                "cotangent",
+                f"the backward pass is not linear in the sensitivity given: f's result as "
+                f"{form.name} (tests/fuzz/cotangent.py), v = {v!r}: {d}; "
+                f"c(v) = {c!r}, so c(v) * grad(f) is expected\n"
+                f"backprop(v): {back!r}\ngrad(f):     {gradient!r}",
+            )
+        out.cotangent += 1
+
+    def check_cotangent_derivative(self, module, described, gradient, out):
+        """The derivative in ``v``, by ``dplus.grad``, of ``sum(w * backprop(v))`` is
+        ``C * sum(w * grad(f))`` (``C``: the coefficients of the form)."""
+        form, c = self.form, self.cotangent_scale
+        v = cotangent.scaled(form.unit, c)
+        weights = cotangent.weights_for(described, self.seed)
+        total, size = cotangent.weighted_sum(weights, gradient)
+        args = self.fresh(module, described)
+        got = self.dplus_call(
+            "cotangent2",
+            lambda: dplus.grad(module._dplus_probe_weighted, argnums=0)(v, args, weights),
+        )
+        want = cotangent.scaled(form.coefficients, total)
+        tolerance = 1e-8 * (1.0 + size)
+        got_numbers = list(cotangent.numbers(got))
+        want_numbers = list(cotangent.numbers(want))
+        if len(got_numbers) != len(want_numbers) or any(
+            not abs(a - b) <= tolerance for a, b in zip(got_numbers, want_numbers)
+        ):
+            raise Mismatch(
+                "cotangent_second_order",
+                f"d/dv of sum(w * backprop(v)), f's result as {form.name} "
+                f"(tests/fuzz/cotangent.py), at v = {v!r}: dplus.grad {got!r}, "
+                f"expected {want!r} (C * sum(w * grad(f)))\nweights: {weights!r}",
+            )
+        out.cotangent_second += len(got_numbers)
 
     def refusal_changes_no_array(self, module, described, args, call):
         """``call()`` through ``dplus_call``; a refusal must come before an array argument changed

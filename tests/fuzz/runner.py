@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from . import cotangent
 from .checker import Checker, Outcome, args_text
 from .generator import ALL, Program, generate
 from .shrink import Shrinker
@@ -55,6 +56,8 @@ class Summary:
     second_skipped: int = 0
     third: int = 0
     third_skipped: int = 0
+    cotangent: int = 0
+    cotangent_second: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     by_kind: collections.Counter = field(default_factory=collections.Counter)
     failures: dict = field(default_factory=dict)  # signature -> Failure
@@ -67,6 +70,8 @@ class Summary:
         self.second_skipped += outcome.second_skipped
         self.third += outcome.third
         self.third_skipped += outcome.third_skipped
+        self.cotangent += outcome.cotangent
+        self.cotangent_second += outcome.cotangent_second
         self.by_status[outcome.status] += 1
         if outcome.status != "ok":
             self.by_kind[(outcome.status, outcome.kind)] += 1
@@ -78,6 +83,8 @@ class Summary:
             f"partials checked    {self.partials}  (skipped as not smooth: {self.partials_skipped})",
             f"second-order checked {self.second}  (skipped: {self.second_skipped})",
             f"third-order checked {self.third}  (skipped: {self.third_skipped})",
+            f"backward passes checked in the sensitivity given {self.cotangent}"
+            f"  (derivatives in it: {self.cotangent_second} entries)",
             "",
             "outcome        count   percent",
         ]
@@ -107,17 +114,36 @@ def reproduction(failure_program: Program, outcome: Outcome) -> str:
         source = "import dplus\n" + source
     if "np." in call and "import numpy as np" not in source:
         source = "import numpy as np\n" + source
+    probe, probe_calls = cotangent_reproduction(failure_program, outcome)
     return (
         f"# dplus fuzz failure: {outcome.status} / {outcome.kind}\n"
         f"# seed {failure_program.seed}; features: {' '.join(sorted(failure_program.features))}\n"
         f"# reproduce: save as a file, run it; the checks that failed are described at the end.\n"
-        f"{source}\n"
+        f"{source}{probe}\n"
         f"if __name__ == '__main__':\n"
         f"    args = ({args_text(failure_program.args)},)\n"
         f"    print('plain:      ', f(*__import__('copy').deepcopy(args)))\n"
         f"    print('dplus.grad: ', dplus.grad(f)(*__import__('copy').deepcopy(args)))\n"
+        f"{probe_calls}"
         f"\n# call: {call}\n" + "".join(f"# {line}\n" for line in outcome.detail.splitlines())
     )
+
+
+def cotangent_reproduction(program: Program, outcome: Outcome) -> tuple[str, str]:
+    """For a failure of the cotangent check: its probe (``cotangent.py``) and its calls."""
+    if "cotangent" not in outcome.kind and "cotangent.py" not in outcome.detail:
+        return "", ""
+    form, c = cotangent.form_of(program.seed)
+    v = cotangent.scaled(form.unit, c)
+    weights = cotangent.weights_for(program.args, program.seed)
+    calls = (
+        f"    v = {cotangent.as_source(v)}\n"
+        "    back = dplus.dplus(_dplus_probe)(*__import__('copy').deepcopy(args)).backprop(v)\n"
+        "    print('backprop(v):', back)\n"
+        f"    weights = {cotangent.as_source(weights)}\n"
+        "    print('d/dv:', dplus.grad(_dplus_probe_weighted, argnums=0)(v, args, weights))\n"
+    )
+    return cotangent.probe_source(program.entry, form), calls
 
 
 def float_only_for(seed: int, order: int) -> bool | None:

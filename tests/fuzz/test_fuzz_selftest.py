@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import dplus
 
+from . import cotangent
 from .checker import FLOAT32, FLOAT64, Checker, build_args, kink_within_steps, load, unload
 from .generator import FEATURES, generate
 from .runner import reproduction
@@ -25,15 +27,16 @@ def _planted_square_backprop(x):
 """
 
 
-def planted(seed: int, call: str = "planted_square(x1)"):
-    """A generated float-only program whose result also goes through ``call``."""
+def planted(seed: int, call: str = "planted_square(x1)", rule: str = BROKEN_RULE):
+    """A generated float-only program whose result also goes through ``call`` (``rule``
+    defines it)."""
     # families whose programs dplus gets right, and no early return (so that the last line runs)
     p = generate(seed, {"arith", "math", "branches", "loops", "helpers", "tuples"}, float_only=True)
     lines = p.source.rstrip("\n").split("\n")
     assert lines[-1].startswith("    return ")
     lines[-1] = lines[-1] + f" + {call}"
     head, _, rest = "\n".join(lines).partition("\ndef f(")
-    return dataclasses.replace(p, source=head + "\n" + BROKEN_RULE + "\ndef f(" + rest + "\n")
+    return dataclasses.replace(p, source=head + "\n" + rule + "\ndef f(" + rest + "\n")
 
 
 def test_generated_programs_are_valid_deterministic_and_mostly_run():
@@ -111,6 +114,48 @@ def test_checker_detects_a_planted_wrong_rule():
     out = Checker().check(planted(5))
     assert (out.status, out.kind) == ("wrong", "gradient"), out
     assert "args[0]" in out.detail
+
+
+def test_checker_detects_a_backward_pass_not_linear_in_its_sensitivity():
+    # right where the sensitivity is 1.0 (as grad gives it), so only the cotangent check sees it
+    nonlinear = BROKEN_RULE.replace("3.0 * x * A)", "2.0 * x * A * A)")
+    out = Checker().check(planted(5, rule=nonlinear))
+    assert (out.status, out.kind) == ("wrong", "cotangent"), out
+    assert "not linear" in out.detail
+
+
+def sine_times_square(seed: int, args=(0.3, -1.2)):
+    return dataclasses.replace(
+        generate(3, float_only=True),
+        source="import math\nimport numpy as np\nimport dplus\n"
+        "def f(x1, x2):\n    return math.sin(x1) * float(np.sum(x2 ** 2))\n",
+        args=args,
+        seed=seed,
+    )
+
+
+@pytest.mark.parametrize("seed", range(len(cotangent.FORMS)))
+def test_every_cotangent_form_passes_on_a_correct_program(seed):
+    form, _ = cotangent.form_of(seed)
+    for args in ((0.3, -1.2), (0.3, np.array([0.5, -1.5]))):
+        out = Checker(order=2).check(sine_times_square(seed, args))
+        assert out.status == "ok", (form.name, out)
+        assert out.cotangent == 1
+        assert out.cotangent_second == len(list(cotangent.numbers(form.unit)))
+    out = Checker().check(sine_times_square(seed, (0.3, np.array([0.5, -1.5], dtype=np.float32))))
+    assert out.status == "ok" and out.cotangent == 1, (form.name, out)
+
+
+def test_checker_detects_a_lost_derivative_in_the_sensitivity(monkeypatch):
+    """V1 (FINDINGS.md) planted back: the sensitivity handed into an array whose memory was
+    written in place is a constant one order up, so the derivative in it is lost."""
+    from dplus.higher import sensitivity_rules
+
+    seed = next(s for s in range(20) if cotangent.form_of(s)[0].name == "array item")
+    monkeypatch.setattr(sensitivity_rules, "_is_array_in_place", lambda v: False)
+    out = Checker(order=2).check(sine_times_square(seed))
+    assert (out.status, out.kind) == ("wrong", "cotangent_second_order"), out
+    assert out.second == 4  # (the Hessian, which differentiates grad's 1.0, is right)
 
 
 def test_checker_detects_backprop_differing_from_grad(monkeypatch):
