@@ -422,6 +422,7 @@ CLASSES_AGAIN = [
     class_attribute_and_method,
     class_closure_rebound,
     class_in_a_loop,
+    class_property_static_classmethod,
 ]
 # (at the third order these are right; the others reach a gap of dplus's own there, refused
 # as a DplusError, never a number)
@@ -707,14 +708,18 @@ def _class_body_makes_a_function(x):
     return P().m() * x
 
 
-def _class_property(x):
+def _class_property_setter(x):
     class V:
         def __init__(self, a):
-            self.a = a
+            self.twice = a
 
         @property
         def twice(self):
-            return 2.0 * self.a
+            return 2.0 * self._a
+
+        @twice.setter
+        def twice(self, a):
+            self._a = a
 
     return V(x).twice * x
 
@@ -736,7 +741,7 @@ def _class_attribute_set_by_the_function(x):
             _class_attribute_written_by_a_method,
             "the method 'bump' sets an attribute of something other than its instance",
         ),
-        (_class_property, "the method 'twice' has a decorator other than staticmethod"),
+        (_class_property_setter, "the method 'twice' has a decorator other than staticmethod"),
         (_class_attribute_set_by_the_function, "sets an attribute of it"),
     ],
 )

@@ -17,10 +17,12 @@ is this rule again, which adds the next stand-in: ``n - 1`` in all at order ``n`
 
 ``build_class_plus`` itself is differentiated from its source at the next order; what the
 class holds for a namespace value (``runtime.classes.class_holds``) has the rule below: a
-method, or the function a ``staticmethod`` or ``classmethod`` wraps (there a plain function
-calling the order-``n`` plus-function, made when the decorator was called), stands through
-the stand-ins. (A ``property`` is refused before: reading one at the next order is not
-differentiated yet, ``transform.normalize.definitions``.)
+method, the function a ``staticmethod`` or ``classmethod`` wraps and a ``property``'s
+accessors (there plain functions calling the order-``n`` plus-function, made when the
+decorator was called), and the function a ``functools.cached_property`` holds (the
+plus-function itself) stand through the stand-ins. (What a method reads of the enclosing
+function is kept in cells at every order, ``transform.scopes.is_method_name``: the method's
+value carries no sensitivity, so holding it as a constant loses none.)
 """
 
 from __future__ import annotations
