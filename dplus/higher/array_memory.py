@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import NonDifferentiableError
 from ..primitives import numpy_inplace as _in_place
+from ..primitives import numpy_inplace_methods as _in_place_methods
 from ..primitives.numpy_inplace import array_inplace_plus, array_setitem_plus
 from ..rules import defnondiff
 from ..runtime import memory
@@ -293,8 +294,8 @@ for _fn in (
     _in_place._may_repeat,
     _in_place._last_wins,
     _in_place._flat_positions,
-    _in_place._permuted,
-    _in_place._put_positions,
+    _in_place_methods._permuted,
+    _in_place_methods._put_positions,
     _in_place._repeated_occurrences,
     _in_place.out_argument,
 ):

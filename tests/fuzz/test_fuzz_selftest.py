@@ -9,7 +9,7 @@ import pytest
 
 import dplus
 
-from .checker import Checker, build_args, load, unload
+from .checker import FLOAT32, FLOAT64, Checker, build_args, kink_within_steps, load, unload
 from .generator import FEATURES, generate
 from .runner import reproduction
 from .shrink import Shrinker
@@ -257,3 +257,37 @@ def test_the_third_order_check_counts_entries_and_detects_a_wrong_one(monkeypatc
     monkeypatch.setattr(checker_module, "hessian_entry", entry_with_a_bug)
     out = Checker(order=3, time_limit=120.0).check(p)
     assert (out.status, out.kind) == ("wrong", "third_order"), out
+
+
+def _one_sided(f, x, steps):
+    """Per step: what the checker's central difference records for the kink test."""
+    out = []
+    for step in steps:
+        h = step * max(1.0, abs(x))
+        out.append((h, f(x + h) - f(x), h, f(x) - f(x - h)))
+    return out
+
+
+@pytest.mark.parametrize("precision", [FLOAT64, FLOAT32], ids=["float64", "float32"])
+def test_a_kink_within_both_steps_is_seen_and_smooth_functions_are_not(precision):
+    import math
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    smallest = min(precision.steps)
+    for x in rng.uniform(-3.0, 3.0, 50):
+        tolerance = precision.agree * max(1.0, abs(x))
+        # a kink closer than a third of the smaller step: both central differences agree on
+        # the mean of the two slopes, the forward-minus-backward differences do not shrink
+        for fraction in (0.0, 0.01, 0.1, 0.3):
+            kink = x + fraction * smallest * max(1.0, abs(x)) * rng.choice([-1.0, 1.0])
+            for jump in (0.5, 3.0, -20.0):
+                relu = lambda t, k=kink, j=jump: j * max(t - k, 0.0) + math.sin(t)
+                assert kink_within_steps(_one_sided(relu, x, precision.steps), tolerance), (
+                    x,
+                    fraction,
+                    jump,
+                )
+        for smooth in (math.sin, math.exp, lambda t: t**3 - 2 * t, lambda t: 1 / (1 + t * t)):
+            assert not kink_within_steps(_one_sided(smooth, x, precision.steps), tolerance), x
