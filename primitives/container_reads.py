@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins as builtins_module
 import collections
+import functools
 import sys
 import types
 from collections.abc import Sequence
@@ -390,7 +391,55 @@ def _named_field_index(obj: Any, name: str) -> int:
     return fields.index(name) if isinstance(fields, tuple) and name in fields else -1
 
 
+def _accessor_run_by_read(obj: Any, name: str) -> Any:
+    """What reading ``obj.name`` runs of the class: a ``property`` (its getter runs on every
+    read, before the instance's own attributes) or a ``functools.cached_property`` whose value
+    the instance does not hold yet; else ``None`` (an attribute rule registered for the type
+    comes first). Non-differentiable: a constant at every order."""
+    if isinstance(obj, (types.ModuleType, type)) or (type(obj), name) in _ATTR_RULES:
+        return None
+    for cls in type(obj).__mro__:
+        if name in cls.__dict__:
+            held = cls.__dict__[name]
+            if isinstance(held, property):
+                return held if held.fget is not None else None
+            if not isinstance(held, functools.cached_property):
+                return None
+            d = getattr(obj, "__dict__", None)
+            return held if isinstance(d, dict) and held.attrname not in d else None
+    return None
+
+
+def _property_read(obj: Any, prop: Any) -> ProcResult:
+    """``obj.name`` of a property: its getter, differentiated (found before ``getattr`` runs
+    it: at the next order that call would run the getter one order short)."""
+    r = apply_transform(lift(prop.fget), obj)
+    inner = r.backprop
+    return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
+
+
+def _cached_property_read(obj: Any, cached: Any) -> ProcResult:
+    """The first read of a ``functools.cached_property``: its function differentiated as a
+    property's getter, its value stored in the instance as Python stores it (later reads are
+    reads of the instance's attribute, whose sensitivities this read's reverse collects)."""
+    r = apply_transform(lift(cached.func), obj)
+    setattr(obj, cached.attrname, r.primal)
+    inner = r.backprop
+
+    def cached_property_read_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        entry = Abox.get(obj)
+        later = Z if entry is Z else entry.pop(cached.attrname, Z)
+        return (), inner(add(A, later), Abox)[1], None
+
+    return ProcResult(r.primal, cached_property_read_backprop)
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    accessor = _accessor_run_by_read(obj, name)
+    if type(accessor) is property:
+        return _property_read(obj, accessor)
+    if accessor is not None:
+        return _cached_property_read(obj, accessor)
     v = getattr(obj, name)
     t = type(obj)
     if isinstance(obj, (types.ModuleType, type)):
@@ -442,11 +491,6 @@ def _class_attribute_read(obj: Any, name: str, v: Any) -> ProcResult:
         return ProcResult(v, _method_of_value_backprop)
     if callable(v):
         return ProcResult(v, _method_of_value_backprop)
-    prop = getattr(t, name, None)
-    if isinstance(prop, property) and prop.fget is not None:
-        r = apply_transform(lift(prop.fget), obj)
-        inner = r.backprop
-        return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[1], None))
     if is_number(obj) or is_ndarray(obj):
         return _unknown_read(obj, v, f"the attribute {name!r} of a {t.__name__}")
     if is_tracked_mutable(obj):

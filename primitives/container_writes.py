@@ -12,7 +12,7 @@ from typing import Any
 from dplus.errors import NonDifferentiableError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import attribute_value
-from dplus.runtime.core import apply_transform
+from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
@@ -210,6 +210,12 @@ def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
     other than a ``Box``); False: nothing was done, the caller takes the rule."""
     if type(obj) is Box or not is_tracked_mutable(obj):
         return False
+    key = (type(obj), name)
+    kind = _OWN_ATTRIBUTE_KINDS.get(key, NOT_OWN)
+    if kind is NOT_OWN:
+        kind = _OWN_ATTRIBUTE_KINDS[key] = _own_attribute_kind(obj, name)
+    if kind is None:
+        return False  # (a property's setter, another descriptor: the rule)
     setattr(obj, name, attribute_value(obj, name, v))
     return True
 
@@ -238,6 +244,31 @@ register_primitive(
 )
 
 
+def _property_setter(obj: Any, name: str) -> Any:
+    """The setter of the ``property`` that ``obj.name = v`` runs, else ``None``.
+    Non-differentiable: a constant at every order."""
+    if isinstance(obj, (types.ModuleType, type)):
+        return None
+    for cls in type(obj).__mro__:
+        if name in cls.__dict__:
+            held = cls.__dict__[name]
+            return held.fset if isinstance(held, property) else None
+    return None
+
+
+def _property_write(obj: Any, fset: Any, v: Any) -> ProcResult:
+    """``obj.name = v`` through a property's setter, differentiated (what it writes of the
+    object carries ``v``'s sensitivity, as the setter's code moves it)."""
+    r = apply_transform(lift(fset), obj, v)
+    inner = r.backprop
+
+    def property_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        g = inner(Z, Abox)
+        return (), g[1], None, g[2]
+
+    return ProcResult(None, property_write_backprop)
+
+
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
         raise NonDifferentiableError(
@@ -245,6 +276,9 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
+    fset = _property_setter(obj, name)
+    if fset is not None:
+        return _property_write(obj, fset, v)
     setattr(obj, name, attribute_value(obj, name, v))
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:

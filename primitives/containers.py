@@ -91,16 +91,21 @@ from .container_methods import (
 )
 from .container_reads import (
     NOT_OWN,
+    _accessor_run_by_read,
+    _cached_property_read,
     _conform_items,
     _instance_has,
     _named_field_index,
     _overrides,
+    _property_read,
     _python_method,
     getattr_plus,
     getitem_plus,
     read_global_plus,
 )
 from .container_writes import (
+    _property_setter,
+    _property_write,
     delattr_plus,
     delitem_plus,
     own_attribute_back,
@@ -145,6 +150,8 @@ register_primitive(
 register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
+defnondiff(_accessor_run_by_read)
+defnondiff(_property_setter)
 defnondiff(_python_method)
 defnondiff(_overrides)
 register_primitive(dict.get, dict_get_plus)
@@ -218,7 +225,16 @@ register_primitive(delattr, delattr_plus)
 
 # The helpers the rules above call are differentiated from their source when a rule is
 # itself differentiated (derivatives of derivatives).
-for _helper in (_conform_items, _sequence_sensitivity, _star_parts, _split_star, _instance_has):
+for _helper in (
+    _conform_items,
+    _sequence_sensitivity,
+    _star_parts,
+    _split_star,
+    _instance_has,
+    _cached_property_read,
+    _property_read,
+    _property_write,
+):
     mark_derived(_helper, "rule helper")
 
 # Generated code calls these by name (see dplus.runtime.ops.helper_named).

@@ -136,25 +136,48 @@ def test_async_definition_inside_is_rejected():
 def f_class_method_reads_enclosing(x):
     y = x * 2.0
 
-    class Local:  # MARK-class-closure
+    class Local:
         def m(self):
             return y
 
     return Local().m() * x
 
 
+def f_class_property_setter_inside(x):
+    class Local:  # MARK-class-setter
+        def __init__(self, a):
+            self._a = a
+
+        @property
+        def a(self):
+            return self._a
+
+        @a.setter
+        def a(self, v):
+            self._a = v * 2.0
+
+    obj = Local(x)
+    obj.a = obj.a * x
+    return obj.a
+
+
 def test_class_definition_inside_at_second_order():
     # (first order: tests/test_local_definitions.py; a class attribute works at second
-    # order since stop 34; a method reading the function's variables is still refused)
+    # order since stop 34, a method reading the function's variables since pylang5; a
+    # property's setter is still refused)
     assert grad1(f_class_inside)(1.5) == 6.0
     assert grad1(grad1(f_class_inside))(1.5) == 4.0
     assert grad1(f_class_method_reads_enclosing)(1.5) == 6.0
+    assert grad1(grad1(f_class_method_reads_enclosing))(1.5) == 4.0
+    assert grad1(f_class_property_setter_inside)(1.5) == 6.0  # (2x²: wrong before pylang5)
     with pytest.raises(UnsupportedSyntaxError) as info:
-        grad1(grad1(f_class_method_reads_enclosing))(1.5)
+        grad1(grad1(f_class_property_setter_inside))(1.5)
     msg = str(info.value)
     assert (
         "'Local'" in msg
-        and f"line {_line_of(f_class_method_reads_enclosing, 'MARK-class-closure')}" in msg
+        and f"line {_line_of(f_class_property_setter_inside, 'MARK-class-setter')}" in msg
+        and "the method 'a' has a decorator other than" in msg
+        and "module level" in msg
     )
 
 

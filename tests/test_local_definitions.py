@@ -274,9 +274,11 @@ def test_classes_first_order(f, x):
     check_first_order(f, x)
 
 
-# At a higher order a class inside takes methods (``__init__`` and methods called by name)
-# that read no variable of the function: each method's plus-function of that order stands
-# behind the stand-ins of the orders below (higher.class_rules).
+# At a higher order a class inside takes methods (``__init__``, methods called by name,
+# operator methods, staticmethod and classmethod), class attributes, and methods reading the
+# function's variables: each method's plus-function of that order stands behind the
+# stand-ins of the orders below (higher.class_rules), and what a method reads of the
+# function is kept in cells at every order (transform.scopes.is_method_name).
 
 
 def class_methods_only(x):
@@ -415,13 +417,24 @@ CLASSES_AGAIN = [
     class_dunders,
     class_inheritance,
     class_body_reads_module_scope,
+    class_slots_nonlocal_shared_attribute,
+    class_init_subclass_call,
+    class_attribute_and_method,
+    class_closure_rebound,
+    class_in_a_loop,
+    class_property_static_classmethod,
 ]
 # (at the third order these are right; the others reach a gap of dplus's own there, refused
 # as a DplusError, never a number)
 CLASSES_THIRD_ORDER = [
     class_methods_only,
+    class_method_writes_its_instance,
     class_subclass_super_in_a_loop,
-    class_attribute_set_through_the_instance_type,
+    class_dunders,
+    class_inheritance,
+    class_slots_nonlocal_shared_attribute,
+    class_closure_rebound,
+    class_in_a_loop,
 ]
 
 
@@ -459,12 +472,222 @@ def test_classes_at_the_third_order_right_or_refused(f):
     assert third == pytest.approx((second(0.8 + h) - second(0.8 - h)) / (2 * h), rel=1e-5)
 
 
-def _class_reads_closure(x):
-    class P:
-        def g(self, y):
-            return y * x  # MARK
+# Methods reading the function's variables at second and third order: the variable rebound
+# after the class is made (a method reads it when called), two instances, a method calling
+# another, a loop making a class per iteration, a list, a lambda inside a method, operator
+# methods, staticmethod and classmethod, a class in a nested function, super(), nonlocal,
+# a nested function read by a method.
 
-    return P().g(x)
+
+def method_reads_k(x):
+    k = x * x
+
+    class C:
+        def __init__(self, a):
+            self.a = a
+
+        def g(self, y):
+            return self.a * y * k + math.sin(k)
+
+    return C(x + 1.0).g(x)
+
+
+def method_rebound_after(x):
+    k = x * 2.0
+
+    class C:
+        def g(self, y):
+            return y * k * k
+
+    c = C()
+    first = c.g(x)
+    k = math.sin(x)
+    return first + c.g(x)
+
+
+def method_two_instances(x):
+    s = math.exp(0.3 * x)
+
+    class P:
+        def __init__(self, a):
+            self.a = a
+
+        def val(self):
+            return self.a * s + s * s
+
+    p, q = P(x), P(x * x)
+    return p.val() * q.val()
+
+
+def method_method_calls_method(x):
+    w = math.cos(x)
+
+    class M:
+        def __init__(self, a):
+            self.a = a
+
+        def inner(self, t):
+            return t * w + self.a
+
+        def outer(self):
+            return self.inner(self.a * x) ** 2
+
+    return M(x * 0.5).outer()
+
+
+def method_param_and_loop(x):
+    total = 0.0
+    for i in range(3):
+        c0 = x + i
+
+        class L:
+            def f(self, u):
+                return u * c0 * x  # noqa: B023  (called in the same iteration)
+
+        total = total + L().f(x)
+    return total
+
+
+def method_reads_list(x):
+    xs = [x, x * x, math.sin(x)]
+
+    class R:
+        def s(self):
+            return xs[0] * xs[1] + xs[2]
+
+    return R().s() * x
+
+
+def method_lambda_in_method(x):
+    k = x**3
+
+    class Q:
+        def h(self, y):
+            f = lambda t: t * k + y
+            return f(y) * f(x)
+
+    return Q().h(x * 2.0)
+
+
+def method_dunder_reads(x):
+    k = math.sin(x) + 2.0
+
+    class V:
+        def __init__(self, a):
+            self.a = a
+
+        def __mul__(self, o):
+            return V(self.a * o.a * k)
+
+        def __add__(self, o):
+            return V(self.a + o.a + k)
+
+    v = V(x) * V(x + 1.0) + V(k)
+    return v.a
+
+
+def method_static_and_class_reads(x):
+    k = x * x + 1.0
+
+    class S:
+        scale = 2.0
+
+        @staticmethod
+        def st(u):
+            return u * k
+
+        @classmethod
+        def cm(cls, u):
+            return cls.scale * u * k
+
+    return S.st(x) + S.cm(x) + S().st(k)
+
+
+def method_nested_fn_class(x):
+    def inner(z):
+        k = z * x
+
+        class C:
+            def g(self):
+                return k * k + z
+
+        return C().g()
+
+    return inner(x) + inner(2.0 * x)
+
+
+def method_inheritance_reads(x):
+    k = math.exp(x * 0.2)
+
+    class A:
+        def f(self, u):
+            return u * k
+
+    class B(A):
+        def f(self, u):
+            return super().f(u) * k + u
+
+    return B().f(x)
+
+
+def method_nonlocal_counter(x):
+    n = 0
+    acc = x
+
+    class C:
+        def bump(self, u):
+            nonlocal n
+            n = n + 1
+            return u * acc * n
+
+    c = C()
+    return c.bump(x) + c.bump(x * x)
+
+
+def method_method_reads_fn(x):
+    def sq(t):
+        return t * t * x
+
+    class C:
+        def g(self, u):
+            return sq(u) + u
+
+    return C().g(x + 0.5)
+
+
+METHODS_READING_THE_FUNCTION = [
+    method_reads_k,
+    method_rebound_after,
+    method_two_instances,
+    method_method_calls_method,
+    method_param_and_loop,
+    method_reads_list,
+    method_lambda_in_method,
+    method_dunder_reads,
+    method_static_and_class_reads,
+    method_nested_fn_class,
+    method_inheritance_reads,
+    method_nonlocal_counter,
+    method_method_reads_fn,
+]
+
+
+@pytest.mark.parametrize("f", METHODS_READING_THE_FUNCTION)
+@pytest.mark.parametrize("x", [-0.9, 0.35, 0.8, 1.3])
+def test_methods_reading_the_function_first_and_second_order(f, x):
+    check_first_order(f, x)
+    check_second_order(f, x)
+
+
+@pytest.mark.parametrize(
+    "f", [f for f in METHODS_READING_THE_FUNCTION if f is not method_static_and_class_reads]
+)
+@pytest.mark.parametrize("x", [-0.45, 1.2])
+def test_methods_reading_the_function_third_order(f, x):
+    second = dplus.grad1(dplus.grad1(f))
+    h = 1e-4
+    fd = (second(x + h) - second(x - h)) / (2 * h)
+    assert dplus.grad1(second)(x) == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
 def _class_attribute_written_by_a_method(x):
@@ -485,14 +708,18 @@ def _class_body_makes_a_function(x):
     return P().m() * x
 
 
-def _class_property(x):
+def _class_property_setter(x):
     class V:
         def __init__(self, a):
-            self.a = a
+            self.twice = a
 
         @property
         def twice(self):
-            return 2.0 * self.a
+            return 2.0 * self._a
+
+        @twice.setter
+        def twice(self, a):
+            self._a = a
 
     return V(x).twice * x
 
@@ -509,13 +736,12 @@ def _class_attribute_set_by_the_function(x):
 @pytest.mark.parametrize(
     "f, why",
     [
-        (_class_reads_closure, "the method 'g' reads the variable 'x'"),
         (_class_body_makes_a_function, "makes a function or a class outside a method"),
         (
             _class_attribute_written_by_a_method,
             "the method 'bump' sets an attribute of something other than its instance",
         ),
-        (_class_property, "the method 'twice' has a decorator other than staticmethod"),
+        (_class_property_setter, "the method 'twice' has a decorator other than staticmethod"),
         (_class_attribute_set_by_the_function, "sets an attribute of it"),
     ],
 )

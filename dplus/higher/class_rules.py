@@ -17,17 +17,21 @@ is this rule again, which adds the next stand-in: ``n - 1`` in all at order ``n`
 
 ``build_class_plus`` itself is differentiated from its source at the next order; what the
 class holds for a namespace value (``runtime.classes.class_holds``) has the rule below: a
-method, or the function a ``staticmethod`` or ``classmethod`` wraps (there a plain function
-calling the order-``n`` plus-function, made when the decorator was called), stands through
-the stand-ins. (A ``property`` is refused before: reading one at the next order is not
-differentiated yet, ``transform.normalize.definitions``.)
+method, the function a ``staticmethod`` or ``classmethod`` wraps and a ``property``'s
+accessors (there plain functions calling the order-``n`` plus-function, made when the
+decorator was called), and the function a ``functools.cached_property`` holds (the
+plus-function itself) stand through the stand-ins. (What a method reads of the enclosing
+function is kept in cells at every order, ``transform.scopes.is_method_name``: the method's
+value carries no sensitivity, so holding it as a constant loses none.)
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
+from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime.classes import class_holds, new_class, stand_in_one_order_down, standing_for
 from ..runtime.closures import is_plus_function
@@ -63,7 +67,25 @@ def _class_holds_rule(v: Any, name: str, qualname: str) -> ProcResult:
         plus = _plus_function_wrapped(v.__func__)
         if plus is not None:
             held = type(v)(standing_for(stand_in_one_order_down(plus), name, qualname))
+    elif type(v) is functools.cached_property and _is_method(v.func):
+        held = functools.cached_property(
+            standing_for(stand_in_one_order_down(v.func), name, qualname)
+        )
+    elif type(v) is property:
+        held = property(
+            _accessor_standing(v.fget, name, qualname),
+            _accessor_standing(v.fset, name, qualname),
+            _accessor_standing(v.fdel, name, qualname),
+            v.__doc__,
+        )
     return ProcResult(held, lambda A, Abox: ((), Z, Z, Z))
+
+
+def _accessor_standing(fn: Any, name: str, qualname: str) -> Any:
+    """A property's getter, setter or deleter as the class holds it: through the stand-ins
+    when it is a plain function calling a plus-function of this order."""
+    plus = _plus_function_wrapped(fn)
+    return fn if plus is None else standing_for(stand_in_one_order_down(plus), name, qualname)
 
 
 _NOTE = "internal: a method of a class built at a higher order"
@@ -71,5 +93,6 @@ defnondiff(stand_in_one_order_down, note=_NOTE)
 defnondiff(new_class, note=_NOTE)
 defnondiff(_plus_function_wrapped, note=_NOTE)
 defnondiff(_is_method, note=_NOTE)
+mark_derived(_accessor_standing, "rule helper")  # (its standing_for: the rule above, one order up)
 register_primitive(standing_for, _standing_for_rule, note=_NOTE)
 register_primitive(class_holds, _class_holds_rule, note=_NOTE)

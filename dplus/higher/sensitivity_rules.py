@@ -371,6 +371,8 @@ defnondiff(lift)  # the plus-function of f: made from f's code, it carries no se
 defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
+defnondiff(is_number)  # (kinds: a rule's test of a value, a constant at every order)
+defnondiff(is_ndarray)
 defnondiff(is_zero_sensitivity)
 defnondiff(runtime_calls.select_binop)
 register_primitive(

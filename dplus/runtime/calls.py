@@ -203,6 +203,15 @@ def closure_parts(A: Any, n: int) -> tuple:
 _METHODS: dict[tuple[type, str], Any] = {}
 
 
+def _static_or_class_method(t: type, name: str) -> bool:
+    """Whether the class ``t`` holds ``name`` as a ``staticmethod`` or ``classmethod`` (which
+    ``getattr(t, name)`` unwraps: called through an instance, it takes no instance argument)."""
+    for klass in t.__mro__:
+        if name in klass.__dict__:
+            return isinstance(klass.__dict__[name], (staticmethod, classmethod))
+    return False
+
+
 def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
     t = type(obj)
@@ -214,7 +223,7 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
             attr_ is not None
             and not isinstance(obj, (types.ModuleType, type))
             and not (
-                isinstance(attr_, (staticmethod, classmethod))
+                _static_or_class_method(t, name)
                 or isinstance(getattr(obj, "__dict__", None), dict)
                 and name in obj.__dict__
             )

@@ -17,6 +17,7 @@ the namespace entry it came from, hence to the value the class body computed.
 
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 from typing import Any
@@ -148,6 +149,11 @@ def class_holds(v: Any, name: str, qualname: str) -> Any:
     (At a higher order its rule is ``higher.class_rules``'.)"""
     if is_plus_function(v):
         return standing_for(v, name, qualname)
+    if isinstance(v, functools.cached_property) and is_plus_function(v.func):
+        # (the decorator took the plus-function itself: Python's read of the property, from
+        # code dplus does not differentiate, calls it and must get its primal)
+        v.func = standing_for(v.func, name, qualname)
+        return v
     inner = getattr(v, "__func__", None) if isinstance(v, (staticmethod, classmethod)) else None
     for fn in (inner, getattr(v, "fget", None), getattr(v, "fset", None), getattr(v, "fdel", None)):
         if not isinstance(fn, types.FunctionType):

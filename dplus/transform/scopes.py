@@ -15,9 +15,21 @@ from collections.abc import Iterator
 
 import attrs
 
-__all__ = ["Scope", "analyse"]
+__all__ = ["Scope", "analyse", "METHOD_NAME_HINT", "is_method_name"]
 
 FunctionNode = ast.FunctionDef | ast.Lambda
+
+# The name a class statement's method gets in the rewritten function (``_dpmethod_g3``):
+# the plus-function generated for it keeps the name (``_dpmethod_g3__plus_2``) in the text
+# that is differentiated again, where the ``dp_method`` mark of the tree is gone; so at every
+# order a method's captures are boxed, their sensitivities kept in cells, not carried by the
+# function value that the class holds (and drops: ``higher.class_rules``).
+METHOD_NAME_HINT = "method_"
+
+
+def is_method_name(name: str) -> bool:
+    """Whether ``name`` is that of a class statement's method in rewritten or generated code."""
+    return name.startswith("_dp" + METHOD_NAME_HINT)
 
 
 @attrs.define
@@ -186,8 +198,10 @@ def _analyse(node: FunctionNode) -> Scope:
     # boxed: every local a method of a class defined here reads (class_statements.py: a
     # method may be called from anywhere, so what it reads carries its sensitivity in a cell)
     for child in scope.children:
-        method = getattr(child.node, "dp_method", None) or getattr(
-            child.node, "dp_escapes_as_method", False
+        method = (
+            getattr(child.node, "dp_method", None)
+            or getattr(child.node, "dp_escapes_as_method", False)
+            or (isinstance(child.node, ast.FunctionDef) and is_method_name(child.node.name))
         )
         read = child.free if method else child.method_free
         for name in read:

@@ -34,6 +34,8 @@ import ast
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from ..scopes import METHOD_NAME_HINT
+
 __all__ = ["ClassStatement", "ClassSyntaxError", "mark_functions_set_as_attributes"]
 
 _Node = TypeVar("_Node", bound=ast.AST)
@@ -363,7 +365,7 @@ class ClassStatement:
         return st
 
     def method(self, st: ast.FunctionDef) -> list[ast.stmt]:
-        name = self.fresh(st.name.strip("_")[:16])
+        name = self.fresh(METHOD_NAME_HINT + st.name.strip("_")[:16])
         decorators = [self.names_to_entries(d) for d in st.decorator_list]
         args = st.args
         args.defaults = [self.names_to_entries(d) for d in args.defaults]

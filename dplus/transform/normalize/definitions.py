@@ -101,17 +101,18 @@ def _refuse_classes_not_supported_again(
     node: ast.FunctionDef | ast.Lambda, qualname: str, filename: str
 ) -> None:
     """Refuse, naming it, a class statement that a higher order of differentiation does not
-    take yet. Taken: a class whose body holds methods (``__init__`` and methods called by
-    name) and nothing else, whose methods read no variable of the enclosing functions but
-    the classes they define, and no class the function writes an attribute of. (Class
-    attributes, decorators and operator methods reach the class through
-    ``build_class_plus``'s namespace and Python's own calls, which the next order does not
-    follow yet: the sensitivity of a class attribute would be lost there.)"""
+    take yet. Taken: methods (reading the function's variables too: their captures are kept
+    in cells at every order, ``scopes.is_method_name``), operator methods, class attributes,
+    and the decorators ``higher.class_rules`` builds again around a method's stand-ins
+    (staticmethod, classmethod, property, cached_property). Not yet: a decorator on the class
+    or another on a method, class keywords, a base class that is an expression, a function
+    or class made in the class body outside a method, a method setting an attribute of
+    something other than its instance, and an attribute the function sets on the class (the
+    next order does not follow these through ``build_class_plus``'s namespace)."""
     classes = [n for n in ast.walk(node) if isinstance(n, ast.ClassDef)]
     class_names = {c.name for c in classes}
-    enclosing = _bound_in_functions(node) - class_names
     for c in classes:
-        why = _not_supported_again(c, enclosing, class_names)
+        why = _not_supported_again(c)
         if why is not None:
             raise _refused_again(c, qualname, filename, why)
     for n in ast.walk(node):
@@ -125,20 +126,7 @@ def _refuse_classes_not_supported_again(
             raise _refused_again(first, qualname, filename, "the function sets an attribute of it")
 
 
-def _bound_in_functions(node: ast.AST) -> set[str]:
-    """The parameters and local names of ``node`` and the functions inside it."""
-    out: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.arg):
-            out.add(n.arg)
-        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            out.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-    return out
-
-
-def _not_supported_again(c: ast.ClassDef, enclosing: set[str], class_names: set[str]) -> str | None:
+def _not_supported_again(c: ast.ClassDef) -> str | None:
     if c.decorator_list or c.keywords:
         return "it has a decorator or class keywords"
     if not all(isinstance(b, ast.Name) for b in c.bases):
@@ -163,26 +151,33 @@ def _not_supported_again(c: ast.ClassDef, enclosing: set[str], class_names: set[
                 return "its body makes a function or a class outside a method definition"
             continue
         for d in st.decorator_list:
-            if not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")):
+            if not _taken_again(d):
                 return (
-                    f"the method {st.name!r} has a decorator other than staticmethod or classmethod"
+                    f"the method {st.name!r} has a decorator other than staticmethod, classmethod, "
+                    "property or functools.cached_property"
                 )
-        own = _bound_in_functions(st)
         for n in ast.walk(st):
-            if (
-                isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load)
-                and n.id in enclosing
-                and n.id not in own
-                and n.id not in class_names
-            ):
-                return (
-                    f"the method {st.name!r} reads the variable {n.id!r} of the enclosing function"
-                )
             if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load):
                 if not (isinstance(n.value, ast.Name) and n.value.id == _first_arg(st)):
                     return f"the method {st.name!r} sets an attribute of something other than its instance"
     return None
+
+
+_DECORATORS_TAKEN_AGAIN = ("staticmethod", "classmethod", "property", "cached_property")
+
+
+def _taken_again(decorator: ast.expr) -> bool:
+    """A method decorator a higher order takes: ``staticmethod``, ``classmethod``,
+    ``property``, ``functools.cached_property`` (by these names: the class's rule at that
+    order, ``higher.class_rules``, builds them again around the method's stand-ins)."""
+    if isinstance(decorator, ast.Name):
+        return decorator.id in _DECORATORS_TAKEN_AGAIN
+    return (
+        isinstance(decorator, ast.Attribute)
+        and isinstance(decorator.value, ast.Name)
+        and decorator.value.id == "functools"
+        and decorator.attr == "cached_property"
+    )
 
 
 def _first_arg(fn: ast.FunctionDef) -> str | None:
@@ -200,8 +195,9 @@ def _refused_again(
         f"the class statement {first.name!r} in {qualname!r} ({filename}, line {line if line else '?'}) "
         f"is differentiated at first order only ({why}): dplus cannot yet differentiate it again "
         "(hessian, grad of grad, jvp of grad). For higher derivatives, define the class at module "
-        "level; at a higher order a class inside takes only methods (no class attributes, "
-        "decorators or operator methods) that read no variable of the function"
+        "level; at a higher order a class inside takes methods, class attributes and the "
+        "decorators staticmethod, classmethod, property and functools.cached_property, and no "
+        "attribute the function sets on the class from outside"
     )
     err.filename = filename
     err.lineno = line
