@@ -53,6 +53,20 @@ def _expand(A: Any, shape: tuple, axis: Any, keepdims: Any, copy: bool = True) -
     return A.copy() if copy else A
 
 
+def _over_root(A: Any, d: Any) -> Any:
+    """``A / d`` for a root's derivative ``1/d`` (``d`` is 0 where the root is): ``0`` where
+    ``A`` and ``d`` are both 0. A zero sensitivity there is a root the result does not read
+    (``np.where`` or ``np.tril`` masking ``sqrt(0)``), whose infinite slope contributes no
+    term to the chain rule; ``0 * inf`` would make every partial ``nan``. A non-zero ``A``
+    still gets ``inf``, the root's true slope at 0."""
+    d = np.asarray(d)
+    zero = d == 0
+    if not zero.any():
+        return A / d
+    unread = zero & (np.asarray(A) == 0)
+    return np.where(unread, 0.0, A / np.where(unread, 1.0, d))
+
+
 def _count(x: Any, r: Any) -> int:
     nr = np.size(r)
     return np.size(x) // nr if nr else 1
