@@ -67,6 +67,7 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._iterables import seq as _seq
+from .operator_builders import _steep
 from .operator_operands import _fit
 
 __all__ = ["digamma", "polygamma"]
@@ -183,7 +184,7 @@ defvjp(math.expm1, lambda A, r, x: A * (r + 1.0))
 defvjp(math.log2, lambda A, r, x: A / (x * 0.6931471805599453))
 defvjp(math.log10, lambda A, r, x: A / (x * 2.302585092994046))
 defvjp(math.log1p, lambda A, r, x: A / (1.0 + x))
-defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r) if r else A * math.inf)
+defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r) if r else A * _steep(A))
 defvjp(math.erf, lambda A, r, x: A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.erfc, lambda A, r, x: -A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.gamma, lambda A, r, x: A * r * _digamma(x))
@@ -197,7 +198,7 @@ defvjp(math.radians, lambda A, r, x: A * 0.017453292519943295)
 if hasattr(math, "exp2"):
     defvjp(math.exp2, lambda A, r, x: A * r * 0.6931471805599453)
 if hasattr(math, "cbrt"):
-    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r) if r else A * math.inf)
+    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r) if r else A * _steep(A))
 
 # ---------------------------------------------------------------------------
 # two-argument functions
