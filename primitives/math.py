@@ -25,7 +25,7 @@ Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
 ``log(x)``         ``1/x``;  ``log(x, b) = ln x / ln b``: ``1/(x ln b)`` and ``-r/(b ln b)``
 ``log2``/``log10`` ``1/(x ln 2)`` / ``1/(x ln 10)``
 ``log1p``          ``1/(1+x)``
-``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (``inf`` at 0, as autograd and JAX give)
+``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (``inf`` at 0, as autograd and JAX give; 0 for a 0 sensitivity)
 ``pow(x, y)``      ``y x**(y-1)`` and ``r ln x`` (``x > 0``; ``0`` for ``x <= 0``, where
                    ``math.pow`` is real only at integer ``y``)
 ``hypot(*xs)``     ``xᵢ/r`` (``0`` when ``r == 0``: a subgradient)
@@ -215,7 +215,7 @@ defvjp(
         * (
             y * r / x
             if x
-            else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else math.inf)
+            else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else _steep(A))
             if y
             else 0.0
         )

@@ -131,7 +131,12 @@ def scalar_roots_behind_a_zero(x):
         for j in range(x.size):
             gap = float(x[i] - x[j]) if i != j else 0.0
             weight = 1.0 if i > j else 0.0
-            total += weight * (math.sqrt(gap * gap) * x[i] + abs(gap) ** 0.5 + math.cbrt(gap))
+            total += weight * (
+                math.sqrt(gap * gap) * x[i]
+                + abs(gap) ** 0.5
+                + math.cbrt(gap)
+                + math.pow(gap * gap, 0.25)
+            )
     return total
 
 
@@ -154,7 +159,9 @@ def test_a_root_the_result_reads_at_zero_keeps_its_infinite_slope():
         g = dplus.grad(lambda x: np.sum(np.sqrt(x) + np.cbrt(x) + x**0.5))(np.array([0.0, 4.0]))[0]
     assert g[0] == np.inf
     np.testing.assert_allclose(g[1], 0.5 + 1 / (3 * 4.0 ** (2 / 3)))
-    assert dplus.grad(lambda x: math.sqrt(x) + math.cbrt(x) + x**0.5)(0.0) == (math.inf,)
+    assert dplus.grad(lambda x: math.sqrt(x) + math.cbrt(x) + x**0.5 + math.pow(x, 0.5))(0.0) == (
+        math.inf,
+    )
 
 
 @pytest.mark.parametrize("trial", range(4))
@@ -169,7 +176,10 @@ def test_a_zero_sensitivity_through_a_nonzero_root_keeps_its_second_derivative(t
     def scaled_scalar_root(x, y):
         return y * math.sqrt(x) + y * math.cbrt(x) + y * x**0.5
 
+    def scaled_math_pow(x, y):
+        return y * math.pow(x, 0.5) + y * math.sqrt(x) + y * np.cbrt(x)
+
     mixed = 1 / np.sqrt(x) + 1 / (3 * np.cbrt(x) ** 2)
-    for f in (scaled_root, scaled_scalar_root):
+    for f in (scaled_root, scaled_scalar_root, scaled_math_pow):
         h = dplus.hessian(f)(x, 0.0)
         np.testing.assert_allclose(np.asarray(h, dtype=float), [[0.0, mixed], [mixed, 0.0]])
