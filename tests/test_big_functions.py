@@ -365,3 +365,88 @@ def test_source_check_refuses_an_edited_file_on_both_paths(tmp_path, monkeypatch
     assert source._compiles_to(node, old_code, imported) is False
     with pytest.raises(dplus.SourceUnavailableError, match="changed since it was imported"):
         dplus.grad(module.plain)(0.3, 0.7)
+
+
+_LAMBDA_MODULE = """\
+import math
+
+square = lambda x: x * x
+pair = (lambda x: math.sin(x) * 2.0, lambda x, y: math.tanh(x) * y)
+outer = lambda x: (lambda y: y * x)(x) + x
+spread = lambda x, y: (
+    math.cos(x) * y
+    + x * 0.5
+)
+
+def holder():
+    return lambda x: math.exp(x) - x
+"""
+
+
+def _lambdas_of(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return path, module
+
+
+def test_lambdas_are_found_in_the_parse_of_their_file_as_in_their_block(tmp_path):
+    # a lambda's source comes from the lambdas of its first line in the parse of the whole
+    # file (kept with the file's other facts); the parse of its own block (inspect's
+    # tokenizer) must find the same node, and the gradient must be right
+    import ast
+    import inspect
+    import linecache
+
+    from dplus.transform import source
+
+    _, module = _lambdas_of(tmp_path, "lambda_module", _LAMBDA_MODULE)
+    inner = module.outer.__code__.co_consts
+    cases = [
+        (module.square, (0.7,)),
+        (module.pair[0], (0.4,)),
+        (module.pair[1], (0.3, -1.2)),
+        (module.outer, (1.3,)),
+        (module.spread, (0.2, 0.9)),
+        (module.holder(), (-0.6,)),
+    ]
+    assert any(getattr(c, "co_name", "") == "<lambda>" for c in inner)  # (a lambda in a lambda)
+    for fn, args in cases:
+        code = fn.__code__
+        found = source.function_source(fn).node
+        block_lines, start = inspect.getsourcelines(fn)
+        facts = source._facts_of_file(linecache.getlines(code.co_filename))
+        assert found in facts.lambdas[code.co_firstlineno]
+        # the block's own parse, positions shifted to the file's (the general path)
+        module_tree, indent = source._parse_block(block_lines)
+        source._shift(module_tree, start - 1, indent)
+        from_block = [n for n in trees.walk(module_tree) if isinstance(n, ast.Lambda)]
+        twin = [
+            n
+            for n in from_block
+            if (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+            == (found.lineno, found.col_offset, found.end_lineno, found.end_col_offset)
+        ]
+        assert len(twin) == 1 and ast.dump(twin[0], include_attributes=True) == ast.dump(
+            found, include_attributes=True
+        ), fn
+        for shift in (0.0, 0.35, -1.1):
+            check_fd(fn, *(a + shift for a in args))
+
+
+def test_a_lambda_edited_in_place_is_read_again(tmp_path):
+    # an edit that keeps the file's line count: the file is parsed again (its lines are a new
+    # list in linecache), not taken for the text of the code imported before
+    import linecache
+
+    path, module = _lambdas_of(tmp_path, "edited_lambda", "square = lambda x: x * x\n")
+    assert dplus.grad(module.square)(0.5) == (1.0,)
+    path.write_text("square = lambda x: x * x * x\n")
+    linecache.checkcache(str(path))
+    spec = importlib.util.spec_from_file_location("edited_lambda", path)
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+    assert dplus.grad(again.square)(0.5) == (0.75,)
+    assert dplus.grad(module.square)(0.5) == (1.0,)  # (transformed before the edit)

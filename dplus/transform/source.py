@@ -13,6 +13,7 @@ import inspect
 import linecache
 import sys
 import textwrap
+import threading
 import types
 from typing import Any
 
@@ -62,9 +63,6 @@ def names_declared_global_in(filename: str) -> frozenset[str]:
         found = _facts_of_file(lines).declared_global if lines else frozenset()
         _DECLARED_GLOBAL[key] = found
     return found
-
-
-_LAMBDAS_BY_LINE: dict[tuple[str, int], dict[int, list[ast.Lambda]]] = {}
 
 
 def function_source(fn: Any) -> FunctionSource:
@@ -125,14 +123,18 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
         linecache.checkcache(filename)  # (as inspect does: a file edited since is read again)
         lines = linecache.getlines(filename, fn.__globals__) or lines
         node = _def_in_file(lines, code)
-        imported = _facts_of_file(lines).imported
-        if node is None:
+        facts = _facts_of_file(lines)
+        imported = facts.imported
+        if node is None and code.co_name == "<lambda>" and code.co_firstlineno in facts.lambdas:
+            # (the lambdas of its first line, in the parse of the file: no block to read)
+            block_lines, start = [], code.co_firstlineno
+        elif node is None:
             try:
                 block_lines, start = inspect.getsourcelines(fn)
             except (OSError, TypeError, IndexError):
                 raise SourceUnavailableError(_fix_fn_error(fn)) from None
     if node is None:
-        node = _find_node(fn, code, block_lines, start, lines, filename)
+        node = _find_node(fn, code, block_lines, start, lines)
     if not filename.startswith("<dplus:") and not _compiles_to(node, code, imported):
         raise SourceUnavailableError(
             f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
@@ -145,36 +147,52 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
 @attrs.frozen
 class _FileFacts:
     """What one parse of a whole file tells: its defs by (first line, name), the names
-    imported at module level, the names some function declares ``global``."""
+    imported at module level, the names some function declares ``global``, its lambdas by
+    first line."""
 
     defs: dict[tuple[int, str], list[Any]]
     imported: frozenset[str]
     declared_global: frozenset[str]
+    lambdas: dict[int, list[ast.Lambda]]
 
 
-# the facts of the file read last, by the identity of linecache's list of its lines (a new
-# list when the file changes): one parse and one walk of the whole file instead of
-# inspect's tokenizer per function and a parse per question asked of the file
-_LAST_FILE: list[Any] = [None, None]
+# the facts of the files read last, by the identity of linecache's list of each file's lines
+# (a new list when the file changes): one parse and one walk of a whole file instead of
+# inspect's tokenizer per function and a parse per question asked of the file. A few files,
+# not one: a transformation reads the function's file and the files of the inline rules it
+# uses (primitives/math.py, primitives/operator_builders.py), in turns, and each turn parsed
+# the file again (12 parses for the first gradient of a 10-line function, most of its time).
+# Few, because a large file's tree is large.
+_RECENT_FILES: dict[int, tuple[list[str], _FileFacts]] = {}
+_RECENT_FILES_KEPT = 4
+_RECENT_FILES_LOCK = threading.Lock()
 
 
 def _facts_of_file(lines: list[str]) -> _FileFacts:
-    if _LAST_FILE[0] is lines:
-        return _LAST_FILE[1]
+    known = _RECENT_FILES.get(id(lines))
+    if known is not None and known[0] is lines:
+        return known[1]
     try:
         tree: ast.Module | None = ast.parse("".join(lines))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     defs: dict[tuple[int, str], list[Any]] = {}
     declared: set[str] = set()
+    lambdas: dict[int, list[ast.Lambda]] = {}
     for node in walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             defs.setdefault((first, node.name), []).append(node)
         elif isinstance(node, ast.Global):
             declared.update(node.names)
-    facts = _FileFacts(defs, _module_imports(tree), frozenset(declared))
-    _LAST_FILE[:] = [lines, facts]
+        elif isinstance(node, ast.Lambda):
+            lambdas.setdefault(node.lineno, []).append(node)
+    facts = _FileFacts(defs, _module_imports(tree), frozenset(declared), lambdas)
+    with _RECENT_FILES_LOCK:
+        # (the entry holds the list, so no other list can have its id while it is kept)
+        _RECENT_FILES[id(lines)] = (lines, facts)
+        while len(_RECENT_FILES) > _RECENT_FILES_KEPT:
+            del _RECENT_FILES[next(iter(_RECENT_FILES))]  # the oldest
     return facts
 
 
@@ -398,13 +416,13 @@ def _find_node(
     block_lines: list[str],
     start: int,
     all_lines: list[str],
-    filename: str,
 ) -> Any:
     if code.co_name != "<lambda>":
         return _find_def(fn, code, block_lines, start)
-    # A lambda: parse the whole file region around it and match positions.
+    # A lambda: the lambdas of its first line in the parse of the whole file (else of its
+    # block), told apart by position
     first = code.co_firstlineno
-    candidates: list[ast.Lambda] = list(_lambdas_by_line(filename, all_lines).get(first, ()))
+    candidates: list[ast.Lambda] = list(_facts_of_file(all_lines).lambdas.get(first, ()))
     if not candidates:
         try:
             module, indent = _parse_block(block_lines)
@@ -446,25 +464,6 @@ def _find_def(fn: Any, code: types.CodeType, block_lines: list[str], start: int)
             _shift(module, start - 1, indent)
             return node
     raise SourceUnavailableError(_fix_fn_error(fn))
-
-
-def _lambdas_by_line(filename: str, all_lines: list[str]) -> dict[int, list[ast.Lambda]]:
-    """The lambdas of a file, by first line (the file parsed once)."""
-    key = (filename, len(all_lines))
-    by_line = _LAMBDAS_BY_LINE.get(key)
-    if by_line is None:
-        file_tree: ast.Module | None
-        try:
-            file_tree = ast.parse("".join(all_lines))
-        except SyntaxError:
-            file_tree = None
-        by_line = {}
-        if file_tree is not None:
-            for node in walk(file_tree):
-                if isinstance(node, ast.Lambda):
-                    by_line.setdefault(node.lineno, []).append(node)
-        _LAMBDAS_BY_LINE[key] = by_line
-    return by_line
 
 
 def _lambda_at_position(code: types.CodeType, candidates: list[ast.Lambda]) -> Any:

@@ -15,6 +15,7 @@ from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+from .rewrites import refuse_generator_expressions_read_again
 
 __all__ = ["rewrite_definitions"]
 
@@ -70,6 +71,10 @@ def rewrite_definitions(
             for gen in ast.walk(node):
                 if is_generator_function(gen) and _endless(gen):
                     raise _refused_endless(gen, qualname, filename)
+            generators = frozenset(gen.name for gen in ast.walk(node) if is_generator_function(gen))
+            for fn in ast.walk(node):
+                if isinstance(fn, ast.FunctionDef):
+                    refuse_generator_expressions_read_again(fn.body, fn.name, filename, generators)
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)

@@ -37,6 +37,7 @@ from .rewrites import (
     _ModuleNamespaceAccess,
     _walk_no_scopes_body,
     _YieldsToList,
+    refuse_generator_expressions_read_again,
 )
 from .statements import StatementForms
 
@@ -288,6 +289,7 @@ def normalize_function(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)
     ):
         body = _YieldsToList(namer.fresh("yielded"), name, filename).function_body(body)
+    refuse_generator_expressions_read_again(body, name, filename)
     boxed = set(scope.boxed) | boxed_from_outside
     if scope.globals_:
         body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]

@@ -4,6 +4,7 @@ collected in a list, names declared ``global`` read and written in the module's 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -188,6 +189,97 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
     """``node`` and the nodes under it outside nested functions, lambdas and classes
     (in no particular order; contexts skipped)."""
     return walk_outside(node, _NEW_SCOPES)
+
+
+def refuse_generator_expressions_read_again(
+    body: list[ast.stmt], function: str, filename: str, generator_functions: frozenset = frozenset()
+) -> None:
+    """Refuse ``g = (expr for ...)`` when ``g`` may be read more than once: inside
+    differentiated code a generator expression is a list (evaluated at once), so a second
+    ``sum(g)`` would see its values again where Python's generator is exhausted. Read more
+    than once: two reads of the name, or one in a loop (or a nested function or
+    comprehension) that the assignment is not in. A name assigned more than once is left
+    alone (which value a read sees is not known here). ``generator_functions``: names whose
+    call gives a list the same way (a generator function at a higher order of
+    differentiation), refused the same way as ``g = gen(...)``."""
+    stores: Counter[str] = Counter()
+    kept: dict[str, ast.Assign] = {}
+    for node in _walk_no_scopes_body(body):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] += 1
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and (
+                isinstance(node.value, ast.GeneratorExp)
+                or (
+                    isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name)
+                    and node.value.func.id in generator_functions
+                )
+            )
+        ):
+            kept[node.targets[0].id] = node
+    for name, assign in kept.items():
+        if stores[name] != 1:
+            continue
+        reads = _reads_outside(body, name, assign)
+        if reads[0] > 1 or reads[1]:
+            what = (
+                "generator expression"
+                if isinstance(assign.value, ast.GeneratorExp)
+                else "generator (differentiated again: a generator runs to completion)"
+            )
+            err = UnsupportedSyntaxError(
+                f"the {what} kept in {name!r} in {function!r} ({filename}, line "
+                f"{assign.lineno}) may be read more than once: inside differentiated code its "
+                "values are made at once into a list, so a second reading "
+                "would see them again where Python's generator is exhausted. Make it a "
+                "list ([...] or list(...)) if its values are meant to be read again, or read it once"
+            )
+            err.filename = filename
+            err.lineno = assign.lineno
+            raise err
+
+
+def _reads_outside(body: list[ast.stmt], name: str, assign: ast.stmt) -> tuple[int, bool]:
+    """How many times ``body`` reads ``name``, and whether a read may run more than once
+    without ``assign`` (it is in a loop, nested function or comprehension ``assign`` is not in)."""
+    count = 0
+    repeated = False
+    stack: list[tuple[ast.AST, bool]] = [(st, False) for st in body]
+    while stack:
+        node, repeating = stack.pop()
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            count += 1
+            repeated = repeated or repeating
+            continue
+        again = repeating or (
+            isinstance(
+                node, (ast.For, ast.While, ast.comprehension, *_COMPREHENSIONS, *_NEW_SCOPES)
+            )
+            and not any(n is assign for n in ast.walk(node))
+        )
+        once = _evaluated_once(node)  # (a loop's iterable: once, where the loop starts)
+        stack.extend(
+            (child, repeating if child is once else again) for child in ast.iter_child_nodes(node)
+        )
+    return count, repeated
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _evaluated_once(node: ast.AST) -> ast.AST | None:
+    """The part of a loop or comprehension evaluated once, before it repeats anything."""
+    if isinstance(node, ast.For):
+        return node.iter
+    if isinstance(node, _COMPREHENSIONS):
+        return node.generators[0]  # (its iterable; its target and ifs are bare names/tests)
+    if isinstance(node, ast.comprehension):
+        return node.iter
+    return None
 
 
 def _walk_no_scopes_body(body: list[ast.stmt]):
