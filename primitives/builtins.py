@@ -65,7 +65,7 @@ from typing import Any
 from dplus.errors import NonDifferentiableError
 from dplus.rules import definline, defnondiff
 from dplus.runtime.core import as_plain_callable
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_atom, is_ndarray, is_number
 from dplus.runtime.linear import gen_zero, is_zero_sensitivity
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
@@ -301,8 +301,8 @@ def float_plus(*args: Any) -> ProcResult:
         if not args:
             return ((),)
         x = args[0]
-        if A is gen_zero or A is None or isinstance(x, (str, bytes, bytearray, bool)):
-            return ((), gen_zero)
+        if A is gen_zero or A is None or isinstance(x, bytearray) or is_atom(x):
+            return ((), gen_zero)  # (a comparison's np.bool_ too: float(x >= 0) is a step)
         if is_number(x):
             return ((), proj(A, x))
         if is_ndarray(x):

@@ -25,7 +25,7 @@ Derivatives (``A`` the result sensitivity, ``r`` the result), derived by hand:
 ``log(x)``         ``1/x``;  ``log(x, b) = ln x / ln b``: ``1/(x ln b)`` and ``-r/(b ln b)``
 ``log2``/``log10`` ``1/(x ln 2)`` / ``1/(x ln 10)``
 ``log1p``          ``1/(1+x)``
-``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (``inf`` at 0, as autograd and JAX give)
+``sqrt``/``cbrt``  ``1/(2r)`` / ``1/(3r²)`` (``inf`` at 0, as autograd and JAX give; 0 for a 0 sensitivity)
 ``pow(x, y)``      ``y x**(y-1)`` and ``r ln x`` (``x > 0``; ``0`` for ``x <= 0``, where
                    ``math.pow`` is real only at integer ``y``)
 ``hypot(*xs)``     ``xᵢ/r`` (``0`` when ``r == 0``: a subgradient)
@@ -67,6 +67,7 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._iterables import seq as _seq
+from .operator_builders import _steep
 from .operator_operands import _fit
 
 __all__ = ["digamma", "polygamma"]
@@ -183,7 +184,7 @@ defvjp(math.expm1, lambda A, r, x: A * (r + 1.0))
 defvjp(math.log2, lambda A, r, x: A / (x * 0.6931471805599453))
 defvjp(math.log10, lambda A, r, x: A / (x * 2.302585092994046))
 defvjp(math.log1p, lambda A, r, x: A / (1.0 + x))
-defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r) if r else A * math.inf)
+defvjp(math.sqrt, lambda A, r, x: A / (2.0 * r) if r else A * _steep(A))
 defvjp(math.erf, lambda A, r, x: A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.erfc, lambda A, r, x: -A * 1.1283791670955126 * math.exp(-x * x))
 defvjp(math.gamma, lambda A, r, x: A * r * _digamma(x))
@@ -197,7 +198,7 @@ defvjp(math.radians, lambda A, r, x: A * 0.017453292519943295)
 if hasattr(math, "exp2"):
     defvjp(math.exp2, lambda A, r, x: A * r * 0.6931471805599453)
 if hasattr(math, "cbrt"):
-    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r) if r else A * math.inf)
+    defvjp(math.cbrt, lambda A, r, x: A / (3.0 * r * r) if r else A * _steep(A))
 
 # ---------------------------------------------------------------------------
 # two-argument functions
@@ -214,7 +215,7 @@ defvjp(
         * (
             y * r / x
             if x
-            else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else math.inf)
+            else (y * math.pow(x, y - 1.0) if not 0 < y < 1 else _steep(A))
             if y
             else 0.0
         )

@@ -103,6 +103,7 @@ from .numpy_ufuncs import (
     _mean_grad,
     _nanmean_grad,
     _nansum_grad,
+    _over_root,
     _power_gx,
     _power_gy,
     _prod_grad,
@@ -169,8 +170,8 @@ def register_numpy_rules() -> None:  # noqa: C901
     defgrad(np.log2, lambda A, r, x: A / (x * np.log(2.0)))
     defgrad(np.log10, lambda A, r, x: A / (x * np.log(10.0)))
     defgrad(np.log1p, lambda A, r, x: A / (1 + x))
-    defgrad(np.sqrt, lambda A, r, x: A / (2 * r))
-    defgrad(np.cbrt, lambda A, r, x: A / (3 * r * r))
+    defgrad(np.sqrt, lambda A, r, x: _over_root(A, 2 * r))
+    defgrad(np.cbrt, lambda A, r, x: _over_root(A, 3 * r * r))
     defgrad(np.square, lambda A, r, x: A * 2 * x)
     defgrad(np.absolute, _abs_grad)  # np.abs is np.absolute
     defgrad(np.fabs, lambda A, r, x: A * np.sign(x))

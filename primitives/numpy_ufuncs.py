@@ -53,6 +53,32 @@ def _expand(A: Any, shape: tuple, axis: Any, keepdims: Any, copy: bool = True) -
     return A.copy() if copy else A
 
 
+def _over_root(A: Any, d: Any) -> Any:
+    """``A / d`` for a root's derivative ``1/d`` (``d`` is 0 where the root is): ``0`` where
+    ``A`` and ``d`` are both 0. A zero sensitivity there is a root the result does not read
+    (``np.where`` or ``np.tril`` masking ``sqrt(0)``), whose infinite slope contributes no
+    term to the chain rule; ``0 * inf`` would make every partial ``nan``. A non-zero ``A``
+    still gets ``inf``, the root's true slope at 0."""
+    d = np.asarray(d)
+    zero = d == 0
+    if not zero.any():
+        return A / d
+    unread = zero & (np.asarray(A) == 0)
+    return np.where(unread, 0.0, A / np.where(unread, 1.0, d))
+
+
+def _times_slope(A: Any, slope: Any) -> Any:
+    """``A * slope`` for a slope that may be infinite (``x ** 0.5`` at 0): ``0`` where ``A`` is
+    0 and the slope is not finite, as in :func:`_over_root`: a power at 0 that the result does
+    not read contributes no term."""
+    slope = np.asarray(slope)
+    steep = ~np.isfinite(slope)
+    if not steep.any():
+        return A * slope
+    unread = steep & (np.asarray(A) == 0)
+    return np.where(unread, 0.0, A * np.where(unread, 1.0, slope))
+
+
 def _count(x: Any, r: Any) -> int:
     nr = np.size(r)
     return np.size(x) // nr if nr else 1
@@ -95,7 +121,8 @@ def _abs_grad(A, r, x):
 
 def _power_gx(A, r, x, y):
     y = np.asarray(y)
-    return A * y * np.power(x, np.where(y == 0, 1.0, y - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _times_slope(A, y * np.power(x, np.where(y == 0, 1.0, y - 1)))
 
 
 def _power_gy(A, r, x, y):

@@ -184,7 +184,9 @@ def _pow_gx_general(A: Any, r: Any, x: Any, y: Any) -> Any:
             xx = xx.astype(float) if xx.dtype.kind in "iub" else xx
         d = yy * np.power(xx, yy - 1)
         d = np.where(yy == 0, 0.0, d)
-    return A * d
+    from .numpy_ufuncs import _times_slope  # (NumPy's rules: imported only where NumPy is used)
+
+    return _times_slope(A, d)
 
 
 def _pow_gy_general(A: Any, r: Any, x: Any, y: Any) -> Any:
@@ -253,6 +255,14 @@ _MOD = (lambda A, r, x, y: A, lambda A, r, x, y: -A * (x // y))
 # so that the common real case costs one attribute read).
 _type = type
 _complex = complex
+
+
+def _steep(A: Any) -> float:
+    """The infinite slope of ``x ** y`` (0 < y < 1) or a root at 0, as a factor of ``A``:
+    ``0`` when ``A`` is 0, a power the result does not read (``0 * inf`` would be nan)."""
+    return math.inf if A else 0.0
+
+
 _POW = (
     lambda A, r, x, y: (
         (
@@ -260,7 +270,7 @@ _POW = (
             * (
                 y * r / x
                 if x
-                else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf)
+                else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else _steep(A))
                 if y
                 else 0.0
             )
@@ -270,7 +280,7 @@ _POW = (
         * (
             y * r / x
             if x
-            else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else math.inf)
+            else (y * x ** (y - 1) if _type(y) is _complex or not 0 < y < 1 else _steep(A))
             if y
             else 0.0
         )
