@@ -77,8 +77,12 @@ def _cholesky_grad(A, r, a, upper=False):
 
 
 def _repeated(w) -> bool:
+    """Whether two of the values ``w`` (eigenvalues or singular values, real or complex, along
+    the last axis) are equal to rounding: the pairwise distances, as complex values have no
+    order in which equal ones are neighbours."""
     w = np.asarray(w)
-    gaps = np.abs(np.diff(np.sort(w, axis=-1), axis=-1))
+    n = np.shape(w)[-1]
+    gaps = np.where(np.eye(n) > 0, np.inf, np.abs(w[..., :, None] - w[..., None, :]))
     scale = np.max(np.abs(w)) if w.size else 0.0
     return bool(np.any(gaps <= 64 * np.finfo(float).eps * max(scale, 1.0)))
 
@@ -125,14 +129,6 @@ def _largest_component(V):
     return (np.arange(np.shape(V)[-2])[:, None] == m[..., None, :]).astype(float)
 
 
-def _repeated_eigenvalues(w) -> bool:
-    w = np.asarray(w)
-    n = np.shape(w)[-1]
-    gaps = np.where(np.eye(n) > 0, np.inf, np.abs(w[..., :, None] - w[..., None, :]))
-    scale = np.max(np.abs(w)) if w.size else 0.0
-    return bool(np.any(gaps <= 64 * np.finfo(float).eps * max(scale, 1.0)))
-
-
 def _eig_vectors_back(gV, V):
     """The transpose of the gauge NumPy's eigenvectors are in (each column of unit norm, its
     largest component real), applied to their sensitivity: what remains is the sensitivity of
@@ -148,7 +144,7 @@ def _eig_vectors_back(gV, V):
 def _eig_grad_from(gw, gV, w, V, a):
     """``V^-T (diag(gw) + F * (V^T gV)) V^T``, ``F_ij = 1 / (w_j - w_i)`` off the diagonal
     (real for a real matrix: a real matrix's changes are real)."""
-    if _repeated_eigenvalues(w):
+    if _repeated(w):
         raise NonDifferentiableError(
             "numpy.linalg.eig and eigvals are not differentiable at a matrix with a repeated "
             "eigenvalue (its eigenvalues and eigenvectors need not be smooth there). For a symmetric "
@@ -337,7 +333,6 @@ def register_numpy_linalg_rules() -> None:
     defnondiff(la.matrix_rank, note="non-differentiable: an integer")
     defnondiff(_rank_deficient, note="internal: a test of a NumPy rule")
     defnondiff(_repeated, note="internal: a test of a NumPy rule")
-    defnondiff(_repeated_eigenvalues, note="internal: a test of a NumPy rule")
     defnondiff(_largest_component, note="internal: a constant of a NumPy rule")
     for fn, impl in (
         (getattr(la, "svdvals", None), _svdvals),

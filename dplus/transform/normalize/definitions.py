@@ -68,17 +68,14 @@ def rewrite_definitions(
     if again:
         # (a generator is run to completion into a list there, by the normaliser, as before)
         if has_yield:
-            for gen in ast.walk(node):
-                if is_generator_function(gen) and _endless(gen):
+            functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
+            generators = [fn for fn in functions if is_generator_function(fn)]
+            for gen in generators:
+                if _endless(gen):
                     raise _refused_endless(gen, qualname, filename)
-            generators = frozenset(
-                gen.name
-                for gen in ast.walk(node)
-                if isinstance(gen, ast.FunctionDef) and is_generator_function(gen)
-            )
-            for fn in ast.walk(node):
-                if isinstance(fn, ast.FunctionDef):
-                    refuse_generator_expressions_read_again(fn.body, fn.name, filename, generators)
+            generator_names = frozenset(gen.name for gen in generators)
+            for fn in functions:
+                refuse_generator_expressions_read_again(fn.body, fn.name, filename, generator_names)
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
