@@ -77,3 +77,12 @@ def test_dplus_own_file_edited_after_import_says_restart(on_path, edit):
     assert msg.startswith("dplus's installation changed on disk since it was imported")
     assert str(path) in msg and "restart Python" in msg
     assert "decorat" not in msg and "could not find" not in msg
+
+
+def test_a_function_without_a_file_is_refused_as_before():
+    namespace: dict = {}
+    exec("def made(x):\n    return x * x\n", namespace)
+    with pytest.raises(dplus.SourceUnavailableError) as info:
+        dplus.grad(namespace["made"])(1.5)
+    assert type(info.value) is dplus.SourceUnavailableError  # (not a private subclass)
+    assert "could not find the source of" in str(info.value)

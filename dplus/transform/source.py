@@ -95,15 +95,15 @@ def function_source(fn: Any) -> FunctionSource:
     """The source of a plain Python function (``def`` or ``lambda``), cached per code object."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
-        raise _SourceNotFound(_fix_fn_error(fn))
+        raise SourceUnavailableError(_fix_fn_error(fn))
     cached = _SOURCE_CACHE.get(code)
     if cached is not None:
         return FunctionSource(cached[0], cached[1], code, fn.__globals__, code.co_freevars)
     try:
         result = _function_source(fn, code)
-    except _SourceNotFound:
+    except _SourceNotFound as e:
         if not (_is_dplus_own(fn) or _is_file(code.co_filename)):
-            raise
+            raise SourceUnavailableError(str(e)) from None
         # (its file is there, or it is dplus's own: the definition was there when imported)
         raise SourceUnavailableError(_edited_error(fn, code.co_filename)) from None
     if not result.filename.startswith("<dplus:"):
