@@ -74,6 +74,20 @@ class Owner:
         self.base = a
 
 
+class logged_property(property):  # (a property subclass, named as users name them)
+    pass
+
+
+class Scaled:
+    def __init__(self, a):
+        self.a = a
+
+    @logged_property
+    @define_dplus
+    def twice(self):
+        return 2.0 * self.a * self.a
+
+
 class Acc:
     def __init__(self, a):
         self.a = a
@@ -118,6 +132,11 @@ def non_data_descriptor_and_instance_attribute(x, y):
     h = Owner(x)
     h.sq = y  # (the instance's own attribute: read before the descriptor)
     return h.sq * x + Owner(y).sq
+
+
+def property_subclass(x, y):
+    # (it was taken for a cached_property: a raw AttributeError)
+    return Scaled(x * y).twice + Scaled(y).twice * x
 
 
 def local_descriptor(x, y):
@@ -177,6 +196,7 @@ FIRST_ORDER = [
     data_descriptor,
     descriptor_holding_values,
     non_data_descriptor_and_instance_attribute,
+    property_subclass,
     local_descriptor,
     operators,
     inplace_operators_on_an_alias,
