@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class DplusError(Exception):
     """Base class of every error raised by dplus."""
@@ -32,9 +34,20 @@ class ArgumentError(DplusError, TypeError):
     differentiated function does not accept."""
 
 
+# the parts of a generated function's qualified name that the user's does not have
+# (transform.reverse.syntax.choose_prefix, transformer._compile's factory)
+_GENERATED_FACTORY = re.compile(r"(?:^|(?<=\.))_d(?:[p-z]|p\d+)_factory\.<locals>\.")
+_GENERATED_SUFFIX = re.compile(r"__plus(?:_\d+)?(?=\.|$)")
+
+
 def describe_callable(fn: object) -> str:
-    """A user-facing name for ``fn``: qualified name, and file:line when known."""
+    """A user-facing name for ``fn``: qualified name, and file:line when known. The
+    transform of a nested function is named as the user's (``f.<locals>.g``, not
+    ``_dp_factory.<locals>.f__plus.<locals>.g__plus_1``)."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    if "__plus" in name:
+        name = _GENERATED_FACTORY.sub("", name)
+        name = _GENERATED_SUFFIX.sub("", name)
     module = getattr(fn, "__module__", None)
     if module and module not in ("builtins",) and not name.startswith(module):
         name = f"{module}.{name}"

@@ -393,9 +393,11 @@ def _named_field_index(obj: Any, name: str) -> int:
 
 def _accessor_run_by_read(obj: Any, name: str) -> Any:
     """What reading ``obj.name`` runs of the class: a ``property`` (its getter runs on every
-    read, before the instance's own attributes) or a ``functools.cached_property`` whose value
-    the instance does not hold yet; else ``None`` (an attribute rule registered for the type
-    comes first). Non-differentiable: a constant at every order."""
+    read, before the instance's own attributes), a ``functools.cached_property`` whose value
+    the instance does not hold yet, or a descriptor whose ``__get__`` is Python (a data
+    descriptor before the instance's own attributes, another one when the instance does not
+    hold the name); else ``None`` (an attribute rule registered for the type comes first).
+    Non-differentiable: a constant at every order."""
     if isinstance(obj, (types.ModuleType, type)) or (type(obj), name) in _ATTR_RULES:
         return None
     for cls in type(obj).__mro__:
@@ -403,10 +405,13 @@ def _accessor_run_by_read(obj: Any, name: str) -> Any:
             held = cls.__dict__[name]
             if isinstance(held, property):
                 return held if held.fget is not None else None
-            if not isinstance(held, functools.cached_property):
-                return None
             d = getattr(obj, "__dict__", None)
-            return held if isinstance(d, dict) and held.attrname not in d else None
+            if isinstance(held, functools.cached_property):
+                return held if isinstance(d, dict) and held.attrname not in d else None
+            if _python_method(type(held), "__get__") is None:
+                return None
+            data = hasattr(type(held), "__set__") or hasattr(type(held), "__delete__")
+            return held if data or not (isinstance(d, dict) and name in d) else None
     return None
 
 
@@ -434,12 +439,23 @@ def _cached_property_read(obj: Any, cached: Any) -> ProcResult:
     return ProcResult(r.primal, cached_property_read_backprop)
 
 
+def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
+    """``obj.name`` of a descriptor whose ``__get__`` is Python: ``__get__(descriptor, obj,
+    type(obj))`` differentiated (what it reads of the object carries its sensitivity)."""
+    get = _python_method(type(descriptor), "__get__")
+    r = apply_transform(lift(get), descriptor, obj, type(obj))
+    inner = r.backprop
+    return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[2], None))
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
     accessor = _accessor_run_by_read(obj, name)
-    if type(accessor) is property:
+    if isinstance(accessor, property):
         return _property_read(obj, accessor)
-    if accessor is not None:
+    if isinstance(accessor, functools.cached_property):
         return _cached_property_read(obj, accessor)
+    if accessor is not None:
+        return _descriptor_read(obj, accessor)
     v = getattr(obj, name)
     t = type(obj)
     if isinstance(obj, (types.ModuleType, type)):

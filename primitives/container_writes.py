@@ -244,15 +244,18 @@ register_primitive(
 )
 
 
-def _property_setter(obj: Any, name: str) -> Any:
-    """The setter of the ``property`` that ``obj.name = v`` runs, else ``None``.
-    Non-differentiable: a constant at every order."""
+def _attribute_setter(obj: Any, name: str) -> Any:
+    """What ``obj.name = v`` runs of the class: a ``property`` with a setter, or a
+    descriptor whose ``__set__`` is Python; else ``None``. Non-differentiable: a constant at
+    every order."""
     if isinstance(obj, (types.ModuleType, type)):
         return None
     for cls in type(obj).__mro__:
         if name in cls.__dict__:
             held = cls.__dict__[name]
-            return held.fset if isinstance(held, property) else None
+            if isinstance(held, property):
+                return held if held.fset is not None else None
+            return held if _python_method(type(held), "__set__") is not None else None
     return None
 
 
@@ -269,6 +272,18 @@ def _property_write(obj: Any, fset: Any, v: Any) -> ProcResult:
     return ProcResult(None, property_write_backprop)
 
 
+def _descriptor_write(obj: Any, descriptor: Any, v: Any) -> ProcResult:
+    """``obj.name = v`` through a descriptor's Python ``__set__``, differentiated."""
+    r = apply_transform(lift(_python_method(type(descriptor), "__set__")), descriptor, obj, v)
+    inner = r.backprop
+
+    def descriptor_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        g = inner(Z, Abox)
+        return (), g[2], None, g[3]
+
+    return ProcResult(None, descriptor_write_backprop)
+
+
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
         raise NonDifferentiableError(
@@ -276,9 +291,11 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         )
     if type(obj) is Box and name == "value":
         return _box_write(obj, v)
-    fset = _property_setter(obj, name)
-    if fset is not None:
-        return _property_write(obj, fset, v)
+    setter = _attribute_setter(obj, name)
+    if isinstance(setter, property):
+        return _property_write(obj, setter.fset, v)
+    if setter is not None:
+        return _descriptor_write(obj, setter, v)
     setattr(obj, name, attribute_value(obj, name, v))
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:

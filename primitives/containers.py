@@ -104,7 +104,7 @@ from .container_reads import (
     read_global_plus,
 )
 from .container_writes import (
-    _property_setter,
+    _attribute_setter,
     _property_write,
     delattr_plus,
     delitem_plus,
@@ -151,7 +151,7 @@ register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
 defnondiff(_accessor_run_by_read)
-defnondiff(_property_setter)
+defnondiff(_attribute_setter)
 defnondiff(_python_method)
 defnondiff(_overrides)
 register_primitive(dict.get, dict_get_plus)

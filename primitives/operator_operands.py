@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dplus.runtime.core import apply_transform
 from dplus.runtime.linear import GenZero, gen_zero
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
@@ -208,7 +209,7 @@ def _user_binary(fn: Any, x: Any, y: Any) -> ProcResult:
         m = getattr(type(obj), meth, None)
         if m is None:
             continue
-        res = _lift_method(m)(obj, other)
+        res = apply_transform(_lift_method(m), obj, other)
         if res.primal is NotImplemented:
             continue
         return ProcResult(res.primal, _swap_backprop(res.backprop, swapped))
@@ -233,7 +234,7 @@ def _user_unary(fn: Any, x: Any) -> ProcResult:
     if m is None:
         r = fn(x)  # raises Python's TypeError
         return ProcResult(r, lambda A, Abox: _Z1)
-    res = _lift_method(m)(x)
+    res = apply_transform(_lift_method(m), x)
     inner = res.backprop
 
     def backprop(A: Any, Abox: Any) -> tuple:

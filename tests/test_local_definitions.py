@@ -1036,8 +1036,8 @@ def test_next_of_a_generator_refused_at_second_order_by_name():
 
 
 def set_of_floats_again(x):
-    t = {x, 2.0 * x}  # MARK
-    return sum(sorted(t)) * x
+    t = {x, 2.0 * x}
+    return sum(sorted(t)) * x  # MARK (where the set's elements are read: R6-3)
 
 
 def cached_nested_def_again(x):

@@ -11,6 +11,7 @@ import ast
 import copy
 import inspect
 import linecache
+import os
 import sys
 import textwrap
 import threading
@@ -47,6 +48,31 @@ def _fix_fn_error(fn: Any) -> str:
     )
 
 
+class _SourceNotFound(SourceUnavailableError):
+    """No definition of the function was found in the text of its file (if any)."""
+
+
+def _is_dplus_own(fn: Any) -> bool:
+    module = str(getattr(fn, "__module__", "") or "")
+    return module == "dplus" or module.startswith("dplus.")
+
+
+def _edited_error(fn: Any, filename: str) -> str:
+    """The refusal of a function whose file's text is not the code that runs: the file
+    was edited (or removed) after the module was imported."""
+    if _is_dplus_own(fn):
+        # (dplus differentiates its own rule code at higher orders: the user's code is fine)
+        return (
+            f"dplus's installation changed on disk since it was imported ({filename} is not "
+            "the code that runs): restart Python, then differentiate again."
+        )
+    return (
+        f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
+        f"{filename} is not the code that runs, so dplus would differentiate another function. "
+        "Re-import the module (importlib.reload) or restart, then differentiate again."
+    )
+
+
 _SOURCE_CACHE = CodeMap()
 _DECLARED_GLOBAL: dict[tuple[str, int], frozenset[str]] = {}
 
@@ -73,12 +99,22 @@ def function_source(fn: Any) -> FunctionSource:
     cached = _SOURCE_CACHE.get(code)
     if cached is not None:
         return FunctionSource(cached[0], cached[1], code, fn.__globals__, code.co_freevars)
-    result = _function_source(fn, code)
+    try:
+        result = _function_source(fn, code)
+    except _SourceNotFound as e:
+        if not (_is_dplus_own(fn) or _is_file(code.co_filename)):
+            raise SourceUnavailableError(str(e)) from None
+        # (its file is there, or it is dplus's own: the definition was there when imported)
+        raise SourceUnavailableError(_edited_error(fn, code.co_filename)) from None
     if not result.filename.startswith("<dplus:"):
         # generated text is transformed once (its transform is cached), and its trees are
         # large: kept, they would make every garbage collection slow
         _SOURCE_CACHE[code] = (result.node, result.filename)
     return result
+
+
+def _is_file(filename: str) -> bool:
+    return not filename.startswith("<") and os.path.isfile(filename)
 
 
 def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
@@ -108,9 +144,9 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
                 code.co_firstlineno,
             )
         except (TypeError, IndexError, SyntaxError):
-            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+            raise _SourceNotFound(_fix_fn_error(fn)) from None
     elif not lines:
-        raise SourceUnavailableError(_fix_fn_error(fn))
+        raise _SourceNotFound(_fix_fn_error(fn))
     elif filename != code.co_filename:
         try:
             block_lines, start = (
@@ -118,7 +154,7 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
                 code.co_firstlineno,
             )
         except (TypeError, IndexError, SyntaxError):
-            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+            raise _SourceNotFound(_fix_fn_error(fn)) from None
     else:
         linecache.checkcache(filename)  # (as inspect does: a file edited since is read again)
         lines = linecache.getlines(filename, fn.__globals__) or lines
@@ -132,15 +168,11 @@ def _function_source(fn: Any, code: types.CodeType) -> FunctionSource:
             try:
                 block_lines, start = inspect.getsourcelines(fn)
             except (OSError, TypeError, IndexError):
-                raise SourceUnavailableError(_fix_fn_error(fn)) from None
+                raise _SourceNotFound(_fix_fn_error(fn)) from None
     if node is None:
         node = _find_node(fn, code, block_lines, start, lines)
     if not filename.startswith("<dplus:") and not _compiles_to(node, code, imported):
-        raise SourceUnavailableError(
-            f"the source of {describe_callable(fn)} has changed since it was imported: the text in "
-            f"{filename} is not the code that runs, so dplus would differentiate another function. "
-            "Re-import the module (importlib.reload) or restart, then differentiate again."
-        )
+        raise SourceUnavailableError(_edited_error(fn, filename))
     return FunctionSource(node, filename, code, fn.__globals__, code.co_freevars)
 
 
@@ -427,7 +459,7 @@ def _find_node(
         try:
             module, indent = _parse_block(block_lines)
         except SyntaxError:
-            raise SourceUnavailableError(_fix_fn_error(fn)) from None
+            raise _SourceNotFound(_fix_fn_error(fn)) from None
         _shift(module, start - 1, indent)
         candidates = [n for n in walk(module) if isinstance(n, ast.Lambda)]
     if len(candidates) == 1:
@@ -453,7 +485,7 @@ def _find_def(fn: Any, code: types.CodeType, block_lines: list[str], start: int)
     try:
         module, indent = _parse_block(block_lines)
     except SyntaxError:
-        raise SourceUnavailableError(_fix_fn_error(fn)) from None
+        raise _SourceNotFound(_fix_fn_error(fn)) from None
     for node in walk(module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
             if isinstance(node, ast.AsyncFunctionDef):
@@ -463,7 +495,7 @@ def _find_def(fn: Any, code: types.CodeType, block_lines: list[str], start: int)
                 )
             _shift(module, start - 1, indent)
             return node
-    raise SourceUnavailableError(_fix_fn_error(fn))
+    raise _SourceNotFound(_fix_fn_error(fn))
 
 
 def _lambda_at_position(code: types.CodeType, candidates: list[ast.Lambda]) -> Any:

@@ -60,6 +60,9 @@ FEATURES = (
     # yield from with a return value, state changed between yields, close
     "local_classes",  # class statements inside f: class attributes, methods, __add__/__mul__,
     # inheritance with super(), properties
+    "accessors",  # classes at module level and inside f: property setters, cached_property,
+    # staticmethod/classmethod called through an instance, descriptors with a Python
+    # __get__/__set__, __iadd__/__imul__ (and += falling back to __add__)
 )
 
 # Single constructs inside the families, each with a flag of its own, so that a run can leave
@@ -434,6 +437,10 @@ class Generator:
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
+
+    def emit_all(self, lines: list[str]) -> None:
+        for line in lines:
+            self.emit(line)
 
     def block(self, body: Callable[[], None], keep_bindings: bool = False) -> None:
         """An indented block; names first bound inside are forgotten after it."""
@@ -1698,6 +1705,154 @@ def st_local_class(g):
     g.bind(v, "float")
 
 
+def st_accessor(g):
+    """A class whose attribute reads, writes or calls run its own Python code: a property
+    with a setter, a ``functools.cached_property``, a ``staticmethod``/``classmethod``
+    called through an instance, a descriptor with a Python ``__get__`` (and ``__set__``),
+    ``__iadd__``/``__imul__``. At module level (its functions ``@define_dplus``, constants
+    only) or inside ``f`` (its methods may read ``f``'s variables)."""
+    r = g.rng
+    local = r.random() < 0.5 and closure_allowed(g)
+    cls, o, v = g.fresh("Acc"), g.fresh("o"), g.fresh("v")
+    dec = [] if local else ["    @dplus.define_dplus"]
+    k = g.float_expr(0) if local else r.choice(CONSTANTS)  # (local: may read f's variables)
+    form = r.randint(0, 5)
+    body: list[str] = []
+    after: list[str] = []  # f's statements after the class
+    if form == 0:  # a property with a setter
+        body = [
+            "    def __init__(self, a):",
+            "        self.a = a",
+            "    @property",
+            *dec,
+            "    def a(self):",
+            f"        return self._a * {k}",
+            "    @a.setter",
+            *dec,
+            "    def a(self, w):",
+            f"        self._a = {r.choice(('w', 'math.sin(w)', 'w * w + 0.5'))}",
+        ]
+        after = [
+            f"{o} = {cls}({g.float_expr(1)})",
+            f"{o}.a = {o}.a * {g.float_expr(1)}",
+            f"{o}.a {r.choice(('+=', '*='))} {g.float_expr(0)}",
+            f"{v} = {o}.a",
+        ]
+    elif form == 1:  # functools.cached_property, read again after what it read changed
+        body = [
+            "    def __init__(self, a):",
+            "        self.a = a",
+            "    @functools.cached_property",
+            *dec,
+            "    def sq(self):",
+            f"        return self.a * self.a + {k}",
+        ]
+        after = [
+            f"{o} = {cls}({g.float_expr(1)})",
+            f"{v} = {o}.sq * {g.float_expr(0)}",
+            f"{o}.a = {g.float_expr(1)}",
+            f"{v} = {v} + {o}.sq + {o}.a",
+        ]
+    elif form == 2:  # staticmethod / classmethod through an instance
+        st, cm = ("    @staticmethod", *dec), ("    @classmethod", *dec)
+        body = [
+            f"    K = {k}",
+            *st,
+            "    def st(u):",
+            f"        return u * u + {r.choice(CONSTANTS)}",
+            *cm,
+            "    def cm(cls, u):",
+            "        return cls.K * math.sin(u)",
+        ]
+        after = [
+            f"{o} = {cls}()",
+            f"{v} = {o}.st({g.float_expr(1)}) + {o}.cm({g.float_expr(1)}) + {cls}.st({g.float_expr(0)})",
+        ]
+    elif form == 3:  # a data descriptor: __get__ and __set__
+        desc = g.fresh("Desc")
+        descriptor = [
+            f"class {desc}:",
+            "    def __set_name__(self, owner, name):",
+            "        self.name = '_' + name",
+            *dec,
+            "    def __get__(self, obj, objtype=None):",
+            "        if obj is None:",
+            "            return self",
+            f"        return getattr(obj, self.name) * {k}",
+            *dec,
+            "    def __set__(self, obj, value):",
+            f"        setattr(obj, self.name, {r.choice(('value', 'value * value', 'math.tanh(value)'))})",
+        ]
+        body = [f"    d = {desc}()", "    def __init__(self, a):", "        self.d = a"]
+        after = [
+            f"{o} = {cls}({g.float_expr(1)})",
+            f"{o}.d = {o}.d * {g.float_expr(1)}",
+            f"{v} = {o}.d + {cls}({g.float_expr(0)}).d",
+        ]
+        if local:
+            g.emit_all(descriptor)
+        else:
+            g.helpers.append("\n".join(descriptor) + "\n")
+    elif form == 4:  # a non-data descriptor (__get__ only): the instance's attribute wins
+        desc = g.fresh("Desc")
+        descriptor = [
+            f"class {desc}:",
+            *dec,
+            "    def __get__(self, obj, objtype=None):",
+            f"        return obj.a * obj.a * {k}",
+        ]
+        body = [
+            f"    sq = {desc}()",
+            "    def __init__(self, a):",
+            "        self.a = a",
+        ]
+        after = [
+            f"{o} = {cls}({g.float_expr(1)})",
+            f"{v} = {o}.sq",
+            f"{o}.sq = {o}.a * {g.float_expr(0)}",
+            f"{v} = {v} + {o}.sq * {cls}({g.float_expr(1)}).sq",
+        ]
+        if local:
+            g.emit_all(descriptor)
+        else:
+            g.helpers.append("\n".join(descriptor) + "\n")
+    else:  # __iadd__ / __imul__ on an alias; a class with only __add__: += rebinds
+        inplace = r.random() < 0.7
+        body = ["    def __init__(self, a):", "        self.a = a"]
+        if inplace:
+            body += [
+                *dec,
+                "    def __iadd__(self, other):",
+                f"        self.a = self.a + other * {k}",
+                "        return self",
+                *dec,
+                "    def __imul__(self, other):",
+                "        self.a = self.a * other",
+                "        return self",
+            ]
+        else:
+            body += [
+                *dec,
+                "    def __add__(self, other):",
+                f"        return {cls}(self.a + other * {k})",
+            ]
+        alias = g.fresh("o")
+        after = [
+            f"{o} = {cls}({g.float_expr(1)})",
+            f"{alias} = {o}",
+            f"{o} += {g.float_expr(1)}",
+            f"{alias} {'*=' if inplace else '+='} {g.float_expr(0)}",
+            f"{v} = {o}.a + {alias}.a",
+        ]
+    source = [f"class {cls}:", *body]
+    if local:
+        g.emit_all(source)
+    else:
+        g.helpers.append("\n".join(source) + "\n")
+    g.emit_all(after)
+    g.bind(v, "float")
+
+
 # (feature, weight, compound, production).  Compound productions get rarer with nesting depth.
 STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("arith", 4.0, False, st_assign),
@@ -1730,6 +1885,7 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("container_subclasses", 0.4, False, st_container_subclass),
     ("lazy_generators", 0.5, False, st_lazy_generator),
     ("local_classes", 0.5, False, st_local_class),
+    ("accessors", 0.5, False, st_accessor),
     ("comprehensions", 0.4, False, st_lazy_escape),
 ]
 

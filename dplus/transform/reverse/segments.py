@@ -552,9 +552,13 @@ class SegmentRules(Builder):
                 if n not in recorded:
                     recorded.add(n)
                     rec.append(n)
-            plans.append(rev_fn)
-        for rev_fn in reversed(plans):
+            plans.append((s, rev_fn))
+        for s, rev_fn in reversed(plans):
+            start = len(rev)
             rev_fn(acc)
+            # its reverse too: a refusal raised there names the statement's line, not the
+            # segment's first (the segment takes several statements)
+            _locate_all(rev[start:], s)
         acc.finish()
         return fwd, rec, rev
 
