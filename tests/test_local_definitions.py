@@ -13,7 +13,6 @@ earlier behaviour): a generator whose values end is checked at second order too.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 import itertools
 import math
@@ -1040,14 +1039,6 @@ def set_of_floats_again(x):
     return sum(sorted(t)) * x
 
 
-def cached_nested_def_again(x):
-    @functools.cache
-    def sq(k):
-        return x * k * k
-
-    return sq(2) + sq(2) + sq(3)  # MARK
-
-
 def lazy_zip_kept_again(x):
     xs = [x, 2.0 * x]
     z = zip(xs, [1.0, 2.0])  # MARK
@@ -1075,7 +1066,6 @@ def _line_of_mark(fn):
     "f, construct, fix",
     [
         (set_of_floats_again, "elements of sets", "tuples"),
-        (cached_nested_def_again, "functools.cache", "leave the cache out"),
         (lazy_zip_kept_again, r"zip\(\) iterated lazily", r"list\(zip"),
         (next_of_generator_again, "next", "as a list"),
     ],

@@ -452,9 +452,11 @@ class TestNestedDecorators:
         for args in INPUTS:
             check_second_order(user_decorators, *args)
 
-    def test_cache_second_order_refused_by_name(self):
-        with pytest.raises(dplus.NonDifferentiableError, match="functools.cache"):
-            dplus.hessian(cached_nested)(1.3, 0.7)
+    @pytest.mark.parametrize("f", [cached_nested, lru_cached_recursion, bounded_cache])
+    def test_cache_second_order(self, f):
+        # (more at every order in test_cache_higher_order.py)
+        for args in INPUTS:
+            check_second_order(f, *args)
 
     def test_class_statement_at_second_order(self):
         def f(x):
