@@ -45,6 +45,8 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
     """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
     Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
     part back (iterators, sets and repeats keep the refusal)."""
+    if sq.kind == _iterables.SET and s is not None and _numbers_only(sq.items):
+        return _set_seq_sens(sq.items, s)
     if (
         sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST)
         or s is None
@@ -67,6 +69,33 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
         return (), Z, parts if type(s) is list else tuple(parts), None
 
     return ProcResult(r, seq_sens_backprop)
+
+
+def _numbers_only(items: Any) -> bool:
+    return all(type(e) is float or type(e) is int or type(e) is bool for e in items)
+
+
+def _set_seq_sens(items: Any, s: Any) -> ProcResult:
+    """``Seq.sens`` of a set of numbers (``_iterables.set_sens``): a dict from element to the
+    sensitivity of the element, integers left out (labels). Linear in ``s``: the transpose
+    gives each float element its entry's sensitivity back. A sensitivity that is a computed
+    zero is kept (its derivative may not be zero), unlike at the first order."""
+    r: Any = {}
+    for e, si in zip(items, s):
+        if si is not Z and si is not None and type(e) is float:
+            r[e] = si
+    if not r:
+        r = Z
+
+    def set_seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+        S = Abox2.pop(r, Z) if type(r) is dict else Z
+        S = add(S, A)
+        if not isinstance(S, dict):
+            return (), Z, Z, None
+        parts = [S.get(e, Z) if type(e) is float else Z for e in items[: len(s)]]
+        return (), Z, parts if type(s) is list else tuple(parts), None
+
+    return ProcResult(r, set_seq_sens_backprop)
 
 
 # A Seq in rule code differentiated again is a record of its argument: reading its value or
@@ -123,8 +152,6 @@ _SETS_AGAIN = "the elements of sets"
 _SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
 for _helper_module, _helper_name in (
     (_container_displays, "set_sensitivity"),
-    (_container_displays, "set_entry"),
-    (_container_displays, "set_items_sensitivities"),
     (_iterables, "set_sens"),
     (_sets, "_route"),
 ):
