@@ -1034,9 +1034,9 @@ def test_next_of_a_generator_refused_at_second_order_by_name():
 # what stays refused at higher orders names the construct, the user's line and a fix
 
 
-def set_of_floats_again(x):
-    t = {x, 2.0 * x}  # MARK
-    return sum(sorted(t)) * x
+def frozenset_again(x):
+    t = frozenset({x, 2.0 * x})  # MARK
+    return sum(t) * x
 
 
 def lazy_zip_kept_again(x):
@@ -1065,7 +1065,7 @@ def _line_of_mark(fn):
 @pytest.mark.parametrize(
     "f, construct, fix",
     [
-        (set_of_floats_again, "elements of sets", "tuples"),
+        (frozenset_again, "elements of sets", "tuples"),
         (lazy_zip_kept_again, r"zip\(\) iterated lazily", r"list\(zip"),
         (next_of_generator_again, "next", "as a list"),
     ],

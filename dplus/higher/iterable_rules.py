@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import NonDifferentiableError
 from ..primitives import _iterables
 from ..primitives import container_displays as _container_displays
-from ..primitives import sets as _sets
 from ..primitives.container_reads import register_attribute
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.core import apply_transform
@@ -146,6 +146,18 @@ register_primitive(
     _iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity"
 )
 
+
+def _set_seq_sens_again(*args: Any) -> ProcResult:
+    """``_set_seq_sens`` differentiated again (the third order): refused, naming sets."""
+    raise NonDifferentiableError(
+        "derivatives of the third order and beyond through sum(), min(), max() or sorted() of a "
+        "set are not supported yet; keep such values in tuples inside functions differentiated "
+        "more than twice"
+    )
+
+
+register_primitive(_set_seq_sens, _set_seq_sens_again, note="internal: refused at the third order")
+
 # A set's sensitivity is a dict keyed by its elements, made and read by these helpers of the
 # set rules: refused at the next order, naming sets.
 _SETS_AGAIN = "the elements of sets"
@@ -153,7 +165,6 @@ _SETS_FIX = "; keep such values in tuples inside functions differentiated more t
 for _helper_module, _helper_name in (
     (_container_displays, "set_sensitivity"),
     (_iterables, "set_sens"),
-    (_sets, "_route"),
 ):
     _helper = getattr(_helper_module, _helper_name)
     register_primitive(

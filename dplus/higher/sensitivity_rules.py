@@ -257,6 +257,14 @@ def _set_route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> ProcR
     return ProcResult(None, set_route_back_backprop)
 
 
+def _set_route_back_again(*args: Any) -> ProcResult:
+    """``_set_route_back`` differentiated again (the third order): refused, naming sets."""
+    raise NonDifferentiableError(
+        "derivatives of the third order and beyond through loops over sets are not supported yet; "
+        "keep such values in tuples inside functions differentiated more than twice"
+    )
+
+
 def _unsupported_again(
     fn: Any, what: str | Callable[..., str], fix: str = ""
 ) -> Callable[..., ProcResult]:
@@ -443,6 +451,9 @@ register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backp
 register_primitive(plain_result, _plain_result_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_calls.closure_parts, _closure_parts_tower)
 register_primitive(runtime_routers.route_back, _route_back_tower)
+register_primitive(
+    _set_route_back, _set_route_back_again, note="internal: refused at the third order"
+)
 register_primitive(runtime_routers.route_result, _route_result_tower)
 defnondiff(stash_dual)
 defnondiff(router_stash)
