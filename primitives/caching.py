@@ -67,7 +67,7 @@ def _slots_for(decorator: Any) -> CacheSlots:
 
 
 def _cached_function(fn: Any, slots: Any) -> Any:
-    values = {}
+    values: dict[Any, Any] = {}
 
     def cached(*args: Any, **kwargs: Any) -> Any:
         slot = slots.slot(args, kwargs)
