@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any, overload
@@ -31,6 +32,17 @@ _FIX = (
     "dplus.register_backprop / dplus.register_primitive, or choosing another policy with "
     "`with dplus.current_unknown_transform(policy):`."
 )
+_CACHED_FIX = (
+    "It is wrapped by functools.cache or functools.lru_cache outside the function being "
+    "differentiated, and that cache outlives the call: dplus does not differentiate through "
+    "it. Fix it by defining the cached function inside the function you differentiate (a "
+    "nested @functools.cache def is differentiated at every order), or by calling the "
+    "function under the cache, decorated with @dplus.define_dplus."
+)
+
+
+def _fix_for(op: Any) -> str:
+    return _CACHED_FIX if type(op) is functools._lru_cache_wrapper else _FIX
 
 
 def _where(op: Any, op_name: str) -> str:
@@ -87,7 +99,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                 _refuse_internal_again(op)
                 raise UnknownTransformError(
                     f"no derivative is known for {_where(op, op_name)}, and its result received a "
-                    f"non-zero sensitivity. {_FIX}"
+                    f"non-zero sensitivity. {_fix_for(op)}"
                 )
             for v in changed:
                 # what it changed is read later: the change is part of the result, unseen

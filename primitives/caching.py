@@ -1,135 +1,129 @@
-"""``functools.cache`` and ``functools.lru_cache`` applied to a plus-function (a decorated
-function defined inside differentiated code).
+"""``functools.cache`` and ``functools.lru_cache`` applied to a function defined inside
+differentiated code (a decorated nested ``def``).
 
-The cache is keyed as Python keys it. The first call with a key (a miss) runs the
-plus-function and keeps its result; later calls with an equal key (hits) return the same
-value, and their sensitivities are added up for the miss, whose backprop, reversed after
-every hit (it ran before them), runs once with the total. The arguments of a hit get no
-sensitivity: Python did not use them.
+The decorator is replaced by Python code that dplus differentiates from its source, at
+every order: a closure over a dict of computed values. Python's own ``lru_cache`` (made on
+a function that hands out a new, empty slot) decides which calls hit, so keys (``1`` and
+``1.0``, ``typed``), bounds, evictions, ``cache_info`` and ``cache_clear`` are exactly
+Python's: a miss gets a new slot and computes, a hit gets the slot of the computation that
+made its value and reads that value from the dict. A hit thus returns the same value
+object, and the sensitivity of every use reaches the one computation that made the value
+through the dict, as for any dict read (also at the next order: the dict's entries are
+differentiated again like any container's). An evicted value's slot is not handed out
+again: the next call with its key computes anew, with sensitivities of its own.
 """
 
 from __future__ import annotations
 
-import collections
 import functools
 from typing import Any
 
-from dplus.errors import DplusError
+from dplus.markers import mark_derived
 from dplus.rules import defnondiff
-from dplus.runtime.boxes import BoxSensitivities
-from dplus.runtime.linear import add
-from dplus.runtime.linear import gen_zero as Z
+from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 
-class _Entry:
-    __slots__ = ("result", "later")
+class _Slot:
+    """One computation of a cached function: the key of its value in the dict."""
 
-    def __init__(self, result: ProcResult) -> None:
-        self.result = result
-        self.later: Any = Z  # the hits' sensitivities, added up
+    __slots__ = ("__weakref__",)
 
 
-class CachedPlus:
-    """What ``functools.cache(P)`` is inside differentiated code: a plus-function with a cache."""
+def _new_slot(*args: Any, **kwargs: Any) -> _Slot:
+    return _Slot()
 
-    __dplus_plus_object__ = True
-    __dplus_again_refusal__ = (
-        "derivatives of derivatives through a function decorated with functools.cache or lru_cache are not "
-        "supported yet; leave the cache out of functions differentiated more than once"
-    )
 
-    def __init__(self, plus: Any, maxsize: int | None, typed: bool) -> None:
-        self.plus = plus
-        self.maxsize = maxsize
-        self.typed = typed
-        self.entries: collections.OrderedDict = collections.OrderedDict()
-        self.hits = 0
-        self.misses = 0
-        functools.update_wrapper(self, plus)
+class CacheSlots:
+    """Python's ``lru_cache`` over ``_new_slot``: keyed, bounded and counted as Python's."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> ProcResult:
-        key = functools._make_key(args, kwargs, self.typed)
-        entry = self.entries.get(key)
-        if entry is not None:
-            self.hits += 1
-            self.entries.move_to_end(key)
-            return ProcResult(
-                entry.result.primal, self._hit_backprop(entry, len(args), tuple(kwargs))
-            )
-        self.misses += 1
-        result = self.plus(*args, **kwargs)
-        entry = _Entry(result)
-        if self.maxsize != 0:
-            self.entries[key] = entry
-            if self.maxsize is not None and len(self.entries) > self.maxsize:
-                self.entries.popitem(last=False)
+    def __init__(self, decorator: Any) -> None:
+        self.python_cache = decorator(_new_slot)
 
-        def cache_miss_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            total = add(A, entry.later) if entry.later is not Z else A
-            entry.later = Z
-            return result.backprop(total, Abox)
-
-        return ProcResult(result.primal, cache_miss_backprop)
-
-    @staticmethod
-    def _hit_backprop(entry: _Entry, n: int, keywords: tuple) -> Any:
-        def cache_hit_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
-            if A is not Z and A is not None:
-                entry.later = add(entry.later, A) if entry.later is not Z else A
-            out = (Z,) + (Z,) * n
-            return out + ({k: Z for k in keywords},) if keywords else out
-
-        return cache_hit_backprop
+    def slot(self, args: tuple, kwargs: dict) -> _Slot:
+        return self.python_cache(*args, **kwargs)
 
     def cache_info(self) -> Any:
-        return functools._CacheInfo(self.hits, self.misses, self.maxsize, len(self.entries))
+        return self.python_cache.cache_info()
 
     def cache_clear(self) -> None:
-        self.entries.clear()
-        self.hits = self.misses = 0
+        self.python_cache.cache_clear()
+
+    def cache_parameters(self) -> dict:
+        return self.python_cache.cache_parameters()
 
 
-def _cached(plus: Any, maxsize: int | None, typed: bool) -> ProcResult:
-    if not callable(plus):
-        raise DplusError(f"functools caching decorator applied to {plus!r}, which is not callable")
-    return ProcResult(CachedPlus(plus, maxsize, typed), lambda A, Abox: ((), A))
+def _python_decorator(maxsize: Any, typed: Any) -> Any:
+    """``functools.lru_cache(maxsize, typed)``: raises the TypeError Python raises."""
+    return functools.lru_cache(maxsize, typed)
 
 
-def cache_plus(plus: Any) -> ProcResult:
-    return _cached(plus, None, False)
+def _slots_for(decorator: Any) -> CacheSlots:
+    return CacheSlots(decorator)
 
 
-def lru_cache_plus(maxsize: Any = 128, typed: bool = False) -> ProcResult:
+# differentiated from their source, at every order
+
+
+def _cached_function(fn: Any, slots: Any) -> Any:
+    values: dict[Any, Any] = {}
+
+    def cached(*args: Any, **kwargs: Any) -> Any:
+        slot = slots.slot(args, kwargs)
+        if slot in values:
+            return values[slot]
+        if kwargs:
+            value = fn(*args, **kwargs)
+        else:
+            value = fn(*args)
+        values[slot] = value
+        return value
+
+    cached.cache_info = slots.cache_info  # type: ignore[attr-defined]
+    cached.cache_clear = slots.cache_clear  # type: ignore[attr-defined]
+    cached.cache_parameters = slots.cache_parameters  # type: ignore[attr-defined]
+    return cached
+
+
+def _cache_of(fn: Any) -> Any:
+    return _cached_function(fn, _slots_for(_python_decorator(None, False)))
+
+
+def _lru_cache_of(maxsize: Any = 128, typed: Any = False) -> Any:
     if callable(maxsize) and not isinstance(maxsize, bool):  # @lru_cache without parentheses
-        return _cached(maxsize, 128, typed)
-    size = None if maxsize is None else max(int(maxsize), 0)
-    return ProcResult(_CachingDecorator(size, typed), lambda A, Abox: ((), None, None))
+        return _cached_function(maxsize, _slots_for(_python_decorator(128, typed)))
+    decorator = _python_decorator(maxsize, typed)
+
+    def decorating_function(fn: Any) -> Any:
+        return _cached_function(fn, _slots_for(decorator))
+
+    return decorating_function
 
 
-class _CachingDecorator:
-    """``functools.lru_cache(maxsize, typed)`` inside differentiated code: a plus-function
-    that makes the cache."""
+for _helper in (_cached_function, _cache_of, _lru_cache_of):
+    mark_derived(_helper, "rule helper")
 
-    __dplus_plus_object__ = True
-    __dplus_again_refusal__ = CachedPlus.__dplus_again_refusal__
 
-    def __init__(self, maxsize: int | None, typed: bool) -> None:
-        self.maxsize = maxsize
-        self.typed = typed
+def cache_plus(fn: Any) -> ProcResult:
+    return apply_transform(lift(_cache_of), fn)
 
-    def __call__(self, plus: Any) -> ProcResult:
-        return _cached(plus, self.maxsize, self.typed)
+
+def lru_cache_plus(*args: Any, **kwargs: Any) -> ProcResult:
+    return apply_transform(lift(_lru_cache_of), *args, **kwargs)
 
 
 register_primitive(
     functools.cache,
     cache_plus,
-    note="a cache of plus-function results: hits' sensitivities go to the miss",
+    note="a dict of computed values keyed by Python's own cache: every use's sensitivity reaches the computation",
 )
 register_primitive(
     functools.lru_cache, lru_cache_plus, note="as functools.cache, keyed and bounded as Python's"
 )
-defnondiff(CachedPlus.cache_info)
-defnondiff(CachedPlus.cache_clear)
+defnondiff(_python_decorator)
+defnondiff(_slots_for)
+defnondiff(CacheSlots.slot)
+defnondiff(CacheSlots.cache_info)
+defnondiff(CacheSlots.cache_clear)
+defnondiff(CacheSlots.cache_parameters)

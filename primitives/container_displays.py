@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.generators import GeneratorTaker
 from dplus.runtime.handover import handover
@@ -344,3 +345,10 @@ def unpack_star_plus(v: Any, before: int, after: int) -> ProcResult:
 def match_args_plus(subject: Any, n: int) -> ProcResult:
     names = getattr(type(subject), "__match_args__", ())
     return ProcResult(tuple(names[:n]), lambda A, Abox: ((), Z, None))
+
+
+# differentiated from their source when a set display's backprop is differentiated again
+# (derivatives of derivatives): they move sensitivities between the box map's entry of the
+# set and the items, by element, with dict reads and writes
+for _helper in (set_entry, set_items_sensitivities, _as_set_sensitivity):
+    mark_derived(_helper, "rule helper")

@@ -14,6 +14,7 @@ import operator
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
+from dplus.markers import mark_derived
 from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.core import apply_transform
 from dplus.runtime.handover import handover
@@ -36,6 +37,7 @@ class _Operand:
     first item (and its position), and how its sensitivity is shaped."""
 
     __slots__ = ("value", "items", "first")
+    __dplus_from_source__ = True  # (its sensitivity method runs in backprops differentiated again)
 
     def __init__(self, value: Any) -> None:
         self.value = value
@@ -275,3 +277,21 @@ for _fn, _method in _UPDATING_OPERATORS.items():
     else:
         _on_sets(_fn, _in_place_operator(_fn, _method))
         _on_sets(UNSHARED_IN_PLACE[_fn], _in_place_operator(_fn, _method))
+
+
+def _in_place_method(method: Any) -> Any:
+    def rule(x: Any, y: Any) -> ProcResult:
+        return _in_place(method.__name__, method, x, y, result_is_set=True)
+
+    rule.__name__ = f"set_{method.__name__.strip('_')}_plus"
+    return rule
+
+
+# ``set.__ior__`` and the others, called by the rule above (in its source, differentiated
+# again at the next order) or by the user's code
+for _method in _UPDATING_OPERATORS.values():
+    register_primitive(_method, _in_place_method(_method))
+
+# the backprops' helper, differentiated from its source when a set operation's backprop is
+# differentiated again (derivatives of derivatives)
+mark_derived(_route, "rule helper")

@@ -126,9 +126,16 @@ class TestSets:
         with pytest.raises(dplus.NonDifferentiableError, match="set"):
             grad(lambda s, x: sum(s) * x)({1.0, 2.0}, 3.0)
 
+    @pytest.mark.parametrize("f", [set_add_loop, set_comprehension, set_methods])
+    def test_second_order(self, f):
+        # (more in test_sets_higher_order.py)
+        for args in INPUTS:
+            check_second_order(f, *args)
+
     def test_second_order_refused_naming_sets(self):
-        for f in (set_add_loop, set_operators, frozenset_iterated):
-            with pytest.raises(dplus.NonDifferentiableError, match="sets"):
+        # frozensets of values that carry sensitivity, unpacking a set
+        for f in (set_operators, frozenset_iterated, set_unpacked):
+            with pytest.raises(dplus.NonDifferentiableError, match="set"):
                 dplus.hessian(f)(1.3, 0.7)
 
 
@@ -452,9 +459,11 @@ class TestNestedDecorators:
         for args in INPUTS:
             check_second_order(user_decorators, *args)
 
-    def test_cache_second_order_refused_by_name(self):
-        with pytest.raises(dplus.NonDifferentiableError, match="functools.cache"):
-            dplus.hessian(cached_nested)(1.3, 0.7)
+    @pytest.mark.parametrize("f", [cached_nested, lru_cached_recursion, bounded_cache])
+    def test_cache_second_order(self, f):
+        # (more at every order in test_cache_higher_order.py)
+        for args in INPUTS:
+            check_second_order(f, *args)
 
     def test_class_statement_at_second_order(self):
         def f(x):

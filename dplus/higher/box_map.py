@@ -461,6 +461,19 @@ def holds_mutables(v: Any) -> bool:
     return bool(reachable)
 
 
+def held_sensitivities(v: Any, Abox: BoxSensitivities) -> list:
+    """The entries in ``Abox`` of the lists, dicts, boxes and objects inside ``v`` (not ``v``
+    itself): the sensitivities they hold, not zero."""
+    reachable: dict = {}
+    for e in _members(v):
+        _mutables_in(e, reachable)
+    return [
+        Abox.get(m, Z)
+        for m in reachable.values()
+        if m in Abox and not is_zero_sensitivity(Abox.get(m, Z))
+    ]
+
+
 # the transposes' helpers run in backprops: at the order after next they are differentiated
 # from their source, as rule code is
 for _helper in (

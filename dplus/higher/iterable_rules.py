@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import NonDifferentiableError
 from ..primitives import _iterables
 from ..primitives import container_displays as _container_displays
-from ..primitives import sets as _sets
 from ..primitives.container_reads import register_attribute
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.core import apply_transform
@@ -45,6 +45,8 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
     """``Seq.sens``: the sensitivity of a rule's iterable argument from its elements' ``s``.
     Linear in ``s``; for a list, a tuple or an array, the transpose gives each element its
     part back (iterators, sets and repeats keep the refusal)."""
+    if sq.kind == _iterables.SET and s is not None and _numbers_only(sq.items):
+        return _set_seq_sens(sq.items, s)
     if (
         sq.kind not in (_iterables.LIST, _iterables.TUPLE, _iterables.ARRAY, _iterables.CONST)
         or s is None
@@ -67,6 +69,33 @@ def _seq_sens_rule(sq: Any, s: Any, Abox: Any = None) -> ProcResult:
         return (), Z, parts if type(s) is list else tuple(parts), None
 
     return ProcResult(r, seq_sens_backprop)
+
+
+def _numbers_only(items: Any) -> bool:
+    return all(type(e) is float or type(e) is int or type(e) is bool for e in items)
+
+
+def _set_seq_sens(items: Any, s: Any) -> ProcResult:
+    """``Seq.sens`` of a set of numbers (``_iterables.set_sens``): a dict from element to the
+    sensitivity of the element, integers left out (labels). Linear in ``s``: the transpose
+    gives each float element its entry's sensitivity back. A sensitivity that is a computed
+    zero is kept (its derivative may not be zero), unlike at the first order."""
+    r: Any = {}
+    for e, si in zip(items, s):
+        if si is not Z and si is not None and type(e) is float:
+            r[e] = si
+    if not r:
+        r = Z
+
+    def set_seq_sens_backprop(A: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+        S = Abox2.pop(r, Z) if type(r) is dict else Z
+        S = add(S, A)
+        if not isinstance(S, dict):
+            return (), Z, Z, None
+        parts = [S.get(e, Z) if type(e) is float else Z for e in items[: len(s)]]
+        return (), Z, parts if type(s) is list else tuple(parts), None
+
+    return ProcResult(r, set_seq_sens_backprop)
 
 
 # A Seq in rule code differentiated again is a record of its argument: reading its value or
@@ -117,16 +146,25 @@ register_primitive(
     _iterables.Seq.sens, _seq_sens_rule, note="internal: a rule's iterable argument's sensitivity"
 )
 
+
+def _set_seq_sens_again(*args: Any) -> ProcResult:
+    """``_set_seq_sens`` differentiated again (the third order): refused, naming sets."""
+    raise NonDifferentiableError(
+        "derivatives of the third order and beyond through sum(), min(), max() or sorted() of a "
+        "set are not supported yet; keep such values in tuples inside functions differentiated "
+        "more than twice"
+    )
+
+
+register_primitive(_set_seq_sens, _set_seq_sens_again, note="internal: refused at the third order")
+
 # A set's sensitivity is a dict keyed by its elements, made and read by these helpers of the
 # set rules: refused at the next order, naming sets.
 _SETS_AGAIN = "the elements of sets"
 _SETS_FIX = "; keep such values in tuples inside functions differentiated more than once"
 for _helper_module, _helper_name in (
     (_container_displays, "set_sensitivity"),
-    (_container_displays, "set_entry"),
-    (_container_displays, "set_items_sensitivities"),
     (_iterables, "set_sens"),
-    (_sets, "_route"),
 ):
     _helper = getattr(_helper_module, _helper_name)
     register_primitive(

@@ -46,7 +46,13 @@ from ..runtime.registry import is_registered_transform, register_primitive
 from ..runtime.result import ProcResult, call_plus, plain_result, run_backprop
 from ..runtime.result import backprop as result_backprop
 from ..runtime.result import primal as result_primal
-from .box_map import added_to_element, folded_with_transpose, handed_over, holds_mutables
+from .box_map import (
+    added_to_element,
+    folded_with_transpose,
+    handed_over,
+    held_sensitivities,
+    holds_mutables,
+)
 from .call_rules import (
     _binop_tower,
     _call_on_constants_tower,
@@ -93,13 +99,13 @@ def _sensitivity_reaches_set(v: Any, s: Any) -> bool:
     """A set or frozenset in ``v`` (or in the tuple ``v``) gets a part of ``s`` not structurally zero."""
     if s is Z or s is None:
         return False
-    if isinstance(v, (set, frozenset)):
+    if isinstance(v, frozenset):
         return True
     if type(v) is not tuple:
         return False
     n = len(v)
     return any(
-        isinstance(e, (set, frozenset))
+        isinstance(e, frozenset)
         and tuple_part(s, i, n) is not Z
         and tuple_part(s, i, n) is not None
         for i, e in enumerate(v)
@@ -177,6 +183,15 @@ def _closure_parts_tower(A: Any, n: int) -> ProcResult:
 
 def _route_result_tower(route: Any) -> ProcResult:
     r = runtime_routers.route_result(route)
+    if type(route) is runtime_routers._SetRouter and type(r) is dict:
+        # the set's sensitivity, a dict: its own sensitivity goes into the next map's entry,
+        # where the loop's element reads take their parts (_set_route_back)
+        def set_route_result_backprop(S: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+            if not is_zero_sensitivity(S):
+                handover(Abox2, r, S)
+            return (), None
+
+        return ProcResult(r, set_route_result_backprop)
     if (
         type(route) is not runtime_routers._TupleRouter
         and type(route) is not runtime_routers._ArrayRouter
@@ -215,6 +230,8 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
     if type(route) is runtime_routers._ListRouter and not is_zero_sensitivity(A):
         transpose = added_to_element(Abox, route, i, A)
         return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
+    if type(route) is runtime_routers._SetRouter and not is_zero_sensitivity(A):
+        return _set_route_back(route, i, A, Abox)
     if not isinstance(route, runtime_routers._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
             "derivatives of derivatives of loops over lists, sets or arrays are not supported yet; "
@@ -222,6 +239,30 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
         )
     runtime_routers.route_back(route, i, A, Abox)
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))
+
+
+def _set_route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> ProcResult:
+    """A loop over a set: ``A`` added to the entry of the element iteration ``i`` took in the
+    router's dict (the set's sensitivity, its result). At the next order that dict is a
+    container like any other, its sensitivity in the next map (``_route_result_tower``): the
+    element's part of it is ``A``'s."""
+    runtime_routers.route_back(route, i, A, Abox)
+    sens, element = route.sens, route.order[i]
+
+    def set_route_back_backprop(S2: Any, Abox2: BoxSensitivities) -> tuple[Any, ...]:
+        entry = Abox2.get(sens, Z)
+        part = entry.get(element, Z) if isinstance(entry, dict) else Z
+        return (), None, None, part, None
+
+    return ProcResult(None, set_route_back_backprop)
+
+
+def _set_route_back_again(*args: Any) -> ProcResult:
+    """``_set_route_back`` differentiated again (the third order): refused, naming sets."""
+    raise NonDifferentiableError(
+        "derivatives of the third order and beyond through loops over sets are not supported yet; "
+        "keep such values in tuples inside functions differentiated more than twice"
+    )
 
 
 def _unsupported_again(
@@ -237,7 +278,9 @@ def _unsupported_again(
         def again_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
             if is_tracked_mutable(result) and result in Abox:
                 A = Abox.pop(result)  # a list or dict result keeps its sensitivity in Abox
-            if not is_zero_sensitivity(A):
+            # (so do the lists, dicts and objects inside it: a tuple holding a list, found
+            # dropped by orders8, a wrong second derivative without an error)
+            if not is_zero_sensitivity(A) or held_sensitivities(result, Abox):
                 name = what if isinstance(what, str) else what(*args, **kwargs)
                 raise NonDifferentiableError(
                     f"derivatives of derivatives through {name} are not supported yet{fix}"
@@ -408,6 +451,9 @@ register_primitive(ProcResult, _procresult_tower, note="ProcResult(primal, backp
 register_primitive(plain_result, _plain_result_tower, note="ProcResult(primal, backprop)")
 register_primitive(runtime_calls.closure_parts, _closure_parts_tower)
 register_primitive(runtime_routers.route_back, _route_back_tower)
+register_primitive(
+    _set_route_back, _set_route_back_again, note="internal: refused at the third order"
+)
 register_primitive(runtime_routers.route_result, _route_result_tower)
 defnondiff(stash_dual)
 defnondiff(router_stash)
