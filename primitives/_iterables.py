@@ -30,9 +30,9 @@ from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.fold import ItemColumns
 from dplus.runtime.generators import GeneratorTaker
-from dplus.runtime.handover import accumulate, handover
+from dplus.runtime.handover import accumulate, handover, is_tracked_mutable
 from dplus.runtime.hooks import hooks
-from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import (
     add,
     add_closure,
@@ -42,6 +42,7 @@ from dplus.runtime.linear import (
     tuple_items,
 )
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
+from dplus.runtime.routers import ListIterator
 
 __all__ = [
     "LIST",
@@ -53,6 +54,7 @@ __all__ = [
     "LIVE",
     "GEN",
     "SET",
+    "LISTITER",
     "Seq",
     "seq",
     "lazy_seq",
@@ -74,7 +76,7 @@ __all__ = [
     "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET, GEN = range(9)
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET, GEN, LISTITER = range(10)
 
 
 def _np() -> Any:
@@ -97,7 +99,7 @@ def is_infinite(x: Any) -> bool:
 class Seq:
     """An iterable argument of a rule: its elements and how to send sensitivities back to it."""
 
-    __slots__ = ("value", "items", "kind", "fn", "arg", "lengths")
+    __slots__ = ("value", "items", "kind", "fn", "arg", "lengths", "taking")
 
     def __init__(self, value: Any, items: Any, kind: int, fn: str, arg: str) -> None:
         self.value = value
@@ -108,10 +110,13 @@ class Seq:
         self.lengths: tuple[Any, ...] | None = (
             None  # LIVE: what runtime.routers.list_length recorded once the items were taken
         )
+        self.taking: _TakingFromList | None = None  # LISTITER: the positions taken
 
     def source(self) -> Any:
         """What to iterate over to get the elements (the materialized items when there are any)."""
-        return self.value if self.items is None else self.items
+        if self.items is not None:
+            return self.items
+        return self.value if self.taking is None else self.taking
 
     def sens(self, s: list | None, Abox: BoxSensitivities | None = None) -> Any:
         """The sensitivity of the argument, from the sensitivities ``s`` of its first ``len(s)`` elements.
@@ -140,6 +145,10 @@ class Seq:
             # the values' sensitivities, in the order taken: consumes_generators hands each
             # to the resumption that produced it
             return list(s)
+        if k == LISTITER:
+            assert self.taking is not None
+            self.taking.send_back(s, Abox)
+            return gen_zero
         self._refuse_unsized(s, Abox)
         return gen_zero
 
@@ -221,6 +230,66 @@ def _live_sens(
     return gen_zero
 
 
+class _TakingFromList:
+    """A rule's iteration of ``iter(xs)`` (``runtime.routers.ListIterator``): takes the
+    elements from the iterator itself, as Python's rule would (what it leaves stays in the
+    iterator), and records the position of each in ``xs``, so that their sensitivities go
+    to those elements of the list. The positions are also marked taken other than by a loop
+    over the iterator (``by_next``), so that such a loop skips them as it does ``next``'s."""
+
+    __slots__ = ("it", "positions", "length")
+
+    def __init__(self, it: ListIterator) -> None:
+        self.it = it
+        self.positions: list[int] = []
+        self.length = len(it.source)
+
+    def __iter__(self) -> _TakingFromList:
+        return self
+
+    def __next__(self) -> Any:
+        it = self.it
+        pos = it.index
+        value = next(it)
+        self.positions.append(pos)
+        if it.by_next is None:
+            it.by_next = set()
+        it.by_next.add(pos)
+        self.length = len(it.source)
+        return value
+
+    def send_back(self, s: list, Abox: BoxSensitivities | None) -> None:
+        """Hand the sensitivities ``s`` of the first ``len(s)`` elements taken to the list."""
+        if all(si is gen_zero or si is None for si in s):
+            return
+        Abox = Abox if Abox is not None else BoxSensitivities()
+        lst = self.it.source
+        for i in range(len(s) - 1, -1, -1):
+            si = s[i]
+            if si is gen_zero or si is None:
+                continue
+            pos = self.positions[i]
+            if pos < len(lst) and is_tracked_mutable(lst[pos]) and not is_number(si):
+                handover(Abox, lst[pos], si)
+                continue
+            entry = Abox.list_entry(lst, self.length)
+            entry[pos] = add(entry[pos], si)
+
+
+def _list_iterator_seq(x: ListIterator, fn: str, arg: str) -> Seq:
+    """``iter(xs)`` given to a rule that takes its elements as it goes (``zip``, ``map``)."""
+    sq = Seq(x, None, LISTITER, fn, arg)
+    sq.taking = _TakingFromList(x)
+    return sq
+
+
+def _list_iterator_items(x: ListIterator, fn: str, arg: str) -> Seq:
+    """``iter(xs)`` given to a rule that takes all its elements now (``sum``, ``sorted``)."""
+    sq = _list_iterator_seq(x, fn, arg)
+    sq.items = list(_TakingFromList.__iter__(sq.taking))  # type: ignore[arg-type]
+    return sq
+
+
 _LIST_LIKE = (list, collections.deque)  # (a constant for rule code differentiated again)
 
 
@@ -269,6 +338,8 @@ def seq(x: Any, fn: str, arg: str) -> Seq:
     """A materialized iterable argument (for rules that consume the whole iterable)."""
     if type(x) is GeneratorTaker:
         return _generator_seq(x, fn, arg, False)
+    if type(x) is ListIterator:
+        return _list_iterator_items(x, fn, arg)
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
@@ -299,6 +370,8 @@ def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
     """An iterable argument of a rule that may stop early (``zip``, ``map``, ``islice``): not materialized."""
     if type(x) is GeneratorTaker:
         return _generator_seq(x, fn, arg, True)
+    if type(x) is ListIterator:
+        return _list_iterator_seq(x, fn, arg)  # (taken as the rule iterates its source())
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
