@@ -42,7 +42,7 @@ from dplus.runtime.linear import (
     tuple_items,
 )
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
-from dplus.runtime.routers import ListIterator
+from dplus.runtime.routers import ListIterator, iteration_router
 
 __all__ = [
     "LIST",
@@ -101,7 +101,9 @@ class Seq:
 
     __slots__ = ("value", "items", "kind", "fn", "arg", "lengths", "taking")
 
-    def __init__(self, value: Any, items: Any, kind: int, fn: str, arg: str) -> None:
+    def __init__(
+        self, value: Any, items: Any, kind: int, fn: str, arg: str, taking: Any = None
+    ) -> None:
         self.value = value
         self.items = items  # None for lazily consumed iterators
         self.kind = kind
@@ -110,7 +112,9 @@ class Seq:
         self.lengths: tuple[Any, ...] | None = (
             None  # LIVE: what runtime.routers.list_length recorded once the items were taken
         )
-        self.taking: _TakingFromList | None = None  # LISTITER: the positions taken
+        # LISTITER: where the elements taken from ``iter(xs)`` were in ``xs`` (a router: ``lst``,
+        # ``positions``, ``back``; a _TakingFromList while a lazy rule still takes them)
+        self.taking = taking
 
     def source(self) -> Any:
         """What to iterate over to get the elements (the materialized items when there are any)."""
@@ -146,9 +150,7 @@ class Seq:
             # to the resumption that produced it
             return list(s)
         if k == LISTITER:
-            assert self.taking is not None
-            self.taking.send_back(s, Abox)
-            return gen_zero
+            return _list_iterator_sens(self.taking, s, Abox)
         self._refuse_unsized(s, Abox)
         return gen_zero
 
@@ -231,18 +233,20 @@ def _live_sens(
 
 
 class _TakingFromList:
-    """A rule's iteration of ``iter(xs)`` (``runtime.routers.ListIterator``): takes the
+    """A lazy rule's iteration of ``iter(xs)`` (``runtime.routers.ListIterator``): takes the
     elements from the iterator itself, as Python's rule would (what it leaves stays in the
     iterator), and records the position of each in ``xs``, so that their sensitivities go
-    to those elements of the list. The positions are also marked taken other than by a loop
-    over the iterator (``by_next``), so that such a loop skips them as it does ``next``'s."""
+    to those elements of the list (``back``, as a loop router's). The positions are also
+    marked taken other than by a loop over the iterator (``by_next``), so that such a loop
+    skips them as it does ``next``'s."""
 
-    __slots__ = ("it", "positions", "length")
+    __slots__ = ("it", "lst", "positions", "n")
 
     def __init__(self, it: ListIterator) -> None:
         self.it = it
+        self.lst = it.source
         self.positions: list[int] = []
-        self.length = len(it.source)
+        self.n = len(it.source)
 
     def __iter__(self) -> _TakingFromList:
         return self
@@ -252,42 +256,63 @@ class _TakingFromList:
         pos = it.index
         value = next(it)
         self.positions.append(pos)
-        if it.by_next is None:
-            it.by_next = set()
-        it.by_next.add(pos)
-        self.length = len(it.source)
+        _mark_taken(it, pos, pos + 1)
+        self.n = len(it.source)
         return value
 
-    def send_back(self, s: list, Abox: BoxSensitivities | None) -> None:
-        """Hand the sensitivities ``s`` of the first ``len(s)`` elements taken to the list."""
-        if all(si is gen_zero or si is None for si in s):
+    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
+        if A is gen_zero or A is None:
             return
-        Abox = Abox if Abox is not None else BoxSensitivities()
-        lst = self.it.source
-        for i in range(len(s) - 1, -1, -1):
-            si = s[i]
-            if si is gen_zero or si is None:
-                continue
-            pos = self.positions[i]
-            if pos < len(lst) and is_tracked_mutable(lst[pos]) and not is_number(si):
-                handover(Abox, lst[pos], si)
-                continue
-            entry = Abox.list_entry(lst, self.length)
-            entry[pos] = add(entry[pos], si)
+        pos = self.positions[i]
+        if pos < len(self.lst) and is_tracked_mutable(self.lst[pos]) and not is_number(A):
+            handover(Abox, self.lst[pos], A)
+            return
+        entry = Abox.list_entry(self.lst, self.n)
+        entry[pos] = add(entry[pos], A)
+
+
+def _mark_taken(it: ListIterator, start: int, stop: int) -> None:
+    """Positions ``start..stop-1`` of ``it`` were taken by a rule (not a loop over ``it``)."""
+    if it.by_next is None:
+        it.by_next = set()
+    it.by_next.update(range(start, stop))
+
+
+def take_rest(it: ListIterator) -> list:
+    """The elements left in ``iter(xs)``, taken (as ``list(it)`` takes them): ``xs[pos:]``
+    where the iterator stood (its transpose at the next order is that slice's)."""
+    pos = it.index
+    rest = list(it)
+    _mark_taken(it, pos, pos + len(rest))
+    return rest
+
+
+def _list_iterator_sens(route: Any, s: list, Abox: BoxSensitivities | None) -> Any:
+    """Hand the sensitivities ``s`` of the first ``len(s)`` elements a rule took from
+    ``iter(xs)`` to the elements of ``xs`` they were (``route.positions``), last first."""
+    if all(si is gen_zero or si is None for si in s):
+        return gen_zero
+    Abox = Abox if Abox is not None else BoxSensitivities()
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] is not gen_zero and s[i] is not None:
+            route.back(i, s[i], Abox)
+    return gen_zero
 
 
 def _list_iterator_seq(x: ListIterator, fn: str, arg: str) -> Seq:
     """``iter(xs)`` given to a rule that takes its elements as it goes (``zip``, ``map``)."""
-    sq = Seq(x, None, LISTITER, fn, arg)
-    sq.taking = _TakingFromList(x)
-    return sq
+    return Seq(x, None, LISTITER, fn, arg, _TakingFromList(x))
 
 
 def _list_iterator_items(x: ListIterator, fn: str, arg: str) -> Seq:
-    """``iter(xs)`` given to a rule that takes all its elements now (``sum``, ``sorted``)."""
-    sq = _list_iterator_seq(x, fn, arg)
-    sq.items = list(_TakingFromList.__iter__(sq.taking))  # type: ignore[arg-type]
-    return sq
+    """``iter(xs)`` given to a rule that takes all its elements now (``sum``, ``sorted``):
+    the rest of ``xs``; each element's sensitivity goes to its position in ``xs``."""
+    n = len(x.source)
+    start = x.index
+    stop = start if x.done else max(start, n)
+    # (routed before they are marked taken: the positions start..stop-1, in order)
+    route = iteration_router(x, stop - start, (stop, n))
+    return Seq(x, take_rest(x), LISTITER, fn, arg, route)
 
 
 _LIST_LIKE = (list, collections.deque)  # (a constant for rule code differentiated again)

@@ -528,9 +528,11 @@ def _handed_over_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) ->
     )
 
 
-def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> ProcResult:
-    transpose = added_to_element(Abox, route, i, A)
-    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2)))
+def _added_to_element_rule(
+    Abox: BoxSensitivities, route: Any, i: int, A: Any, position: int | None = None
+) -> ProcResult:
+    transpose = added_to_element(Abox, route, i, A, position)
+    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2), None))
 
 
 def _folded_with_transpose_rule(

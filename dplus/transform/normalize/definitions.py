@@ -15,7 +15,6 @@ from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
-from .rewrites import refuse_generator_expressions_read_again
 
 __all__ = ["rewrite_definitions"]
 
@@ -73,9 +72,8 @@ def rewrite_definitions(
             for gen in generators:
                 if _endless(gen):
                     raise _refused_endless(gen, qualname, filename)
-            generator_names = frozenset(gen.name for gen in generators)
             for fn in functions:
-                refuse_generator_expressions_read_again(fn.body, fn.name, filename, generator_names)
+                _refuse_generators_reading_rebound_variables(fn, qualname, filename)
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
@@ -208,6 +206,64 @@ def _endless(gen: ast.AST) -> bool:
         isinstance(n, ast.While) and isinstance(n.test, ast.Constant) and bool(n.test.value)
         for n in ast.walk(gen)
     )
+
+
+def _refuse_generators_reading_rebound_variables(
+    fn: ast.FunctionDef, qualname: str, filename: str
+) -> None:
+    """At a higher order a generator runs to completion where it is made (``_YieldsToList``),
+    so it reads the variables of ``fn`` as they are then; Python's reads them as it runs. A
+    generator function of ``fn`` reading a variable ``fn`` binds more than once (twice, in a
+    loop, or a ``nonlocal`` of another function) could see another value: refused, naming it."""
+    bound: Counter[str] = Counter()
+    in_loop: set[str] = set()
+
+    def stores(node: ast.AST, looping: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound[child.name] += 1
+                for n in ast.walk(child):
+                    if isinstance(n, ast.Nonlocal):
+                        bound.update({name: 2 for name in n.names})
+                continue
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                bound[child.id] += 1
+                if looping:
+                    in_loop.add(child.id)
+            if isinstance(child, (ast.For, ast.comprehension)):
+                stores(child.target, True)  # (bound once an iteration)
+            stores(child, looping or isinstance(child, (ast.For, ast.While, ast.comprehension)))
+
+    for st in fn.body:
+        stores(st, False)
+    for gen in [n for n in walk(fn) if isinstance(n, ast.FunctionDef)]:
+        if gen is fn or not is_generator_function(gen):
+            continue
+        own = {a.arg for a in ast.walk(gen.args) if isinstance(a, ast.arg)}
+        own |= {
+            n.id for n in ast.walk(gen) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        for n in ast.walk(gen):
+            if (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and n.id not in own
+                and (bound[n.id] > 1 or n.id in in_loop)
+                and n.id != gen.name
+            ):
+                line = getattr(gen, "lineno", None)
+                err = UnsupportedSyntaxError(
+                    f"the generator function {gen.name!r} in {qualname!r} ({filename}, line "
+                    f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} binds more than "
+                    "once: at a higher order of differentiation (hessian, grad of grad) dplus runs "
+                    "a generator to completion where it is made, so it could read another value "
+                    f"of {n.id!r} than Python's generator, which reads it as it runs. Pass "
+                    f"{n.id!r} to the generator function as an argument"
+                )
+                err.filename = filename
+                err.lineno = line
+                raise err
 
 
 def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
