@@ -22,7 +22,7 @@ from ..runtime.linear import (
     is_zero_sensitivity,
     tuple_part,
 )
-from ..runtime.registry import register_primitive
+from ..runtime.registry import register_next_order_form, register_primitive
 from ..runtime.result import ProcResult
 from .box_map import added_to_element
 from .sensitivity_rules import _unsupported_again
@@ -200,16 +200,37 @@ for _helper_module, _helper_name in (
         note="internal: refused at the next order",
     )
 
-# The two rules above at the order after (third derivatives through a generator's values
-# taken by a rule): not differentiable again yet, refused naming what the user's code did.
+# The two rules above at the order after (third derivatives through a generator's values,
+# or iter(xs)'s, taken by a rule): not differentiable again yet, refused when they run there
+# (their sensitivities reach the map of the order below, which a refusal on the result's
+# sensitivity would not see).
 _LIST_ITERATOR_AGAIN = (
-    "a generator (or iter() of a list) whose values a builtin such as sum, list, tuple, "
-    "sorted, max or enumerate takes"
+    "derivatives of derivatives of derivatives (third order) through a generator, or iter() of "
+    "a list, whose values a builtin such as sum, list, tuple, sorted, max or enumerate takes, "
+    "are not supported yet; at the third order take its values with a for loop or next(), or "
+    "make them a list"
 )
-_LIST_ITERATOR_FIX = "; at the third order, take its values in a for loop, or make it a list"
-for _rule in (_take_rest_rule, _list_iterator_sens_rule):
-    register_primitive(
-        _rule,
-        _unsupported_again(_rule, _LIST_ITERATOR_AGAIN, _LIST_ITERATOR_FIX),
-        note="internal: refused at the order after",
-    )
+
+
+def _refused_at_the_third_order(*args: Any) -> ProcResult:
+    raise NonDifferentiableError(_LIST_ITERATOR_AGAIN)
+
+
+def _take_rest_again(it: Any) -> ProcResult:
+    """``_take_rest_rule`` as the order after differentiates it: refused."""
+    return _take_rest_refused(it)
+
+
+def _take_rest_refused(it: Any) -> ProcResult:
+    raise NonDifferentiableError(_LIST_ITERATOR_AGAIN)
+
+
+register_primitive(
+    _take_rest_refused, _refused_at_the_third_order, note="internal: refused at the third order"
+)
+register_primitive(
+    _list_iterator_sens_rule,
+    _refused_at_the_third_order,
+    note="internal: refused at the third order",
+)
+register_next_order_form(_take_rest_rule, _take_rest_again)

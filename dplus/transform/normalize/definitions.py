@@ -232,11 +232,10 @@ def _refuse_generators_reading_rebound_variables(
                 if looping:
                     in_loop.add(child.id)
             if isinstance(child, (ast.For, ast.comprehension)):
-                stores(child.target, True)  # (bound once an iteration)
+                in_loop.update(n.id for n in ast.walk(child.target) if isinstance(n, ast.Name))
             stores(child, looping or isinstance(child, (ast.For, ast.While, ast.comprehension)))
 
-    for st in fn.body:
-        stores(st, False)
+    stores(ast.Module(body=fn.body, type_ignores=[]), False)
     for gen in [n for n in walk(fn) if isinstance(n, ast.FunctionDef)]:
         if gen is fn or not is_generator_function(gen):
             continue

@@ -89,7 +89,9 @@ class _YieldsToList(ast.NodeTransformer):
                 "append", self.visit(v.value) if v.value is not None else _const(None), node
             )
         if isinstance(v, ast.YieldFrom):
-            return self._collect("extend", self.visit(v.value), node)
+            # (list(): a generator's values there are an iterator, which list() takes)
+            values = ast.Call(func=_name("list"), args=[self.visit(v.value)], keywords=[])
+            return self._collect("extend", values, node)
         return self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> ast.Return:
