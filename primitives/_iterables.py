@@ -180,7 +180,9 @@ class Seq:
     def _unsized_message(self) -> str:
         what = type(self.value).__name__
         if what in ("ListIterator", "_TakingFromList"):
-            what = "generator (differentiated again: an iterator over its values) or iter() of a list"
+            what = (
+                "generator (differentiated again: an iterator over its values) or iter() of a list"
+            )
         if isinstance(self.value, dict):
             detail = "iterating over a dict gives its keys, and dict keys are not differentiable"
         else:

@@ -18,7 +18,6 @@ from dplus.runtime.result import KeywordDict, ProcResult
 from dplus.runtime.routers import ListIterator
 
 from ._iterables import seq
-
 from .container_displays import _sequence_sensitivity
 from .container_reads import (
     _add_to_entry,

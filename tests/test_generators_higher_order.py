@@ -221,7 +221,7 @@ def reads_the_loop_variable(x):
     for k in range(3):
 
         def gen():
-            yield x * k  # Python's generators read k after the loop: 2 each
+            yield x * k  # noqa: B023  (Python's generators read k after the loop: 2 each)
 
         gens.append(gen())
     return sum(sum(g) for g in gens)

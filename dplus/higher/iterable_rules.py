@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import NonDifferentiableError
 from ..primitives import _iterables
 from ..primitives import container_displays as _container_displays
 from ..primitives import sets as _sets
 from ..primitives.container_reads import register_attribute
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.core import apply_transform
-from ..errors import NonDifferentiableError
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.linear import (
     add,
@@ -117,7 +117,11 @@ def _list_iterator_sens_rule(sq: Any, s: Any, Abox: BoxSensitivities) -> ProcRes
     route = sq.taking
     for i in range(len(s)):
         p = route.positions[i]
-        if p < len(route.lst) and is_tracked_mutable(route.lst[p]) and not is_zero_sensitivity(s[i]):
+        if (
+            p < len(route.lst)
+            and is_tracked_mutable(route.lst[p])
+            and not is_zero_sensitivity(s[i])
+        ):
             raise NonDifferentiableError(
                 f"derivatives of derivatives of {sq.fn}() over a generator or iter() giving "
                 "lists, dicts or objects are not supported yet; give it numbers, or a list"

@@ -241,7 +241,9 @@ def _refuse_generators_reading_rebound_variables(
             continue
         own = {a.arg for a in ast.walk(gen.args) if isinstance(a, ast.arg)}
         own |= {
-            n.id for n in ast.walk(gen) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+            n.id
+            for n in ast.walk(gen)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
         }
         for n in ast.walk(gen):
             if (
