@@ -30,9 +30,9 @@ from dplus.runtime.boxes import BoxSensitivities
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.fold import ItemColumns
 from dplus.runtime.generators import GeneratorTaker
-from dplus.runtime.handover import accumulate, handover, is_tracked_mutable
+from dplus.runtime.handover import accumulate, handover
 from dplus.runtime.hooks import hooks
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import (
     add,
     add_closure,
@@ -43,6 +43,8 @@ from dplus.runtime.linear import (
 )
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
 from dplus.runtime.routers import ListIterator, iteration_router
+
+from ._list_iterators import TakingFromList, list_iterator_sens, take_rest
 
 __all__ = [
     "LIST",
@@ -150,7 +152,7 @@ class Seq:
             # to the resumption that produced it
             return list(s)
         if k == LISTITER:
-            return _list_iterator_sens(self.taking, s, Abox)
+            return list_iterator_sens(self.taking, s, Abox)
         self._refuse_unsized(s, Abox)
         return gen_zero
 
@@ -179,7 +181,7 @@ class Seq:
 
     def _unsized_message(self) -> str:
         what = type(self.value).__name__
-        if what in ("ListIterator", "_TakingFromList"):
+        if what in ("ListIterator", "TakingFromList"):
             what = (
                 "generator (differentiated again: an iterator over its values) or iter() of a list"
             )
@@ -236,76 +238,9 @@ def _live_sens(
     return gen_zero
 
 
-class _TakingFromList:
-    """A lazy rule's iteration of ``iter(xs)`` (``runtime.routers.ListIterator``): takes the
-    elements from the iterator itself, as Python's rule would (what it leaves stays in the
-    iterator), and records the position of each in ``xs``, so that their sensitivities go
-    to those elements of the list (``back``, as a loop router's). The positions are also
-    marked taken other than by a loop over the iterator (``by_next``), so that such a loop
-    skips them as it does ``next``'s."""
-
-    __slots__ = ("it", "lst", "positions", "n")
-
-    def __init__(self, it: ListIterator) -> None:
-        self.it = it
-        self.lst = it.source
-        self.positions: list[int] = []
-        self.n = len(it.source)
-
-    def __iter__(self) -> _TakingFromList:
-        return self
-
-    def __next__(self) -> Any:
-        it = self.it
-        pos = it.index
-        value = next(it)
-        self.positions.append(pos)
-        _mark_taken(it, pos, pos + 1)
-        self.n = len(it.source)
-        return value
-
-    def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
-        if A is gen_zero or A is None:
-            return
-        pos = self.positions[i]
-        if pos < len(self.lst) and is_tracked_mutable(self.lst[pos]) and not is_number(A):
-            handover(Abox, self.lst[pos], A)
-            return
-        entry = Abox.list_entry(self.lst, self.n)
-        entry[pos] = add(entry[pos], A)
-
-
-def _mark_taken(it: ListIterator, start: int, stop: int) -> None:
-    """Positions ``start..stop-1`` of ``it`` were taken by a rule (not a loop over ``it``)."""
-    if it.by_next is None:
-        it.by_next = set()
-    it.by_next.update(range(start, stop))
-
-
-def take_rest(it: ListIterator) -> list:
-    """The elements left in ``iter(xs)``, taken (as ``list(it)`` takes them): ``xs[pos:]``
-    where the iterator stood (its transpose at the next order is that slice's)."""
-    pos = it.index
-    rest = list(it)
-    _mark_taken(it, pos, pos + len(rest))
-    return rest
-
-
-def _list_iterator_sens(route: Any, s: list, Abox: BoxSensitivities | None) -> Any:
-    """Hand the sensitivities ``s`` of the first ``len(s)`` elements a rule took from
-    ``iter(xs)`` to the elements of ``xs`` they were (``route.positions``), last first."""
-    if all(si is gen_zero or si is None for si in s):
-        return gen_zero
-    Abox = Abox if Abox is not None else BoxSensitivities()
-    for i in range(len(s) - 1, -1, -1):
-        if s[i] is not gen_zero and s[i] is not None:
-            route.back(i, s[i], Abox)
-    return gen_zero
-
-
 def _list_iterator_seq(x: ListIterator, fn: str, arg: str) -> Seq:
     """``iter(xs)`` given to a rule that takes its elements as it goes (``zip``, ``map``)."""
-    return Seq(x, None, LISTITER, fn, arg, _TakingFromList(x))
+    return Seq(x, None, LISTITER, fn, arg, TakingFromList(x))
 
 
 def _list_iterator_items(x: ListIterator, fn: str, arg: str) -> Seq:

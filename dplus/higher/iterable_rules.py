@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import NonDifferentiableError
-from ..primitives import _iterables
+from ..primitives import _iterables, _list_iterators
 from ..primitives import container_displays as _container_displays
 from ..primitives import sets as _sets
 from ..primitives.container_reads import register_attribute
@@ -147,7 +147,7 @@ def _take_rest_rule(it: Any) -> ProcResult:
     lst = it.source
     pos = it.index
     n = len(lst)
-    rest = _iterables.take_rest(it)
+    rest = _list_iterators.take_rest(it)
 
     def take_rest_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
         if A is not Z and A is not None:
@@ -164,7 +164,7 @@ def _take_rest_rule(it: Any) -> ProcResult:
 
 
 register_primitive(
-    _iterables.take_rest,
+    _list_iterators.take_rest,
     _take_rest_rule,
     note="internal: the rest of iter(xs) a rule takes, at the next order",
 )
