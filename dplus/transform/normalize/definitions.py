@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import itertools
 from collections import Counter
-from typing import cast
+from typing import Any, cast
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import walk
@@ -213,58 +213,95 @@ def _refuse_generators_reading_rebound_variables(
 ) -> None:
     """At a higher order a generator runs to completion where it is made (``_YieldsToList``),
     so it reads the variables of ``fn`` as they are then; Python's reads them as it runs. A
-    generator function of ``fn`` reading a variable ``fn`` binds more than once (twice, in a
-    loop, or a ``nonlocal`` of another function) could see another value: refused, naming it."""
-    bound: Counter[str] = Counter()
-    in_loop: set[str] = set()
+    generator function of ``fn`` reading a variable that ``fn`` may bind again after the
+    generator function is defined (a binding on a later line, one in a loop around the
+    definition, a ``nonlocal`` of another function) could see another value: refused, naming
+    it. Bindings all before the definition (outside such loops) are the values it reads."""
+    found = _Bindings()
+    found.stores(ast.Module(body=fn.body, type_ignores=[]), ())
+    for outer, defined_at in found.definitions:
+        for gen in [n for n in walk(outer) if isinstance(n, ast.FunctionDef)]:
+            if is_generator_function(gen):
+                _refuse_reads_changed_after(
+                    gen, fn, defined_at, found.may_change_after, qualname, filename
+                )
 
-    def stores(node: ast.AST, looping: bool) -> None:
+
+class _Bindings:
+    """Where a function binds each of its variables (outside nested functions)."""
+
+    def __init__(self) -> None:
+        self.bindings: dict[str, list[tuple[int, tuple]]] = {}  # name -> (line, loop spans)
+        self.always: set[str] = set()  # (nonlocal in a nested function: bound whenever it runs)
+        self.definitions: list[tuple[ast.AST, int]] = []  # (a function defined, its line)
+
+    def bind(self, name: str, line: int, loops: tuple) -> None:
+        self.bindings.setdefault(name, []).append((line, loops))
+
+    def stores(self, node: ast.AST, loops: tuple) -> None:
         for child in ast.iter_child_nodes(node):
+            line = getattr(child, "lineno", 0)
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bound[child.name] += 1
+                if not isinstance(child, ast.Lambda):
+                    self.bind(child.name, line, loops)
+                    self.definitions.append((child, line))
                 for n in ast.walk(child):
                     if isinstance(n, ast.Nonlocal):
-                        bound.update({name: 2 for name in n.names})
+                        self.always.update(n.names)
                 continue
+            inner = loops
+            if isinstance(child, (ast.For, ast.While)):
+                inner = loops + ((line, getattr(child, "end_lineno", None) or line),)
             if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-                bound[child.id] += 1
-                if looping:
-                    in_loop.add(child.id)
-            if isinstance(child, (ast.For, ast.comprehension)):
-                in_loop.update(n.id for n in ast.walk(child.target) if isinstance(n, ast.Name))
-            stores(child, looping or isinstance(child, (ast.For, ast.While, ast.comprehension)))
+                self.bind(child.id, line, loops)
+            if isinstance(child, ast.For):
+                for n in ast.walk(child.target):
+                    if isinstance(n, ast.Name):
+                        self.bind(n.id, line, inner)
+            self.stores(child, inner)
 
-    stores(ast.Module(body=fn.body, type_ignores=[]), False)
-    for gen in [n for n in walk(fn) if isinstance(n, ast.FunctionDef)]:
-        if gen is fn or not is_generator_function(gen):
-            continue
-        own = {a.arg for a in ast.walk(gen.args) if isinstance(a, ast.arg)}
-        own |= {
-            n.id
-            for n in ast.walk(gen)
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-        }
-        for n in ast.walk(gen):
-            if (
-                isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Load)
-                and n.id not in own
-                and (bound[n.id] > 1 or n.id in in_loop)
-                and n.id != gen.name
-            ):
-                line = getattr(gen, "lineno", None)
-                err = UnsupportedSyntaxError(
-                    f"the generator function {gen.name!r} in {qualname!r} ({filename}, line "
-                    f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} binds more than "
-                    "once: at a higher order of differentiation (hessian, grad of grad) dplus runs "
-                    "a generator to completion where it is made, so it could read another value "
-                    f"of {n.id!r} than Python's generator, which reads it as it runs. Pass "
-                    f"{n.id!r} to the generator function as an argument"
-                )
-                err.filename = filename
-                err.lineno = line
-                raise err
+    def may_change_after(self, name: str, defined_at: int) -> bool:
+        """Whether ``name`` may be bound after the line ``defined_at`` has run."""
+        if name in self.always:
+            return True
+        return any(
+            line > defined_at or any(a <= defined_at <= b for a, b in loops)
+            for line, loops in self.bindings.get(name, ())
+        )
+
+
+def _refuse_reads_changed_after(
+    gen: ast.FunctionDef,
+    fn: ast.FunctionDef,
+    defined_at: int,
+    may_change_after: Any,
+    qualname: str,
+    filename: str,
+) -> None:
+    own = {a.arg for a in ast.walk(gen.args) if isinstance(a, ast.arg)}
+    own |= {
+        n.id for n in ast.walk(gen) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    for n in ast.walk(gen):
+        if (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id not in own
+            and n.id != gen.name
+            and may_change_after(n.id, defined_at)
+        ):
+            line = getattr(gen, "lineno", None)
+            err = UnsupportedSyntaxError(
+                f"the generator function {gen.name!r} in {qualname!r} ({filename}, line "
+                f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} may bind again "
+                "after defining it: at a higher order of differentiation (hessian, grad of grad) dplus runs "
+                "a generator to completion where it is made, so it could read another value "
+                f"of {n.id!r} than Python's generator, which reads it as it runs. Pass "
+                f"{n.id!r} to the generator function as an argument"
+            )
+            err.filename = filename
+            err.lineno = line
+            raise err
 
 
 def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
