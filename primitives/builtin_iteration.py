@@ -266,9 +266,10 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
         # the usual list is a generator's values, which dplus collects there: say so)
         raise NonDifferentiableError(
             "next() of a list: 'list' object is not an iterator. At a higher order of "
-            "differentiation (hessian, grad of grad) dplus runs a generator to completion into "
-            "the list of its values, so next(g) of a generator g is not supported there: take "
-            "the values as a list (vs = list(g(...)); vs[0], vs[1])"
+            "differentiation (hessian, grad of grad) dplus makes the values of a generator, a "
+            "generator expression or a zip/map/filter/enumerate/reversed at once into a list, "
+            "so next() of one is not supported there: take the values as a list "
+            "(vs = list(...); vs[0], vs[1])"
         )
     listed = type(it) is ListIterator
     pos = it.index if listed else -1
