@@ -42,6 +42,9 @@ from dplus.runtime.linear import (
     tuple_items,
 )
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
+from dplus.runtime.routers import ListIterator, iteration_router
+
+from ._list_iterators import TakingFromList, list_iterator_sens, take_rest
 
 __all__ = [
     "LIST",
@@ -53,6 +56,7 @@ __all__ = [
     "LIVE",
     "GEN",
     "SET",
+    "LISTITER",
     "Seq",
     "seq",
     "lazy_seq",
@@ -74,7 +78,7 @@ __all__ = [
     "rows_of",
 ]
 
-LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET, GEN = range(9)
+LIST, TUPLE, CONST, ARRAY, REPEAT, OTHER, LIVE, SET, GEN, LISTITER = range(10)
 
 
 def _np() -> Any:
@@ -97,9 +101,11 @@ def is_infinite(x: Any) -> bool:
 class Seq:
     """An iterable argument of a rule: its elements and how to send sensitivities back to it."""
 
-    __slots__ = ("value", "items", "kind", "fn", "arg", "lengths")
+    __slots__ = ("value", "items", "kind", "fn", "arg", "lengths", "taking")
 
-    def __init__(self, value: Any, items: Any, kind: int, fn: str, arg: str) -> None:
+    def __init__(
+        self, value: Any, items: Any, kind: int, fn: str, arg: str, taking: Any = None
+    ) -> None:
         self.value = value
         self.items = items  # None for lazily consumed iterators
         self.kind = kind
@@ -108,10 +114,15 @@ class Seq:
         self.lengths: tuple[Any, ...] | None = (
             None  # LIVE: what runtime.routers.list_length recorded once the items were taken
         )
+        # LISTITER: where the elements taken from ``iter(xs)`` were in ``xs`` (a router: ``lst``,
+        # ``positions``, ``back``; a _TakingFromList while a lazy rule still takes them)
+        self.taking = taking
 
     def source(self) -> Any:
         """What to iterate over to get the elements (the materialized items when there are any)."""
-        return self.value if self.items is None else self.items
+        if self.items is not None:
+            return self.items
+        return self.value if self.taking is None else self.taking
 
     def sens(self, s: list | None, Abox: BoxSensitivities | None = None) -> Any:
         """The sensitivity of the argument, from the sensitivities ``s`` of its first ``len(s)`` elements.
@@ -140,6 +151,8 @@ class Seq:
             # the values' sensitivities, in the order taken: consumes_generators hands each
             # to the resumption that produced it
             return list(s)
+        if k == LISTITER:
+            return list_iterator_sens(self.taking, s, Abox)
         self._refuse_unsized(s, Abox)
         return gen_zero
 
@@ -168,6 +181,10 @@ class Seq:
 
     def _unsized_message(self) -> str:
         what = type(self.value).__name__
+        if what in ("ListIterator", "TakingFromList"):
+            what = (
+                "generator (differentiated again: an iterator over its values) or iter() of a list"
+            )
         if isinstance(self.value, dict):
             detail = "iterating over a dict gives its keys, and dict keys are not differentiable"
         else:
@@ -221,6 +238,22 @@ def _live_sens(
     return gen_zero
 
 
+def _list_iterator_seq(x: ListIterator, fn: str, arg: str) -> Seq:
+    """``iter(xs)`` given to a rule that takes its elements as it goes (``zip``, ``map``)."""
+    return Seq(x, None, LISTITER, fn, arg, TakingFromList(x))
+
+
+def _list_iterator_items(x: ListIterator, fn: str, arg: str) -> Seq:
+    """``iter(xs)`` given to a rule that takes all its elements now (``sum``, ``sorted``):
+    the rest of ``xs``; each element's sensitivity goes to its position in ``xs``."""
+    n = len(x.source)
+    start = x.index
+    stop = start if x.done else max(start, n)
+    # (routed before they are marked taken: the positions start..stop-1, in order)
+    route = iteration_router(x, stop - start, (stop, n))
+    return Seq(x, take_rest(x), LISTITER, fn, arg, route)
+
+
 _LIST_LIKE = (list, collections.deque)  # (a constant for rule code differentiated again)
 
 
@@ -269,6 +302,8 @@ def seq(x: Any, fn: str, arg: str) -> Seq:
     """A materialized iterable argument (for rules that consume the whole iterable)."""
     if type(x) is GeneratorTaker:
         return _generator_seq(x, fn, arg, False)
+    if type(x) is ListIterator:
+        return _list_iterator_items(x, fn, arg)
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
@@ -299,6 +334,8 @@ def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
     """An iterable argument of a rule that may stop early (``zip``, ``map``, ``islice``): not materialized."""
     if type(x) is GeneratorTaker:
         return _generator_seq(x, fn, arg, True)
+    if type(x) is ListIterator:
+        return _list_iterator_seq(x, fn, arg)  # (taken as the rule iterates its source())
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)

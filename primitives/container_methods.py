@@ -15,7 +15,9 @@ from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import add, gen_zero, tuple_items
 from dplus.runtime.result import KeywordDict, ProcResult
+from dplus.runtime.routers import ListIterator
 
+from ._iterables import seq
 from .container_displays import _sequence_sensitivity
 from .container_reads import (
     _add_to_entry,
@@ -39,10 +41,33 @@ def _iterable_to_list(x: Any) -> list:
     return list(x)
 
 
+def _taken_from_list_iterator(src: ListIterator, fn: str, as_list: bool) -> ProcResult:
+    """``list(it)`` / ``tuple(it)`` of ``iter(xs)`` (at a higher order, a generator's values):
+    the rest of ``xs``; each element's sensitivity goes to its position in ``xs``."""
+    sq = seq(src, fn, "iterable")
+    out = list(sq.items) if as_list else tuple(sq.items)
+    n = len(out)
+
+    def taken_from_list_iterator_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        if as_list:
+            if A is not Z and A is not None:
+                handover(Abox, out, A)
+            entry = Abox.pop(out, Z)
+            if entry is not Z:
+                sq.sens(list(entry), Abox)
+        elif A is not Z and A is not None:
+            sq.sens(list(tuple_items(A, n)), Abox)
+        return (), Z
+
+    return ProcResult(out, taken_from_list_iterator_backprop)
+
+
 def list_plus(*args: Any) -> ProcResult:
     if not args:
         return ProcResult([], lambda A, Abox: ((),))
     (src,) = args
+    if type(src) is ListIterator:
+        return _taken_from_list_iterator(src, "list", True)
     lst = list(src)
 
     def list_constructor_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -60,6 +85,8 @@ def tuple_plus(*args: Any) -> ProcResult:
     if not args:
         return ProcResult((), lambda A, Abox: ((),))
     (src,) = args
+    if type(src) is ListIterator:
+        return _taken_from_list_iterator(src, "tuple", False)
     t = tuple(src)
     n = len(t)
 

@@ -399,7 +399,7 @@ def islice_plus(iterable: Any, *bounds: Any) -> ProcResult:
         out = [s.items[i] for i in idx]
     else:
         idx = None
-        out = list(itertools.islice(iterable, *bounds))
+        out = list(itertools.islice(s.source(), *bounds))
     vals = tuple(out)
     nb = len(bounds)
 

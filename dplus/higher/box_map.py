@@ -285,10 +285,12 @@ def _array_back(e: Any, entries: dict, Abox2: BoxSensitivities) -> Any:
 
 
 def added_to_element(
-    Abox: BoxSensitivities, route: Any, i: int, A: Any
+    Abox: BoxSensitivities, route: Any, i: int, A: Any, position: int | None = None
 ) -> Callable[[BoxSensitivities], Any]:
-    """A list router's ``back(i, A, Abox)`` (``A`` added to element ``i`` of the list's entry),
-    and its transpose: a function of the next order's map returning ``A``'s sensitivity."""
+    """A list router's ``back(i, A, Abox)`` (``A`` added to element ``position`` of the
+    list's entry: ``i`` unless given), and its transpose: a function of the next order's map
+    returning ``A``'s sensitivity."""
+    at = i if position is None else position
     existed = route.lst in Abox
     arrays = _handing_over_arrays(lambda: route.back(i, A, Abox))
     entry = Abox.get(route.lst)
@@ -297,7 +299,7 @@ def added_to_element(
         return transposes[0]
 
     def transpose(Abox2: BoxSensitivities) -> Any:
-        part = _part(Abox2.get(entry, Z), i)
+        part = _part(Abox2.get(entry, Z), at)
         if not existed:
             Abox2.pop(entry, Z)  # this addition made the entry (its reverse is the last to run)
         return part
@@ -539,9 +541,11 @@ def _handed_over_rule(Abox: BoxSensitivities, v: Any, s: Any, *elements: Any) ->
     )
 
 
-def _added_to_element_rule(Abox: BoxSensitivities, route: Any, i: int, A: Any) -> ProcResult:
-    transpose = added_to_element(Abox, route, i, A)
-    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2)))
+def _added_to_element_rule(
+    Abox: BoxSensitivities, route: Any, i: int, A: Any, position: int | None = None
+) -> ProcResult:
+    transpose = added_to_element(Abox, route, i, A, position)
+    return ProcResult(transpose, lambda S, Abox2: ((), Z, None, None, transpose(Abox2), None))
 
 
 def _folded_with_transpose_rule(

@@ -232,10 +232,21 @@ def _route_back_tower(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> Pro
         return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
     if type(route) is runtime_routers._SetRouter and not is_zero_sensitivity(A):
         return _set_route_back(route, i, A, Abox)
+    if type(route) is runtime_routers._ListIteratorRouter and not is_zero_sensitivity(A):
+        pos = route.positions[i]
+        if pos < len(route.lst) and is_tracked_mutable(route.lst[pos]) and not is_number(A):
+            raise NonDifferentiableError(
+                "derivatives of derivatives of a loop over iter() of a list of lists, dicts or "
+                "objects (or a generator or generator expression giving them) are not supported "
+                "yet; loop over the list itself"
+            )
+        transpose = added_to_element(Abox, route, i, A, pos)
+        return ProcResult(None, lambda S2, Abox2: ((), None, None, transpose(Abox2), None))
     if not isinstance(route, runtime_routers._NullRouter) and not is_zero_sensitivity(A):
         raise NonDifferentiableError(
-            "derivatives of derivatives of loops over lists, sets or arrays are not supported yet; "
-            "loop over a tuple, or over range(len(xs)) and index"
+            "derivatives of derivatives of loops over a zip, map, enumerate or reversed kept in "
+            "a variable, or over an array, are not supported yet; loop over a tuple, or over "
+            "range(len(xs)) and index"
         )
     runtime_routers.route_back(route, i, A, Abox)
     return ProcResult(None, lambda S, Abox2: ((), None, None, Z, None))

@@ -458,6 +458,27 @@ class ListIterator:
     def __length_hint__(self) -> int:
         return 0 if self.done else max(0, len(self.source) - self.index)
 
+    # Differentiated again (hessian, grad of grad), a generator is one of these, over the list
+    # of its values (transform.normalize.rewrites._YieldsToList): what needs the generator
+    # itself is refused by name (a list iterator has none of these methods either).
+    def close(self) -> None:
+        raise _generator_method_refused("close")
+
+    def send(self, value: Any) -> Any:
+        raise _generator_method_refused("send")
+
+    def throw(self, *args: Any) -> Any:
+        raise _generator_method_refused("throw")
+
+
+def _generator_method_refused(method: str) -> NonDifferentiableError:
+    return NonDifferentiableError(
+        f"g.{method}() of a generator cannot be differentiated again by dplus: at a higher order "
+        "of differentiation (hessian, grad of grad) a generator runs to completion where it is "
+        "made and gives an iterator over its values, which has no "
+        f"{method}(). Take the values with next() or a for loop instead"
+    )
+
 
 class _ListIteratorRouter:
     """Iteration ``i`` of a loop over a :class:`ListIterator` took the element at ``start + i``."""

@@ -35,11 +35,13 @@ class _Renamer(ast.NodeTransformer):
 
 
 class _YieldsToList(ast.NodeTransformer):
-    """A generator function's body, differentiated: it runs to completion when called and
-    returns the list of the values it yielded, in order (as generator expressions, ``map``
-    and ``zip`` give lists inside differentiated code), so each value's sensitivity comes
-    back to the expression that yielded it. What needs the generator itself is refused:
-    the value of a ``yield`` expression (``send``) and a generator's ``return`` value."""
+    """A generator function's body, differentiated again (a higher order): it runs to
+    completion when called and returns an iterator over the list of the values it yielded,
+    in order (``iter(values)``, a ``runtime.routers.ListIterator`` there), so each value's
+    sensitivity comes back to the expression that yielded it, and, as Python's generator,
+    it gives its values once: a second ``sum(g)`` finds it exhausted, ``next(g)`` takes one.
+    What needs the generator itself is refused: the value of a ``yield`` expression
+    (``send``) and a generator's ``return`` value."""
 
     def __init__(self, out: str, name: str, filename: str) -> None:
         self.out = out
@@ -54,8 +56,12 @@ class _YieldsToList(ast.NodeTransformer):
             body[0],
         )
         new = [self.visit(_deepcopy(st)) for st in body]
-        end = ast.copy_location(ast.Return(value=_name(self.out)), body[-1])
+        end = ast.copy_location(ast.Return(value=self._values()), body[-1])
         return [start] + new + [end]
+
+    def _values(self) -> ast.expr:
+        """``iter(<out>)``: the generator, once run, over the list of its values."""
+        return ast.Call(func=_name("iter"), args=[_name(self.out)], keywords=[])
 
     def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
         line = getattr(node, "lineno", "?")
@@ -83,7 +89,9 @@ class _YieldsToList(ast.NodeTransformer):
                 "append", self.visit(v.value) if v.value is not None else _const(None), node
             )
         if isinstance(v, ast.YieldFrom):
-            return self._collect("extend", self.visit(v.value), node)
+            # (list(): a generator's values there are an iterator, which list() takes)
+            values = ast.Call(func=_name("list"), args=[self.visit(v.value)], keywords=[])
+            return self._collect("extend", values, node)
         return self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> ast.Return:
@@ -91,7 +99,7 @@ class _YieldsToList(ast.NodeTransformer):
             isinstance(node.value, ast.Constant) and node.value.value is None
         ):
             raise self._refuse(node, "a generator's return value")
-        return ast.copy_location(ast.Return(value=_name(self.out)), node)
+        return ast.copy_location(ast.Return(value=self._values()), node)
 
     def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> ast.AST:
         raise self._refuse(node, "the value of a yield expression (generator.send)")
