@@ -15,8 +15,8 @@ of this package make the tower work: the transform of "call ``f``'s transform" i
 transform of ``f``'s transform". One module per family: :mod:`.call_rules` (calls,
 partials, keywords, ``grad`` inside differentiated code), :mod:`.sensitivity_rules`
 (accumulating, routing and folding sensitivities; the linear interface),
-:mod:`.argument_rules` (binding arguments, keyword sensitivities) and :mod:`.iterable_rules`
-(rule code over iterables and sets). Importing this package registers them.
+:mod:`.argument_rules` (binding arguments, keyword sensitivities), :mod:`.loop_rules`
+(loops' routers) and :mod:`.iterable_rules` (rule code over iterables and sets). Importing this package registers them.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (they register)
     call_rules,
     class_rules,
     iterable_rules,
+    loop_rules,
     sensitivity_rules,
 )
 from .transform_of_plus import transform_of_plus
