@@ -45,7 +45,11 @@ from typing import Any
 from dplus.runtime.closures import is_plus_function
 from dplus.runtime.core import as_plain_callable
 from dplus.runtime.linear import add, gen_zero
-from dplus.runtime.registry import register_next_order_form, register_primitive
+from dplus.runtime.registry import (
+    is_registered_transform,
+    register_next_order_form,
+    register_primitive,
+)
 from dplus.runtime.result import ProcResult
 from dplus.transform.reverse.syntax import FAST_PATHS
 
@@ -99,8 +103,13 @@ def reduce_plus(*args: Any, **kwargs: Any) -> ProcResult:
 
 
 def _takes_two(function: Any) -> bool:
-    """A plus-function that ``Calls`` would call as it is, with two positional parameters."""
-    if type(function) is not types.FunctionType or not is_plus_function(function):
+    """A plus-function made by dplus from the program's code, with two positional parameters
+    (``Calls`` calls it as it is; a rule's registered transform may take ``fast_rule``)."""
+    if (
+        type(function) is not types.FunctionType
+        or not is_plus_function(function)
+        or is_registered_transform(function)
+    ):
         return False
     code = function.__code__
     return (
