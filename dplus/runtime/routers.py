@@ -190,10 +190,20 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     may show through: for ``zip``, ``enumerate``, ``reversed``, ``map`` and ``filter`` of lists
     (tuples, ranges, strings), a :class:`LiveIteration` (the loop's router sends each item's
     sensitivity to the positions it read); otherwise the rule."""
+    return _live_iteration(fn, args, kwargs, False)
+
+
+def kept_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
+    """:func:`live_iteration` for an iterator kept in a variable or given to a function: read
+    in part or more than once, Python's iterator shows that it is used up, over tuples too."""
+    return _live_iteration(fn, args, kwargs, True)
+
+
+def _live_iteration(fn: Any, args: tuple, kwargs: dict, kept: bool) -> ProcResult:
     if fn in _LIVE_CALLERS:
         return _live_call(fn, args, kwargs)
     given = len(args)
-    if laziness_visible(fn, args, kwargs):
+    if laziness_visible(fn, args, kwargs, kept):
         iterables, start = args, 0
         if fn is enumerate:  # (its start: the second positional argument or the keyword)
             iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
@@ -211,11 +221,12 @@ def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
     return call(fn, *args, **kwargs)
 
 
-def laziness_visible(fn: Any, args: tuple, kwargs: dict) -> bool:
+def laziness_visible(fn: Any, args: tuple, kwargs: dict, kept: bool = False) -> bool:
     """Whether the iterator ``fn(*args, **kwargs)`` can show its laziness to a loop: ``map`` and
     ``filter`` call their function as items are taken; ``zip``, ``enumerate`` and ``reversed``
     read a list as it is when each item is taken (over tuples, ranges and strings, which
-    nothing changes, the eager list gives the same items)."""
+    nothing changes, the eager list gives the same items to one loop; ``kept``: the iterator
+    is kept or passed on, and may be read again, when Python's is used up)."""
     if fn in _LIVE_CALLERS:
         iterables = args[1:]
         return (
@@ -230,7 +241,7 @@ def laziness_visible(fn: Any, args: tuple, kwargs: dict) -> bool:
         fn in _LIVE_BUILTINS
         and bool(iterables)
         and all(type(a) in _LIVE_ARGS for a in iterables)
-        and any(type(a) is list for a in iterables)
+        and (kept or any(type(a) is list for a in iterables))
         and set(kwargs) <= ({"start"} if fn is enumerate else set())
         and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
     )

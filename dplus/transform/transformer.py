@@ -380,6 +380,7 @@ def _compile(
         bool(f.__code__.co_flags & __future__.annotations.compiler_flag),
         src.filename,
         again=nestable,
+        globals_=f.__globals__,
     )
     # first-order code inlines calls of small define_dplus functions (see inline.py)
     # (not in a function that reads its own namespace: locals() would show the inlined names)

@@ -77,6 +77,8 @@ CONSTRUCTS = {
     "extend_with_itself": "lists",  # xs.extend(xs)
     "write_list_iterated_by_builtin": "iterators",  # for a, b in zip(xs, ys): xs[0] = ...
     "lazy_iteration_observed": "iterators",  # for a in map(lambda u: u * x, xs): x = ...
+    "lazy_escapes": "comprehensions",  # a generator expression or zip/map given to a helper
+    # that reads it twice or in part, kept and read after a variable changed, next/any of one
     "closure_after_early_return": "closures",  # if ...: return ... / g = lambda u: x
     "del_variable": "misc",  # t = xs[0]; del t
     "cached_nested_def": "closures",  # @functools.lru_cache on a nested def
@@ -1600,6 +1602,68 @@ def st_lazy_generator(g):
     g.bind(acc, "float")
 
 
+def st_lazy_escape(g):
+    """A generator expression or a lazy builtin's iterator whose laziness shows: read twice or
+    in part by a helper, by next/any, or after a variable it reads changed (G1)."""
+    if not closure_allowed(g) or not g.has("lazy_escapes"):
+        return False
+    lists = g.vars_of("flist") + g.vars_of("ftuple")
+    if not lists:
+        return False
+    r = g.rng
+    source = r.choice(lists)
+    helper, it, acc, v, a, b, k = (
+        g.fresh("twice"),
+        g.fresh("it"),
+        g.fresh("acc"),
+        g.fresh("v"),
+        g.fresh("a"),
+        g.fresh("b"),
+        g.fresh("k"),
+    )
+    body = g.with_locals({v: "float"}, lambda: g.float_expr(1))
+    form = r.randint(0, 5)
+    if form == 0:  # given to a helper that reads it twice (or once, then in part)
+        g.emit(f"def {helper}({it}):")
+        if r.random() < 0.5:
+            g.emit(f"    return sum({it}) + {g.float_expr(0)} * sum({it})")
+        else:
+            g.emit(f"    {a} = next({it}, 0.0)")
+            g.emit(f"    return {a} + sum({it})")
+        lazy = r.choice(
+            [
+                f"({body} for {v} in {source})",
+                f"map(lambda {v}: {body}, {source})",
+                f"(p * q for p, q in zip({source}, {source}[::-1]))",
+            ]
+        )
+        g.emit(f"{acc} = {helper}({lazy})")
+    elif form == 1:  # kept; a variable it reads changes before it is read
+        g.emit(f"{a} = {g.float_expr(1)}")
+        g.emit(f"{it} = ({v} * {a} for {v} in {source})")
+        g.emit(f"{a} = {g.float_expr(1)}")
+        g.emit(f"{acc} = sum({it}) + sum({it})")
+    elif form == 2:  # next, then the rest
+        g.emit(f"{it} = ({body} for {v} in {source})")
+        g.emit(f"{acc} = next({it}, 1.0) * {g.float_expr(0)} + sum({it})")
+    elif form == 3:  # any/all stop early
+        fn = r.choice(("any", "all"))
+        test = f"{fn}({body} > 0.0 for {v} in {source})"
+        g.emit(f"{acc} = {g.float_expr(1)} if {test} else {g.float_expr(1)}")
+    elif form == 4:  # zip/enumerate of tuples kept and read twice
+        if r.random() < 0.5:
+            g.emit(f"{it} = zip(tuple({source}), (1.0, 2.0, 3.0))")
+        else:
+            g.emit(f"{it} = enumerate(tuple({source}))")
+        g.emit(f"{acc} = sum({a} * {b} for {a}, {b} in {it}) + sum({a} for {a}, {b} in {it})")
+    else:  # zipped with an endless generator expression
+        endless = (
+            f"(({g.float_expr(1)}) if {k} % 2 else {g.float_expr(0)} for {k} in itertools.count())"
+        )
+        g.emit(f"{acc} = sum({a} * {b} for {a}, {b} in zip({source}, {endless}))")
+    g.bind(acc, "float")
+
+
 def st_local_class(g):
     if not closure_allowed(g):
         return False
@@ -1666,6 +1730,7 @@ STATEMENTS: list[tuple[str, float, bool, Callable]] = [
     ("container_subclasses", 0.4, False, st_container_subclass),
     ("lazy_generators", 0.5, False, st_lazy_generator),
     ("local_classes", 0.5, False, st_local_class),
+    ("comprehensions", 0.4, False, st_lazy_escape),
 ]
 
 

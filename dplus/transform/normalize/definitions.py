@@ -6,14 +6,17 @@ scopes are analysed: a ``class`` statement becomes the statements that build the
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from typing import cast
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
+from .generator_expressions import GeneratorExpressionLifter, consumers_in
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
 from .rewrites import refuse_generator_expressions_read_again
 
@@ -54,28 +57,34 @@ def rewrite_definitions(
     string_annotations: bool,
     filename: str,
     again: bool = False,
+    globals_: dict | None = None,
 ) -> ast.FunctionDef | ast.Lambda:
     """``node`` (a copy the caller owns) with its class statements and generator functions,
     at any depth, rewritten; unchanged when it has neither. ``again``: the function is
     differentiated again (a higher derivative): a class statement is rewritten there when
     that order takes it (``_refuse_classes_not_supported_again`` names what it does not), a
     generator function left to the normaliser, which runs it to completion into a list
-    (``rewrites._YieldsToList``: no ``send``, no return value, not lazy)."""
+    (``rewrites._YieldsToList``: no ``send``, no return value, not lazy). At the first order a
+    generator expression whose laziness the program can see becomes a generator function too
+    (:mod:`.generator_expressions`; ``globals_`` tells which builtins are rebound)."""
     kinds = Counter(type(n) for n in walk(node))  # one walk answers what is inside
     if kinds[ast.FunctionDef] + kinds[ast.Lambda] > 1:  # (the function itself is one)
         mark_functions_set_as_attributes(node)
     has_yield = bool(kinds[ast.Yield] or kinds[ast.YieldFrom])
     if again:
-        # (a generator is run to completion into a list there, by the normaliser, as before)
-        if has_yield:
-            functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
-            generators = [fn for fn in functions if is_generator_function(fn)]
-            for gen in generators:
-                if _endless(gen):
-                    raise _refused_endless(gen, qualname, filename)
-            generator_names = frozenset(gen.name for gen in generators)
-            for fn in functions:
-                refuse_generator_expressions_read_again(fn.body, fn.name, filename, generator_names)
+        # (a generator is run to completion into a list there, by the normaliser, as before,
+        # and so is the iterator of zip, map, ...: one kept and read twice is refused)
+        functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
+        generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
+        for gen in generators:
+            if _endless(gen):
+                raise _refused_endless(gen, qualname, filename)
+        generator_names = frozenset(gen.name for gen in generators)
+        lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
+        for fn in functions:
+            refuse_generator_expressions_read_again(
+                fn.body, fn.name, filename, generator_names, lazy_builtins
+            )
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
@@ -85,13 +94,35 @@ def rewrite_definitions(
             )
         except (GeneratorSyntaxError, ClassSyntaxError) as e:
             raise _refusal(e, filename) from None
-    if not (kinds[ast.ClassDef] or has_yield):
+    if not (kinds[ast.ClassDef] or has_yield or kinds[ast.GeneratorExp]):
         return node
     names = _Names(node)
+    # (dplus's own rule code, differentiated at a higher order, keeps its lists: as loops.py)
+    lift = kinds[ast.GeneratorExp] and not module.startswith("dplus.")
+    consumes_whole = consumers_in(node, globals_ or {}) if lift else None
     try:
-        return _Definitions(names, module, string_annotations).function(node, qualname)
+        return _Definitions(names, module, string_annotations, lazy_from=consumes_whole).function(
+            node, qualname
+        )
     except (GeneratorSyntaxError, ClassSyntaxError) as e:
         raise _refusal(e, filename) from None
+
+
+_LAZY_BUILTINS = ("zip", "enumerate", "reversed", "map", "filter")
+
+
+def _lazy_builtins_not_rebound(node: ast.AST, globals_: dict) -> frozenset[str]:
+    """The names of :data:`_LAZY_BUILTINS` that neither ``node`` nor its module rebinds."""
+    bound = {
+        n.id for n in walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    bound |= {n.arg for n in walk(node) if isinstance(n, ast.arg)}
+    return frozenset(
+        name
+        for name in _LAZY_BUILTINS
+        if name not in bound
+        and globals_.get(name, getattr(builtins, name)) is getattr(builtins, name)
+    )
 
 
 def _refuse_classes_not_supported_again(
@@ -226,9 +257,16 @@ def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedS
 
 class _Definitions:
     def __init__(
-        self, names: _Names, module: str, string_annotations: bool, generators: bool = True
+        self,
+        names: _Names,
+        module: str,
+        string_annotations: bool,
+        generators: bool = True,
+        lazy_from: Callable[[ast.Call], bool] | None = None,
     ) -> None:
         self.names = names
+        # (given: generator expressions not consumed at once by such a call become generators)
+        self.lazy_from = lazy_from
         self.generators = generators
         self.module = module
         self.string_annotations = string_annotations
@@ -248,6 +286,13 @@ class _Definitions:
     def block(self, stmts: list[ast.stmt], where: str) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for st in stmts:
+            if self.lazy_from is not None:
+                lifter = GeneratorExpressionLifter(self.names.fresh, self.lazy_from)
+                st = lifter.statement(st)
+                out.extend(
+                    cast(ast.FunctionDef, self.function(d, f"{where}.<genexpr>"))
+                    for d in lifter.defs
+                )
             if isinstance(st, ast.ClassDef):
                 qual = f"{where}.{st.name}"
                 built = ClassStatement(

@@ -212,13 +212,20 @@ class ExpressionForms(NormalizerState):
             return self.temp(node, e)
         if func is None:
             func = self.expr(e.func)
+        lazy = self.may_read_lazily(e)
         args: list[ast.expr] = []
         for a in e.args:
             if isinstance(a, ast.Starred):
                 args.append(ast.Starred(value=self.expr(a.value), ctx=ast.Load()))
             else:
                 args.append(self.expr(a))
-        keywords = [ast.keyword(arg=k.arg, value=self.expr(k.value)) for k in e.keywords]
+                if lazy and self.makes_lazy_iterator(a):
+                    self.mark_passed_on(self.out[-1])
+        keywords = []
+        for k in e.keywords:
+            keywords.append(ast.keyword(arg=k.arg, value=self.expr(k.value)))
+            if lazy and self.makes_lazy_iterator(k.value):
+                self.mark_passed_on(self.out[-1])
         call: Core = ast.Call(func=func, args=args, keywords=keywords)
         if (
             self.calls_builtin(e, _NONDIFF_BUILTINS)
@@ -227,6 +234,34 @@ class ExpressionForms(NormalizerState):
         ):
             call.dp_builtin = True  # zero derivative: called as it is, nothing recorded
         return self.temp(call, e)
+
+    def may_read_lazily(self, e: ast.Call) -> bool:
+        """Whether ``e`` calls a function of the user's by name (a nested ``def`` or ``lambda``,
+        a parameter, or a global Python function not of NumPy, SciPy or dplus), or ``any``,
+        ``all`` or ``next``: a ``zip``, ``map``, ``enumerate``, ``filter`` or ``reversed`` it is
+        given may be read in part or twice, as Python's iterator."""
+        if not isinstance(e.func, ast.Name) or self.own_code:
+            return False
+        if self.calls_builtin(e, _MAY_STOP_EARLY):
+            return True
+        name = e.func.id
+        if name in self.local_names or name in self.scope.free:
+            return True
+        fn = self.globals.get(name)
+        module = str(getattr(fn, "__module__", None) or "")
+        return type(fn).__name__ == "function" and not module.startswith(
+            ("numpy", "scipy", "dplus")
+        )
+
+    @staticmethod
+    def mark_passed_on(stmt: ast.stmt) -> None:
+        """Mark the lazy builtin's call ``stmt`` assigns, given to a user's function, to be
+        made as Python's live iterator at the first order (at a higher order: a list, as before)."""
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            value: Core = stmt.value
+            value.dp_live = True
+            value.dp_kept = True
+            value.dp_live_first_order = True
 
     def e_Attribute(self, e: ast.Attribute) -> Atom:
         obj = self.expr(e.value)
@@ -308,3 +343,6 @@ class ExpressionForms(NormalizerState):
 
     def e_Starred(self, e: ast.AST) -> Atom:
         raise self.unsupported(e, "a starred expression here")
+
+
+_MAY_STOP_EARLY = {"any": any, "all": all, "next": next}

@@ -26,12 +26,13 @@ class GeneratorSyntaxError(Exception):
 
 def _walk_here(node: ast.AST):
     """The nodes under ``node`` that belong to its own scope (nested defs, lambdas, classes
-    and comprehensions are not entered, but their default values and decorators are)."""
+    and comprehensions are not entered, but their default values and decorators are; a
+    ``def`` statement given as ``node`` is a nested one: its body is not entered either)."""
     todo = [node]
     while todo:
         n = todo.pop()
         yield n
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not node:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             todo.extend(n.decorator_list)
             todo.extend(n.args.defaults)
             todo.extend(d for d in n.args.kw_defaults if d is not None)

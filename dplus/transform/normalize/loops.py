@@ -158,11 +158,13 @@ class LoopForms(NormalizerState):
         return self.calls_builtin(e, _LIVE_BUILTINS) or self.calls_builtin(e, _LIVE_CALLERS)
 
     @staticmethod
-    def mark_live(stmt: ast.stmt) -> None:
-        """Mark the call ``stmt`` assigns (``t = zip(...)``) to be made as Python's live iterator."""
+    def mark_live(stmt: ast.stmt, kept: bool = False) -> None:
+        """Mark the call ``stmt`` assigns (``t = zip(...)``) to be made as Python's live iterator
+        (``kept``: in a variable, so that it may be read again)."""
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
             value: Core = stmt.value
             value.dp_live = True
+            value.dp_kept = kept
 
     def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
         """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed

@@ -192,7 +192,11 @@ def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def refuse_generator_expressions_read_again(
-    body: list[ast.stmt], function: str, filename: str, generator_functions: frozenset = frozenset()
+    body: list[ast.stmt],
+    function: str,
+    filename: str,
+    generator_functions: frozenset = frozenset(),
+    lazy_builtins: frozenset = frozenset(),
 ) -> None:
     """Refuse ``g = (expr for ...)`` when ``g`` may be read more than once: inside
     differentiated code a generator expression is a list (evaluated at once), so a second
@@ -201,7 +205,8 @@ def refuse_generator_expressions_read_again(
     comprehension) that the assignment is not in. A name assigned more than once is left
     alone (which value a read sees is not known here). ``generator_functions``: names whose
     call gives a list the same way (a generator function at a higher order of
-    differentiation), refused the same way as ``g = gen(...)``."""
+    differentiation), refused the same way as ``g = gen(...)``; ``lazy_builtins``: the names
+    of the builtins ``zip``, ``map``, ... not rebound, whose iterator is a list there too."""
     stores: Counter[str] = Counter()
     kept: dict[str, ast.Assign] = {}
     for node in _walk_no_scopes_body(body):
@@ -216,7 +221,10 @@ def refuse_generator_expressions_read_again(
                 or (
                     isinstance(node.value, ast.Call)
                     and isinstance(node.value.func, ast.Name)
-                    and node.value.func.id in generator_functions
+                    and (
+                        node.value.func.id in generator_functions
+                        or node.value.func.id in lazy_builtins
+                    )
                 )
             )
         ):
@@ -227,9 +235,12 @@ def refuse_generator_expressions_read_again(
             continue  # (next(g), g.send(v): refused where they run at a higher order)
         reads = _reads_outside(body, name, assign)
         if reads[0] > 1 or reads[1]:
+            value = assign.value
             what = (
                 "generator expression"
-                if isinstance(assign.value, ast.GeneratorExp)
+                if isinstance(value, ast.GeneratorExp)
+                else f"iterator {value.func.id}(...) (differentiated again: its items are made at once)"  # type: ignore[attr-defined]
+                if value.func.id in lazy_builtins  # type: ignore[attr-defined]
                 else "generator (differentiated again: a generator runs to completion)"
             )
             err = UnsupportedSyntaxError(

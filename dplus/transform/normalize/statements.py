@@ -39,7 +39,7 @@ class StatementForms(NormalizerState):
             and self.makes_lazy_iterator(s.value)
         ):
             # kept for later: consumed after the program may have changed what it reads
-            self.mark_live(self.out[-1])
+            self.mark_live(self.out[-1], kept=True)
         for target in s.targets:
             self.assign_to(target, value, s)
 

@@ -270,10 +270,19 @@ class StatementRules(Builder):
                 s,
                 native=self.native_append(name, v) if op == "callmethod" else None,
             )
-        if getattr(v, "dp_live", False):
+        if getattr(v, "dp_live", False) and not (
+            self.nestable and getattr(v, "dp_live_first_order", False)
+        ):
             # a lazy builtin's iterator whose laziness the program may see (a loop that may
             # change what it reads, or kept for later): Python's live iterator
-            plus = self.rt("live_iteration_again" if self.nestable else "live_iteration")
+            kept = getattr(v, "dp_kept", False)
+            plus = self.rt(
+                "live_iteration_again"
+                if self.nestable
+                else "kept_iteration"
+                if kept
+                else "live_iteration"
+            )
         else:
             plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
         return self.call_like(
