@@ -1,5 +1,5 @@
 """``functools.reduce`` with a function made by differentiated code (issue #21): its first-order
-fast path (``primitives.functional._reduce_of_plus_function``) gives exactly what the general
+fast path (``primitives.functional_reduce._reduce_of_plus_function``) gives exactly what the general
 rule (``reduce_recorded``, through ``Calls``) gives, on every input it accepts, and is not
 taken for the others. Every function here is differentiated with fast paths and inside
 ``general_paths_only()`` (which also switches the rule's fast path off); the two gradients
@@ -15,7 +15,7 @@ import operator
 from functools import reduce
 
 import pytest
-from dplus.primitives import functional
+from dplus.primitives import functional_reduce as functional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from path_helpers import close, fd_gradient, fd_hessian
