@@ -15,6 +15,7 @@ from . import builtins  # noqa: F401
 from . import builtin_iteration  # noqa: F401
 from . import builtin_eval  # noqa: F401
 from . import functional  # noqa: F401
+from . import functional_reduce  # noqa: F401
 from . import cmath  # noqa: F401
 from . import statistics  # noqa: F401
 from . import checkpointing  # noqa: F401

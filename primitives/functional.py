@@ -1,6 +1,7 @@
 """Rules for higher-order and iterator tools: ``functools.reduce`` and ``itertools``.
 
-Covered: ``functools.reduce`` (with and without ``initial``), ``itertools.accumulate``
+Covered: ``functools.reduce`` (with and without ``initial``; its rule is in
+:mod:`primitives.functional_reduce`), ``itertools.accumulate``
 (default addition and with a function, ``initial=``), ``chain``,
 ``chain.from_iterable``, ``product`` (``repeat=``), ``repeat``, ``islice``,
 ``starmap``, ``compress``, ``takewhile``, ``dropwhile``, ``pairwise`` and
@@ -35,7 +36,6 @@ Conventions (the same as for the builtins, see ``builtins.py``):
 
 from __future__ import annotations
 
-import functools
 import itertools
 import operator
 from typing import Any
@@ -74,60 +74,6 @@ def _bind(sig: Any, fn: Any, args: tuple, kwargs: dict) -> tuple:
     except TypeError:
         fn(*args, **kwargs)
         raise
-
-
-# ---------------------------------------------------------------------------
-# functools.reduce
-
-
-def reduce_plus(*args: Any, **kwargs: Any) -> ProcResult:
-    if kwargs or not 2 <= len(args) <= 3:
-        functools.reduce(*args, **kwargs)  # raises the builtin's TypeError
-    function, iterable = args[0], args[1]
-    s = seq(iterable, "reduce", "iterable")
-    items = s.items
-    n = len(items)
-    if len(args) == 3:
-        acc = args[2]
-        start = 0
-    else:
-        if n == 0:
-            functools.reduce(function, [])  # TypeError: empty iterable, no initial value
-        acc = items[0]
-        start = 1
-    calls = Calls(function)
-    call = calls.call
-    for i in range(start, n):
-        acc = call((acc, items[i]))
-    result = acc
-
-    def reduce_backprop(A: Any, Abox: Any) -> tuple:
-        Abox = ensure_abox(Abox)
-        a = A
-        fs: Any = gen_zero
-        el: list = [gen_zero] * n
-        for k in range(len(calls) - 1, -1, -1):
-            rs = calls.back(k, a, Abox)
-            if rs is None:
-                a = gen_zero
-                continue
-            fs = add_closure(fs, rs[0])
-            el[start + k] = rs[2]
-            a = rs[1]
-        if start == 1:
-            el[0] = add(el[0], a)
-            return ((), fs, s.sens(el, Abox))
-        return ((), fs, s.sens(el, Abox), a)
-
-    return ProcResult(result, reduce_backprop)
-
-
-register_primitive(
-    functools.reduce,
-    _named(reduce_plus, "reduce"),
-    note="functools.reduce(f, iterable[, initial]): f through its transform; backprops run in "
-    "reverse, threading the accumulator's sensitivity.",
-)
 
 
 # ---------------------------------------------------------------------------

@@ -200,7 +200,9 @@ def closure_parts(A: Any, n: int) -> tuple:
     return parts
 
 
-_METHODS: dict[tuple[type, str], Any] = {}
+# (class, name) -> (the class's function, its transform); used while the class still holds
+# that function under the name and the instance holds nothing under it
+_METHODS: dict[tuple[type, str], tuple[Any, Any]] = {}
 
 
 def _static_or_class_method(t: type, name: str) -> bool:
@@ -216,7 +218,13 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
     t = type(obj)
     key = (t, name)
-    rule = _METHODS.get(key)
+    rule = None
+    cached = _METHODS.get(key)
+    if cached is not None and getattr(t, name, None) is cached[0]:
+        # (a function the instance holds under the same name is what Python calls instead)
+        own = getattr(obj, "__dict__", None)
+        if own is None or name not in own:
+            rule = cached[1]
     if rule is None:
         attr_ = getattr(t, name, None)
         if (
@@ -239,7 +247,7 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
             ):
                 rule = None  # do not cache policies: they may change
             if rule is not None:
-                _METHODS[key] = rule
+                _METHODS[key] = (attr_, rule)
         if rule is None:
             # a module function, a class or static method, an attribute holding a callable
             r = _PROVIDED["getattr_plus"](obj, name)
