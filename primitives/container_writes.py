@@ -210,6 +210,8 @@ def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
     other than a ``Box``); False: nothing was done, the caller takes the rule."""
     if type(obj) is Box or not is_tracked_mutable(obj):
         return False
+    if type(obj).__setattr__ is not object.__setattr__:
+        return False  # (the class's own __setattr__: the rule checks what it stored)
     key = (type(obj), name)
     kind = _OWN_ATTRIBUTE_KINDS.get(key, NOT_OWN)
     if kind is NOT_OWN:
@@ -296,7 +298,10 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         return _property_write(obj, setter.fset, v)
     if setter is not None:
         return _descriptor_write(obj, setter, v)
-    setattr(obj, name, attribute_value(obj, name, v))
+    stored = attribute_value(obj, name, v)
+    setattr(obj, name, stored)
+    if type(obj).__setattr__ is not object.__setattr__:
+        _refuse_other_value_stored(obj, name, stored)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -305,6 +310,29 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         return (), Z, None, entry.pop(name, Z)
 
     return ProcResult(None, attr_write_backprop)
+
+
+def _refuse_other_value_stored(obj: Any, name: str, stored: Any) -> None:
+    """A class's own ``__setattr__`` that keeps something other than the value assigned
+    (``object.__setattr__(self, name, 2.0 * value)``): the assignment's sensitivity would be
+    taken as the value's, silently wrong. One that stores the value itself is followed."""
+    held = vars(obj).get(name, _MISSING) if hasattr(obj, "__dict__") else _MISSING
+    if held is _MISSING:
+        try:
+            held = object.__getattribute__(obj, name)
+        except AttributeError:
+            return  # (kept elsewhere, or not at all: nothing reads it back as the attribute)
+    if held is not stored:
+        cls = type(obj)
+        raise NonDifferentiableError(
+            f"the class {cls.__qualname__!r} has its own __setattr__, which stored for the attribute "
+            f"{name!r} something other than the value assigned: dplus cannot follow the sensitivity "
+            "through it. Store the value itself in __setattr__ (and compute what else is needed in a "
+            "method or a property), or differentiate a function that does not assign the attribute"
+        )
+
+
+_MISSING = object()
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:

@@ -406,3 +406,40 @@ def test_a_def_inside_a_generator_function():
 @pytest.mark.xfail(strict=True, reason="G1 (open): at the second order a generator is a list")
 def test_a_generator_expression_read_twice_by_a_callee_at_the_second_order():
     check_second_order(read_twice_by_a_nested_callee, 1.5)
+
+
+# -- two generators taken together by one rule, sharing a variable (stop 36, found by the
+# fuzzer on styles4): their resumptions are reversed in the reverse of the order they ran
+
+
+def zipped_generators_sharing_a_variable(x1, x2):
+    def gen(n):
+        nonlocal x2
+        for i in range(n):
+            yield x2 * i
+        x2 = x1 * 2.0  # written while the other generator is still to read it
+        yield x1
+
+    s = 0.0
+    for a, b in zip(gen(2), gen(3)):
+        s += a * b
+    return s
+
+
+def summed_zip_of_generators_sharing_a_variable(x1, x2):
+    def gen(n):
+        nonlocal x2
+        for i in range(n):
+            yield x2 * i + x1
+        x2 = x1 * x2
+        yield x1 * x2
+
+    return sum(a * b for a, b in zip(gen(2), gen(3))) + sum(map(lambda a, b: a - b, gen(1), gen(2)))
+
+
+@pytest.mark.parametrize(
+    "f", [zipped_generators_sharing_a_variable, summed_zip_of_generators_sharing_a_variable]
+)
+@pytest.mark.parametrize("args", [(0.7, 1.3), (-0.4, 0.9), (1.6, -0.5)])
+def test_generators_taken_together_sharing_a_variable(f, args):
+    check_first_order(f, *args)

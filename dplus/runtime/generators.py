@@ -24,6 +24,7 @@ The operations the rewritten generator code calls are in :mod:`.generator_ops`.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -49,14 +50,22 @@ NEXT, THROW, CLOSE = 0, 1, 2
 _CREATED, _SUSPENDED, _RUNNING, _CLOSED = range(4)
 
 
-class _Resumption:
-    """One resumption's record: its backprop (``None``: an exception left the generator)."""
+# every resumption of every generator numbered in the order they ran: generators taken
+# together (``zip(g1, g2)``) may share variables, so their resumptions are reversed in the
+# reverse of that order (:func:`reverse_together`)
+_clock = itertools.count()
 
-    __slots__ = ("bp", "raised")
+
+class _Resumption:
+    """One resumption's record: its backprop (``None``: an exception left the generator) and
+    when it ran among all generators' resumptions."""
+
+    __slots__ = ("bp", "raised", "stamp")
 
     def __init__(self, bp: Any, raised: BaseException | None = None) -> None:
         self.bp = bp
         self.raised = raised
+        self.stamp = next(_clock)
 
 
 class GeneratorCore:
@@ -142,6 +151,11 @@ class GeneratorCore:
             rec[1] = {"top": len(self.log) - 1, "A": {}, "closure": Z, "sent": {}}
         state: dict = rec[1]
         return state
+
+    def latest_not_reversed(self, Abox: BoxSensitivities) -> tuple[int, int]:
+        """The index and the stamp of the last resumption not reversed yet (-1, -1: none)."""
+        top = self._pass(Abox)["top"]
+        return (top, self.log[top].stamp) if top >= 0 else (-1, -1)
 
     def deliver(self, k: int, A: Any, Abox: BoxSensitivities) -> None:
         """The sensitivity of the value resumption ``k`` produced."""
@@ -364,6 +378,24 @@ def generator_route(itv: Any, n: int, length: Any, Abox: BoxSensitivities, batch
 # the rules of iterable-consuming builtins with generator arguments
 
 
+def reverse_together(takers: list[GeneratorTaker], Abox: BoxSensitivities) -> None:
+    """Every resumption the takers took, and the later ones not reversed yet, of all of them
+    at once, the latest first: one rule may interleave the resumptions of generators that
+    share a variable (``zip(g1, g2)``), whose reverses must run in the reverse of that order."""
+    pending = [t for t in takers if t.taken]
+    while pending:
+        latest: tuple[int, int, GeneratorTaker] | None = None
+        for t in pending:
+            top, stamp = t.core.latest_not_reversed(Abox)
+            if top >= t.taken[0] and (latest is None or stamp > latest[1]):
+                latest = (top, stamp, t)
+        if latest is None:
+            return
+        top, _, taker = latest
+        taker.core.reverse_down_to(top, Abox)
+        pending = [t for t in pending if t.core.latest_not_reversed(Abox)[0] >= t.taken[0]]
+
+
 def consumes_generators(transform: Callable[..., ProcResult]) -> Callable[..., ProcResult]:
     """``transform``, a rule that consumes iterables, taking generators as arguments: the
     rule gets a :class:`GeneratorTaker` in place of each generator, and returns for it the
@@ -395,8 +427,7 @@ def consumes_generators(transform: Callable[..., ProcResult]) -> Callable[..., P
                     out[1 + i] = Z
                     if s is not Z and s is not None:
                         taker.deliver_items(_items(s, len(taker.taken)), Abox)
-            for _, taker in reversed(takers):
-                taker.reverse(Abox)
+            reverse_together([taker for _, taker in takers], Abox)
             return tuple(out)
 
         return ProcResult(r.primal, with_generators_backprop)
