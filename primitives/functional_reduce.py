@@ -72,18 +72,8 @@ def _reduce_of_plus_function(args: tuple) -> ProcResult:
     ``runtime.calls.call``, which for a plus-function calls it as it is), float
     sensitivities passed on where ``settle`` would return them unchanged, and the closure
     sensitivities summed at the end in the order ``add_closure`` sums them."""
-    function, iterable = args[0], args[1]
-    s = seq(iterable, "reduce", "iterable")
-    items = s.items
-    n = len(items)
-    if len(args) == 3:
-        acc = args[2]
-        start = 0
-    else:
-        if n == 0:
-            functools.reduce(function, [])  # TypeError: empty iterable, no initial value
-        acc = items[0]
-        start = 1
+    function = args[0]
+    s, items, n, acc, start = _reduce_start(args)
     accs = [acc]  # accs[k]: the accumulator call k was given; accs[k + 1]: what it returned
     bps = []
     for i in range(start, n):
@@ -138,23 +128,27 @@ def _sum_closure_sensitivities(cs: list) -> Any:
     return total if cols is None else tuple(cols)
 
 
-def reduce_recorded(*args: Any, **kwargs: Any) -> ProcResult:
-    """functools.reduce's general transform: each call of the function through ``Calls``.
-    The next order differentiates this one (``reduce_plus``'s fast path is first order only)."""
-    if kwargs or not 2 <= len(args) <= 3:
-        functools.reduce(*args, **kwargs)  # raises the builtin's TypeError
+def _reduce_start(args: tuple) -> tuple[Any, list, int, Any, int]:
+    """``reduce(function, iterable[, initial])``'s iterable as a ``Seq``, its items and their
+    number, the first accumulator and the index of the first item the function is given."""
     function, iterable = args[0], args[1]
     s = seq(iterable, "reduce", "iterable")
     items = s.items
     n = len(items)
     if len(args) == 3:
-        acc = args[2]
-        start = 0
-    else:
-        if n == 0:
-            functools.reduce(function, [])  # TypeError: empty iterable, no initial value
-        acc = items[0]
-        start = 1
+        return s, items, n, args[2], 0
+    if n == 0:
+        functools.reduce(function, [])  # TypeError: empty iterable, no initial value
+    return s, items, n, items[0], 1
+
+
+def reduce_recorded(*args: Any, **kwargs: Any) -> ProcResult:
+    """functools.reduce's general transform: each call of the function through ``Calls``.
+    The next order differentiates this one (``reduce_plus``'s fast path is first order only)."""
+    if kwargs or not 2 <= len(args) <= 3:
+        functools.reduce(*args, **kwargs)  # raises the builtin's TypeError
+    function = args[0]
+    s, items, n, acc, start = _reduce_start(args)
     calls = Calls(function)
     call = calls.call
     for i in range(start, n):

@@ -179,6 +179,26 @@ def statements(body: list[ast.stmt], nested: bool = True) -> Iterator[ast.stmt]:
                 todo.extend(block)
 
 
+def function_def(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    """``def name(*params): body``, with positional parameters only and no decorator."""
+    return ast.FunctionDef(
+        name=name,
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=p) for p in params],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+    )
+
+
 def clone(node: Any) -> Any:
     """A copy of an AST: nodes and lists are new; stateless nodes (contexts, operators)
     and everything else (names, constants, the transformer's notes such as a nested

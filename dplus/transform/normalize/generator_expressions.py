@@ -36,6 +36,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..trees import function_def
+
 __all__ = ["GeneratorExpressionLifter", "consumers_in"]
 
 # builtins that take all of their iterable at once, running no user code between its elements
@@ -196,22 +198,7 @@ class GeneratorExpressionLifter(ast.NodeTransformer):
                 body = [ast.If(test=cond, body=body, orelse=[])]
             iterable = ast.Name(id=it, ctx=ast.Load()) if k == 0 else gen.iter
             body = [ast.For(target=gen.target, iter=iterable, body=body, orelse=[])]
-        fdef = ast.FunctionDef(
-            name=name,
-            args=ast.arguments(
-                posonlyargs=[],
-                args=[ast.arg(arg=p) for p in [it, *params]],
-                vararg=None,
-                kwonlyargs=[],
-                kw_defaults=[],
-                kwarg=None,
-                defaults=[],
-            ),
-            body=body,
-            decorator_list=[],
-            returns=None,
-            type_comment=None,
-        )
+        fdef = function_def(name, [it, *params], body)
         _locate(fdef, node)
         self.defs.append(fdef)
         call = ast.Call(

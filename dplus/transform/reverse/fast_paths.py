@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..normalize.core import Core
-from ..trees import clone
+from ..trees import clone, function_def
 from .fast_segment import FastSegment, FastSegmentParts
 from .ssa import _SSA
 from .syntax import (
@@ -128,22 +128,7 @@ class FastPathRules(Builder):
                     orelse=[],
                 ),
             )
-        fdef = ast.FunctionDef(
-            name=f"{ir.name}__grad",
-            args=ast.arguments(
-                posonlyargs=[],
-                args=[ast.arg(arg=p) for p in signature],
-                vararg=None,
-                kwonlyargs=[],
-                kw_defaults=[],
-                kwarg=None,
-                defaults=[],
-            ),
-            body=body,
-            decorator_list=[],
-            returns=None,
-            type_comment=None,
-        )
+        fdef = function_def(f"{ir.name}__grad", list(signature), body)
         fdef.lineno = fdef.end_lineno = ir.lineno
         fdef.col_offset = fdef.end_col_offset = 0
         _locate(fdef, ir.lineno)
