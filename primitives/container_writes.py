@@ -210,7 +210,7 @@ def store_own_attribute(obj: Any, name: str, v: Any) -> bool:
     other than a ``Box``); False: nothing was done, the caller takes the rule."""
     if type(obj) is Box or not is_tracked_mutable(obj):
         return False
-    if type(obj).__setattr__ is not object.__setattr__:
+    if _own_python_setattr(obj):
         return False  # (the class's own __setattr__: the rule checks what it stored)
     key = (type(obj), name)
     kind = _OWN_ATTRIBUTE_KINDS.get(key, NOT_OWN)
@@ -300,7 +300,7 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         return _descriptor_write(obj, setter, v)
     stored = attribute_value(obj, name, v)
     setattr(obj, name, stored)
-    if type(obj).__setattr__ is not object.__setattr__:
+    if _own_python_setattr(obj):
         _refuse_other_value_stored(obj, name, stored)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -310,6 +310,11 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
         return (), Z, None, entry.pop(name, Z)
 
     return ProcResult(None, attr_write_backprop)
+
+
+def _own_python_setattr(obj: Any) -> bool:
+    """Whether ``obj``'s class has a ``__setattr__`` written in Python."""
+    return type(type(obj).__setattr__) is types.FunctionType
 
 
 def _refuse_other_value_stored(obj: Any, name: str, stored: Any) -> None:
