@@ -383,6 +383,9 @@ def reverse_together(takers: list[GeneratorTaker], Abox: BoxSensitivities) -> No
     at once, the latest first: one rule may interleave the resumptions of generators that
     share a variable (``zip(g1, g2)``), whose reverses must run in the reverse of that order."""
     pending = [t for t in takers if t.taken]
+    if len(pending) == 1:
+        pending[0].reverse(Abox)  # (one generator: its resumptions in their own order)
+        return
     while pending:
         latest: tuple[int, int, GeneratorTaker] | None = None
         for t in pending:

@@ -16,7 +16,11 @@ from ...errors import UnsupportedSyntaxError
 from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
-from .generator_expressions import GeneratorExpressionLifter, consumers_in
+from .generator_expressions import (
+    GeneratorExpressionLifter,
+    consumers_in,
+    names_bound_anywhere,
+)
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
 from .rewrites import refuse_generator_expressions_read_again
 
@@ -115,10 +119,7 @@ _LAZY_BUILTINS = ("zip", "enumerate", "reversed", "map", "filter")
 
 def _lazy_builtins_not_rebound(node: ast.AST, globals_: dict) -> frozenset[str]:
     """The names of :data:`_LAZY_BUILTINS` that neither ``node`` nor its module rebinds."""
-    bound = {
-        n.id for n in walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
-    bound |= {n.arg for n in walk(node) if isinstance(n, ast.arg)}
+    bound = names_bound_anywhere(node)
     return frozenset(
         name
         for name in _LAZY_BUILTINS

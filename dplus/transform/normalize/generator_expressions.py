@@ -38,7 +38,7 @@ from typing import Any
 
 from ..trees import function_def
 
-__all__ = ["GeneratorExpressionLifter", "consumers_in"]
+__all__ = ["GeneratorExpressionLifter", "consumers_in", "names_bound_anywhere"]
 
 # builtins that take all of their iterable at once, running no user code between its elements
 _WHOLE_BUILTINS = frozenset(
@@ -47,11 +47,9 @@ _WHOLE_BUILTINS = frozenset(
 _WHOLE_MATH = frozenset({"fsum", "prod"})
 
 
-def consumers_in(node: ast.AST, globals_: dict[str, Any]) -> Callable[[ast.Call], bool]:
-    """A test of a call: does it consume its first argument whole, at once (a builtin of
-    ``_WHOLE_BUILTINS`` or ``math.fsum``/``math.prod`` that neither the function nor its module
-    rebinds, given that one iterable and otherwise only names, constants and lambdas, whose
-    evaluation cannot run code between the generator's making and its reading)."""
+def names_bound_anywhere(node: ast.AST) -> set[str]:
+    """Every name ``node`` binds, in any of its scopes (assigned, parameters, ``def``,
+    ``class``, ``import``): what may shadow a builtin or a module there."""
     bound: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
@@ -62,6 +60,15 @@ def consumers_in(node: ast.AST, globals_: dict[str, Any]) -> Callable[[ast.Call]
             bound.add(n.name)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return bound
+
+
+def consumers_in(node: ast.AST, globals_: dict[str, Any]) -> Callable[[ast.Call], bool]:
+    """A test of a call: does it consume its first argument whole, at once (a builtin of
+    ``_WHOLE_BUILTINS`` or ``math.fsum``/``math.prod`` that neither the function nor its module
+    rebinds, given that one iterable and otherwise only names, constants and lambdas, whose
+    evaluation cannot run code between the generator's making and its reading)."""
+    bound = names_bound_anywhere(node)
 
     def is_builtin(name: str) -> bool:
         return (
