@@ -244,6 +244,9 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     from .runtime.registry import lookup_transform
 
     fn = op.__func__ if type(op) is types.MethodType else op
+    called_object = type(fn) is not types.FunctionType and not isinstance(fn, type)
+    if called_object:  # an object called as a function: its class's Python __call__
+        fn = getattr(type(fn), "__call__", None)  # noqa: B004  (the class's function)
     if (
         type(fn) is not types.FunctionType
         or fn.__module__ is None
@@ -257,6 +260,8 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     except DplusError:
         return error_non_zero_sensitivity_transform(op, op_name)
     hooks.define_dplus(fn)
+    if called_object:
+        return hooks.plus_function_for(op)  # (as runtime.core.lift does for a registered __call__)
     transform = lookup_transform(op)
     return transform if transform is not None else error_non_zero_sensitivity_transform(op, op_name)
 
