@@ -5,6 +5,10 @@ pyperformance's raytrace and chaos benchmarks; the reproductions are written ane
   through the public ``lift_dplus``, whose wrapper coerces sensitivities for users and has no
   derivative: at the second order every such operator was refused, the message naming
   ``dplus.api.coerce_sensitivities``.
+- An object holding another object made in the differentiated code (``Holder(V(a)).v.x``)
+  had no second derivative: the constructor's code, differentiated again, calls
+  ``cls.__new__(cls)``, which had no rule, and the default policy refused it ("no derivative is
+  known for object.__new__"). ``object.__new__`` makes an empty instance: zero derivative.
 - An object called as a function (``spline(u)``, its class's Python ``__call__``) was refused
   by ``transform_from_source``, which transformed only functions, and the refusal named the
   object by its repr (the whole control polygon) instead of the ``__call__`` to decorate.
@@ -186,3 +190,72 @@ def test_an_undecorated_called_object_is_refused_naming_its_call_method():
     assert "Quadratic object, whose __call__ is" in message
     assert "Quadratic.__call__" in message and "test_realcode_objects.py" in message
     assert "ccccc" not in message
+
+
+# --------------------------------------------------------------------------
+# objects holding objects, at the second order
+
+
+class Cell:
+    def __init__(self, x):
+        self.x = x
+
+
+class Holder:
+    def __init__(self, v):
+        self.v = v
+
+
+class Beam:
+    def __init__(self, origin, direction):
+        self.origin = origin
+        self.direction = direction.unit()
+
+
+class Target:
+    def __init__(self, r):
+        self.r = r
+
+    @define_dplus
+    def hit(self, beam):
+        v = beam.origin.dot(beam.direction)
+        return v * self.r + beam.direction.x
+
+
+def held_object(a, b):
+    return Holder(Cell(a * b)).v.x * a
+
+
+def held_object_kept(a, b):
+    h = Holder(Cell(a))
+    k = Holder(h)
+    return h.v.x * k.v.v.x * b
+
+
+def beam_passed_at_once(a, b):
+    return Target(a).hit(Beam(Vec(a, b, 0.5), Vec(b, 1.0, a)))
+
+
+def beams_in_a_loop(a, b):
+    total = 0.0
+    for target in [Target(a), Target(b), Target(a * b)]:
+        t = target.hit(Beam(Vec(a, b, 1.0), Vec(b, 1.0, 0.3)))
+        if t > 100.0:
+            break
+        total += t
+    return total
+
+
+HELD = [held_object, held_object_kept, beam_passed_at_once, beams_in_a_loop]
+
+
+@pytest.mark.parametrize("f", HELD)
+@pytest.mark.parametrize("point", POINTS)
+def test_objects_holding_objects_first_order(f, point):
+    check_first_order(f, *point)
+
+
+@pytest.mark.parametrize("f", HELD)
+@pytest.mark.parametrize("point", POINTS)
+def test_objects_holding_objects_second_order(f, point):
+    check_second_order(f, *point)
