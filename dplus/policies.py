@@ -64,6 +64,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
 
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
+        _refuse_held_functions(op, op_name, (*args, *kwargs.values()))
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
         changed = changed_since(watched)
@@ -134,6 +135,45 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     # with constant arguments, a constant (runtime.calls.call_on_constants)
     mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
+
+
+def _refuse_held_functions(op: Any, op_name: str, values: tuple) -> None:
+    """A function defined in differentiated code, held in a list, tuple, dict or object given
+    to code dplus runs as it is: called from there it would return dplus's pair of value and
+    backprop, not its value (found by ``ExRK(inits, [f1, f2], ...)``). Refused by name first."""
+    from .runtime.closures import is_plus_function
+    from .runtime.linear import object_attributes
+
+    seen: set[int] = set()
+    stack = [(v, False) for v in values]  # (top-level functions are handed over as primals)
+    while stack:
+        v, inside = stack.pop()
+        t = type(v)
+        if t is float or t is int or t is bool or t is str or v is None or id(v) in seen:
+            continue
+        if inside and callable(v) and is_plus_function(v):
+            raise UnknownTransformError(
+                f"{_where(op, op_name)} was given {describe_callable(v)} inside a list, tuple, dict or "
+                f"object: dplus runs that code as it is (it is not differentiated), and a function defined "
+                f"in the code being differentiated cannot be called from there. Decorate "
+                f"{getattr(op, '__qualname__', 'the function called')} with @dplus.define_dplus so that "
+                "dplus differentiates it, or differentiate every function "
+                "from its source with `with dplus.current_unknown_transform(dplus.transform_from_source):`."
+            )
+        seen.add(id(v))
+        if t is list or t is tuple:
+            if not _NUMBER_TYPES.issuperset(map(type, v)):
+                stack.extend((x, True) for x in v)
+        elif t is dict:
+            stack.extend((x, True) for x in v.values())
+        elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+            try:
+                stack.extend((x, True) for x in object_attributes(v).values())
+            except Exception:  # (attributes that cannot be read: nothing to look into)
+                pass
+
+
+_NUMBER_TYPES = frozenset({float, int, bool})
 
 
 def _what_changed(v: Any) -> str:
