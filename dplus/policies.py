@@ -137,7 +137,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     return unknown_plus
 
 
-def _refuse_held_functions(op: Any, op_name: str, values: tuple) -> None:
+def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> None:
     """A function defined in differentiated code, held in a list, tuple, dict or object given
     to code dplus runs as it is: called from there it would return dplus's pair of value and
     backprop, not its value (found by ``ExRK(inits, [f1, f2], ...)``). Refused by name first."""
