@@ -127,6 +127,9 @@ class FunctionBuilder(
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
         self.specialized: Specialized | None = None
+        # fast segments without their general variants: a build for the fused gradient only
+        # (transformer.fused_first), whose plus-function is never compiled
+        self.defer_general = False
         # a nested function with default values: their sensitivities follow its closure's
         self.defaults_in_closure = False
 

@@ -79,6 +79,7 @@ class Builder(Protocol):
     const_names: set[str]
     segment_log: list[FastParts | None]
     specialized: Specialized | None
+    defer_general: bool
     defaults_in_closure: bool
 
     # -- names, helpers and the record (builder)
