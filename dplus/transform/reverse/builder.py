@@ -428,15 +428,20 @@ def build_plus_function(
     prefix: str = "_dp_",
     const_names: set[str] | None = None,
     specialized: Specialized | None = None,
+    defer_general: bool = False,
 ) -> ast.FunctionDef:
-    """``specialized``: what the transform assumes (inlined calls, elements read on entry)."""
+    """``specialized``: what the transform assumes (inlined calls, elements read on entry).
+    ``defer_general``: leave out the general variant of a body that is one fast segment
+    (noted ``dp_deferred``): only its fused gradient is compiled from that build."""
     _set_prefix(prefix)
     b = FunctionBuilder(
         ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable
     )
     b.const_names = set(const_names or ())
     b.specialized = specialized
+    b.defer_general = defer_general
     plus = b.build()
+    plus.dp_deferred = b.defer_general
     # the whole body one fast segment: fused.py may build f__grad for vector parameters
     plus.dp_fusable = bool(plus.dp_fused is None and b.fast and plus.dp_simple)
     return plus
