@@ -130,6 +130,7 @@ class FunctionBuilder(
         # fast segments without their general variants: a build for the fused gradient only
         # (transformer.fused_first), whose plus-function is never compiled
         self.defer_general = False
+        self._body_segments: list[list[ast.stmt]] | None = None  # (segments_of_body)
         # a nested function with default values: their sensitivities follow its closure's
         self.defaults_in_closure = False
 
@@ -148,6 +149,19 @@ class FunctionBuilder(
                 and any(isinstance(e, ast.Name) for e in node.value.elts)
             }
         return self._tuple_displays
+
+    def decide_deferral(self) -> None:
+        """Keep ``defer_general`` only for a body that may be one fast segment (else the build
+        is the full one)."""
+        if self.defer_general and not self.one_fast_segment():
+            self.defer_general = False
+
+    def segments_of_body(self) -> list[list[ast.stmt]]:
+        """``segments`` of a body of assignments, made once: ``one_fast_segment`` asks first,
+        then ``block`` (nothing they read changes in between)."""
+        if self._body_segments is None:
+            self._body_segments = self.segments(list(self.ir.body))
+        return self._body_segments
 
     def nested(self, ir: IRFunction) -> FunctionBuilder:
         """The builder of a function defined in this one (``CallRules.closure_stmt``)."""
@@ -292,7 +306,8 @@ class FunctionBuilder(
 
         def flush() -> None:
             if run:
-                for seg in self.segments(run):
+                whole = self._body_segments is not None and stmts is self.ir.body
+                for seg in self.segments_of_body() if whole else self.segments(run):
                     f, r = self.segment(seg)
                     fwd.extend(f)
                     rev_parts.append(r)

@@ -51,8 +51,7 @@ class EntryRules(Builder):
         ir = self.ir
         has_blocks = self.count_names(ir.body)
         self.straight = self.fast and not has_blocks
-        if self.defer_general and not self.one_fast_segment():
-            self.defer_general = False  # (then the build is the full one)
+        self.decide_deferral()
         fwd, rev = self.block(ir.body)
         return _PlusDef(self, fwd, rev).build()
 
@@ -68,7 +67,7 @@ class EntryRules(Builder):
             and not self.boxed
             and not ir.outer_boxed
             and all(isinstance(st, ast.Assign) for st in ir.body)
-            and len(self.segments(list(ir.body))) == 1
+            and len(self.segments_of_body()) == 1
         )
 
     def not_inlined(self, checks: list[tuple[str, str]]) -> ast.expr:
