@@ -15,6 +15,7 @@ import pickle
 import threading
 
 import cloudpickle
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from path_helpers import close, fd_gradient, fd_hessian
@@ -44,6 +45,10 @@ SCALE = 2.0
 
 def reads_a_global(x, y):
     return SCALE * x * y + math.cos(x)
+
+
+def with_a_default(x, y=2.0):
+    return x * y + math.sin(x)
 
 
 def not_one_segment(x, y):
@@ -77,7 +82,7 @@ def _families(tmp_path):
 
 def test_the_fused_gradient_built_alone_is_the_full_builds(tmp_path):
     built_alone = 0
-    for f in FUSED_FUNCTIONS + [not_one_segment] + _families(tmp_path):
+    for f in FUSED_FUNCTIONS + [not_one_segment, with_a_default] + _families(tmp_path):
         alone = transformer._compile(f, fused_only=True)
         full = transformer._compile(f)
         if isinstance(alone, FusedOnly):
@@ -102,8 +107,15 @@ def test_no_plus_function_is_built_until_a_call_needs_it():
     assert transformer._COMPILED.get(f.__code__) is not None
 
 
-def test_functions_of_other_shapes_are_built_once_in_full():
-    f = _fresh_copy(not_one_segment)
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        (not_one_segment, (0.7, 0.3)),
+        (with_a_default, (0.7 + math.cos(0.3), 0.3)),  # (no fused gradient: a default)
+    ],
+)
+def test_functions_of_other_shapes_are_built_once_in_full(shape, expected):
+    f = _fresh_copy(shape)
     calls = []
     real = transformer._compile
 
@@ -113,7 +125,7 @@ def test_functions_of_other_shapes_are_built_once_in_full():
 
     transformer._compile = counted
     try:
-        assert dplus.grad(f)(0.3, 0.7) == (0.7, 0.3)
+        close(dplus.grad(f)(0.3, 0.7), expected)
     finally:
         transformer._compile = real
     assert len(calls) == 1 and transformer._COMPILED.get(f.__code__) is not None

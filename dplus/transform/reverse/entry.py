@@ -60,8 +60,11 @@ class EntryRules(Builder):
         build without general variants (``defer_general``) makes first, so that a function
         with no fused gradient is built once, in full."""
         ir = self.ir
+        args = ir.args
         return (
             self.top_level
+            and not (args.posonlyargs or args.kwonlyargs or args.kwarg or args.vararg)
+            and not args.defaults
             and self.straight
             and not self.nestable
             and not self.boxed
