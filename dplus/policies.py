@@ -195,7 +195,7 @@ def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> No
 _NUMBER_TYPES = frozenset({float, int, bool})
 
 
-def _stand_for_given(op: Any, args: tuple, kwargs: dict) -> None:
+def _stand_for_given(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Mark the plain callables the user's unknown ``op`` is given as standing for their
     plus-functions: a decorator or registry that keeps one hands it back to the user's code,
     whose later call of it is a call of that function (``runtime.registry.lookup_transform``).
@@ -228,7 +228,7 @@ def _is_dplus_function(op: Any) -> bool:
     return str(getattr(op, "__module__", "") or "").startswith("dplus.")
 
 
-def _handed_back(op: Any, result: Any, args: tuple) -> int | None:
+def _handed_back(op: Any, result: Any, args: tuple[Any, ...]) -> int | None:
     """Where ``result`` was given, when it is a function dplus handed to the unknown code as a
     plain callable (``runtime.core.as_plain_callable``): its position, else ``None``."""
     if (
