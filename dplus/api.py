@@ -86,6 +86,13 @@ def _lift(f: Any) -> Callable[..., ProcResult]:
     return chosen
 
 
+def lift_for_rules(f: Any) -> Callable[..., ProcResult]:
+    """The transform of a user's function that a rule calls inside differentiated code (an
+    operator method): ``lift_dplus`` without the public wrapper, whose coercion of the
+    sensitivities has no derivative, so that the rule works at every order."""
+    return _lift(f)
+
+
 def coerce_sensitivities(out: tuple[Any, ...], P: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Backprop results with no ``gen_zero`` inside: zeros shaped like what they stand for."""
     from .runtime.linear import coerce_zero

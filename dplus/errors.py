@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import types
 
 
 class DplusError(Exception):
@@ -44,7 +45,15 @@ def describe_callable(fn: object) -> str:
     """A user-facing name for ``fn``: qualified name, and file:line when known. The
     transform of a nested function is named as the user's (``f.<locals>.g``, not
     ``_dp_factory.<locals>.f__plus.<locals>.g__plus_1``)."""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004  (the class's function)
+    if name is None and type(call) is types.FunctionType:
+        # an object called as a function: its class and the __call__ it runs (not its repr,
+        # which may be long and does not say what to decorate)
+        return (
+            f"a {describe_callable(type(fn))} object, whose __call__ is {describe_callable(call)}"
+        )
+    name = name or repr(fn)
     if "__plus" in name:
         name = _GENERATED_FACTORY.sub("", name)
         name = _GENERATED_SUFFIX.sub("", name)

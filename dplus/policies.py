@@ -66,6 +66,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         given = args
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
+        _refuse_held_functions(op, op_name, (*args, *kwargs.values()))
         _stand_for_given(op, args, kwargs)
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
@@ -153,7 +154,48 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     return unknown_plus
 
 
-def _stand_for_given(op: Any, args: tuple, kwargs: dict) -> None:
+def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> None:
+    """A function defined in differentiated code, held in a list, tuple, dict or object given
+    to code dplus runs as it is: called from there it would return dplus's pair of value and
+    backprop, not its value (found by ``ExRK(inits, [f1, f2], ...)``). Refused by name first."""
+    from .runtime.closures import is_plus_function
+    from .runtime.linear import object_attributes
+
+    if _is_dplus_function(getattr(op, "__func__", op)):
+        return  # (dplus's own code run at a higher order: it holds the functions it routes)
+    seen: set[int] = set()
+    stack = [(v, False) for v in values]  # (top-level functions are handed over as primals)
+    while stack:
+        v, inside = stack.pop()
+        t = type(v)
+        if t is float or t is int or t is bool or t is str or v is None or id(v) in seen:
+            continue
+        if inside and callable(v) and is_plus_function(v):
+            raise UnknownTransformError(
+                f"{_where(op, op_name)} was given {describe_callable(v)} inside a list, tuple, dict or "
+                f"object: dplus runs that code as it is (it is not differentiated), and a function defined "
+                f"in the code being differentiated cannot be called from there. Decorate "
+                f"{getattr(op, '__qualname__', 'the function called')} with @dplus.define_dplus so that "
+                "dplus differentiates it, or differentiate every function "
+                "from its source with `with dplus.current_unknown_transform(dplus.transform_from_source):`."
+            )
+        seen.add(id(v))
+        if t is list or t is tuple:
+            if not _NUMBER_TYPES.issuperset(map(type, v)):
+                stack.extend((x, True) for x in v)
+        elif t is dict:
+            stack.extend((x, True) for x in v.values())
+        elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+            try:
+                stack.extend((x, True) for x in object_attributes(v).values())
+            except Exception:  # (attributes that cannot be read: nothing to look into)
+                pass
+
+
+_NUMBER_TYPES = frozenset({float, int, bool})
+
+
+def _stand_for_given(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Mark the plain callables the user's unknown ``op`` is given as standing for their
     plus-functions: a decorator or registry that keeps one hands it back to the user's code,
     whose later call of it is a call of that function (``runtime.registry.lookup_transform``).
@@ -186,7 +228,7 @@ def _is_dplus_function(op: Any) -> bool:
     return str(getattr(op, "__module__", "") or "").startswith("dplus.")
 
 
-def _handed_back(op: Any, result: Any, args: tuple) -> int | None:
+def _handed_back(op: Any, result: Any, args: tuple[Any, ...]) -> int | None:
     """Where ``result`` was given, when it is a function dplus handed to the unknown code as a
     plain callable (``runtime.core.as_plain_callable``): its position, else ``None``."""
     if (
@@ -311,6 +353,9 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     from .runtime.registry import lookup_transform
 
     fn = op.__func__ if type(op) is types.MethodType else op
+    called_object = type(fn) is not types.FunctionType and not isinstance(fn, type)
+    if called_object:  # an object called as a function: its class's Python __call__
+        fn = getattr(type(fn), "__call__", None)  # noqa: B004  (the class's function)
     if (
         type(fn) is not types.FunctionType
         or fn.__module__ is None
@@ -324,6 +369,8 @@ def transform_from_source(op: Any, op_name: str) -> Any:
     except DplusError:
         return error_non_zero_sensitivity_transform(op, op_name)
     hooks.define_dplus(fn)
+    if called_object:
+        return hooks.plus_function_for(op)  # (as runtime.core.lift does for a registered __call__)
     transform = lookup_transform(op)
     return transform if transform is not None else error_non_zero_sensitivity_transform(op, op_name)
 

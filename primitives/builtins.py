@@ -483,6 +483,10 @@ defnondiff(int, note="int(x): piecewise constant, zero derivative")
 # instance's own state, whose sensitivities live in the box map by identity; the proxy itself
 # carries none (and so its rule is the same at every order).
 defnondiff(super, note="a view of the instance: sensitivities stay with the instance")
+# object.__new__(cls) makes an empty instance: nothing it holds comes from its arguments, and
+# what is stored in it later is reversed by those stores (the constructor of a user class calls
+# it, and at the second order that code is differentiated too)
+defnondiff(object.__new__, note="an empty instance: zero derivative")
 
 
 def cast_plus(typ: Any, value: Any) -> ProcResult:

@@ -180,9 +180,12 @@ SET_OPERATORS: dict[Any, Any] = {}
 
 
 def _lift_method(m: Any) -> Callable[..., ProcResult]:
-    from dplus.api import lift_dplus  # local: the API imports the rule library
+    # local: the API imports the rule library. Not lift_dplus: its public wrapper coerces the
+    # sensitivities for users and has no derivative, so an undecorated operator method lifted
+    # through it was refused at the second order
+    from dplus.api import lift_for_rules
 
-    return lift_dplus(m)
+    return lift_for_rules(m)
 
 
 def _user_binary(fn: Any, x: Any, y: Any) -> ProcResult:

@@ -145,9 +145,11 @@ class LiveIteration:
     makes it: each item reads the lists as they are when it is taken. ``first`` is the position
     the first item of ``reversed`` reads; ``calls`` records ``map``'s calls of its function
     (their backprops run when the iterations are reversed); ``positions`` the position of each
-    element ``filter`` kept."""
+    element ``filter`` kept. An argument may itself be a live iterator (``enumerate(zip(xs, ys))``,
+    ``zip(reversed(xs), ys)``): each item then takes the inner one's next item, as in Python;
+    ``inner_taken`` holds how many items each inner one had given before this one started."""
 
-    __slots__ = ("fn", "args", "it", "first", "calls", "positions", "taken")
+    __slots__ = ("fn", "args", "it", "first", "calls", "positions", "taken", "inner_taken")
 
     def __init__(self, fn: Any, args: tuple, start: Any, function: Any = None) -> None:
         self.fn = fn
@@ -157,6 +159,7 @@ class LiveIteration:
         self.positions: list[int] = []  # for filter
         self.it: Iterator[Any]
         self.taken = 0  # items taken so far (a loop or a rule may go on where next() stopped)
+        self.inner_taken = tuple(a.taken if type(a) is LiveIteration else 0 for a in args)
         if fn is map:
             self.calls = hooks.recorded_calls(function)
             self.it = map(self._call, *args)
@@ -240,8 +243,11 @@ def laziness_visible(fn: Any, args: tuple, kwargs: dict, kept: bool = False) -> 
     return (
         fn in _LIVE_BUILTINS
         and bool(iterables)
-        and all(type(a) in _LIVE_ARGS for a in iterables)
-        and (kept or any(type(a) is list for a in iterables))
+        and all(
+            type(a) in _LIVE_ARGS or (type(a) is LiveIteration and fn is not reversed)
+            for a in iterables
+        )
+        and (kept or any(type(a) is list or type(a) is LiveIteration for a in iterables))
         and set(kwargs) <= ({"start"} if fn is enumerate else set())
         and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
     )
@@ -294,12 +300,13 @@ class _LiveRouter:
     through the backprop of the call that made the item (its function's closure sensitivity
     kept in the stash too)."""
 
-    __slots__ = ("live", "lengths", "start")
+    __slots__ = ("live", "lengths", "start", "inner")
 
     def __init__(self, live: LiveIteration, lengths: tuple, start: int) -> None:
         self.live = live
         self.lengths = lengths
         self.start = start  # the number of items taken before the first one routed here
+        self.inner: dict[int, _LiveRouter] = {}  # the routers of live iterators among the args
 
     def back(self, i: int, A: Any, Abox: BoxSensitivities) -> None:
         if A is Z or A is None:
@@ -339,6 +346,11 @@ class _LiveRouter:
             elif t is tuple:
                 items = self.stashed(Abox).setdefault(j, [Z] * len(arg))
                 items[pos] = add(items[pos], s)
+            elif t is LiveIteration:  # (its item ``pos`` counted from when this one began)
+                inner = self.inner.get(j)
+                if inner is None:
+                    inner = self.inner[j] = _LiveRouter(arg, self.lengths[j], live.inner_taken[j])
+                inner.back(pos, s, Abox)
 
     def add_to_function(self, s: Any, Abox: BoxSensitivities) -> None:
         if s is Z or s is None or (type(s) is tuple and not s):
@@ -543,7 +555,10 @@ def list_length(itv: Any) -> Any:
     resized before the loop's reverse runs); ``-1`` for any other iterable; for a
     :class:`LiveIteration`, one for each argument."""
     if type(itv) is LiveIteration:  # (and, last, the number of items taken)
-        return tuple(len(a) if type(a) is list else -1 for a in itv.args) + (itv.taken,)
+        return tuple(
+            len(a) if type(a) is list else list_length(a) if type(a) is LiveIteration else -1
+            for a in itv.args
+        ) + (itv.taken,)
     if type(itv) is ListIterator:
         return itv.index, len(itv.source)
     if type(itv) is set or type(itv) is frozenset:

@@ -103,6 +103,7 @@ class LoopForms(NormalizerState):
         it = self.expr(s.iter)
         if live:
             self.mark_live(self.out[-1])
+            self.mark_inner_live(self.out[-1])
         live = live or (isinstance(s.iter, ast.Name) and s.iter.id in self.lazy_names)
         ctx = self.loop_ctx(s.body, s.orelse, False)
         if ctx.brk:
@@ -166,6 +167,31 @@ class LoopForms(NormalizerState):
             value.dp_live = True
             value.dp_kept = kept
 
+    def mark_inner_live(self, stmt: ast.stmt) -> None:
+        """Mark the lazy builtins' calls made for the arguments of the live call ``stmt``
+        assigns (``enumerate(zip(xs, ys))``, ``zip(reversed(xs), ys)``): made at once, an inner
+        iterator would read the lists before the body changes them, where Python's reads them
+        as the loop goes."""
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            return
+        names = {a.id for a in stmt.value.args if isinstance(a, ast.Name)}
+        for earlier in reversed(self.out[:-1]):
+            if not names:
+                return
+            if not (
+                isinstance(earlier, ast.Assign)
+                and len(earlier.targets) == 1
+                and isinstance(earlier.targets[0], ast.Name)
+            ):
+                continue
+            target = earlier.targets[0].id
+            if target not in names:
+                continue
+            names.discard(target)
+            if self.makes_lazy_iterator(earlier.value):
+                self.mark_live(earlier, kept=True)
+                self.mark_inner_live(earlier)
+
     def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
         """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed
         before the loop from items computed as the loop takes them: ``f`` may read what the body
@@ -181,11 +207,17 @@ class LoopForms(NormalizerState):
     def is_pure_call(self, func: ast.expr) -> bool:
         unshadowed = lambda name: name not in self.local_names and name not in self.scope.free
         if isinstance(func, ast.Name):
+            if not unshadowed(func.id):
+                return False
+            if func.id in _PURE_BUILTINS:
+                return self.globals.get(func.id, getattr(builtins, func.id)) is getattr(
+                    builtins, func.id
+                )
+            # a math function imported by name (``from math import cos``)
+            fn = self.globals.get(func.id)
             return (
-                func.id in _PURE_BUILTINS
-                and unshadowed(func.id)
-                and self.globals.get(func.id, getattr(builtins, func.id))
-                is getattr(builtins, func.id)
+                type(fn).__name__ == "builtin_function_or_method"
+                and getattr(fn, "__module__", None) in _PURE_MODULES
             )
         if (
             isinstance(func, ast.Attribute)
