@@ -9,6 +9,7 @@ import ast
 import builtins
 import functools
 import itertools
+import types
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
@@ -20,6 +21,7 @@ from .core import _internal
 from .generator_effects import changed_in_place, first_effect
 from .generator_expressions import (
     GeneratorExpressionLifter,
+    OnceReadGeneratorExpressions,
     consumers_in,
     names_bound_anywhere,
 )
@@ -101,6 +103,8 @@ def rewrite_definitions(
             refuse_generator_expressions_read_again(
                 fn.body, fn.name, filename, frozenset(), lazy_builtins
             )
+        if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
+            _read_once_where_passed(node, functions, module, globals_ or {}, filename)
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
@@ -122,6 +126,90 @@ def rewrite_definitions(
         )
     except (GeneratorSyntaxError, ClassSyntaxError) as e:
         raise _refusal(e, filename) from None
+
+
+def _read_once_where_passed(
+    node: ast.AST,
+    functions: list[ast.FunctionDef],
+    module: str,
+    globals_: dict,
+    filename: str,
+) -> None:
+    """Differentiated again: a generator expression given to a function of the program or to
+    ``next`` becomes an iterator over its values (:class:`.OnceReadGeneratorExpressions`),
+    unless ``iter`` is not the builtin. One not consumed whole where it is made (by ``sum``,
+    ...) whose elements would do what the program sees (:func:`.first_effect`) is refused:
+    they would be made before the code that reads them runs."""
+    bound = names_bound_anywhere(node)
+
+    def is_builtin(name: str) -> bool:
+        return name not in bound and globals_.get(name, getattr(builtins, name, None)) is getattr(
+            builtins, name, None
+        )
+
+    if not is_builtin("iter"):
+        return
+    nested: dict[str, list[ast.FunctionDef]] = {}
+    for fn in functions:
+        nested.setdefault(fn.name, []).append(fn)
+
+    def is_programs_function(name: str) -> bool:
+        if name in bound:
+            return not is_builtin(name)
+        value = globals_.get(name)
+        return isinstance(value, types.FunctionType) and value.__module__ == module
+
+    consumes_whole = consumers_in(node, globals_)
+    whole = {id(n.args[0]) for n in walk(node) if isinstance(n, ast.Call) and consumes_whole(n)}
+    read_later = [n for n in walk(node) if isinstance(n, ast.GeneratorExp) and id(n) not in whole]
+    rewrite = OnceReadGeneratorExpressions(is_programs_function, is_builtin("next"))
+    rewrite.visit(node)
+    for e in read_later:
+        effect = first_effect(_as_generator_function(e), nested, globals_, module, bound)
+        if effect is not None:
+            where, what = effect
+            line = getattr(where, "lineno", None) or e.lineno
+            err = UnsupportedSyntaxError(
+                f"the generator expression ({filename}, line {line}) {what}: at a higher order "
+                "of differentiation (hessian, grad of grad) dplus makes its values at once where "
+                "it is made, where Python's makes each as it is read (and none that is never "
+                "read). Make the change outside the generator expression, or make it a list"
+            )
+            err.filename = filename
+            err.lineno = line
+            raise err
+
+
+def _as_generator_function(e: ast.GeneratorExp) -> ast.FunctionDef:
+    """The generator function Python's definition of ``e`` names, for :func:`first_effect`
+    (its first iterable, evaluated where ``e`` is, left out)."""
+    body: list[ast.stmt] = [ast.Expr(value=ast.Yield(value=e.elt))]
+    for i, gen in reversed(list(enumerate(e.generators))):
+        for cond in reversed(gen.ifs):
+            body = [ast.If(test=cond, body=body, orelse=[])]
+        iterable = ast.Constant(value=()) if i == 0 else gen.iter
+        body = [ast.For(target=gen.target, iter=iterable, body=body, orelse=[])]
+    fn = function_def_named("_genexpr", body)
+    return ast.fix_missing_locations(ast.copy_location(fn, e))
+
+
+def function_def_named(name: str, body: list[ast.stmt]) -> ast.FunctionDef:
+    return ast.FunctionDef(
+        name=name,
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
 
 
 _LAZY_BUILTINS = ("zip", "enumerate", "reversed", "map", "filter")
