@@ -402,8 +402,31 @@ def test_a_def_inside_a_generator_function():
         check_first_order(nested_def_in_a_generator, x, y)
 
 
+def read_twice_through_a_keyword(x):
+    def twice(g=()):
+        return sum(g) + 10.0 * sum(g)
+
+    return twice(g=(v * x * x for v in (1.0, 2.0)))
+
+
+def read_twice_by_a_method(x):
+    class Reader:
+        def twice(self, g):
+            return sum(g) + 10.0 * math.sin(sum(g))
+
+    return Reader().twice(math.cos(v * x) for v in (1.0, 2.0))
+
+
 @pytest.mark.parametrize(
-    "f", [read_twice_by_a_nested_callee, inside_a_lambda, inside_a_comprehension, shadowed_sum]
+    "f",
+    [
+        read_twice_by_a_nested_callee,
+        inside_a_lambda,
+        inside_a_comprehension,
+        shadowed_sum,
+        read_twice_through_a_keyword,
+        read_twice_by_a_method,
+    ],
 )
 @pytest.mark.parametrize("x", POINTS)
 def test_a_generator_expression_read_twice_by_a_callee_at_the_second_order(f, x):

@@ -162,7 +162,11 @@ def _read_once_where_passed(
     consumes_whole = consumers_in(node, globals_)
     whole = {id(n.args[0]) for n in walk(node) if isinstance(n, ast.Call) and consumes_whole(n)}
     read_later = [n for n in walk(node) if isinstance(n, ast.GeneratorExp) and id(n) not in whole]
-    rewrite = OnceReadGeneratorExpressions(is_programs_function, is_builtin("next"))
+
+    def is_module(name: str) -> bool:
+        return name not in bound and isinstance(globals_.get(name), types.ModuleType)
+
+    rewrite = OnceReadGeneratorExpressions(is_programs_function, is_module, is_builtin("next"))
     rewrite.visit(node)
     for e in read_later:
         effect = first_effect(_as_generator_function(e), nested, globals_, module, bound)

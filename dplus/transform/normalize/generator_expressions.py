@@ -253,7 +253,8 @@ def _locate(new: ast.AST, like: ast.AST) -> Any:
 
 class OnceReadGeneratorExpressions(ast.NodeTransformer):
     """Differentiated again (a higher order), a generator expression's values are made at
-    once. Given to a function of the program (``twice(v * x for v in xs)``) or to ``next``,
+    once. Given to a function of the program (``twice(v * x for v in xs)``, a method of an
+    object, by keyword too) or to ``next``,
     it becomes ``iter([...])``, an iterator over them (``runtime.routers.ListIterator``),
     so that a callee reading it twice finds it exhausted the second time, as Python's.
     Elsewhere (consumed whole by ``sum``, ... or given to ``zip``, ``any``, ...) it is left
@@ -261,27 +262,48 @@ class OnceReadGeneratorExpressions(ast.NodeTransformer):
     :attr:`passed` holds the expressions rewritten, whose evaluation the caller checks for
     effects the program would see early."""
 
-    def __init__(self, is_programs_function: Callable[[str], bool], next_is_builtin: bool) -> None:
+    def __init__(
+        self,
+        is_programs_function: Callable[[str], bool],
+        is_module: Callable[[str], bool],
+        next_is_builtin: bool,
+    ) -> None:
         self.is_programs_function = is_programs_function
+        self.is_module = is_module
         self.next_is_builtin = next_is_builtin
         self.passed: list[ast.GeneratorExp] = []
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        func = node.func
-        if not isinstance(func, ast.Name):
-            return node
-        if not ((func.id == "next" and self.next_is_builtin) or self.is_programs_function(func.id)):
+        if not self._programs(node.func):
             return node  # (a builtin or a library's function: a list, read once)
-        for i, a in enumerate(node.args):
-            if isinstance(a, ast.GeneratorExp) and not _holds_own_scope_syntax(a):
-                self.passed.append(a)
-                listed = ast.copy_location(ast.ListComp(elt=a.elt, generators=a.generators), a)
-                node.args[i] = ast.copy_location(
-                    ast.Call(func=ast.Name(id="iter", ctx=ast.Load()), args=[listed], keywords=[]),
-                    a,
-                )
+        node.args = [self._once(a) for a in node.args]
+        for k in node.keywords:
+            k.value = self._once(k.value)
         return node
+
+    def _programs(self, func: ast.expr) -> bool:
+        """Whether ``func`` may be a function of the program: a name bound to one, ``next``,
+        or a method of an object (not a module's function)."""
+        if isinstance(func, ast.Name):
+            return (func.id == "next" and self.next_is_builtin) or self.is_programs_function(
+                func.id
+            )
+        if isinstance(func, ast.Attribute):
+            root = func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return not (isinstance(root, ast.Name) and self.is_module(root.id))
+        return True
+
+    def _once(self, a: ast.expr) -> ast.expr:
+        if not isinstance(a, ast.GeneratorExp) or _holds_own_scope_syntax(a):
+            return a
+        self.passed.append(a)
+        listed = ast.copy_location(ast.ListComp(elt=a.elt, generators=a.generators), a)
+        return ast.copy_location(
+            ast.Call(func=ast.Name(id="iter", ctx=ast.Load()), args=[listed], keywords=[]), a
+        )
 
 
 def _holds_own_scope_syntax(e: ast.GeneratorExp) -> bool:
