@@ -299,3 +299,29 @@ def test_a_list_changed_in_place_after_the_generator_is_made_is_refused():
     assert dplus.grad1(list_changed_after_making)(1.5) == pytest.approx(2 * 1.5 + 18 * 1.5)
     with pytest.raises(UnsupportedSyntaxError, match=r"reads 'xs', which .* changes in place"):
         dplus.hessian(list_changed_after_making)(1.5)
+
+
+@dplus.define_dplus
+def _even(a, n):
+    return a if n <= 0 else _odd(math.sin(a) * 1.5, n - 1) + a
+
+
+@dplus.define_dplus
+def _odd(a, n):
+    return a * a if n <= 0 else _even(a * 0.5, n - 1) * math.cos(a)
+
+
+def calls_mutually_recursive_functions(x):
+    def gen(n):
+        for k in range(n):
+            yield _even(x * (k + 1), 2)
+
+    it = gen(3)
+    return next(it) + sum(it) * x
+
+
+@pytest.mark.parametrize("x", POINTS[:3])
+def test_a_body_calling_mutually_recursive_functions(x):
+    # (looking into the functions a generator calls went round the recursion: RecursionError,
+    # found by the fuzzer, seed 41500258)
+    check_second_order(calls_mutually_recursive_functions, x)

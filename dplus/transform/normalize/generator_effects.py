@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import textwrap
 import types
@@ -273,6 +274,9 @@ class _Effects:
         fn = inspect.unwrap(value) if callable(value) else None
         if not isinstance(fn, types.FunctionType) or fn.__module__ != self.module:
             return None  # (a library's function: taken to change nothing the program holds)
+        if id(fn.__code__) in seen:
+            return None  # (recursion: looked into already)
+        seen.add(id(fn.__code__))
         tree = _parsed(fn)
         if tree is None:
             return None
@@ -282,6 +286,7 @@ class _Effects:
         return None
 
 
+@functools.lru_cache(maxsize=256)
 def _parsed(fn: types.FunctionType) -> ast.FunctionDef | None:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
