@@ -325,3 +325,42 @@ def test_a_body_calling_mutually_recursive_functions(x):
     # (looking into the functions a generator calls went round the recursion: RecursionError,
     # found by the fuzzer, seed 41500258)
     check_second_order(calls_mutually_recursive_functions, x)
+
+
+def read_to_the_end_then_changed(x):
+    xs = [x, 2.0]
+
+    def gen():
+        for v in xs:
+            yield v * v
+
+    s = sum(gen())  # read to the end where it is made: the change after it is not seen
+    xs.append(3.0 * x)
+    return s + sum(gen()) * xs[2]
+
+
+@pytest.mark.parametrize("x", POINTS)
+def test_a_list_changed_after_a_generator_read_at_once(x):
+    check_first_order(read_to_the_end_then_changed, x)
+    check_second_order(read_to_the_end_then_changed, x)
+
+
+def read_by_a_loop_that_changes_it(x):
+    xs = [x, 2.0]
+
+    def gen():
+        for v in xs:
+            yield v * v
+
+    s = 0.0
+    for v in gen():  # Python's generator sees the elements the loop appends
+        s += v
+        if len(xs) < 4:
+            xs.append(x)
+    return s
+
+
+def test_a_list_changed_by_the_loop_reading_the_generator_is_refused():
+    check_first_order(read_by_a_loop_that_changes_it, 1.3)
+    with pytest.raises(UnsupportedSyntaxError, match=r"reads 'xs', which .* changes in place"):
+        dplus.hessian(read_by_a_loop_that_changes_it)(1.3)

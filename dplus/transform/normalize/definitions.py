@@ -385,6 +385,12 @@ def _refuse_generators_reading_rebound_variables(
         _refuse_reads_changed_in_place(kept, fn, made_at, found, set(), qualname, filename)
 
 
+# builtins that read a generator given them to the end (or drop it) before they return
+_READ_AT_ONCE = frozenset(
+    {"sum", "list", "tuple", "sorted", "min", "max", "set", "frozenset", "dict", "any", "all"}
+)
+
+
 class _Bindings:
     """Where a function binds each of its variables (outside nested functions), and changes
     the object one holds in place."""
@@ -396,6 +402,7 @@ class _Bindings:
         self.definitions: list[tuple[ast.AST, int]] = []  # (a function defined, its line)
         self.calls: dict[str, list[tuple[ast.Call, tuple]]] = {}  # name -> calls, loop spans
         self.kept_generator_expressions: list[tuple[ast.GeneratorExp, str, int]] = []
+        self.read_at_once: set[int] = set()  # (the first arguments of sum(...), list(...), ...)
 
     def bind(self, name: str, line: int, loops: tuple) -> None:
         self.bindings.setdefault(name, []).append((line, loops))
@@ -425,6 +432,8 @@ class _Bindings:
                 self.changes.setdefault(changed[0], []).append((changed[1], loops))
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
                 self.calls.setdefault(child.func.id, []).append((child, loops))
+                if child.func.id in _READ_AT_ONCE and child.args:
+                    self.read_at_once.add(id(child.args[0]))
             if (
                 isinstance(child, ast.Assign)
                 and len(child.targets) == 1
@@ -470,7 +479,10 @@ def _refuse_changed_in_place_after_making(
         for n in ast.walk(gen)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own
     }
+    rebound = names_bound_anywhere(fn)
     for call, loops in found.calls.get(gen.name, ()):
+        if id(call) in found.read_at_once and not (rebound & _READ_AT_ONCE):
+            continue  # (read to the end where it is made, before anything changes)
         given = {
             n.id
             for a in [*call.args, *(k.value for k in call.keywords)]
