@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import NonDifferentiableError
+from ..errors import DplusError, NonDifferentiableError
 from .boxes import BoxSensitivities
 from .generators import CLOSE, NEXT, THROW, Generator, GeneratorCore, Z, close_generator
 from .linear import add, is_zero_sensitivity, tuple_items
@@ -283,7 +283,9 @@ def generator_raised_again_plus(
     """Differentiated again, a generator runs to completion where it is made
     (``normalize.rewrites._YieldsToList``); an exception its code raises there is refused by
     name: Python's generator raises it only if it is read that far, and never where it is
-    made."""
+    made. dplus's own errors (a refusal inside the body) pass as they are."""
+    if isinstance(raised, DplusError):
+        raise raised
     raise NonDifferentiableError(
         f"the generator function {name!r} ({filename}, line {line}) raised "
         f"{type(raised).__name__}: {raised} while it ran to completion where it is made: at a "
