@@ -8,10 +8,9 @@ generator expression not consumed at once by a builtin is Python's lazy generato
 (``transform.normalize.generator_expressions``): read twice, read in part, read after the
 variables it reads changed, or passed to a function, it gives what Python gives. When the
 function is differentiated again a generator expression still runs to completion into a
-list, so a kept one read more than once is refused there, naming it; a generator function's
-generator runs to completion into an iterator over its values there, read once as Python's
-(tests/test_generators_higher_order.py). Still open (strict xfails below): a generator
-expression read twice by the function it is passed to at the second order.
+list, so a kept one read more than once is refused there, naming it; one given to a function
+of the program is an iterator over its values there, read once as Python's (stop 37), as a
+generator function's generator is (tests/test_generators_higher_order.py).
 """
 
 from __future__ import annotations
@@ -403,9 +402,45 @@ def test_a_def_inside_a_generator_function():
         check_first_order(nested_def_in_a_generator, x, y)
 
 
-@pytest.mark.xfail(strict=True, reason="G1 (open): at the second order a generator is a list")
-def test_a_generator_expression_read_twice_by_a_callee_at_the_second_order():
-    check_second_order(read_twice_by_a_nested_callee, 1.5)
+def read_twice_through_a_keyword(x):
+    def twice(g=()):
+        return sum(g) + 10.0 * sum(g)
+
+    return twice(g=(v * x * x for v in (1.0, 2.0)))
+
+
+def read_twice_by_a_method(x):
+    class Reader:
+        def twice(self, g):
+            return sum(g) + 10.0 * math.sin(sum(g))
+
+    return Reader().twice(math.cos(v * x) for v in (1.0, 2.0))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        read_twice_by_a_nested_callee,
+        inside_a_lambda,
+        inside_a_comprehension,
+        shadowed_sum,
+        read_twice_through_a_keyword,
+        read_twice_by_a_method,
+    ],
+)
+@pytest.mark.parametrize("x", POINTS)
+def test_a_generator_expression_read_twice_by_a_callee_at_the_second_order(f, x):
+    # (stop 37: given to a function of the program, an iterator over its values, read once)
+    check_second_order(f, x)
+
+
+@pytest.mark.parametrize(
+    "f", [reads_a_variable_changed_after, a_list_grown_after, interleaved_side_effects]
+)
+def test_a_generator_expression_whose_laziness_shows_is_refused_at_the_second_order(f):
+    f(1.5)
+    with pytest.raises(UnsupportedSyntaxError, match="generator expression"):
+        dplus.hessian(f)(1.5)
 
 
 # -- two generators taken together by one rule, sharing a variable (stop 36, found by the

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import NonDifferentiableError
+from ..errors import DplusError, NonDifferentiableError
 from .boxes import BoxSensitivities
 from .generators import CLOSE, NEXT, THROW, Generator, GeneratorCore, Z, close_generator
 from .linear import add, is_zero_sensitivity, tuple_items
@@ -26,6 +26,7 @@ __all__ = [
     "generator_step_plus",
     "generator_close_delegate_plus",
     "generator_resumed_at_plus",
+    "generator_raised_again_plus",
 ]
 
 
@@ -274,3 +275,22 @@ def generator_close_delegate_plus(sub: Any) -> ProcResult:
     if close is not None:
         close()
     return ProcResult(None, _no_sensitivity_1)
+
+
+def generator_raised_again_plus(
+    raised: BaseException, name: str, filename: str, line: int
+) -> ProcResult:
+    """Differentiated again, a generator runs to completion where it is made
+    (``normalize.rewrites._YieldsToList``); an exception its code raises there is refused by
+    name: Python's generator raises it only if it is read that far, and never where it is
+    made. dplus's own errors (a refusal inside the body) pass as they are."""
+    if isinstance(raised, DplusError):
+        raise raised
+    raise NonDifferentiableError(
+        f"the generator function {name!r} ({filename}, line {line}) raised "
+        f"{type(raised).__name__}: {raised} while it ran to completion where it is made: at a "
+        "higher order of differentiation (hessian, grad of grad) dplus runs a generator to the "
+        "end at once, and Python's generator raises only when it is read that far (never, if "
+        "its reader stops before). Catch the exception inside the generator, or end it "
+        "before the code that raises"
+    ) from raised

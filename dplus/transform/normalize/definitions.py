@@ -10,18 +10,26 @@ import builtins
 import itertools
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
+from .generator_effects import first_effect
 from .generator_expressions import (
     GeneratorExpressionLifter,
     consumers_in,
     names_bound_anywhere,
 )
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+from .generators_again import (
+    endless,
+    read_once_where_passed,
+    refuse_generators_reading_rebound_variables,
+    refused_effect,
+    refused_endless,
+)
 from .rewrites import refuse_generator_expressions_read_again
 
 __all__ = ["rewrite_definitions"]
@@ -81,16 +89,26 @@ def rewrite_definitions(
         # kept and read twice is refused)
         functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
         generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
+        if generators:
+            nested: dict[str, list[ast.FunctionDef]] = {}
+            for fn in functions:
+                nested.setdefault(fn.name, []).append(fn)
+            bound = names_bound_anywhere(node)
         for gen in generators:
-            if _endless(gen):
-                raise _refused_endless(gen, qualname, filename)
+            if endless(gen):
+                raise refused_endless(gen, qualname, filename)
+            effect = first_effect(gen, nested, globals_ or {}, module, bound)
+            if effect is not None:
+                raise refused_effect(gen, effect, qualname, filename)
         lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
         for fn in functions:
-            if generators:
-                _refuse_generators_reading_rebound_variables(fn, qualname, filename)
+            if generators or kinds[ast.GeneratorExp]:
+                refuse_generators_reading_rebound_variables(fn, qualname, filename)
             refuse_generator_expressions_read_again(
                 fn.body, fn.name, filename, frozenset(), lazy_builtins
             )
+        if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
+            read_once_where_passed(node, functions, module, globals_ or {}, filename)
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
@@ -229,125 +247,6 @@ def _refused_again(
         "level; at a higher order a class inside takes methods, class attributes and the "
         "decorators staticmethod, classmethod, property and functools.cached_property, and no "
         "attribute the function sets on the class from outside"
-    )
-    err.filename = filename
-    err.lineno = line
-    return err
-
-
-def _endless(gen: ast.AST) -> bool:
-    """Whether a generator has a ``while True:`` loop (it may never end: run to completion
-    into a list at a higher order, it would not return)."""
-    return any(
-        isinstance(n, ast.While) and isinstance(n.test, ast.Constant) and bool(n.test.value)
-        for n in ast.walk(gen)
-    )
-
-
-def _refuse_generators_reading_rebound_variables(
-    fn: ast.FunctionDef, qualname: str, filename: str
-) -> None:
-    """At a higher order a generator runs to completion where it is made (``_YieldsToList``),
-    so it reads the variables of ``fn`` as they are then; Python's reads them as it runs. A
-    generator function of ``fn`` reading a variable that ``fn`` may bind again after the
-    generator function is defined (a binding on a later line, one in a loop around the
-    definition, a ``nonlocal`` of another function) could see another value: refused, naming
-    it. Bindings all before the definition (outside such loops) are the values it reads."""
-    found = _Bindings()
-    found.stores(ast.Module(body=fn.body, type_ignores=[]), ())
-    for outer, defined_at in found.definitions:
-        for gen in [n for n in walk(outer) if isinstance(n, ast.FunctionDef)]:
-            if is_generator_function(gen):
-                _refuse_reads_changed_after(
-                    gen, fn, defined_at, found.may_change_after, qualname, filename
-                )
-
-
-class _Bindings:
-    """Where a function binds each of its variables (outside nested functions)."""
-
-    def __init__(self) -> None:
-        self.bindings: dict[str, list[tuple[int, tuple]]] = {}  # name -> (line, loop spans)
-        self.always: set[str] = set()  # (nonlocal in a nested function: bound whenever it runs)
-        self.definitions: list[tuple[ast.AST, int]] = []  # (a function defined, its line)
-
-    def bind(self, name: str, line: int, loops: tuple) -> None:
-        self.bindings.setdefault(name, []).append((line, loops))
-
-    def stores(self, node: ast.AST, loops: tuple) -> None:
-        for child in ast.iter_child_nodes(node):
-            line = getattr(child, "lineno", 0)
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                if not isinstance(child, ast.Lambda):
-                    self.bind(child.name, line, loops)
-                    self.definitions.append((child, line))
-                for n in ast.walk(child):
-                    if isinstance(n, ast.Nonlocal):
-                        self.always.update(n.names)
-                continue
-            inner = loops
-            if isinstance(child, (ast.For, ast.While)):
-                inner = loops + ((line, getattr(child, "end_lineno", None) or line),)
-            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-                self.bind(child.id, line, loops)
-            if isinstance(child, ast.For):
-                for n in ast.walk(child.target):
-                    if isinstance(n, ast.Name):
-                        self.bind(n.id, line, inner)
-            self.stores(child, inner)
-
-    def may_change_after(self, name: str, defined_at: int) -> bool:
-        """Whether ``name`` may be bound after the line ``defined_at`` has run."""
-        if name in self.always:
-            return True
-        return any(
-            line > defined_at or any(a <= defined_at <= b for a, b in loops)
-            for line, loops in self.bindings.get(name, ())
-        )
-
-
-def _refuse_reads_changed_after(
-    gen: ast.FunctionDef,
-    fn: ast.FunctionDef,
-    defined_at: int,
-    may_change_after: Any,
-    qualname: str,
-    filename: str,
-) -> None:
-    own = {a.arg for a in ast.walk(gen.args) if isinstance(a, ast.arg)}
-    own |= {
-        n.id for n in ast.walk(gen) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
-    for n in ast.walk(gen):
-        if (
-            isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)
-            and n.id not in own
-            and n.id != gen.name
-            and may_change_after(n.id, defined_at)
-        ):
-            line = getattr(gen, "lineno", None)
-            err = UnsupportedSyntaxError(
-                f"the generator function {gen.name!r} in {qualname!r} ({filename}, line "
-                f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} may bind again "
-                "after defining it: at a higher order of differentiation (hessian, grad of grad) dplus runs "
-                "a generator to completion where it is made, so it could read another value "
-                f"of {n.id!r} than Python's generator, which reads it as it runs. Pass "
-                f"{n.id!r} to the generator function as an argument"
-            )
-            err.filename = filename
-            err.lineno = line
-            raise err
-
-
-def _refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
-    line = getattr(gen, "lineno", None)
-    name = getattr(gen, "name", "?")
-    err = UnsupportedSyntaxError(
-        f"the generator function {name!r} in {qualname!r} ({filename}, line {line if line else '?'}) has a "
-        "`while True` loop: at a higher order of differentiation (hessian, grad of grad) dplus runs a "
-        "generator to completion into a list, and this one may never end. Give the loop a condition "
-        "that ends it, or take the values as a list"
     )
     err.filename = filename
     err.lineno = line

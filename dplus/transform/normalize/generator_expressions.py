@@ -38,7 +38,12 @@ from typing import Any
 
 from ..trees import function_def
 
-__all__ = ["GeneratorExpressionLifter", "consumers_in", "names_bound_anywhere"]
+__all__ = [
+    "GeneratorExpressionLifter",
+    "OnceReadGeneratorExpressions",
+    "consumers_in",
+    "names_bound_anywhere",
+]
 
 # builtins that take all of their iterable at once, running no user code between its elements
 _WHOLE_BUILTINS = frozenset(
@@ -244,3 +249,65 @@ def _locate(new: ast.AST, like: ast.AST) -> Any:
         if "lineno" in n._attributes and not hasattr(n, "lineno"):
             ast.copy_location(n, like)
     return new
+
+
+class OnceReadGeneratorExpressions(ast.NodeTransformer):
+    """Differentiated again (a higher order), a generator expression's values are made at
+    once. Given to a function of the program (``twice(v * x for v in xs)``, a method of an
+    object, by keyword too) or to ``next``,
+    it becomes ``iter([...])``, an iterator over them (``runtime.routers.ListIterator``),
+    so that a callee reading it twice finds it exhausted the second time, as Python's.
+    Elsewhere (consumed whole by ``sum``, ... or given to ``zip``, ``any``, ...) it is left
+    a list, which those read once. ``iter`` must be the builtin (``iter_is_builtin``).
+    :attr:`passed` holds the expressions rewritten, whose evaluation the caller checks for
+    effects the program would see early."""
+
+    def __init__(
+        self,
+        is_programs_function: Callable[[str], bool],
+        is_module: Callable[[str], bool],
+        next_is_builtin: bool,
+    ) -> None:
+        self.is_programs_function = is_programs_function
+        self.is_module = is_module
+        self.next_is_builtin = next_is_builtin
+        self.passed: list[ast.GeneratorExp] = []
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not self._programs(node.func):
+            return node  # (a builtin or a library's function: a list, read once)
+        node.args = [self._once(a) for a in node.args]
+        for k in node.keywords:
+            k.value = self._once(k.value)
+        return node
+
+    def _programs(self, func: ast.expr) -> bool:
+        """Whether ``func`` may be a function of the program: a name bound to one, ``next``,
+        or a method of an object (not a module's function)."""
+        if isinstance(func, ast.Name):
+            return (func.id == "next" and self.next_is_builtin) or self.is_programs_function(
+                func.id
+            )
+        if isinstance(func, ast.Attribute):
+            root = func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return not (isinstance(root, ast.Name) and self.is_module(root.id))
+        return True
+
+    def _once(self, a: ast.expr) -> ast.expr:
+        if not isinstance(a, ast.GeneratorExp) or _holds_own_scope_syntax(a):
+            return a
+        self.passed.append(a)
+        listed = ast.copy_location(ast.ListComp(elt=a.elt, generators=a.generators), a)
+        return ast.copy_location(
+            ast.Call(func=ast.Name(id="iter", ctx=ast.Load()), args=[listed], keywords=[]), a
+        )
+
+
+def _holds_own_scope_syntax(e: ast.GeneratorExp) -> bool:
+    """``:=``, ``yield``, ``await`` inside: left to the normaliser as they are."""
+    return any(
+        isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(e)
+    )

@@ -288,7 +288,9 @@ def normalize_function(
     if isinstance(node, ast.FunctionDef) and any(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)
     ):
-        body = _YieldsToList(namer.fresh("yielded"), name, filename).function_body(body)
+        body = _YieldsToList(
+            namer.fresh("yielded"), name, filename, namer.fresh("raised"), node.lineno
+        ).function_body(body)
     refuse_generator_expressions_read_again(body, name, filename)
     boxed = set(scope.boxed) | boxed_from_outside
     if scope.globals_:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import walk_outside
-from .core import Core, _const, _name
+from .core import Core, _const, _internal, _name
 
 
 class _Renamer(ast.NodeTransformer):
@@ -43,10 +43,12 @@ class _YieldsToList(ast.NodeTransformer):
     What needs the generator itself is refused: the value of a ``yield`` expression
     (``send``) and a generator's ``return`` value."""
 
-    def __init__(self, out: str, name: str, filename: str) -> None:
+    def __init__(self, out: str, name: str, filename: str, raised: str, line: int) -> None:
         self.out = out
         self.name = name
         self.filename = filename
+        self.raised = raised
+        self.line = line
 
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         start = ast.copy_location(
@@ -57,7 +59,24 @@ class _YieldsToList(ast.NodeTransformer):
         )
         new = [self.visit(_deepcopy(st)) for st in body]
         end = ast.copy_location(ast.Return(value=self._values()), body[-1])
-        return [start] + new + [end]
+        # an exception the body raises as it runs to completion is refused by name (Python's
+        # generator raises it only when read that far: runtime.generator_ops)
+        refused = _internal(
+            "generator_raised_again",
+            [
+                _name(self.raised),
+                _const(self.name),
+                _const(self.filename),
+                _const(self.line),
+            ],
+        )
+        handler = ast.ExceptHandler(
+            type=_name("Exception"),
+            name=self.raised,
+            body=[ast.copy_location(ast.Expr(value=refused), body[0])],
+        )
+        guarded = ast.Try(body=new, handlers=[handler], orelse=[], finalbody=[])
+        return [start, ast.copy_location(guarded, body[0]), end]
 
     def _values(self) -> ast.expr:
         """``iter(<out>)``: the generator, once run, over the list of its values."""

@@ -257,6 +257,7 @@ class StatementRules(Builder):
         "resumed_at": "generator_resumed_at_plus",
         "step": "generator_step_plus",
         "close_delegate": "generator_close_delegate_plus",
+        "generator_raised_again": "generator_raised_again_plus",  # (rewrites._YieldsToList)
     }
 
     def call_value(self, name: str, v: ast.Call, s: ast.Assign) -> Reversed:
