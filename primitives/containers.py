@@ -91,6 +91,7 @@ from .container_methods import (
 )
 from .container_reads import (
     NOT_OWN,
+    PLAIN_ATTRIBUTES,
     _accessor_run_by_read,
     _cached_property_read,
     _conform_items,
@@ -105,6 +106,8 @@ from .container_reads import (
 )
 from .container_writes import (
     _attribute_setter,
+    attributes_read_back,
+    attributes_written_back,
     _property_write,
     delattr_plus,
     delitem_plus,
@@ -261,6 +264,9 @@ provide_to_generated_code(
     unpack_star_plus,
     user_namespace_plus,
     store_own_attribute,
+    attributes_read_back,
+    attributes_written_back,
     NOT_OWN=NOT_OWN,
+    PLAIN_ATTRIBUTES=PLAIN_ATTRIBUTES,
 )
 hooks.install(sequence_sensitivity=_sequence_sensitivity)

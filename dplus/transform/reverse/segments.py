@@ -33,6 +33,13 @@ else:
     Builder = object  # (the mixins' shared interface, for the type checker only)
 
 
+# what may run in a fast segment before an attribute read its guard makes, or an assignment
+# of an attribute whose object's class the guard tests: nothing that runs user code
+_ATTRIBUTE_NEIGHBOURS = frozenset(
+    {"inline", "copy", "read", "write", "store", "display", "append", "attr_read", "attr_write"}
+)
+
+
 class SegmentRules(Builder):
     """Methods of :class:`FunctionBuilder`: which statements run together (segments) and the general path of a segment."""
 
@@ -132,6 +139,7 @@ class SegmentRules(Builder):
         scope = self.ir.scope
         maybe_unbound = any(
             isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)  # (not a read's target: ``(v := xs[i])``)
             and n.id in scope.assigned
             and n.id not in self.bound_here
             and n.id not in self.boxed
@@ -228,6 +236,10 @@ class SegmentRules(Builder):
                 return "display"
             if self.is_element_read(v):
                 return "read"
+            if self.is_plain_attribute(v) and v.value.id != t.id:  # (not ``p = p.next``)
+                return "attr_read"
+        if self.is_plain_attribute(t) and isinstance(v, ast.Name) and v.id not in self.boxed:
+            return "attr_write"
         if (
             isinstance(t, ast.Subscript)
             and isinstance(t.value, ast.Name)
@@ -257,6 +269,67 @@ class SegmentRules(Builder):
             )
         )
 
+    def is_plain_attribute(self, v: ast.expr) -> bool:
+        """``obj.name`` on a name (first-order code): a fast segment may read it in its guard
+        or assign it in its forward when the object's class is plain for it
+        (``PLAIN_ATTRIBUTES``; see :meth:`FastSegment.attribute_read_forward`)."""
+        return (
+            not self.nestable
+            and isinstance(v, ast.Attribute)
+            and isinstance(v.value, ast.Name)
+            and v.value.id not in self.boxed
+        )
+
+    def attribute_read_joins(self, s: Core, cur: list[Core]) -> bool:
+        """Whether ``v = obj.name`` may join the fast segment ``cur``: its guard reads it
+        before any statement of the segment runs, so none before it may run user code or
+        assign ``obj`` or ``obj``'s class, nor assign an attribute ``name`` (of any object:
+        two names may hold one object; a read after that starts a segment of its own). Were
+        ``obj`` an unbound global, the guard's NameError must not come before an error the
+        program raises first: a name the function binds, or nothing before it may raise."""
+        obj, name = s.value.value.id, s.value.attr
+        if not self.attribute_statements_before(obj, cur):
+            return False
+        if any(x.dp_kind == "attr_write" and x.targets[0].attr == name for x in cur):
+            return False
+        scope = self.ir.scope
+        return (
+            obj in scope.params
+            or scope.is_local(obj)
+            or all(x.dp_kind == "unpack" or self.cannot_raise(x) for x in cur)
+        )
+
+    def attribute_write_joins(self, s: Core, cur: list[Core], numbers: set[str]) -> bool:
+        """Whether ``obj.name = v`` may join the fast segment ``cur``: ``v`` a number the
+        segment computed or read (``numbers``), and ``obj`` such that the guard may test its
+        class before the segment runs (as for a read, :meth:`attribute_read_joins`)."""
+        obj = s.targets[0].value.id
+        if s.value.id not in numbers or not self.attribute_statements_before(obj, cur):
+            return False
+        scope = self.ir.scope
+        return (
+            obj in scope.params
+            or scope.is_local(obj)
+            or all(x.dp_kind == "unpack" or self.cannot_raise(x) for x in cur)
+        )
+
+    def attribute_statements_before(self, obj: str, cur: list[Core]) -> bool:
+        """Nothing in ``cur`` runs user code (arithmetic and the inline rules on numbers,
+        copies, constants, element and attribute reads and writes the guard tests) or
+        assigns ``obj`` (leading unpacks run before the guard)."""
+        for x in cur:
+            k = x.dp_kind
+            if k == "unpack":
+                continue
+            if k not in _ATTRIBUTE_NEIGHBOURS and not (
+                k == "nondiff" and isinstance(x.value, ast.Constant)
+            ):
+                return False
+            t = x.targets[0]
+            if isinstance(t, ast.Name) and t.id == obj:
+                return False
+        return True
+
     def read_joins(self, s: Core, cur: list[Core]) -> bool:
         """Whether the element read ``s`` may join the fast segment ``cur``: its guard reads
         the element before any statement of the segment runs, so every statement before it
@@ -282,8 +355,8 @@ class SegmentRules(Builder):
         these in its segment, as its guard runs before them: were the list unbound there,
         the guard's error must be the one the program raises first."""
         k = x.dp_kind
-        if k in ("read", "copy"):
-            return True
+        if k in ("read", "copy", "attr_read", "attr_write"):
+            return True  # (an attribute of a class the guard found plain: no user code)
         v = x.value
         if k == "nondiff":
             return isinstance(v, ast.Constant)
@@ -331,12 +404,7 @@ class SegmentRules(Builder):
             and not getattr(x, "dp_row", False)
         }
         rows = {x.targets[0].id for x in cur if getattr(x, "dp_row", False)}
-        numbers = {
-            x.targets[0].id
-            for x in cur
-            if x.dp_kind == "inline" or x.dp_kind == "read" and not getattr(x, "dp_row", False)
-        }
-        if s.value.id not in numbers:
+        if s.value.id not in self.numbers_of(cur):
             return False  # (a value from elsewhere may be no number: the guard would fail)
         # the guard tests the list and the index before the segment runs: names a read
         # before it in the segment reads too (where the program would fail first, were one
@@ -356,6 +424,22 @@ class SegmentRules(Builder):
             or isinstance(t.slice, ast.Name)
             and (t.slice.id in assigned or t.slice.id in rows)
         )
+
+    def numbers_of(self, cur: list[Core]) -> set[str]:
+        """The names ``cur`` assigns numbers: arithmetic, element and attribute reads, and
+        copies of those (``self.px, self.py = a, b`` assigns copies, value by value)."""
+        numbers: set[str] = set()
+        for x in cur:
+            k = x.dp_kind
+            if (
+                k in ("inline", "attr_read")
+                or k == "read"
+                and not getattr(x, "dp_row", False)
+                or k == "copy"
+                and x.value.id in numbers
+            ):
+                numbers.add(x.targets[0].id)
+        return numbers
 
     def segments(self, run: list[Core]) -> list[list[Core]]:
         segs: list[list[Core]] = []
@@ -393,9 +477,20 @@ class SegmentRules(Builder):
                 for n in walk(st)
                 if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
             }
-            if "read" in kinds
+            if "read" in kinds or "attr_read" in kinds
             else set()
         )
+        # names arithmetic reads or a write stores: an attribute read joins a fast segment
+        # only for these (an object read to be passed on would fail the guard every time)
+        as_numbers = (
+            set(last_read)
+            | {st.value.id for st, k in zip(run, kinds) if k in ("attr_write", "write", "store")}
+            if "attr_read" in kinds
+            else set()
+        )
+        for st, k in reversed(list(zip(run, kinds))):  # (and the names copied to those)
+            if k == "copy" and st.targets[0].id in as_numbers:
+                as_numbers.add(st.value.id)
         for position, (s, k) in enumerate(zip(run, kinds)):
             if k == "read":
                 # a read whose value is subscripted or has attributes read is no number: it
@@ -408,6 +503,17 @@ class SegmentRules(Builder):
                 # (a read opening a segment leads it: nothing runs before its guard)
                 s.dp_row = row and k == "read"
             if k == "write" and not (cur_fast and self.write_joins(s, cur)):
+                k = "general"
+            if k == "attr_read" and (
+                s.targets[0].id in containers
+                or s.targets[0].id not in as_numbers
+                or cur_fast
+                and not self.attribute_read_joins(s, cur)
+            ):
+                k = "general"
+            if k == "attr_write" and not (
+                cur_fast and self.attribute_write_joins(s, cur, self.numbers_of(cur))
+            ):
                 k = "general"
             s.dp_kind = k
             if self.in_try:
@@ -423,6 +529,8 @@ class SegmentRules(Builder):
                 "append",
                 "read",
                 "write",
+                "attr_read",
+                "attr_write",
             )
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
@@ -502,7 +610,10 @@ class SegmentRules(Builder):
                 checks,
                 self.numbers_kept(ssa, numbers),
                 # (a read's reverse writes into Abox too, and its guard reads per iteration)
-                any(st.dp_kind in ("store", "append", "read", "write") for st in ssa.stmts),
+                any(
+                    st.dp_kind in ("store", "append", "read", "write", "attr_read", "attr_write")
+                    for st in ssa.stmts
+                ),
             )
         )
         gen_fwd = gen_fwd[
