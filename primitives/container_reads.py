@@ -416,6 +416,22 @@ def _accessor_run_by_read(obj: Any, name: str) -> Any:
     return None
 
 
+def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
+    """The class's Python ``__getattribute__`` (run by every read), or its Python
+    ``__getattr__`` when nothing the instance or the class holds answers ``name`` (Python
+    calls it then); else ``None``. Non-differentiable: a constant at every order."""
+    t = type(obj)
+    if isinstance(obj, (types.ModuleType, type)) or (t, name) in _ATTR_RULES:
+        return None
+    hook = _python_method(t, "__getattribute__")
+    if hook is not None:
+        return hook
+    hook = _python_method(t, "__getattr__")
+    if hook is None or _instance_has(obj, name) or any(name in c.__dict__ for c in t.__mro__):
+        return None
+    return hook
+
+
 def _property_read(obj: Any, prop: Any) -> ProcResult:
     """``obj.name`` of a property: its getter, differentiated (found before ``getattr`` runs
     it: at the next order that call would run the getter one order short)."""
@@ -450,6 +466,13 @@ def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
 
 
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    hook = _attribute_hook_run_by_read(obj, name)
+    if hook is not None:
+        # (its result's sensitivity goes where the hook read it from: differentiated, as a
+        # property's getter is; read natively, it was taken for a constant)
+        r = apply_transform(lift(hook), obj, name)
+        inner_hook = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner_hook(A, Abox)[1], None))
     accessor = _accessor_run_by_read(obj, name)
     if isinstance(accessor, property):
         return _property_read(obj, accessor)

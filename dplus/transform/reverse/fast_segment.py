@@ -332,9 +332,7 @@ class FastSegment:
         read = call(self.b.helper(getattr, "getattr"), N(obj), C(name), C(None))
         self.guards.append(
             ast.Compare(
-                left=call(
-                    self.b.helper(type, "type"), ast.NamedExpr(target=S(target), value=read)
-                ),
+                left=call(self.b.helper(type, "type"), ast.NamedExpr(target=S(target), value=read)),
                 ops=[ast.In()],
                 comparators=[self.b.helper(_NUM_TYPES, "NUM")],
             )

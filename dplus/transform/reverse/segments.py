@@ -343,7 +343,8 @@ class SegmentRules(Builder):
                 continue
             if not self.cannot_raise(x):
                 return False
-            (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
+            if isinstance(x.targets[0], ast.Name):  # (not an attribute assigned)
+                (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
         v = s.value
         return v.value.id not in assigned and not (
             isinstance(v.slice, ast.Name) and (v.slice.id in assigned or v.slice.id in rows)
