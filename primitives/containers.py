@@ -106,9 +106,9 @@ from .container_reads import (
 )
 from .container_writes import (
     _attribute_setter,
+    _property_write,
     attributes_read_back,
     attributes_written_back,
-    _property_write,
     delattr_plus,
     delitem_plus,
     own_attribute_back,

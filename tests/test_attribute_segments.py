@@ -145,7 +145,8 @@ def test_aliases_take_each_write(x, y):
     for same in (True, False):
         fast, general = both_ways(aliased_maybe, x, y, same)
         close(fast, general, tol=1e-10)
-        close(fast[:2], fd_gradient(lambda a, b: aliased_maybe(a, b, same), (x, y)), tol=1e-5)
+        fd = fd_gradient(lambda a, b, same=same: aliased_maybe(a, b, same), (x, y))
+        close(fast[:2], fd, tol=1e-5)
 
 
 def test_aliases_at_second_order():

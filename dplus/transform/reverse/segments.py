@@ -442,6 +442,54 @@ class SegmentRules(Builder):
                 numbers.add(x.targets[0].id)
         return numbers
 
+    def container_names(self, run: list[Core], kinds: list[str]) -> set[str]:
+        """Names subscripted or whose attributes are read: containers, not numbers (what a
+        segment with element or attribute reads needs to know)."""
+        if "read" not in kinds and "attr_read" not in kinds:
+            return set()
+        return {
+            n.value.id
+            for st in run
+            for n in walk(st)
+            if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+        }
+
+    def used_as_numbers(
+        self, run: list[Core], kinds: list[str], last_read: dict[str, int]
+    ) -> set[str]:
+        """The names arithmetic reads or a write stores, and the names copied to those: an
+        attribute read joins a fast segment only for these (an object read to be passed on
+        would fail the guard every time)."""
+        if "attr_read" not in kinds:
+            return set()
+        used = set(last_read) | {
+            st.value.id for st, k in zip(run, kinds) if k in ("attr_write", "write", "store")
+        }
+        for st, k in reversed(list(zip(run, kinds))):
+            if k == "copy" and st.targets[0].id in used:
+                used.add(st.value.id)
+        return used
+
+    def attribute_kind(
+        self,
+        s: Core,
+        k: str,
+        cur: list[Core] | None,
+        containers: set[str],
+        as_numbers: set[str],
+    ) -> str:
+        """``k`` ('attr_read' or 'attr_write') when ``s`` joins the fast segment ``cur``
+        (None: the segment before is not fast), else 'general'. A read opens a segment of
+        its own when it may; an assignment stores a number the segment made, so never does."""
+        if k == "attr_read":
+            target = s.targets[0].id
+            if target in containers or target not in as_numbers:
+                return "general"
+            return k if cur is None or self.attribute_read_joins(s, cur) else "general"
+        if cur is not None and self.attribute_write_joins(s, cur, self.numbers_of(cur)):
+            return k
+        return "general"
+
     def segments(self, run: list[Core]) -> list[list[Core]]:
         segs: list[list[Core]] = []
         cur: list[Core] = []
@@ -470,28 +518,8 @@ class SegmentRules(Builder):
             for n in walk(st.value)
             if isinstance(n, ast.Name)
         }
-        # names subscripted or whose attributes are read: containers, not numbers
-        containers = (
-            {
-                n.value.id
-                for st in run
-                for n in walk(st)
-                if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
-            }
-            if "read" in kinds or "attr_read" in kinds
-            else set()
-        )
-        # names arithmetic reads or a write stores: an attribute read joins a fast segment
-        # only for these (an object read to be passed on would fail the guard every time)
-        as_numbers = (
-            set(last_read)
-            | {st.value.id for st, k in zip(run, kinds) if k in ("attr_write", "write", "store")}
-            if "attr_read" in kinds
-            else set()
-        )
-        for st, k in reversed(list(zip(run, kinds))):  # (and the names copied to those)
-            if k == "copy" and st.targets[0].id in as_numbers:
-                as_numbers.add(st.value.id)
+        containers = self.container_names(run, kinds)
+        as_numbers = self.used_as_numbers(run, kinds, last_read)
         for position, (s, k) in enumerate(zip(run, kinds)):
             if k == "read":
                 # a read whose value is subscripted or has attributes read is no number: it
@@ -505,17 +533,8 @@ class SegmentRules(Builder):
                 s.dp_row = row and k == "read"
             if k == "write" and not (cur_fast and self.write_joins(s, cur)):
                 k = "general"
-            if k == "attr_read" and (
-                s.targets[0].id in containers
-                or s.targets[0].id not in as_numbers
-                or cur_fast
-                and not self.attribute_read_joins(s, cur)
-            ):
-                k = "general"
-            if k == "attr_write" and not (
-                cur_fast and self.attribute_write_joins(s, cur, self.numbers_of(cur))
-            ):
-                k = "general"
+            if k in ("attr_read", "attr_write"):
+                k = self.attribute_kind(s, k, cur if cur_fast else None, containers, as_numbers)
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
