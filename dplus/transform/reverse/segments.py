@@ -470,7 +470,7 @@ class SegmentRules(Builder):
                 used.add(st.value.id)
         return used
 
-    def attribute_kind(
+    def joining_kind(
         self,
         s: Core,
         k: str,
@@ -478,9 +478,12 @@ class SegmentRules(Builder):
         containers: set[str],
         as_numbers: set[str],
     ) -> str:
-        """``k`` ('attr_read' or 'attr_write') when ``s`` joins the fast segment ``cur``
-        (None: the segment before is not fast), else 'general'. A read opens a segment of
-        its own when it may; an assignment stores a number the segment made, so never does."""
+        """``k`` ('write', 'attr_read' or 'attr_write') when ``s`` joins the fast segment
+        ``cur`` (None: the segment before is not fast), else 'general'. An attribute read
+        opens a segment of its own when it may; a write stores a number the segment made,
+        so never does."""
+        if k == "write":
+            return k if cur is not None and self.write_joins(s, cur) else "general"
         if k == "attr_read":
             target = s.targets[0].id
             if target in containers or target not in as_numbers:
@@ -531,10 +534,8 @@ class SegmentRules(Builder):
                     k = "general"
                 # (a read opening a segment leads it: nothing runs before its guard)
                 s.dp_row = row and k == "read"
-            if k == "write" and not (cur_fast and self.write_joins(s, cur)):
-                k = "general"
-            if k in ("attr_read", "attr_write"):
-                k = self.attribute_kind(s, k, cur if cur_fast else None, containers, as_numbers)
+            if k in ("write", "attr_read", "attr_write"):
+                k = self.joining_kind(s, k, cur if cur_fast else None, containers, as_numbers)
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
