@@ -6,6 +6,7 @@ moves the written element's sensitivity out of the container's entry. See
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 from typing import Any
 
@@ -230,6 +231,9 @@ def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tup
     return (), Z, None, entry.pop(name, Z)
 
 
+_ZEROS = itertools.repeat(Z)  # (the default of each pop, as many as there are names)
+
+
 def attributes_read_back(
     obj: Any, names: tuple[str, ...], sensitivities: tuple, Abox: BoxSensitivities
 ) -> None:
@@ -258,7 +262,7 @@ def attributes_written_back(obj: Any, names: tuple[str, ...], Abox: BoxSensitivi
     entry = Abox.get(obj)
     if entry is Z:
         return (Z,) * len(names)
-    return tuple([entry.pop(name, Z) for name in names])
+    return tuple(map(entry.pop, names, _ZEROS))
 
 
 def _attribute_value_plus(obj: Any, name: str, v: Any) -> ProcResult:
