@@ -93,6 +93,7 @@ from .container_reads import (
     NOT_OWN,
     PLAIN_ATTRIBUTES,
     _accessor_run_by_read,
+    _attribute_hook_run_by_read,
     _cached_property_read,
     _conform_items,
     _instance_has,
@@ -154,6 +155,7 @@ register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
 defnondiff(_accessor_run_by_read)
+defnondiff(_attribute_hook_run_by_read)
 defnondiff(_attribute_setter)
 defnondiff(_python_method)
 defnondiff(_overrides)

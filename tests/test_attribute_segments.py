@@ -395,3 +395,14 @@ def test_element_reads_and_writes_next_to_attribute_writes():
             - element_read_after_attribute_write(list(xs), x - eps)
         ) / (2 * eps)
         close(fast[1], fd_x, tol=1e-5)
+
+
+def getattr_model(x, v):
+    b = WithGetattr(x, v)
+    return b.x * b.v * b.v
+
+
+def test_a_python_getattr_at_first_and_second_order():
+    for x, v in ((0.3, -0.2), (-0.9, 1.1)):
+        agree(getattr_model, x, v)
+        close(dplus.grad(getattr_model)(x, v), (9.0 * v * v, 18.0 * x * v), tol=1e-12)
