@@ -417,15 +417,17 @@ def _accessor_run_by_read(obj: Any, name: str) -> Any:
 
 
 def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
-    """The class's Python ``__getattribute__`` (run by every read), or its Python
-    ``__getattr__`` when nothing the instance or the class holds answers ``name`` (Python
-    calls it then); else ``None``. Non-differentiable: a constant at every order."""
+    """The class's Python ``__getattr__`` when nothing the instance or the class holds
+    answers ``name`` (Python calls it then), else ``None``. (A Python ``__getattribute__``
+    is still run natively, its value taken as the instance's own or a class attribute:
+    tests/fuzz/FINDINGS.md, stop 37.) Non-differentiable: a constant at every order."""
     t = type(obj)
-    if isinstance(obj, (types.ModuleType, type)) or (t, name) in _ATTR_RULES:
+    if (
+        isinstance(obj, (types.ModuleType, type))
+        or (t, name) in _ATTR_RULES
+        or _python_method(t, "__getattribute__") is not None
+    ):
         return None
-    hook = _python_method(t, "__getattribute__")
-    if hook is not None:
-        return hook
     hook = _python_method(t, "__getattr__")
     if hook is None or _instance_has(obj, name) or any(name in c.__dict__ for c in t.__mro__):
         return None
