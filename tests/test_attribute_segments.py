@@ -293,8 +293,10 @@ def values_change_type(x, y):
 
 
 def test_attributes_deleted_added_and_of_other_types_mid_loop():
+    # (first order: at the second, getattr_plus's keyed read of the list attribute has no
+    # next-order rule, on either path: a clear refusal, not this path's)
     for x, y in ((0.3, -0.2), (-0.8, 0.5)):
-        agree(values_change_type, x, y)
+        agree(values_change_type, x, y, second_order=False)
 
 
 def reads_a_deleted_attribute(x):
