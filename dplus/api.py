@@ -333,7 +333,48 @@ def grad(
         return cast(
             Callable[..., Any], hooks.jax_style_grad(f, 0 if argnums is None else argnums, has_aux)
         )
+    if sensitivity is _DEFAULT_SENSITIVITY:
+        gradient = _gradient_fused_first(f)
+        if gradient is not None:
+            return gradient
     return _make_gradient(_lift(f), f, sensitivity)
+
+
+def _gradient_fused_first(f: Any) -> Callable[..., tuple[Any, ...]] | None:
+    """``grad(f)`` for a function whose body is one float fast segment, made from its fused
+    gradient alone (``transformer.fused_first``): the plus-function, most of the generated
+    code, is built when a call first needs it (the fused gradient returned None: arguments
+    other than floats, a guard failed; or inside differentiated code). It computes what
+    ``_make_gradient``'s gradient computes, which stands for it where it is differentiated
+    again (``__dplus_differentiated_as__``). None for any other ``f``."""
+    if (
+        type(f) is not types.FunctionType
+        or is_plus_function(f)
+        or hasattr(f, "__dplus_derived__")
+        or lookup_transform(f) is not None
+        or inspect.isgeneratorfunction(f)
+    ):
+        return None
+    from .transform.transformer import fused_first
+
+    fused = fused_first(f)
+    if fused is None:
+        return None
+    n = fused.__code__.co_argcount
+    plus: list[Callable[..., ProcResult]] = []  # f's plus-function, once made
+
+    def gradient(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        if not _depth[0] and len(args) == n and not kwargs:
+            out: tuple[Any, ...] | None = fused(*args)
+            if out is not None:
+                return out
+        if not plus:
+            plus.append(_lift(f))
+        return _gradient_outermost(plus[0], _DEFAULT_SENSITIVITY, args, kwargs)
+
+    _mark_derived(gradient, "grad", f, _DEFAULT_SENSITIVITY)
+    mark(gradient, "__dplus_differentiated_as__", lambda: _make_gradient(_lift(f), f))
+    return gradient
 
 
 def _make_gradient(

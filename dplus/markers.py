@@ -11,6 +11,9 @@ live here, typed, rather than as ignored errors across the code base. The reader
 * ``__dplus_source__``: the user's function a plus-function was made from.
 * ``__dplus_lazy__``: a plus-function that transforms its source when first called.
 * ``__dplus_fused__``: the fused gradient function of a plus-function.
+* ``__dplus_differentiated_as__``: a gradient function ``grad`` made from a fused gradient
+  alone (``api._gradient_fused_first``): called, it makes the gradient function it stands
+  for where it is differentiated again.
 * ``__dplus_public_of__``: the plus-function a public ``dplus(f)`` function calls.
 * ``dp_unknown``: a plus-function made by an unknown-function policy.
 * ``__dplus_stands_for__``: a plain function that calls a plus-function and returns its

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import sys
+import types
 from collections.abc import Callable
 from typing import Any, overload
 
@@ -62,10 +63,20 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         from .runtime.memory import reverse_unseen_writes, unseen_writes
         from .runtime.result import plain_result
 
+        given = args
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
+        _stand_for_given(op, args, kwargs)
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = op(*args, **kwargs)
+        # a function it was handed, handed back (a decorator that registers or returns its
+        # argument): the function itself, as in Python, with its sensitivity
+        # (dplus's own functions run by this policy at higher orders hand back functions
+        # made one order down, which are not the argument's value there)
+        handed_back = _handed_back(op, result, args)
+        if handed_back is not None:
+            result = given[handed_back]
+            _carry_attributes(args[handed_back], result)
         changed = changed_since(watched)
         _refuse_reshaped_arrays(op, op_name, changed, watched)
         array_changes = unseen_writes(
@@ -88,6 +99,12 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         )
 
         def unknown_backprop(A: Any, Abox: Any) -> tuple[Any, ...]:
+            if handed_back is not None:
+                # (the whole sensitivity to the argument it came from, zero to the others)
+                to_args = [A if i == handed_back else gen_zero for i in range(len(args))]
+                if kwargs:
+                    return ((), *to_args, {k: gen_zero for k in kwargs})
+                return ((), *to_args)
             held = (
                 gen_zero
                 if shows_argument or returns_argument
@@ -134,6 +151,56 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     # with constant arguments, a constant (runtime.calls.call_on_constants)
     mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
+
+
+def _stand_for_given(op: Any, args: tuple, kwargs: dict) -> None:
+    """Mark the plain callables the user's unknown ``op`` is given as standing for their
+    plus-functions: a decorator or registry that keeps one hands it back to the user's code,
+    whose later call of it is a call of that function (``runtime.registry.lookup_transform``).
+    (Not for dplus's own functions run by this policy at higher orders: the plain callable made
+    there stands for a function one order down, differentiated from its source.)"""
+    if _is_dplus_function(op):
+        return
+    from .runtime.closures import closure_values
+
+    for a in (*args, *kwargs.values()):
+        if type(a) is types.FunctionType and "__dplus_primal_of__" in a.__dict__:
+            plus = a.__dict__["__dplus_primal_of__"]
+            if all(c is None for c in closure_values(plus)):
+                mark(a, "__dplus_stands_for__", plus)
+            else:
+                # (the sensitivities of what it captures travel with the function value, which
+                # a later call through what the unknown code kept does not hand back)
+                mark(a, "__dplus_kept_by__", op)
+
+
+def _carry_attributes(given: Any, function: Any) -> None:
+    """What the unknown code set on the plain callable it hands back (``fn.calls = 0``), set
+    on the function it stands for, which the user's code gets back."""
+    for name, value in given.__dict__.items():
+        if not name.startswith("__dplus_"):
+            setattr(function, name, value)
+
+
+def _is_dplus_function(op: Any) -> bool:
+    return str(getattr(op, "__module__", "") or "").startswith("dplus.")
+
+
+def _handed_back(op: Any, result: Any, args: tuple) -> int | None:
+    """Where ``result`` was given, when it is a function dplus handed to the unknown code as a
+    plain callable (``runtime.core.as_plain_callable``): its position, else ``None``."""
+    if (
+        type(result) is not types.FunctionType
+        or "__dplus_primal_of__" not in result.__dict__
+        or _is_dplus_function(op)
+    ):
+        return None
+    for i, a in enumerate(args):
+        if a is result:
+            return i
+    # (not by keyword: at the second order the sensitivity's way back through the keywords'
+    # dict was wrong; such a function is refused when called, by runtime.core.lift)
+    return None
 
 
 def _what_changed(v: Any) -> str:

@@ -9,7 +9,7 @@ import builtins as _b
 from typing import Any
 
 from dplus.errors import NonDifferentiableError
-from dplus.runtime.core import as_plain_callable, lift
+from dplus.runtime.core import apply_transform, as_plain_callable, lift
 from dplus.runtime.fold import ItemColumns
 from dplus.runtime.linear import gen_zero, is_zero_sensitivity
 from dplus.runtime.registry import register_primitive
@@ -245,6 +245,13 @@ def iter_plus(*args: Any) -> ProcResult:
 
     if len(args) == 1 and type(args[0]) is list:
         return ProcResult(ListIterator(args[0]), lambda A, Abox: ((), gen_zero))
+    if len(args) == 1 and type(args[0]) is tuple:
+        # over a list of its items, whose sensitivities list()'s rule gives back as the tuple's
+        from .container_methods import list_plus
+
+        items = apply_transform(list_plus, args[0])
+        taken = items.backprop
+        return ProcResult(ListIterator(items.primal), lambda A, Abox: taken(gen_zero, Abox))
     return ProcResult(_b.iter(*args), lambda A, Abox: ((),) + (gen_zero,) * len(args))
 
 

@@ -797,7 +797,7 @@ def test_function_set_as_a_method_whose_captures_dplus_cannot_see_is_refused_by_
     assert f(1.5) == 1.5**3 and g(1.5) == 2.25
     with pytest.raises(dplus.NonDifferentiableError, match=r"method 'm' of the class .*T'"):
         dplus.grad(f)(1.5)
-    with pytest.raises(dplus.NonDifferentiableError, match="handed to code dplus does not"):
+    with pytest.raises(dplus.NonDifferentiableError, match="handed to .*install_natively"):
         dplus.grad(g)(1.5)
 
 

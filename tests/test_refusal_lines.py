@@ -34,10 +34,6 @@ def logged(fn):  # a decorator of the user's
     return fn
 
 
-def kept(fn):  # a decorator dplus does not differentiate
-    return fn
-
-
 class Problem:
     def __init__(self):
         self.nfev = 0
@@ -70,14 +66,6 @@ def after_a_decorated_function(x):
         return u
 
     return unknown(y) + g(y)  # refused here
-
-
-def kept_by_an_unknown_decorator(x):
-    @kept
-    def g(u):
-        return u * x
-
-    return g(x)
 
 
 def static_nested_function(x):
@@ -154,16 +142,3 @@ def test_a_refused_nested_function_is_named_as_the_user_wrote_it(module):
     msg = str(info.value)
     assert "refusal_lines_module.static_nested_function.<locals>.g (" in msg
     assert "__plus" not in msg and "factory" not in msg
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="K7 in tests/fuzz/FINDINGS.md: the function an unknown decorator hands back is "
-    "transformed as dplus's rule code at first order (a raw AttributeError)",
-)
-def test_a_nested_function_kept_by_unknown_code_is_refused_by_its_own_name(module):
-    with pytest.raises(dplus.NonDifferentiableError) as info:
-        dplus.grad(module.kept_by_an_unknown_decorator)(1.5)
-    msg = str(info.value)
-    assert "refusal_lines_module.kept_by_an_unknown_decorator.<locals>.g (" in msg

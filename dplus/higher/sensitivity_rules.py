@@ -381,7 +381,14 @@ def _default_sensitivity_rule(result: Any, sensitivity: Any) -> ProcResult:
 register_primitive(default_sensitivity, _default_sensitivity_rule)
 defnondiff(snapshot)
 defnondiff(watch_call)
-for _check in (_policies._refuse_reshaped_arrays, _policies._shows_memory_of, _policies._is_array):
+for _check in (
+    _policies._refuse_reshaped_arrays,
+    _policies._shows_memory_of,
+    _policies._is_array,
+    _policies._handed_back,
+    _policies._stand_for_given,
+    _policies._carry_attributes,
+):
     defnondiff(_check)
 defnondiff(changed_since)
 defnondiff(BoxSensitivities)

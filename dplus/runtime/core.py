@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import NonDifferentiableError, describe_callable
 from ..markers import mark
 from .closures import is_plus_function
 from .hooks import hooks
@@ -48,6 +49,8 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         return t
     if is_plus_function(f) or getattr(type(f), "__dplus_plus_object__", False):
         return f
+    if type(f) is types.FunctionType and "__dplus_kept_by__" in f.__dict__:
+        _refuse_kept_function(f)
     if (
         type(f) is types.FunctionType and (hasattr(f, "__dplus_derived__") or _is_rule_closure(f))
     ) or (type(f) is types.MethodType and _is_rule_method(f)):
@@ -69,6 +72,20 @@ def lift(f: Any, where: str = "") -> Callable[..., ProcResult]:
         if carried is not None:
             return carried
     return hooks.unknown_transform_policy()(f, where)
+
+
+def _refuse_kept_function(f: types.FunctionType) -> None:
+    """A nested function handed to the user's code that dplus does not know, which kept it and
+    gave it back through another way than its result (a registry, an attribute, a list)."""
+    keeper = describe_callable(f.__dict__["__dplus_kept_by__"])
+    raise NonDifferentiableError(
+        f"dplus cannot differentiate this call of {describe_callable(f.__dict__['__dplus_primal_of__'])}: "
+        f"it was handed to {keeper}, which dplus does not differentiate and which kept it (in a "
+        "registry, a container or an attribute); the variables it reads from the function "
+        "that made it get their sensitivities through the function value, which that way of "
+        f"reaching it does not give back. Decorate {keeper.split(' (')[0]} with "
+        "@dplus.define_dplus, or call the function through the name it is defined with"
+    )
 
 
 def _registered_from_carried_rule(f: types.FunctionType) -> Any:

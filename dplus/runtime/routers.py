@@ -460,7 +460,8 @@ class ListIterator:
 
     # Differentiated again (hessian, grad of grad), a generator is one of these, over the list
     # of its values (transform.normalize.rewrites._YieldsToList): what needs the generator
-    # itself is refused by name (a list iterator has none of these methods either).
+    # itself is refused by name. (For iter(xs) Python raises AttributeError, which a program
+    # could catch; a refusal is not caught: left so, since nothing here tells the two apart.)
     def close(self) -> None:
         raise _generator_method_refused("close")
 
@@ -473,7 +474,8 @@ class ListIterator:
 
 def _generator_method_refused(method: str) -> NonDifferentiableError:
     return NonDifferentiableError(
-        f"g.{method}() of a generator cannot be differentiated again by dplus: at a higher order "
+        f"'list_iterator' object has no attribute {method!r}; if it is a generator, "
+        f"g.{method}() cannot be differentiated again by dplus: at a higher order "
         "of differentiation (hessian, grad of grad) a generator runs to completion where it is "
         "made and gives an iterator over its values, which has no "
         f"{method}(). Take the values with next() or a for loop instead"

@@ -52,6 +52,9 @@ def plus_function_for(f: Any) -> Callable[..., ProcResult]:
         raise SourceUnavailableError(
             f"{describe_callable(f)} is not a Python function, so dplus cannot transform its source"
         )
+    stand_in = getattr(f, "__dplus_differentiated_as__", None)
+    if stand_in is not None:  # (a gradient made from its fused part: api._gradient_fused_first)
+        f = stand_in()
     return _plus_from(compile_function(f), f)
 
 

@@ -53,7 +53,7 @@ from .scopes import _nonlocal_assigned, analyse, resolve_free
 from .source import function_source, names_declared_global_in
 from .trees import clone, unparse, walk
 
-__all__ = ["compile_function", "general_paths_only", "generated_source"]
+__all__ = ["compile_function", "fused_first", "general_paths_only", "generated_source"]
 
 Z = gen_zero
 
@@ -181,7 +181,7 @@ def _closure_for(
 
 
 def _closure_plan(
-    compiled: Compiled, f: types.FunctionType, code: types.CodeType
+    compiled: Compiled | FusedOnly, f: types.FunctionType, code: types.CodeType
 ) -> tuple[Any, ...]:
     """Where each free variable's cell is found: a position in ``f``'s closure (made anew with
     every closure of a rule's backprop met again), or the helper's cell itself."""
@@ -366,8 +366,16 @@ def _names_in(node: ast.AST) -> tuple[set[str], set[str]]:
 @_deep_stack_when_needed
 @_collector_paused
 def _compile(
-    f: types.FunctionType, nestable: bool = False, keep_tree: bool = False, specialize: bool = True
-) -> Compiled:
+    f: types.FunctionType,
+    nestable: bool = False,
+    keep_tree: bool = False,
+    specialize: bool = True,
+    fused_only: bool = False,
+) -> Any:
+    """``f``'s plus-function compiled (a :class:`Compiled`). With ``fused_only``: its fused
+    gradient alone (a :class:`FusedOnly`), built without the general variant, when its body
+    is one fast segment; the full build otherwise; None when that build left the general
+    variant out and made no fused gradient (``fused_first`` then builds in full)."""
     src = function_source(f)
     node = clone(src.node)
     if isinstance(node, ast.FunctionDef):
@@ -428,38 +436,24 @@ def _compile(
         prefix=prefix,
         const_names=consts,
         specialized=specialized,
+        defer_general=fused_only,
     )
+    if plus_def.dp_deferred:  # type: ignore[attr-defined]
+        return _compile_fused_only(f, plus_def, helpers, freevars, prefix, src.filename, guards)
     if plus_def.dp_fusable and not ir.args.vararg:  # type: ignore[attr-defined]
         plus_def.dp_fused = vector_fused_gradient(  # type: ignore[attr-defined]
             ir, namer, helpers, f.__globals__, freevars, set(consts), specialized
         )
     by_value = _unique_plus_names(plus_def)
     fused_def = getattr(plus_def, "dp_fused", None)
-    user_free = list(freevars)
-    returned = ast.Return(value=ast.Name(id=plus_def.name, ctx=ast.Load()))
-    factory = ast.FunctionDef(
-        name=prefix + "factory",
-        args=ast.arguments(
-            posonlyargs=[],
-            args=[ast.arg(arg=n) for n in list(helpers.values) + user_free],
-            vararg=None,
-            kwonlyargs=[],
-            kw_defaults=[],
-            kwarg=None,
-            defaults=[],
-        ),
-        body=[plus_def] + ([fused_def] if fused_def is not None else []) + [returned],
-        decorator_list=[],
-        returns=None,
-        type_comment=None,
-    )
-    module = ast.Module(body=[factory], type_ignores=[])
     # the plus-function is located already; only the factory around it needs a position
-    positioned: list[Any] = [factory, factory.args, *factory.args.args, returned, returned.value]
-    for node in positioned:
-        if "lineno" in node._attributes:
-            node.lineno = node.end_lineno = plus_def.lineno
-            node.col_offset = node.end_col_offset = 0
+    module = _factory(
+        prefix,
+        list(helpers.values) + list(freevars),
+        [plus_def] + ([fused_def] if fused_def is not None else []),
+        plus_def.name,
+        plus_def.lineno,
+    )
     filename = src.filename
     if nestable:
         # compiled from its own text, registered with linecache, so it can be transformed again
@@ -511,6 +505,112 @@ def _compile(
         tuple(guards),
         frozenset(helpers.values) | given_constants(f),
     )
+
+
+@attrs.define
+class FusedOnly:
+    """The fused gradient of a function built without its general variant (``fused_first``)."""
+
+    code: types.CodeType
+    helper_cells: dict[str, Any]
+    closure_plans: dict[tuple[str, ...], tuple[Any, ...]] = attrs.field(factory=dict, eq=False)
+
+
+def _factory(
+    prefix: str, params: list[str], defs: list[ast.stmt], returned: str, lineno: int
+) -> ast.Module:
+    """The module ``def <prefix>factory(<helpers and f's free variables>): <defs>; return
+    <returned>``, its new nodes given the line ``lineno``."""
+    ret = ast.Return(value=ast.Name(id=returned, ctx=ast.Load()))
+    factory = ast.FunctionDef(
+        name=prefix + "factory",
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=n) for n in params],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
+        body=[*defs, ret],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+    )
+    positioned: list[Any] = [factory, factory.args, *factory.args.args, ret, ret.value]
+    for node in positioned:
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = lineno
+            node.col_offset = node.end_col_offset = 0
+    return ast.Module(body=[factory], type_ignores=[])
+
+
+def _compile_fused_only(
+    f: types.FunctionType,
+    plus_def: Any,
+    helpers: Helpers,
+    freevars: tuple[str, ...],
+    prefix: str,
+    filename: str,
+    guards: dict[str, Any],
+) -> FusedOnly | None:
+    """Compile the fused gradient of a build that left the general variant out (its
+    plus-function is incomplete: not compiled)."""
+    fused_def = plus_def.dp_fused
+    if fused_def is None:
+        return None
+    module = _factory(
+        prefix, list(helpers.values) + list(freevars), [fused_def], fused_def.name, plus_def.lineno
+    )
+    code = compile(module, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    fused_code = next(
+        c
+        for c in factory_code.co_consts
+        if isinstance(c, types.CodeType) and c.co_name == fused_def.name
+    )
+    helper_cells = {k: types.CellType(v) for k, v in helpers.values.items()}
+    remember_guards(guards, helper_cells)
+    return FusedOnly(fused_code, helper_cells)
+
+
+_FUSED_FIRST = CodeMap()  # code -> FusedOnly, or False: no fused gradient without the full build
+
+
+def fused_first(f: types.FunctionType) -> Callable[..., Any] | None:
+    """``f``'s fused gradient (``f__grad``, see ``FunctionBuilder.fused_gradient``) without
+    building its plus-function, when ``f``'s body is one float fast segment; None otherwise
+    (then ``compile_function`` builds, or has built, the whole plus-function).
+
+    For ``grad`` on floats only the fused gradient runs: the general variant of the segment
+    and the plus-function (most of the generated code) are built when first needed, by the
+    full build, whose fused gradient is the same code. Not with the persistent cache on (it
+    holds full builds) nor inside ``general_paths_only``."""
+    if not FAST_PATHS[0] or persistent_cache.cache_directory() is not None:
+        return None
+    code = f.__code__
+    if _COMPILED.get(code) is not None:
+        return None
+    got = _FUSED_FIRST.get(code)
+    if got is None:
+        with _LOCK:
+            got = _FUSED_FIRST.get(code)
+            if got is None and _COMPILED.get(code) is None:
+                built = _compile(f, fused_only=True)
+                if isinstance(built, Compiled):  # (the body is not one fast segment: built in full)
+                    _COMPILED[code] = built
+                    got = False
+                else:
+                    got = _FUSED_FIRST[code] = built if built is not None else False
+    if not got:
+        return None
+    plan = got.closure_plans.get(code.co_freevars)
+    if plan is None:
+        plan = got.closure_plans[code.co_freevars] = _closure_plan(got, f, got.code)
+    user = f.__closure__ or ()
+    closure = tuple([user[at] if type(at) is int else at for at in plan])
+    return types.FunctionType(got.code, f.__globals__, got.code.co_name, None, closure)
 
 
 def given_constants(f: Any) -> frozenset[str]:

@@ -5,7 +5,8 @@
 
 1. the primal of ``dplus.dplus(f)`` with the plain call, and the arguments after each run
    (under ``dplus.dplus`` and under ``dplus.grad``) with the arguments after the plain call;
-2. ``dplus.dplus(f)(*args).backprop(1.0)`` with ``dplus.grad(f)(*args)``;
+2. ``dplus.dplus(f)(*args).backprop(1.0)`` with ``dplus.grad(f)(*args)`` (``grad`` called
+   first, so a function that gets its fused gradient alone at first is checked so);
 3. every partial derivative with central finite differences at two step sizes, which must
    agree first (else the point is not smooth there and the partial is skipped);
 4. the gradient with fast paths with the gradient built by ``general_paths_only()``;
@@ -445,7 +446,19 @@ class Checker:
         if type(expected) not in (float, int) or not math.isfinite(expected) or abs(expected) > 1e8:
             raise _Stop("skipped", "not-a-finite-float", repr(expected))
 
-        # 1. primal and mutation under dplus.dplus
+        # 1. grad first, its mutation (first: a float function whose body is one fast segment
+        # gets its fused gradient alone, transformer.fused_first; dplus.dplus(f) below builds
+        # the rest, so both ways of building are checked)
+        args2 = self.fresh(module, described)
+        gradient = self.refusal_changes_no_array(
+            module, described, args2, lambda: dplus.grad(f)(*args2)
+        )
+        d = difference(plain_args, args2, PRIMAL_TOL, "args", exact_arrays=True)
+        if d:
+            raise Mismatch(
+                "mutation", f"arguments after the plain call vs after dplus.grad(f): {d}"
+            )
+        # 2. primal and mutation under dplus.dplus, and backprop against grad
         args1 = self.fresh(module, described)
         result = self.refusal_changes_no_array(
             module, described, args1, lambda: dplus.dplus(f)(*args1)
@@ -463,16 +476,6 @@ class Checker:
             )
         backprop = self.dplus_call("first", lambda: result.backprop(1.0))
 
-        # 2. grad, its mutation, and backprop against grad
-        args2 = self.fresh(module, described)
-        gradient = self.refusal_changes_no_array(
-            module, described, args2, lambda: dplus.grad(f)(*args2)
-        )
-        d = difference(plain_args, args2, PRIMAL_TOL, "args", exact_arrays=True)
-        if d:
-            raise Mismatch(
-                "mutation", f"arguments after the plain call vs after dplus.grad(f): {d}"
-            )
         d = difference(backprop, gradient, PATH_TOL, "gradient")
         if d:
             raise Mismatch(

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -113,20 +114,40 @@ _PURE_MODULES = {"math", "cmath"}
 
 
 class Namer:
-    """Fresh names that cannot collide with the user's."""
+    """Fresh names that cannot collide with the user's.
+
+    The names of fast segments' general variants are drawn apart (:meth:`apart`), from a
+    counter of their own and ending in ``g`` (``_rec4g``) where every other name ends in its
+    number: a build without the general variants (``FunctionBuilder.defer_general``) names
+    everything else as the full build does."""
 
     def __init__(self, taken: set[str]) -> None:
         self.taken = taken
         self.generated: set[str] = set()
         self.counter = itertools.count(1)
+        self._apart_counter = itertools.count(1)
+        self._suffix = ""
 
     def fresh(self, hint: str = "") -> str:
         while True:
-            name = f"_{hint}{next(self.counter)}"
+            name = f"_{hint}{next(self.counter)}{self._suffix}"
             if name not in self.taken:
                 self.taken.add(name)
                 self.generated.add(name)
                 return name
+
+    @contextlib.contextmanager
+    def apart(self) -> Iterator[None]:
+        """Names drawn inside come from the general variants' own counter."""
+        if self._suffix:  # (already apart)
+            yield
+            return
+        main = self.counter
+        self.counter, self._suffix = self._apart_counter, "g"
+        try:
+            yield
+        finally:
+            self.counter, self._suffix = main, ""
 
 
 @attrs.define

@@ -127,6 +127,10 @@ class FunctionBuilder(
         # every segment built, in order: its fast variant's parts, or None (c_For reads it)
         self.segment_log: list[FastParts | None] = []
         self.specialized: Specialized | None = None
+        # fast segments without their general variants: a build for the fused gradient only
+        # (transformer.fused_first), whose plus-function is never compiled
+        self.defer_general = False
+        self._body_segments: list[list[ast.stmt]] | None = None  # (segments_of_body)
         # a nested function with default values: their sensitivities follow its closure's
         self.defaults_in_closure = False
 
@@ -145,6 +149,19 @@ class FunctionBuilder(
                 and any(isinstance(e, ast.Name) for e in node.value.elts)
             }
         return self._tuple_displays
+
+    def decide_deferral(self) -> None:
+        """Keep ``defer_general`` only for a body that may be one fast segment (else the build
+        is the full one)."""
+        if self.defer_general and not self.one_fast_segment():
+            self.defer_general = False
+
+    def segments_of_body(self) -> list[list[ast.stmt]]:
+        """``segments`` of a body of assignments, made once: ``one_fast_segment`` asks first,
+        then ``block`` (nothing they read changes in between)."""
+        if self._body_segments is None:
+            self._body_segments = self.segments(list(self.ir.body))
+        return self._body_segments
 
     def nested(self, ir: IRFunction) -> FunctionBuilder:
         """The builder of a function defined in this one (``CallRules.closure_stmt``)."""
@@ -289,7 +306,8 @@ class FunctionBuilder(
 
         def flush() -> None:
             if run:
-                for seg in self.segments(run):
+                whole = self._body_segments is not None and stmts is self.ir.body
+                for seg in self.segments_of_body() if whole else self.segments(run):
                     f, r = self.segment(seg)
                     fwd.extend(f)
                     rev_parts.append(r)
@@ -425,15 +443,20 @@ def build_plus_function(
     prefix: str = "_dp_",
     const_names: set[str] | None = None,
     specialized: Specialized | None = None,
+    defer_general: bool = False,
 ) -> ast.FunctionDef:
-    """``specialized``: what the transform assumes (inlined calls, elements read on entry)."""
+    """``specialized``: what the transform assumes (inlined calls, elements read on entry).
+    ``defer_general``: leave out the general variant of a body that is one fast segment
+    (noted ``dp_deferred``): only its fused gradient is compiled from that build."""
     _set_prefix(prefix)
     b = FunctionBuilder(
         ir, namer, helpers, globals_, top_level=True, outer_free=outer_free, nestable=nestable
     )
     b.const_names = set(const_names or ())
     b.specialized = specialized
+    b.defer_general = defer_general
     plus = b.build()
+    plus.dp_deferred = b.defer_general
     # the whole body one fast segment: fused.py may build f__grad for vector parameters
     plus.dp_fusable = bool(plus.dp_fused is None and b.fast and plus.dp_simple)
     return plus

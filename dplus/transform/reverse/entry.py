@@ -51,8 +51,27 @@ class EntryRules(Builder):
         ir = self.ir
         has_blocks = self.count_names(ir.body)
         self.straight = self.fast and not has_blocks
+        self.decide_deferral()
         fwd, rev = self.block(ir.body)
         return _PlusDef(self, fwd, rev).build()
+
+    def one_fast_segment(self) -> bool:
+        """Whether the body may be one fast segment, as ``fused_gradient`` asks: the test a
+        build without general variants (``defer_general``) makes first, so that a function
+        with no fused gradient is built once, in full."""
+        ir = self.ir
+        args = ir.args
+        return (
+            self.top_level
+            and not (args.posonlyargs or args.kwonlyargs or args.kwarg or args.vararg)
+            and not args.defaults
+            and self.straight
+            and not self.nestable
+            and not self.boxed
+            and not ir.outer_boxed
+            and all(isinstance(st, ast.Assign) for st in ir.body)
+            and len(self.segments_of_body()) == 1
+        )
 
     def not_inlined(self, checks: list[tuple[str, str]]) -> ast.expr:
         """True when a global whose calls were inlined is no longer the function inlined."""

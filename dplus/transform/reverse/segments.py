@@ -504,11 +504,19 @@ class SegmentRules(AttributeSegmentRules):
         compact = has_inline and self.fast
         # None also when an operand's type cannot be guarded before the segment runs
         fast = self.fast_segment(ssa) if compact else None
-        replay = self.replay_plan(ssa) if fast is not None else None
-        if replay is not None:
-            gen_fwd, gen_rec, gen_rev = replay
-        else:
+        replay = None
+        if fast is None:
             gen_fwd, gen_rec, gen_rev = self.general_segment(ssa, compact=compact)
+        elif not self.defer_general:
+            # (named apart: a build that leaves it out names everything else the same)
+            with self.namer.apart():
+                replay = self.replay_plan(ssa)
+                if replay is not None:
+                    gen_fwd, gen_rec, gen_rev = replay
+                else:
+                    gen_fwd, gen_rec, gen_rev = self.general_segment(ssa, compact=compact)
+        else:  # only the fast variant: the fused gradient's build (transformer.fused_first)
+            gen_fwd, gen_rec, gen_rev = [], [], []
         if fast is None:
             self.segment_log.append(None)
             slot = self.namer.fresh("rec")
@@ -556,15 +564,17 @@ class SegmentRules(AttributeSegmentRules):
             + [ast.If(test=test, body=fwd_fast, orelse=fwd_gen)]
             + ssa.copy_back()
         )
+        with self.namer.apart():
+            gen_reverse = (
+                self.replay_reverse(replay, rec)
+                if replay is not None
+                else [unpack(["_"] + gen_rec, N(rec))] + (gen_rev or [ast.Pass()])
+            )
         rev = ([] if self.straight else self.pop_into([rec], whole=True)) + [
             ast.If(
                 test=ast.Subscript(value=N(rec), slice=C(0), ctx=ast.Load()),
                 body=[unpack(["_"] + fast_rec, N(rec))] + (fast_rev or [ast.Pass()]),
-                orelse=(
-                    self.replay_reverse(replay, rec)
-                    if replay is not None
-                    else [unpack(["_"] + gen_rec, N(rec))] + (gen_rev or [ast.Pass()])
-                ),
+                orelse=gen_reverse,
             ),
         ]
         _locate_all(fwd, seg[0])
