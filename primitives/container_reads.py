@@ -17,7 +17,7 @@ from dplus.errors import NonDifferentiableError, UnknownTransformError
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
-from dplus.runtime.handover import handover, is_tracked_mutable
+from dplus.runtime.handover import handover, is_tracked_mutable, is_tracked_type
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
@@ -72,6 +72,7 @@ def register_attribute(cls: type, name: str, transform: Any) -> None:
     """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
     _ATTR_RULES[(cls, name)] = transform
     _OWN_ATTRIBUTE_KINDS.clear()
+    PLAIN_ATTRIBUTES.clear()
 
 
 def _conform_items(items: Sequence[Any], like: Any) -> Any:
@@ -415,6 +416,24 @@ def _accessor_run_by_read(obj: Any, name: str) -> Any:
     return None
 
 
+def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
+    """The class's Python ``__getattr__`` when nothing the instance or the class holds
+    answers ``name`` (Python calls it then), else ``None``. (A Python ``__getattribute__``
+    is still run natively, its value taken as the instance's own or a class attribute:
+    tests/fuzz/FINDINGS.md, stop 37.) Non-differentiable: a constant at every order."""
+    t = type(obj)
+    if (
+        isinstance(obj, (types.ModuleType, type))
+        or (t, name) in _ATTR_RULES
+        or _python_method(t, "__getattribute__") is not None
+    ):
+        return None
+    hook = _python_method(t, "__getattr__")
+    if hook is None or _instance_has(obj, name) or any(name in c.__dict__ for c in t.__mro__):
+        return None
+    return hook
+
+
 def _property_read(obj: Any, prop: Any) -> ProcResult:
     """``obj.name`` of a property: its getter, differentiated (found before ``getattr`` runs
     it: at the next order that call would run the getter one order short)."""
@@ -449,6 +468,13 @@ def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
 
 
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    hook = _attribute_hook_run_by_read(obj, name)
+    if hook is not None:
+        # (its result's sensitivity goes where the hook read it from: differentiated, as a
+        # property's getter is; read natively, it was taken for a constant)
+        r = apply_transform(lift(hook), obj, name)
+        inner_hook = r.backprop
+        return ProcResult(r.primal, lambda A, Abox: ((), inner_hook(A, Abox)[1], None))
     accessor = _accessor_run_by_read(obj, name)
     if isinstance(accessor, property):
         return _property_read(obj, accessor)
@@ -533,6 +559,51 @@ def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
 
 NOT_OWN = object()  # the read is not a number attribute of the object's own: take the rule
 _OWN_ATTRIBUTE_KINDS: dict[tuple[type, str], str | None] = {}
+
+
+class _PlainAttributeClasses(dict):
+    """``(class, names read, names written)`` -> whether a fast segment may read and assign
+    those attributes of an instance with plain Python (``getattr(obj, name, None)``,
+    ``obj.name = v``), its guard testing each value read is a number: what
+    ``own_number_attribute`` and ``store_own_attribute`` read and store then, with no user
+    code run. Filled on first sight of a class (see :func:`plain_attributes`)."""
+
+    def __missing__(self, key: tuple[type, tuple[str, ...], tuple[str, ...]]) -> bool:
+        if len(self) > 4096:  # (classes made per call: the table does not keep them all)
+            self.clear()
+        found = self[key] = plain_attributes(*key)
+        return found
+
+
+PLAIN_ATTRIBUTES = _PlainAttributeClasses()
+
+
+def plain_attributes(t: type, read: tuple[str, ...], written: tuple[str, ...]) -> bool:
+    """Whether instances of ``t`` hold each of ``read`` and ``written`` themselves (in their
+    ``__dict__`` or a ``__slots__`` member, with nothing of that name on the class), reading
+    and assigning them runs no user code (no ``__getattribute__``, ``__getattr__``,
+    ``__setattr__``, property or other descriptor) and no rule of dplus's is registered for
+    them. A container (list, dict, ...), a ``Box``, a class or a module is never plain: its
+    sensitivities live in Abox in another shape."""
+    if (
+        t is Box
+        or issubclass(t, (list, dict, set, collections.deque, type, types.ModuleType))
+        or not is_tracked_type(t)
+        or t.__getattribute__ is not object.__getattribute__
+        or (read and any("__getattr__" in c.__dict__ for c in t.__mro__))
+        or (written and t.__setattr__ is not object.__setattr__)
+    ):
+        return False
+    for name in set(read) | set(written):
+        if (t, name) in _ATTR_RULES:
+            return False
+        held = next((c.__dict__[name] for c in t.__mro__ if name in c.__dict__), NOT_OWN)
+        if held is NOT_OWN:
+            if not t.__dictoffset__:
+                return False  # (slots without this one, no __dict__: assigning it raises)
+        elif type(held) is not types.MemberDescriptorType:
+            return False  # (a class attribute, a method, a property, another descriptor)
+    return True
 
 
 def _box_read(b: Box, v: Any) -> ProcResult:

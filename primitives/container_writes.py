@@ -6,6 +6,7 @@ moves the written element's sensitivity out of the container's entry. See
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 from typing import Any
 
@@ -228,6 +229,40 @@ def own_attribute_write_back(obj: Any, name: str, Abox: BoxSensitivities) -> tup
     if entry is Z:
         return (), Z, None, Z
     return (), Z, None, entry.pop(name, Z)
+
+
+_ZEROS = itertools.repeat(Z)  # (the default of each pop, as many as there are names)
+
+
+def attributes_read_back(
+    obj: Any, names: tuple[str, ...], sensitivities: tuple, Abox: BoxSensitivities
+) -> None:
+    """The reverse of a fast segment's reads of ``obj``'s attributes ``names`` (its guard
+    read them, ``PLAIN_ATTRIBUTES``), last read first: each sensitivity added into the
+    object's entry, as ``own_attribute_back`` adds it."""
+    entry = None
+    for name, A in zip(names, sensitivities):
+        if A is Z or A is None:
+            continue
+        if entry is None:
+            found = Abox._entries.get(id(obj))
+            entry = Abox.map_entry(obj) if found is None else found[1]
+        prev = entry.get(name, Z)
+        entry[name] = (
+            A
+            if prev is Z
+            else (prev + A if type(prev) is float and type(A) is float else add(prev, A))
+        )
+
+
+def attributes_written_back(obj: Any, names: tuple[str, ...], Abox: BoxSensitivities) -> tuple:
+    """The reverse of a fast segment's assignments of ``obj``'s attributes ``names``, last
+    first: the sensitivity of each value assigned, moved out of the object's entry (as
+    ``own_attribute_write_back`` moves it; a second assignment of a name gets zero)."""
+    entry = Abox.get(obj)
+    if entry is Z:
+        return (Z,) * len(names)
+    return tuple(map(entry.pop, names, _ZEROS))
 
 
 def _attribute_value_plus(obj: Any, name: str, v: Any) -> ProcResult:

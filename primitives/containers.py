@@ -91,7 +91,9 @@ from .container_methods import (
 )
 from .container_reads import (
     NOT_OWN,
+    PLAIN_ATTRIBUTES,
     _accessor_run_by_read,
+    _attribute_hook_run_by_read,
     _cached_property_read,
     _conform_items,
     _instance_has,
@@ -106,6 +108,8 @@ from .container_reads import (
 from .container_writes import (
     _attribute_setter,
     _property_write,
+    attributes_read_back,
+    attributes_written_back,
     delattr_plus,
     delitem_plus,
     own_attribute_back,
@@ -151,6 +155,7 @@ register_primitive(list.index, list_index_plus, note="non-differentiable")
 register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
 defnondiff(_accessor_run_by_read)
+defnondiff(_attribute_hook_run_by_read)
 defnondiff(_attribute_setter)
 defnondiff(_python_method)
 defnondiff(_overrides)
@@ -261,6 +266,9 @@ provide_to_generated_code(
     unpack_star_plus,
     user_namespace_plus,
     store_own_attribute,
+    attributes_read_back,
+    attributes_written_back,
     NOT_OWN=NOT_OWN,
+    PLAIN_ATTRIBUTES=PLAIN_ATTRIBUTES,
 )
 hooks.install(sequence_sensitivity=_sequence_sensitivity)

@@ -79,6 +79,15 @@ def is_tracked_mutable(v: Any) -> bool:
     return r
 
 
+def is_tracked_type(t: type) -> bool:
+    """Whether values of the type ``t`` are tracked mutables (NumPy arrays: see
+    :func:`is_tracked_mutable`, which looks at the array)."""
+    r = _MUTABLE_CACHE.get(t)
+    if r is None:
+        r = _MUTABLE_CACHE[t] = _type_is_tracked(t)
+    return r
+
+
 _ndarray: Any = _memory._ndarray
 
 

@@ -403,7 +403,12 @@ class FastLoopRules(Builder):
         ``a = c if a is Z else a + c``) propagates nothing."""
         from_abox = {
             self.rt(name).id
-            for name in ("store_display_numbers", "append_back_number", "write_back")
+            for name in (
+                "store_display_numbers",
+                "append_back_number",
+                "write_back",
+                "attributes_written_back",
+            )
         }
         if any(isinstance(n, ast.Name) and n.id in from_abox for st in body for n in walk(st)):
             # (a store's or a comprehension append's reverse moves sensitivities out of Abox:

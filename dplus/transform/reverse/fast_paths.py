@@ -158,11 +158,14 @@ class FastPathRules(Builder):
         num = set(numbers)
         for s in ssa.stmts:
             k = s.dp_kind
+            if k == "attr_read":
+                num.add(s.targets[0].id)  # (the guard tests it is a number; a copy of one)
+                continue
             if k == "read":
                 if not getattr(s, "dp_row", False):
                     num.add(s.targets[0].id)  # (the guard tests the element is a number)
                 continue
-            if k in ("unpack", "store", "append", "write"):
+            if k in ("unpack", "store", "append", "write", "attr_write"):
                 continue  # (a leading unpack's targets are in ``numbers`` when the guard tests them)
             target = s.targets[0].id
             v = s.value

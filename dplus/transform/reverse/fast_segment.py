@@ -55,6 +55,23 @@ class FastSegment:
         # names the forward makes that the SSA does not know (recorded per iteration in a loop)
         self.fresh_saved: list[str] = []
         self.rows: set[str] = set()  # row reads' targets (lists or tuples the guard read)
+        # attributes: per object name, the names read and assigned here (its class is tested
+        # once, before the first read); the first read of each (object, name); and the
+        # reverse's parts, the reads' sensitivities and the assignments' taken back
+        self.attributes: dict[str, tuple[list[str], list[str]]] = {}
+        for st in ssa.stmts:
+            if st.dp_kind == "attr_read":
+                read, _ = self.attributes.setdefault(st.value.value.id, ([], []))
+                if st.value.attr not in read:
+                    read.append(st.value.attr)
+            elif st.dp_kind == "attr_write":
+                _, written = self.attributes.setdefault(st.targets[0].value.id, ([], []))
+                if st.targets[0].attr not in written:
+                    written.append(st.targets[0].attr)
+        self.classes_tested: set[str] = set()
+        self.first_read: dict[tuple[str, str], str] = {}
+        self.read_back: dict[str, list[tuple[str, ast.expr]]] = {}
+        self.written_back: dict[str, list[tuple[str, str]]] = {}
 
     def build(self) -> FastSegmentParts | None:
         """The segment's fast variant, or None when one of its statements cannot take it."""
@@ -63,8 +80,10 @@ class FastSegment:
                 return None
         if set(self.displayed) != set(self.stored):
             return None
+        self.attributes_written_back()
         for s, rule in reversed(self.ops):
             self.REVERSE.get(s.dp_kind, FastSegment.assignment_reverse)(self, s, rule)
+        self.attributes_read_back()
         self.acc.finish()
         self.simplify()
         self.ssa.fast_only = self.fresh_saved
@@ -275,6 +294,71 @@ class FastSegment:
         self.ops.append((s, None))
         return True
 
+    def class_tested(self, obj: str) -> None:
+        """The guard's test that ``obj``'s class is plain for the attributes the segment
+        reads and assigns of it (``PLAIN_ATTRIBUTES``), before its first read of one."""
+        if obj in self.classes_tested:
+            return
+        self.classes_tested.add(obj)
+        read, written = self.attributes[obj]
+        key = ast.Tuple(
+            elts=[call(self.b.helper(type, "type"), N(obj)), C(tuple(read)), C(tuple(written))],
+            ctx=ast.Load(),
+        )
+        self.guards.append(
+            ast.Subscript(value=self.b.rt("PLAIN_ATTRIBUTES"), slice=key, ctx=ast.Load())
+        )
+        self.save(obj)
+
+    def attribute_read_forward(self, s: Any) -> bool:
+        """``v = obj.name`` read in the guard, once the class is found plain for it:
+        ``getattr(obj, name, None)`` is then what the instance holds (or None), with no user
+        code run; the guard tests it is a number. ``SegmentRules.attribute_read_joins`` put it
+        where nothing in the segment before it could change it. A second read of the same
+        attribute is a copy of the first."""
+        target, obj, name = s.targets[0].id, s.value.value.id, s.value.attr
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}
+        if obj in self.ssa.defined and obj not in before_guard:
+            return False
+        self.source[target] = None
+        first = self.first_read.get((obj, name))
+        if first is not None:
+            self.fwd.append(ast.copy_location(assign(target, N(first)), s))
+            s.dp_first = first
+            self.ops.append((s, None))
+            return True
+        self.first_read[(obj, name)] = target
+        self.class_tested(obj)
+        read = call(self.b.helper(getattr, "getattr"), N(obj), C(name), C(None))
+        self.guards.append(
+            ast.Compare(
+                left=call(self.b.helper(type, "type"), ast.NamedExpr(target=S(target), value=read)),
+                ops=[ast.In()],
+                comparators=[self.b.helper(_NUM_TYPES, "NUM")],
+            )
+        )
+        s.dp_first = None
+        self.ops.append((s, None))
+        return True
+
+    def attribute_write_forward(self, s: Any) -> bool:
+        """``obj.name = v``, ``v`` a number, assigned where the program assigns it: the guard
+        found ``obj``'s class plain for it, so that stores ``v`` in the instance, running no
+        user code."""
+        t, v = s.targets[0], s.value
+        before_guard = {e.id for u in self.hoisted for e in u.targets[0].elts}
+        if (
+            t.value.id in self.ssa.defined
+            and t.value.id not in before_guard
+            or v.id in self.displayed
+            or not self.must_be_numbers([v])
+        ):
+            return False
+        self.class_tested(t.value.id)
+        self.fwd.append(ast.copy_location(ast.Assign(targets=[clone(t)], value=N(v.id)), s))
+        self.ops.append((s, None))
+        return True
+
     def assignment_forward(self, s: Any) -> bool:
         """``target = value`` of the kinds copy, nondiff, inline (and the others)."""
         k = s.dp_kind
@@ -370,6 +454,54 @@ class FastSegment:
             if isinstance(e, ast.Name) and not self.b.is_module_constant(e.id):
                 self.acc.add(e.id, N(sk))
 
+    def attribute_read_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        """A copy's sensitivity to the first read; the first read's kept for
+        :meth:`attributes_read_back`, after the segment's other reverses."""
+        target = s.targets[0].id
+        A = self.acc.take(target)
+        if A is None:
+            return
+        if s.dp_first is not None:
+            self.acc.add(s.dp_first, A)
+            return
+        self.read_back.setdefault(s.value.value.id, []).append((s.value.attr, A))
+
+    def attributes_read_back(self) -> None:
+        """One call per object: the reads' sensitivities into its entry, last read first
+        (``attributes_read_back``). The guard read them before the segment's assignments,
+        none of the same names (``attribute_read_joins``): so after those are reversed."""
+        for obj, backs in self.read_back.items():
+            call_back = call(
+                self.b.rt("attributes_read_back"),
+                N(obj),
+                C(tuple(name for name, _ in backs)),
+                ast.Tuple(elts=[A for _, A in backs], ctx=ast.Load()),
+                N(syntax.ABOX),
+            )
+            self.acc.out.append(ast.Expr(call_back))
+
+    def attributes_written_back(self) -> None:
+        """One call per object, before the segment's other reverses: the sensitivities of
+        the values assigned to its attributes, moved out of its entry, last assignment first
+        (``attributes_written_back``); :meth:`attribute_write_reverse` adds each to its value."""
+        for s, _ in reversed(self.ops):
+            if s.dp_kind == "attr_write":
+                t = s.targets[0]
+                s.dp_back = self.b.namer.fresh("s")
+                self.written_back.setdefault(t.value.id, []).append((t.attr, s.dp_back))
+        for obj, backs in self.written_back.items():
+            taken = call(
+                self.b.rt("attributes_written_back"),
+                N(obj),
+                C(tuple(name for name, _ in backs)),
+                N(syntax.ABOX),
+            )
+            self.acc.out.append(unpack([back for _, back in backs], taken))
+
+    def attribute_write_reverse(self, s: Any, rule: InlineRule | None) -> None:
+        if not self.b.is_module_constant(s.value.id):
+            self.acc.add(s.value.id, N(s.dp_back))
+
     def assignment_reverse(self, s: Any, rule: InlineRule | None) -> None:
         k = s.dp_kind
         target = s.targets[0].id
@@ -445,6 +577,8 @@ class FastSegment:
         "append": append_forward,
         "read": read_forward,
         "write": write_forward,
+        "attr_read": attribute_read_forward,
+        "attr_write": attribute_write_forward,
     }
     REVERSE = {
         "unpack": unpack_reverse,
@@ -453,4 +587,6 @@ class FastSegment:
         "display": display_reverse,
         "read": read_reverse,
         "write": write_reverse,
+        "attr_read": attribute_read_reverse,
+        "attr_write": attribute_write_reverse,
     }

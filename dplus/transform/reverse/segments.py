@@ -9,6 +9,7 @@ from ...rules import InlineRule, inline_rule_for
 from ..normalize.core import Core
 from ..trees import walk
 from . import syntax
+from .attribute_segments import AttributeSegmentRules
 from .ssa import _SSA, _AdjointAccumulator
 from .syntax import (
     BINOPS,
@@ -33,7 +34,7 @@ else:
     Builder = object  # (the mixins' shared interface, for the type checker only)
 
 
-class SegmentRules(Builder):
+class SegmentRules(AttributeSegmentRules):
     """Methods of :class:`FunctionBuilder`: which statements run together (segments) and the general path of a segment."""
 
     # ---------------------------------------------------------------- classification
@@ -132,6 +133,7 @@ class SegmentRules(Builder):
         scope = self.ir.scope
         maybe_unbound = any(
             isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)  # (not a read's target: ``(v := xs[i])``)
             and n.id in scope.assigned
             and n.id not in self.bound_here
             and n.id not in self.boxed
@@ -228,6 +230,15 @@ class SegmentRules(Builder):
                 return "display"
             if self.is_element_read(v):
                 return "read"
+            if (
+                isinstance(v, ast.Attribute)
+                and self.is_plain_attribute(v)
+                and isinstance(v.value, ast.Name)
+                and v.value.id != t.id  # (not ``p = p.next``)
+            ):
+                return "attr_read"
+        if self.is_plain_attribute(t) and isinstance(v, ast.Name) and v.id not in self.boxed:
+            return "attr_write"
         if (
             isinstance(t, ast.Subscript)
             and isinstance(t.value, ast.Name)
@@ -270,7 +281,8 @@ class SegmentRules(Builder):
                 continue
             if not self.cannot_raise(x):
                 return False
-            (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
+            if isinstance(x.targets[0], ast.Name):  # (not an attribute assigned)
+                (rows if getattr(x, "dp_row", False) else assigned).add(x.targets[0].id)
         v = s.value
         return v.value.id not in assigned and not (
             isinstance(v.slice, ast.Name) and (v.slice.id in assigned or v.slice.id in rows)
@@ -282,8 +294,8 @@ class SegmentRules(Builder):
         these in its segment, as its guard runs before them: were the list unbound there,
         the guard's error must be the one the program raises first."""
         k = x.dp_kind
-        if k in ("read", "copy"):
-            return True
+        if k in ("read", "copy", "attr_read", "attr_write"):
+            return True  # (an attribute of a class the guard found plain: no user code)
         v = x.value
         if k == "nondiff":
             return isinstance(v, ast.Constant)
@@ -331,12 +343,7 @@ class SegmentRules(Builder):
             and not getattr(x, "dp_row", False)
         }
         rows = {x.targets[0].id for x in cur if getattr(x, "dp_row", False)}
-        numbers = {
-            x.targets[0].id
-            for x in cur
-            if x.dp_kind == "inline" or x.dp_kind == "read" and not getattr(x, "dp_row", False)
-        }
-        if s.value.id not in numbers:
+        if s.value.id not in self.numbers_of(cur):
             return False  # (a value from elsewhere may be no number: the guard would fail)
         # the guard tests the list and the index before the segment runs: names a read
         # before it in the segment reads too (where the program would fail first, were one
@@ -356,6 +363,41 @@ class SegmentRules(Builder):
             or isinstance(t.slice, ast.Name)
             and (t.slice.id in assigned or t.slice.id in rows)
         )
+
+    def container_names(self, run: list[Core], kinds: list[str]) -> set[str]:
+        """Names subscripted or whose attributes are read: containers, not numbers (what a
+        segment with element or attribute reads needs to know)."""
+        if "read" not in kinds and "attr_read" not in kinds:
+            return set()
+        return {
+            n.value.id
+            for st in run
+            for n in walk(st)
+            if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+        }
+
+    def joining_kind(
+        self,
+        s: Core,
+        k: str,
+        cur: list[Core] | None,
+        containers: set[str],
+        as_numbers: set[str],
+    ) -> str:
+        """``k`` ('write', 'attr_read' or 'attr_write') when ``s`` joins the fast segment
+        ``cur`` (None: the segment before is not fast), else 'general'. An attribute read
+        opens a segment of its own when it may; a write stores a number the segment made,
+        so never does."""
+        if k == "write":
+            return k if cur is not None and self.write_joins(s, cur) else "general"
+        if k == "attr_read":
+            target = s.targets[0].id
+            if target in containers or target not in as_numbers:
+                return "general"
+            return k if cur is None or self.attribute_read_joins(s, cur) else "general"
+        if cur is not None and self.attribute_write_joins(s, cur, self.numbers_of(cur)):
+            return k
+        return "general"
 
     def segments(self, run: list[Core]) -> list[list[Core]]:
         segs: list[list[Core]] = []
@@ -385,17 +427,8 @@ class SegmentRules(Builder):
             for n in walk(st.value)
             if isinstance(n, ast.Name)
         }
-        # names subscripted or whose attributes are read: containers, not numbers
-        containers = (
-            {
-                n.value.id
-                for st in run
-                for n in walk(st)
-                if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
-            }
-            if "read" in kinds
-            else set()
-        )
+        containers = self.container_names(run, kinds)
+        as_numbers = self.used_as_numbers(run, kinds, last_read)
         for position, (s, k) in enumerate(zip(run, kinds)):
             if k == "read":
                 # a read whose value is subscripted or has attributes read is no number: it
@@ -407,8 +440,8 @@ class SegmentRules(Builder):
                     k = "general"
                 # (a read opening a segment leads it: nothing runs before its guard)
                 s.dp_row = row and k == "read"
-            if k == "write" and not (cur_fast and self.write_joins(s, cur)):
-                k = "general"
+            if k in ("write", "attr_read", "attr_write"):
+                k = self.joining_kind(s, k, cur if cur_fast else None, containers, as_numbers)
             s.dp_kind = k
             if self.in_try:
                 segs.append([s])
@@ -423,6 +456,8 @@ class SegmentRules(Builder):
                 "append",
                 "read",
                 "write",
+                "attr_read",
+                "attr_write",
             )
             # an unpack leads its segment: its targets are type-guarded after it runs
             leads = k == "unpack" and any(getattr(x, "dp_kind", "") != "unpack" for x in cur)
@@ -510,7 +545,10 @@ class SegmentRules(Builder):
                 checks,
                 self.numbers_kept(ssa, numbers),
                 # (a read's reverse writes into Abox too, and its guard reads per iteration)
-                any(st.dp_kind in ("store", "append", "read", "write") for st in ssa.stmts),
+                any(
+                    st.dp_kind in ("store", "append", "read", "write", "attr_read", "attr_write")
+                    for st in ssa.stmts
+                ),
             )
         )
         gen_fwd = gen_fwd[
