@@ -47,12 +47,7 @@ class AttributeSegmentRules(Builder):
             return False
         if any(x.dp_kind == "attr_write" and x.targets[0].attr == name for x in cur):
             return False
-        scope = self.ir.scope
-        return (
-            obj in scope.params
-            or scope.is_local(obj)
-            or all(x.dp_kind == "unpack" or self.cannot_raise(x) for x in cur)
-        )
+        return self.guard_may_read(obj, cur)
 
     def attribute_write_joins(self, s: Core, cur: list[Core], numbers: set[str]) -> bool:
         """Whether ``obj.name = v`` may join the fast segment ``cur``: ``v`` a number the
@@ -61,6 +56,12 @@ class AttributeSegmentRules(Builder):
         obj = s.targets[0].value.id
         if s.value.id not in numbers or not self.attribute_statements_before(obj, cur):
             return False
+        return self.guard_may_read(obj, cur)
+
+    def guard_may_read(self, obj: str, cur: list[Core]) -> bool:
+        """Whether the guard may read the name ``obj`` before ``cur`` runs: a parameter or a
+        local, or nothing in ``cur`` may raise first (an unbound global's NameError must not
+        come before an error the program raises)."""
         scope = self.ir.scope
         return (
             obj in scope.params
