@@ -388,6 +388,7 @@ for _check in (
     _policies._handed_back,
     _policies._stand_for_given,
     _policies._carry_attributes,
+    _policies._refuse_held_functions,
 ):
     defnondiff(_check)
 defnondiff(changed_since)
