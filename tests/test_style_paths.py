@@ -16,7 +16,6 @@ import copy
 import math
 from dataclasses import dataclass
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from path_helpers import both_ways, close
