@@ -238,12 +238,7 @@ def _refuse_changed_in_place_after_making(
     """Each call of ``gen`` in ``fn`` makes a generator, run to completion there: refused
     when ``fn`` may change in place, after that line, an object the generator reads (through
     ``fn``'s variables) or is given."""
-    own = _own_names(gen)
-    reads = {
-        n.id
-        for n in ast.walk(gen)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own
-    }
+    reads = {n.id for n in _outside_reads(gen)}
     rebound = names_bound_anywhere(fn)
     for call, loops in found.calls.get(gen.name, ()):
         if id(call) in found.read_at_once and not (rebound & _READ_AT_ONCE):
@@ -259,11 +254,29 @@ def _refuse_changed_in_place_after_making(
 
 
 def _own_names(gen: ast.AST) -> set[str]:
-    own = {a.arg for a in ast.walk(gen) if isinstance(a, ast.arg)}
-    own |= {
-        n.id for n in ast.walk(gen) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    }
+    own: set[str] = set()
+    for n in ast.walk(gen):
+        if isinstance(n, ast.arg):
+            own.add(n.arg)
+        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            own.add(n.id)
     return own
+
+
+def _outside_reads(gen: ast.AST) -> list[ast.Name]:
+    """The reads of names ``gen`` does not bind itself (its parameters, targets, locals)."""
+    own = _own_names(gen)
+    return [
+        n
+        for n in ast.walk(gen)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own
+    ]
+
+
+def _described(gen: ast.FunctionDef | ast.GeneratorExp) -> str:
+    if isinstance(gen, ast.GeneratorExp):
+        return "the generator expression"
+    return f"the generator function {gen.name!r}"
 
 
 def _refuse_reads_changed_in_place(
@@ -276,21 +289,12 @@ def _refuse_reads_changed_in_place(
     filename: str,
 ) -> None:
     if isinstance(gen, ast.GeneratorExp):
-        own = _own_names(gen)
-        names = {
-            n.id
-            for n in ast.walk(gen)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own
-        }
+        names = {n.id for n in _outside_reads(gen)}
     for name in sorted(names):
         at = found.changed_in_place_after(name, made_at)
         if at is None:
             continue
-        what = (
-            "the generator expression"
-            if isinstance(gen, ast.GeneratorExp)
-            else f"the generator function {gen.name!r}"
-        )
+        what = _described(gen)
         line = getattr(gen, "lineno", None)
         err = UnsupportedSyntaxError(
             f"{what} in {qualname!r} ({filename}, line {line if line else '?'}) reads {name!r}, "
@@ -313,21 +317,10 @@ def _refuse_reads_changed_after(
     qualname: str,
     filename: str,
 ) -> None:
-    own = _own_names(gen)
-    for n in ast.walk(gen):
-        if (
-            isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)
-            and n.id not in own
-            and n.id != getattr(gen, "name", None)
-            and may_change_after(n.id, defined_at)
-        ):
+    for n in _outside_reads(gen):
+        if n.id != getattr(gen, "name", None) and may_change_after(n.id, defined_at):
             line = getattr(gen, "lineno", None)
-            what = (
-                "the generator expression"
-                if isinstance(gen, ast.GeneratorExp)
-                else f"the generator function {gen.name!r}"
-            )
+            what = _described(gen)
             err = UnsupportedSyntaxError(
                 f"{what} in {qualname!r} ({filename}, line "
                 f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} may bind again "
