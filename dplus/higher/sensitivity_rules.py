@@ -61,6 +61,7 @@ from .call_rules import (
     _call_transform,
     _closure_layouts,
     _keyword_backprop_plus,
+    _kept_iteration_again_tower,
     _live_iteration_again_tower,
     _operator_result,
     _relayout_rule,
@@ -314,6 +315,7 @@ for _fn in (
     _call_transform,
     _call_on_constants_tower,
     _live_iteration_again_tower,
+    _kept_iteration_again_tower,
     _call_plus_tower,
     _call_positionally_tower,
     _keyword_backprop_plus,
@@ -342,6 +344,11 @@ register_primitive(
     runtime_routers.live_iteration_again,
     _live_iteration_again_tower,
     note="a lazy builtin's iterator in code differentiated again (derivatives of derivatives)",
+)
+register_primitive(
+    runtime_routers.kept_iteration_again,
+    _kept_iteration_again_tower,
+    note="a lazy builtin's iterator kept in a variable, in code differentiated again",
 )
 register_primitive(
     runtime_calls.call_on_constants,
@@ -395,6 +402,14 @@ defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_routers.iteration_router)
+for _check in (  # (the watch of the items a loop takes, made at once: constants)
+    runtime_routers.laziness_visible,
+    runtime_routers.watch_items,
+    runtime_routers.refuse_reversed_iterator,
+    runtime_routers.live_item_taken,
+    runtime_routers.live_iteration_done,
+):
+    defnondiff(_check)
 
 
 # The linear interface as differentiable primitives, so derivative code can be differentiated.

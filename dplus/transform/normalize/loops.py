@@ -190,6 +190,8 @@ class LoopForms(NormalizerState):
             names.discard(target)
             if self.makes_lazy_iterator(earlier.value):
                 self.mark_live(earlier, kept=True)
+                # (made for the outer one only, not kept in a variable of the program)
+                earlier.value.dp_inner = target not in self.lazy_names  # type: ignore[attr-defined]
                 self.mark_inner_live(earlier)
 
     def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
