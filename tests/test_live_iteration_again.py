@@ -13,8 +13,6 @@ refused by name (and the first order, live, stays right).
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from path_helpers import close, fd_hessian
 

@@ -119,6 +119,7 @@ def test_first_order_as_python_runs_it(f, point):
 @pytest.mark.parametrize("f", NESTED)
 def test_second_order_is_refused_by_name(f):
     with pytest.raises(
-        NonDifferentiableError, match=r"(zip|enumerate|reversed|map)\(\) (iterated lazily|that changes)"
+        NonDifferentiableError,
+        match=r"(zip|enumerate|reversed|map)\(\) (iterated lazily|that changes)",
     ):
         dplus.hessian(f)(*POINTS[0])

@@ -21,6 +21,7 @@ from ..runtime import calls as runtime_calls
 from ..runtime import handover as runtime_handover
 from ..runtime import linear as runtime_linear
 from ..runtime import list_writes as runtime_list_writes
+from ..runtime import live_again
 from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
@@ -60,8 +61,8 @@ from .call_rules import (
     _call_tower,
     _call_transform,
     _closure_layouts,
-    _keyword_backprop_plus,
     _kept_iteration_again_tower,
+    _keyword_backprop_plus,
     _live_iteration_again_tower,
     _operator_result,
     _relayout_rule,
@@ -341,12 +342,12 @@ register_primitive(
     note="calling a callee from generated code (derivatives of derivatives)",
 )
 register_primitive(
-    runtime_routers.live_iteration_again,
+    live_again.live_iteration_again,
     _live_iteration_again_tower,
     note="a lazy builtin's iterator in code differentiated again (derivatives of derivatives)",
 )
 register_primitive(
-    runtime_routers.kept_iteration_again,
+    live_again.kept_iteration_again,
     _kept_iteration_again_tower,
     note="a lazy builtin's iterator kept in a variable, in code differentiated again",
 )
@@ -402,14 +403,14 @@ defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_routers.iteration_router)
-for _check in (  # (the watch of the items a loop takes, made at once: constants)
+for _watch in (  # (the watch of the items a loop takes, made at once: constants)
     runtime_routers.laziness_visible,
-    runtime_routers.watch_items,
-    runtime_routers.refuse_reversed_iterator,
-    runtime_routers.live_item_taken,
-    runtime_routers.live_iteration_done,
+    live_again.watch_items,
+    live_again.refuse_reversed_iterator,
+    live_again.live_item_taken,
+    live_again.live_iteration_done,
 ):
-    defnondiff(_check)
+    defnondiff(_watch)
 
 
 # The linear interface as differentiable primitives, so derivative code can be differentiated.

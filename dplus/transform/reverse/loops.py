@@ -103,7 +103,7 @@ class LoopRules(Builder):
         fwd = [] if fresh else [self.loop_iterable(src_name, it)]
         stop = getattr(s, "dp_stop", None)
         watched = self.nestable and getattr(s, "dp_live_iter", False)
-        if watched:  # (a lazy builtin's items made at once: runtime.routers.live_item_taken)
+        if watched:  # (a lazy builtin's items made at once: runtime.live_again.live_item_taken)
             bf = [ast.Expr(call(self.rt("live_item_taken"), clone(src), N(n)))] + bf
         fwd += [
             assign(n, C(0)),
