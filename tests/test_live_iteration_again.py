@@ -131,6 +131,15 @@ def held_by_an_object(a, b, c):
     return sum(h.log) * a
 
 
+def kept_for_one_loop(a, b, c):
+    xs = [a, b, c]
+    pairs = enumerate(reversed(xs))  # (kept in a variable that one loop reads)
+    out = []
+    for i, x in pairs:
+        out.append(peak(x, b, i + 1.0))
+    return sum(out)
+
+
 RIGHT = [
     spectral_norm,
     moving_peaks,
@@ -141,6 +150,7 @@ RIGHT = [
     zip_of_reversed,
     appends_to_a_longer_list,
     held_by_an_object,
+    kept_for_one_loop,
 ]
 POINTS = [(0.7, 1.3, 0.4), (-0.45, 0.8, 1.6), (1.1, -0.6, 0.9)]
 
@@ -268,6 +278,16 @@ def kept_and_read_by_next(a, b, c):
     return t
 
 
+def kept_and_changed_before_the_loop(a, b, c):
+    xs = [a, b, c]
+    items = enumerate(xs)
+    xs[1] = xs[1] * c  # (Python's enumerate reads the new value)
+    t = 0.0
+    for i, x in items:
+        t += x * (i + a)
+    return t
+
+
 def reversed_of_zip(a, b, c):
     xs = [a, b, c]
     t = 0.0
@@ -286,6 +306,7 @@ REFUSED = [
     writes_the_list_read_by_reversed,
     map_with_effects,
     kept_and_read_by_next,
+    kept_and_changed_before_the_loop,
 ]
 
 

@@ -278,7 +278,7 @@ class StatementRules(Builder):
             # change what it reads, or kept for later): Python's live iterator
             kept = getattr(v, "dp_kept", False)
             if self.nestable:  # (made at once, watched: for a loop, or made for one)
-                watched = not kept or getattr(v, "dp_inner", False)
+                watched = not kept or getattr(v, "dp_watched", False)
                 plus = self.rt("live_iteration_again" if watched else "kept_iteration_again")
             else:
                 plus = self.rt("kept_iteration" if kept else "live_iteration")
