@@ -106,7 +106,7 @@ def test_lazy_zip_over_a_list_written_by_the_loop_at_second_order():
         t = 0.0
         for a, b in zip(xs, xs[1:]):
             t = t + a * b
-            xs[-1] = 2.0 * a
+            xs[1] = 2.0 * a
         return t
 
     assert dplus.grad(f)([1.0, 2.0, 3.0]) == ([2.0, 1.0 + 3.0, 2.0],)  # first order: x0 x1 + x1 x2
