@@ -59,12 +59,13 @@ def refuse_live_iteration_again(fn: Any) -> NoReturn:
 class _WatchedItems:
     """The items ``fn(*args)`` made at once (``items``), and what they were made from."""
 
-    __slots__ = ("fn", "args", "items", "first")
+    __slots__ = ("fn", "args", "items", "first", "strict")
 
-    def __init__(self, fn: Any, args: tuple, items: list) -> None:
+    def __init__(self, fn: Any, args: tuple, items: list, strict: bool = False) -> None:
         self.fn = fn
         self.args = args
         self.items = items
+        self.strict = strict  # (zip(..., strict=True))
         self.first = len(args[0]) - 1 if fn is reversed else 0  # (reversed's first position)
 
     def check(self, k: int) -> None:
@@ -92,7 +93,10 @@ class _WatchedItems:
         if self.fn is reversed:
             return True
         iterables = self.args if self.fn is zip else self.args[:1]
-        return any(_stops(a, k) for a in iterables)
+        stopping = [_stops(a, k) for a in iterables]
+        if self.strict and any(stopping) and not all(stopping):
+            self.refuse("changes the length of a list it reads (strict=True)")
+        return any(stopping)
 
     def refuse(self, what: str) -> NoReturn:
         name = self.fn.__name__
@@ -130,7 +134,7 @@ def watch_items(fn: Any, args: tuple, kwargs: dict, r: Any) -> None:
     items = _innermost(r)
     if type(items) is list:
         iterables = args[:1] if fn is enumerate else args
-        _WATCHED[id(items)] = _WatchedItems(fn, iterables, items)
+        _WATCHED[id(items)] = _WatchedItems(fn, iterables, items, bool(kwargs.get("strict", False)))
 
 
 def refuse_reversed_iterator(fn: Any, args: tuple) -> None:
