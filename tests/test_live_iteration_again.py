@@ -140,6 +140,15 @@ def kept_for_one_loop(a, b, c):
     return sum(out)
 
 
+def strict_zip_writing_behind(a, b, c):
+    xs = [a, b, c]
+    t = 0.0
+    for i, (x, y) in enumerate(zip(xs, [b, c, a], strict=True)):
+        xs[i] = x * y
+        t += xs[i] * a
+    return t
+
+
 RIGHT = [
     spectral_norm,
     moving_peaks,
@@ -151,6 +160,7 @@ RIGHT = [
     appends_to_a_longer_list,
     held_by_an_object,
     kept_for_one_loop,
+    strict_zip_writing_behind,
 ]
 POINTS = [(0.7, 1.3, 0.4), (-0.45, 0.8, 1.6), (1.1, -0.6, 0.9)]
 
@@ -288,6 +298,16 @@ def kept_and_changed_before_the_loop(a, b, c):
     return t
 
 
+def strict_zip_writing_ahead(a, b, c):
+    xs = [a, b, c]
+    t = 0.0
+    for i, (x, y) in enumerate(zip(xs, [1.0, 2.0, 3.0], strict=True)):
+        t += x * y  # (made at once even at the first order: Python's 3.36 was 4.5)
+        if i + 1 < 3:
+            xs[i + 1] = xs[i + 1] * a
+    return t
+
+
 def reversed_of_zip(a, b, c):
     xs = [a, b, c]
     t = 0.0
@@ -307,6 +327,7 @@ REFUSED = [
     map_with_effects,
     kept_and_read_by_next,
     kept_and_changed_before_the_loop,
+    strict_zip_writing_ahead,
 ]
 
 
