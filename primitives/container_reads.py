@@ -18,7 +18,7 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable, is_tracked_type
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_atom, is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
@@ -468,6 +468,10 @@ def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
 
 
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    if is_atom(obj) and not isinstance(obj, (types.ModuleType, type)):
+        v = getattr(obj, name)
+        if not callable(v):
+            return ProcResult(v, _no_sens_2)  # (np.finfo(float).eps: a constant)
     hook = _attribute_hook_run_by_read(obj, name)
     if hook is not None:
         # (its result's sensitivity goes where the hook read it from: differentiated, as a
