@@ -9,6 +9,11 @@ Kalman filters and numpy-ml's losses; the reproductions are written anew here.
   became the sensitivity of ``z``: the Hessian of ``x * x * x`` after ``x.__deepcopy__({})``
   was ``array([])`` for a NumPy scalar (``np.float64 + ()`` broadcasts) and a refusal
   ("cannot add a tuple of 0 and an array") for an array.
+- A symmetric matrix's eigen-decomposition kept on an object and never read (scipy's
+  ``multivariate_normal`` does this for a filter's log-likelihood: ``_PSD`` holds
+  ``u * sqrt(1 / s)``) crashed the backward pass with a raw ``ValueError`` from ``matmul``:
+  the eigh rule, given zero for both the eigenvalues and the eigenvectors, multiplied by
+  a scalar ``0.0`` where a matrix was needed.
 - ``np.finfo(float).eps`` added inside a log (a cross-entropy) was refused: the attribute
   of a ``finfo`` was an unknown read whose result received a sensitivity. ``finfo`` and
   ``iinfo`` describe a dtype; what they hold is constant.
@@ -24,6 +29,7 @@ import copy
 
 import numpy as np
 import pytest
+import scipy.linalg
 from array_checks import check_grads
 
 from dplus import SensitivityError, current_unknown_transform, transform_from_source
@@ -72,6 +78,20 @@ def kept_copy_of_scalar(x):
     return x * x * np.sin(x)
 
 
+class Decomposed:
+    def __init__(self, M):
+        s, u = scipy.linalg.eigh(M)
+        self.whitening = np.multiply(u, np.sqrt(1.0 / s))  # (read by nothing below)
+        w, V = np.linalg.eigh(M)
+        self.spread = V * w  # (nor this)
+        self.log_det = np.sum(np.log(s))
+
+
+def unread_eigen_decomposition(a):
+    M = np.array([[a[0] ** 2 + 2.0, 0.3], [0.3, a[1] ** 2 + 1.0]])
+    return Decomposed(M).log_det + np.sum(a**3)
+
+
 def eps_in_a_log(p):
     eps = np.finfo(float).eps
     tiny = np.finfo(np.float32).tiny  # (a cached property)
@@ -86,6 +106,7 @@ CASES = [
     (kept_copy_of_array, lambda rng: (rng.normal(size=3),)),
     (kept_copy_of_scalar, lambda rng: (np.float64(rng.uniform(-2, 2)),)),
     (eps_in_a_log, lambda rng: (rng.uniform(0.1, 1.0, 3),)),
+    (unread_eigen_decomposition, lambda rng: (rng.uniform(-1.0, 1.0, 2),)),
 ]
 
 
