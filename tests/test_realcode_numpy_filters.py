@@ -14,6 +14,11 @@ Kalman filters and numpy-ml's losses; the reproductions are written anew here.
   ``u * sqrt(1 / s)``) crashed the backward pass with a raw ``ValueError`` from ``matmul``:
   the eigh rule, given zero for both the eigenvalues and the eigenvectors, multiplied by
   a scalar ``0.0`` where a matrix was needed.
+- A module handed to a helper dplus runs as it is (SciPy's array-API code passes its
+  namespace ``xp`` to an ``lru_cache``'d ``is_numpy_namespace(xp)``, reached from
+  filterpy's ``Q_discrete_white_noise`` through ``scipy.linalg.block_diag``) was refused,
+  the message naming dplus's own ``setitem_plus``: the check for the user's functions held
+  in what such code is given walked into the module, and from it into every module.
 - ``np.finfo(float).eps`` added inside a log (a cross-entropy) was refused: the attribute
   of a ``finfo`` was an unknown read whose result received a sensitivity. ``finfo`` and
   ``iinfo`` describe a dtype; what they hold is constant.
@@ -26,6 +31,7 @@ directions.
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 import pytest
@@ -92,6 +98,19 @@ def unread_eigen_decomposition(a):
     return Decomposed(M).log_det + np.sum(a**3)
 
 
+@functools.lru_cache(8)
+def is_numpy(xp):
+    return xp is np
+
+
+def leading(a, xp):
+    return a[0] if is_numpy(xp) else a
+
+
+def namespace_handed_around(x):
+    return np.sum(leading(x * x, np) * x[1])
+
+
 def eps_in_a_log(p):
     eps = np.finfo(float).eps
     tiny = np.finfo(np.float32).tiny  # (a cached property)
@@ -107,6 +126,7 @@ CASES = [
     (kept_copy_of_scalar, lambda rng: (np.float64(rng.uniform(-2, 2)),)),
     (eps_in_a_log, lambda rng: (rng.uniform(0.1, 1.0, 3),)),
     (unread_eigen_decomposition, lambda rng: (rng.uniform(-1.0, 1.0, 2),)),
+    (namespace_handed_around, lambda rng: (rng.normal(size=(2, 3)),)),
 ]
 
 
