@@ -88,9 +88,8 @@ class Decomposed:
     def __init__(self, M):
         s, u = scipy.linalg.eigh(M)
         self.whitening = np.multiply(u, np.sqrt(1.0 / s))  # (read by nothing below)
-        w, V = np.linalg.eigh(M)
-        self.spread = V * w  # (nor this)
-        self.log_det = np.sum(np.log(s))
+        w = np.linalg.eigvalsh(M)
+        self.log_det = np.sum(np.log(w))
 
 
 def unread_eigen_decomposition(a):
