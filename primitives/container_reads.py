@@ -18,7 +18,7 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable, is_tracked_type
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_atom, is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
@@ -467,7 +467,20 @@ def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
     return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[2], None))
 
 
+def _attribute_of_a_constant(obj: Any, name: str) -> ProcResult | None:
+    """``obj.name`` of a value that never carries sensitivity (``np.finfo(float).eps``): a
+    constant, whatever reads it (a property, a cached property). Methods take the rules'
+    usual way; classes and modules are read by ``getattr_plus``."""
+    if not is_atom(obj) or isinstance(obj, (types.ModuleType, type)):
+        return None
+    v = getattr(obj, name)
+    return None if callable(v) else ProcResult(v, _no_sens_2)
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    constant = _attribute_of_a_constant(obj, name)
+    if constant is not None:
+        return constant
     hook = _attribute_hook_run_by_read(obj, name)
     if hook is not None:
         # (its result's sensitivity goes where the hook read it from: differentiated, as a

@@ -62,6 +62,7 @@ from .call_rules import (
     _closure_layouts,
     _keyword_backprop_plus,
     _live_iteration_again_tower,
+    _no_callee_sensitivity,
     _operator_result,
     _relayout_rule,
     _run_backprop_tower,
@@ -309,6 +310,7 @@ def _boundary_tower(
 for _fn in (
     _shift_callee,
     _shift_callee_relayout,
+    _no_callee_sensitivity,
     _operator_result,
     _call_tower,
     _call_transform,
