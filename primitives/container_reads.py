@@ -13,7 +13,7 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-from dplus.errors import NonDifferentiableError, UnknownTransformError
+from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
@@ -434,6 +434,38 @@ def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
     return hook
 
 
+def _refuse_value_made_by_getattribute(obj: Any, name: str, v: Any) -> None:
+    """A class's Python ``__getattribute__`` ran for ``obj.name`` natively (dplus has no rule
+    for ``object.__getattribute__`` inside it). Its value is taken for what the object holds
+    (the instance's own attribute, a method or a class attribute): right when it is that
+    very value (a hook that counts or logs reads), silently wrong otherwise (``2.0 * value``,
+    a value computed from other attributes). Refused then, where it may carry a sensitivity.
+    Non-differentiable: a constant at every order."""
+    if v is None or type(v) in (bool, int, str):
+        return
+    try:
+        held = object.__getattribute__(obj, name)
+    except AttributeError:
+        held = _NOT_HELD
+    if held is v or (
+        isinstance(v, types.MethodType)
+        and isinstance(held, types.MethodType)
+        and v.__func__ is held.__func__
+        and v.__self__ is held.__self__
+    ):
+        return
+    hook = _python_method(type(obj), "__getattribute__")
+    raise NonDifferentiableError(
+        f"reading .{name} of a {type(obj).__qualname__} object ran its class's __getattribute__ "
+        f"({describe_callable(hook)}), which returned a value other than the one the object holds "
+        "under that name: dplus cannot follow the sensitivity of that value. Compute it in a "
+        "property or a method instead (dplus differentiates those)."
+    )
+
+
+_NOT_HELD = object()
+
+
 def _property_read(obj: Any, prop: Any) -> ProcResult:
     """``obj.name`` of a property: its getter, differentiated (found before ``getattr`` runs
     it: at the next order that call would run the getter one order short)."""
@@ -497,6 +529,8 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return _descriptor_read(obj, accessor)
     v = getattr(obj, name)
     t = type(obj)
+    if _python_method(t, "__getattribute__") is not None:
+        _refuse_value_made_by_getattribute(obj, name, v)
     if isinstance(obj, (types.ModuleType, type)):
         owner = local_owner(obj, name) if isinstance(obj, type) else None
         if owner is not None:  # (an attribute of a class built by differentiated code)
