@@ -173,23 +173,6 @@ def test_second_order_as_python_runs_it(f):
         close(dplus.hessian(f)(*POINTS[0]), fd_hessian(f, POINTS[0]), tol=1e-5)
 
 
-def third_of_moving_peaks(x, h0, w0):
-    return dplus.hessian(moving_peaks)(x, h0, w0)[0][0]
-
-
-def test_third_order_on_the_fast_path():
-    third = dplus.grad(third_of_moving_peaks, argnums=(0, 1, 2))
-    eps = 1e-4
-    for point in POINTS[:2]:
-        fd = []
-        for k in range(3):
-            up, down = list(point), list(point)
-            up[k] += eps
-            down[k] -= eps
-            fd.append((third_of_moving_peaks(*up) - third_of_moving_peaks(*down)) / (2 * eps))
-        close(third(*point), tuple(fd), tol=1e-4)
-
-
 # -- what Python's iterator would have read differently: refused by name at the second order
 
 
