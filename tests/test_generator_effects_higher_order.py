@@ -560,6 +560,22 @@ def a_module_list_changed_after(x):
 
 _WEIGHTS = [1.0, 2.0]
 
+
+def a_helper_reading_a_variable_bound_again(x):
+    a = x
+
+    def scaled(v):
+        return v * a
+
+    def gen():
+        for k in range(3):
+            yield scaled(x * k)
+
+    g = gen()
+    a = 3.0 * x  # Python's generator, read below, calls scaled with this a
+    return sum(g)
+
+
 NOT_SEEN_BEFORE = [
     (a_method_changing_its_object_in_the_body, "calls o.step(), which writes 'self.n'"),
     (a_method_changing_its_object_after_the_making, "calls o.step(), which writes 'self.n'"),
@@ -574,6 +590,7 @@ NOT_SEEN_BEFORE = [
     (taken_in_part_then_changed, "writes 'ys[1]'"),
     (a_callable_given_to_the_generator, "calls note()"),
     (a_module_list_changed_after, "writes '_WEIGHTS[0]'"),
+    (a_helper_reading_a_variable_bound_again, "reads 'a', which"),
 ]
 
 
@@ -623,6 +640,20 @@ def read_later_with_its_own_list_changed(x):
     return sum(acc) + first * len(acc)
 
 
+def bound_again_between_readings_at_once(x):
+    # (read to the end where each is made, the generator reads a as it is then: refused
+    # before stop 38 as "may bind again")
+    a = x
+
+    def gen(n):
+        for k in range(n):
+            yield math.sin(a * k)
+
+    s = sum(gen(3))
+    a = 3.0 * x
+    return s + sum(gen(2)) * a
+
+
 def an_expression_read_by_a_function_that_only_reads(x):
     def first_and_rest(g):
         return next(g) * 2.0 + sum(g)
@@ -637,6 +668,7 @@ def an_expression_read_by_a_function_that_only_reads(x):
         effects_read_at_once,
         read_later_with_its_own_list_changed,
         an_expression_read_by_a_function_that_only_reads,
+        bound_again_between_readings_at_once,
     ],
 )
 @pytest.mark.parametrize("x", POINTS[:3])

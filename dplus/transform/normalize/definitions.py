@@ -102,7 +102,7 @@ def rewrite_definitions(
         lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
         for fn in functions:
             if generators or kinds[ast.GeneratorExp]:
-                refuse_generators_reading_rebound_variables(fn, qualname, filename)
+                refuse_generators_reading_rebound_variables(fn, qualname, filename, uses)
             refuse_generator_expressions_read_again(
                 fn.body, fn.name, filename, frozenset(), lazy_builtins
             )

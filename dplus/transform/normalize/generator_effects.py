@@ -37,7 +37,14 @@ from typing import Any, NamedTuple
 
 from ..trees import unparse, walk_outside
 
-__all__ = ["first_effect", "effects_in", "Effect", "MUTATING_METHODS", "changed_in_place"]
+__all__ = [
+    "first_effect",
+    "effects_in",
+    "Effect",
+    "MUTATING_METHODS",
+    "CHANGES_ITS_FIRST_ARGUMENT",
+    "changed_in_place",
+]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -130,6 +137,12 @@ _IN_PLACE_FUNCTIONS = {
     ),  # fmt: skip
     "functools": frozenset({"update_wrapper", "wraps", "cache", "lru_cache"}),
 }
+# library functions changing the object given first and keeping no hold on it
+CHANGES_ITS_FIRST_ARGUMENT = frozenset(
+    {"heappush", "heappop", "heapify", "heapreplace", "heappushpop", "insort", "insort_left",
+     "insort_right", "setitem", "delitem", "copyto", "put", "place", "putmask",
+     "fill_diagonal", "shuffle"}
+)  # fmt: skip
 # functions of other modules known to change nothing
 _PURE_FUNCTIONS = {
     "heapq": frozenset({"nlargest", "nsmallest", "merge"}),
@@ -242,6 +255,24 @@ def _top_module(value: Any) -> str:
     return name.split(".")[0].lstrip("_")
 
 
+class _Scope(NamedTuple):
+    declared: dict[str, str]  # name -> "global" / "nonlocal"
+    locals_: set[str]
+    fresh: set[str]  # locals bound only to containers made there
+    functions: dict[str, list[ast.AST]]  # functions and lambdas defined in the body
+
+
+def _called_arguments(n: ast.Call) -> list[ast.expr]:
+    """The arguments a builtin or library function calls (``map(f, xs)``, ``key=f``)."""
+    func = n.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if name not in _CALLING:
+        return []
+    if name in ("map", "filter", "reduce"):
+        return n.args[:1]
+    return [k.value for k in n.keywords if k.arg == "key"]
+
+
 class _Effects:
     def __init__(
         self,
@@ -274,13 +305,27 @@ class _Effects:
         body: list[ast.AST] = [fn.body] if isinstance(fn, ast.Lambda) else list(fn.body)
         nodes = [n for st in body for n in walk_outside(st, _SCOPES)]
         nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        scope = self._scope(fn, body, nodes)
+        if self_is_fresh and fn.args.args:
+            scope.fresh.add(fn.args.args[0].arg)  # (``__init__`` setting up its own object)
+        if collect is not None:
+            scope.fresh.clear()
+        for n in nodes:
+            found = self._effect(n, scope, seen)
+            if found is not None:
+                if collect is None:
+                    return found
+                collect.append(Effect(found[0], found[1], self._changes(n)))
+        return None
+
+    def _scope(self, fn: ast.AST, body: list[ast.AST], nodes: list[ast.AST]) -> _Scope:
         declared: dict[str, str] = {}
         for n in nodes:
             if isinstance(n, ast.Global):
                 declared.update((name, "global") for name in n.names)
             elif isinstance(n, ast.Nonlocal):
                 declared.update((name, "nonlocal") for name in n.names)
-        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}  # type: ignore[attr-defined]
         local_bindings: dict[str, list[ast.AST]] = {}
         for n in nodes:
             for t in _flat(_targets(n)):
@@ -288,22 +333,19 @@ class _Effects:
                     local_bindings.setdefault(t.id, []).append(n)
             if isinstance(n, ast.NamedExpr):
                 local_bindings.setdefault(n.target.id, []).append(n)
-        locals_ = (set(local_bindings) | params) - set(declared)
         fresh = {
             name
             for name, where in local_bindings.items()
             if name not in declared and name not in params and all(map(self._fresh, where))
         }
-        if self_is_fresh and fn.args.args:
-            fresh.add(fn.args.args[0].arg)  # (``__init__`` setting up its own object)
-        local_functions: dict[str, list[ast.AST]] = {}
+        functions: dict[str, list[ast.AST]] = {}
         if self.strict:
             # (lambdas and functions defined in the body: their effects are the body's when
             # called; a local callable of another origin is not known)
             for st in body:
                 for n in walk_outside(st, (ast.ClassDef,)):
                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not fn:
-                        local_functions.setdefault(n.name, []).append(n)
+                        functions.setdefault(n.name, []).append(n)
             for n in nodes:
                 if (
                     isinstance(n, ast.Assign)
@@ -311,22 +353,20 @@ class _Effects:
                     and isinstance(n.targets[0], ast.Name)
                     and isinstance(n.value, ast.Lambda)
                 ):
-                    local_functions.setdefault(n.targets[0].id, []).append(n.value)
-        if collect is not None:
-            fresh = set()
-        for n in nodes:
-            found = self._effect(n, declared, locals_, fresh, seen, local_functions)
-            if found is not None:
-                if collect is None:
-                    return found
-                collect.append(Effect(found[0], found[1], self._changes(n)))
-        return None
+                    functions.setdefault(n.targets[0].id, []).append(n.value)
+        locals_ = (set(local_bindings) | params) - set(declared)
+        return _Scope(declared, locals_, fresh, functions)
 
-    @staticmethod
-    def _changes(n: ast.AST) -> str | None:
+    def _changes(self, n: ast.AST) -> str | None:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            if isinstance(n.func.value, ast.Name):
-                return n.func.value.id
+            owner = n.func.value
+            if isinstance(owner, ast.Name) and not isinstance(
+                self._resolved(owner), types.ModuleType
+            ):
+                return owner.id
+            if n.func.attr in CHANGES_ITS_FIRST_ARGUMENT and n.args:
+                first = n.args[0]
+                return first.id if isinstance(first, ast.Name) else None
             return None
         names = [_direct(t) for t in _flat(_targets(n))]
         return names[0] if len(names) == 1 else None
@@ -347,22 +387,15 @@ class _Effects:
             and value.func.id in _FRESH_CALLS
         )
 
-    def _effect(
-        self,
-        n: ast.AST,
-        declared: dict[str, str],
-        locals_: set[str],
-        fresh: set[str],
-        seen: set[int],
-        local_functions: dict[str, list[ast.AST]],
-    ) -> tuple[ast.AST, str] | None:
+    def _effect(self, n: ast.AST, scope: _Scope, seen: set[int]) -> tuple[ast.AST, str] | None:
+        declared = scope.declared
         for t in _flat(_targets(n)):
             if isinstance(t, ast.Name):
                 if t.id in declared:
                     return n, f"writes the {declared[t.id]} variable {t.id!r}"
                 continue
             root = _root(t)
-            if isinstance(root, ast.Name) and root.id in fresh:
+            if isinstance(root, ast.Name) and root.id in scope.fresh:
                 continue
             verb = "deletes" if isinstance(n, ast.Delete) else "writes"
             return n, f"{verb} {unparse(t)!r}, a part of an object the generator did not make"
@@ -370,48 +403,44 @@ class _Effects:
             return n, f"writes the {declared[n.target.id]} variable {n.target.id!r}"
         if not isinstance(n, ast.Call):
             return None
-        if self.strict:
-            for k in n.keywords:
-                if k.arg == "out":
-                    return n, f"calls {unparse(n.func)}() with out=, which writes into an array"
+        return self._call_node_effect(n, scope, seen)
+
+    def _call_node_effect(
+        self, n: ast.Call, scope: _Scope, seen: set[int]
+    ) -> tuple[ast.AST, str] | None:
+        if self.strict and any(k.arg == "out" for k in n.keywords):
+            return n, f"calls {unparse(n.func)}() with out=, which writes into an array"
+        found: tuple[ast.AST, str] | None = None
         if isinstance(n.func, ast.Name):
-            found = self._call_effect(n, n.func.id, locals_, seen, local_functions)
+            found = self._call_effect(n, n.func.id, scope, seen)
         elif isinstance(n.func, ast.Attribute):
-            found = self._method_effect(n, n.func, locals_, fresh, seen)
+            found = self._method_effect(n, n.func, scope, seen)
         elif self.strict and not isinstance(n.func, ast.Lambda):
             found = n, f"calls {unparse(n.func)}, a function dplus cannot see into"
-        else:
-            found = None
-        if found is None and self.strict and self._calls_what_it_is_given(n):
-            for a in [*n.args, *(k.value for k in n.keywords)]:
-                if isinstance(a, ast.Name) and a.id not in fresh:
-                    found = self._call_effect(n, a.id, locals_, seen, local_functions, given=True)
-                elif isinstance(a, ast.Attribute):
-                    found = self._method_effect(n, a, locals_, fresh, seen)
-                if found is not None:
-                    break
-        return found
-
-    def _calls_what_it_is_given(self, n: ast.Call) -> bool:
-        func = n.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        return name in _CALLING
+        if found is not None or not self.strict:
+            return found
+        for a in _called_arguments(n):
+            if isinstance(a, ast.Name):
+                found = self._call_effect(n, a.id, scope, seen)
+            elif isinstance(a, ast.Attribute):
+                found = self._method_effect(n, a, scope, seen)
+            elif not isinstance(a, ast.Lambda):
+                found = (
+                    n,
+                    f"gives {unparse(n.func)}() {unparse(a)}, a function dplus cannot see into",
+                )
+            if found is not None:
+                return found
+        return None
 
     def _call_effect(
-        self,
-        n: ast.Call,
-        name: str,
-        locals_: set[str],
-        seen: set[int],
-        local_functions: dict[str, list[ast.AST]],
-        given: bool = False,
+        self, n: ast.Call, name: str, scope: _Scope, seen: set[int]
     ) -> tuple[ast.AST, str] | None:
-        if name in locals_ or name in local_functions:
+        local_functions = scope.functions
+        if name in scope.locals_ or name in local_functions:
             if not self.strict:
                 return None  # (a local callable: what it does is not known here)
             if name not in local_functions:
-                if given:
-                    return None  # (a local given to map, sorted...: a value, not a callable)
                 return n, f"calls {name}(), a local callable dplus cannot see into"
             for d in local_functions[name]:
                 found = self.of(d, seen)  # type: ignore[arg-type]
@@ -421,22 +450,16 @@ class _Effects:
         if name in _EFFECT_BUILTINS and self._is_builtin(name):
             if name == "next" and n.args:
                 it = _root(n.args[0])
-                if isinstance(it, ast.Name) and it.id in locals_:
+                if isinstance(it, ast.Name) and it.id in scope.locals_:
                     return None  # (an iterator of its own)
                 return n, f"takes an item from {unparse(n.args[0])!r}, an iterator it did not make"
             return n, f"calls {name}()"
-        if given and not (name in self.nested or callable(self.globals_.get(name))):
-            return None
         return self._callee_effect(n, name, seen)
 
     def _method_effect(
-        self,
-        n: ast.Call,
-        func: ast.Attribute,
-        locals_: set[str],
-        fresh: set[str],
-        seen: set[int],
+        self, n: ast.Call, func: ast.Attribute, scope: _Scope, seen: set[int]
     ) -> tuple[ast.AST, str] | None:
+        locals_, fresh = scope.locals_, scope.fresh
         root = _root(func.value)
         text = unparse(func)
         if isinstance(root, ast.Name) and root.id not in locals_:

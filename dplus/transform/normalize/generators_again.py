@@ -16,7 +16,13 @@ from typing import Any
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import function_def, walk, walk_outside
-from .generator_effects import Effect, changed_in_place, effects_in, first_effect
+from .generator_effects import (
+    CHANGES_ITS_FIRST_ARGUMENT,
+    Effect,
+    changed_in_place,
+    effects_in,
+    first_effect,
+)
 from .generator_expressions import (
     OnceReadGeneratorExpressions,
     consumers_in,
@@ -91,7 +97,7 @@ def endless(gen: ast.AST) -> bool:
 
 
 def refuse_generators_reading_rebound_variables(
-    fn: ast.FunctionDef, qualname: str, filename: str
+    fn: ast.FunctionDef, qualname: str, filename: str, uses: GeneratorUses | None = None
 ) -> None:
     """At a higher order a generator runs to completion where it is made (``_YieldsToList``;
     a generator expression into a list), so it reads the variables of ``fn`` as they are
@@ -102,14 +108,24 @@ def refuse_generators_reading_rebound_variables(
     loops) are the values it reads. The same for a generator expression kept in a variable
     (``g = (v * a for v in xs)``), from the line that makes it; and for a list, dict or
     object the generator reads (or is given) that ``fn`` changes in place (``xs.append``,
-    ``xs[i] = v``) after a line that makes the generator."""
+    ``xs[i] = v``) after a line that makes the generator. With ``uses``: a generator function
+    read to its end wherever it is made reads the variables as Python's does (skipped), and
+    the variables read by the functions of the program the generator calls count too."""
     found = _Bindings()
     found.stores(ast.Module(body=fn.body, type_ignores=[]), ())
     for outer, defined_at in found.definitions:
         for gen in [n for n in walk(outer) if isinstance(n, ast.FunctionDef)]:
             if is_generator_function(gen):
+                if uses is not None and uses.read_at_once_everywhere(gen):
+                    continue
                 _refuse_reads_changed_after(
-                    gen, fn, defined_at, found.may_change_after, qualname, filename
+                    gen,
+                    fn,
+                    defined_at,
+                    found.may_change_after,
+                    qualname,
+                    filename,
+                    None if uses is None else uses.reads_through_calls(gen),
                 )
                 if gen is outer:
                     _refuse_changed_in_place_after_making(gen, fn, found, qualname, filename)
@@ -125,7 +141,8 @@ def refuse_generators_reading_rebound_variables(
         )
 
         later = functools.partial(_bound_later, found, read_before)
-        _refuse_reads_changed_after(kept, fn, made_at, later, qualname, filename)
+        reads = None if uses is None else uses.reads_through_calls(kept)
+        _refuse_reads_changed_after(kept, fn, made_at, later, qualname, filename, reads)
         _refuse_reads_changed_in_place(kept, fn, made_at, found, set(), qualname, filename)
 
 
@@ -295,8 +312,9 @@ def _refuse_reads_changed_after(
     may_change_after: Any,
     qualname: str,
     filename: str,
+    reads: list[ast.Name] | None = None,
 ) -> None:
-    for n in _outside_reads(gen):
+    for n in _outside_reads(gen) if reads is None else reads:
         if n.id != getattr(gen, "name", None) and may_change_after(n.id, defined_at):
             line = getattr(gen, "lineno", None)
             what = _described(gen)
@@ -398,6 +416,11 @@ class GeneratorUses:
             ):
                 self.nested.setdefault(n.targets[0].id, []).append(n.value)
         self._effects: dict[int, list[Effect]] = {}
+        self.modules = {
+            name
+            for name, value in globals_.items()
+            if isinstance(value, types.ModuleType) and name not in bound
+        }
 
     def is_builtin(self, name: str) -> bool:
         return name not in self.bound and self.globals_.get(
@@ -473,7 +496,7 @@ class GeneratorUses:
         here: ast.AST = making
         for fn in self.enclosing(making):
             start = _region_start(here, fn, self.parents)
-            private = _private_containers(fn, reads)
+            private = _private_containers(fn, reads, self.modules)
             for effect in self.effects_of(fn):
                 line = getattr(effect.node, "lineno", 0)
                 if line >= start and effect.changes not in private:
@@ -483,20 +506,38 @@ class GeneratorUses:
             here = fn
         return None
 
+    def _later_uses(self, gen: ast.FunctionDef) -> list[ast.Name]:
+        """The uses of ``gen``'s name other than makings read to their end at once."""
+        later = []
+        for n in walk(self.node):
+            if isinstance(n, ast.Name) and n.id == gen.name and isinstance(n.ctx, ast.Load):
+                call = self.parents.get(id(n))
+                if not (isinstance(call, ast.Call) and call.func is n and self.read_at_once(call)):
+                    later.append(n)
+        return later
+
+    def read_at_once_everywhere(self, gen: ast.FunctionDef) -> bool:
+        return not self._later_uses(gen)
+
+    def reads_through_calls(self, gen: ast.AST) -> list[ast.Name]:
+        """The names ``gen`` reads from outside, and those the functions of the
+        differentiated function it calls (by name, at any depth) read from outside."""
+        out: list[ast.Name] = []
+        todo, seen = [gen], {id(gen)}
+        while todo:
+            for n in _outside_reads(todo.pop()):
+                out.append(n)
+                for d in self.nested.get(n.id, ()):
+                    if id(d) not in seen:
+                        seen.add(id(d))
+                        todo.append(d)
+        return out
+
     def refuse_read_later(self, gen: ast.FunctionDef) -> None:
         """``gen`` made and not read to its end at once somewhere: refused when its body may
         have an effect (strict) or the program's code may change, after a making, what it
         reads."""
-        uses = [
-            n
-            for n in walk(self.node)
-            if isinstance(n, ast.Name) and n.id == gen.name and isinstance(n.ctx, ast.Load)
-        ]
-        later = []
-        for n in uses:
-            call = self.parents.get(id(n))
-            if not (isinstance(call, ast.Call) and call.func is n and self.read_at_once(call)):
-                later.append(n)
+        later = self._later_uses(gen)
         if not later:
             return
         effect = first_effect(
@@ -504,7 +545,7 @@ class GeneratorUses:
         )
         if effect is not None:
             raise refused_effect(gen, effect, self.qualname, self.filename)
-        reads = {n.id for n in _outside_reads(gen)}
+        reads = {n.id for n in self.reads_through_calls(gen)}
         for n in later:
             call = self.parents.get(id(n))
             given = set()
@@ -616,7 +657,7 @@ _KEEPS_NOTHING = frozenset(
 )  # fmt: skip
 
 
-def _private_containers(fn: ast.AST, reads: set[str]) -> set[str]:
+def _private_containers(fn: ast.AST, reads: set[str], modules: set[str]) -> set[str]:
     """The locals of ``fn`` bound only to containers it makes there that nothing else can
     reach: not in ``reads`` (what the generator reads or is given), never read by a nested
     function, and read only where the container itself stays in ``fn`` (``xs[i]``,
@@ -655,7 +696,7 @@ def _private_containers(fn: ast.AST, reads: set[str]) -> set[str]:
             parents[id(c)] = n
     for n in own:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in candidates:
-            if not _stays(n, parents.get(id(n)), parents):
+            if not _stays(n, parents.get(id(n)), parents, modules):
                 candidates.discard(n.id)
     return candidates
 
@@ -695,7 +736,7 @@ def _binds_a_fresh_container(b: ast.AST) -> bool:
     )
 
 
-def _stays(n: ast.Name, p: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+def _stays(n: ast.Name, p: ast.AST | None, parents: dict[int, ast.AST], modules: set[str]) -> bool:
     """Whether this read of a container keeps it from anyone else's hands."""
     if isinstance(p, (ast.Attribute, ast.Subscript)) and p.value is n:
         return True
@@ -712,6 +753,16 @@ def _stays(n: ast.Name, p: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
         and n in p.args
     ):
         return True
+    if (
+        isinstance(p, ast.Call)
+        and isinstance(p.func, ast.Attribute)
+        and p.func.attr in CHANGES_ITS_FIRST_ARGUMENT
+        and isinstance(p.func.value, ast.Name)
+        and p.func.value.id in modules
+        and p.args
+        and p.args[0] is n
+    ):
+        return True  # (``heapq.heappush(xs, v)``: changed, not kept)
     if (
         isinstance(p, ast.Call)
         and isinstance(p.func, ast.Name)
