@@ -22,8 +22,8 @@ from .generator_expressions import (
     names_bound_anywhere,
 )
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+from .generator_uses import GeneratorUses
 from .generators_again import (
-    GeneratorUses,
     endless,
     read_once_where_passed,
     refuse_generators_reading_rebound_variables,

@@ -553,6 +553,22 @@ class _Effects:
             name, getattr(builtins, name, None)
         ) is getattr(builtins, name, None)
 
+    def _module_class_effect(
+        self, call: ast.Call, name: str, value: type, seen: set[int]
+    ) -> tuple[ast.AST, str] | None:
+        """A class of the module called: its ``__init__`` setting up the object it makes is
+        its own."""
+        init = inspect.unwrap(vars(value)["__init__"]) if "__init__" in vars(value) else None
+        if not isinstance(init, types.FunctionType):
+            return None  # (object's: sets up nothing)
+        tree = _parsed(init)
+        if tree is None or id(init.__code__) in seen:
+            return None
+        seen.add(id(init.__code__))
+        effects = _Effects({}, init.__globals__, self.module, set(), True)
+        found = effects.of(tree, seen, self_is_fresh=True)
+        return None if found is None else (call, f"calls {name}(), which {found[1]}")
+
     def _callee_effect(
         self, call: ast.Call, name: str, seen: set[int]
     ) -> tuple[ast.AST, str] | None:
@@ -574,14 +590,7 @@ class _Effects:
             return None
         value = self.globals_.get(name, getattr(builtins, name, None))
         if self.strict and isinstance(value, type) and value.__module__ == self.module:
-            init = inspect.unwrap(value.__init__) if "__init__" in vars(value) else None
-            tree = _parsed(init) if isinstance(init, types.FunctionType) else None
-            if tree is None or id(init.__code__) in seen:
-                return None
-            seen.add(id(init.__code__))
-            effects = _Effects({}, init.__globals__, self.module, set(), True)
-            found = effects.of(tree, seen, self_is_fresh=True)
-            return None if found is None else (call, f"calls {name}(), which {found[1]}")
+            return self._module_class_effect(call, name, value, seen)
         fn = inspect.unwrap(value) if callable(value) else None
         if not isinstance(fn, types.FunctionType) or fn.__module__ != self.module:
             if not self.strict or (name in _PURE_BUILTINS and self._is_builtin(name)):
@@ -594,7 +603,9 @@ class _Effects:
         seen.add(id(fn.__code__))
         tree = _parsed(fn)
         if tree is None:
-            return call, f"calls {name}(), whose source dplus cannot read" if self.strict else None
+            if self.strict:
+                return call, f"calls {name}(), whose source dplus cannot read"
+            return None
         found = _Effects({}, fn.__globals__, self.module, set(), self.strict).of(tree, seen)
         if found is not None:
             return call, f"calls {name}(), which {found[1]}"
