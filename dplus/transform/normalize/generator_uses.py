@@ -82,7 +82,8 @@ class GeneratorUses:
         program running in between."""
         p = self.parents.get(id(e))
         if isinstance(p, ast.Call) and p.args and p.args[0] is e and self.consumes_whole(p):
-            return True
+            # (a key function runs between the items: it could see the body's effects)
+            return not any(isinstance(a, ast.Lambda) for a in ast.walk(p))
         if (
             isinstance(p, ast.Call)
             and isinstance(p.func, ast.Name)
