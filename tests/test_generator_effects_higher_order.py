@@ -297,7 +297,10 @@ def list_changed_after_making(x):
 
 def test_a_list_changed_in_place_after_the_generator_is_made_is_refused():
     assert dplus.grad1(list_changed_after_making)(1.5) == pytest.approx(2 * 1.5 + 18 * 1.5)
-    with pytest.raises(UnsupportedSyntaxError, match=r"reads 'xs', which .* changes in place"):
+    with pytest.raises(
+        UnsupportedSyntaxError,
+        match=r"reads .xs., which .* changes in place|is read after it is made, and .* calls xs.append\(\)",
+    ):
         dplus.hessian(list_changed_after_making)(1.5)
 
 
@@ -362,5 +365,8 @@ def read_by_a_loop_that_changes_it(x):
 
 def test_a_list_changed_by_the_loop_reading_the_generator_is_refused():
     check_first_order(read_by_a_loop_that_changes_it, 1.3)
-    with pytest.raises(UnsupportedSyntaxError, match=r"reads 'xs', which .* changes in place"):
+    with pytest.raises(
+        UnsupportedSyntaxError,
+        match=r"reads .xs., which .* changes in place|is read after it is made, and .* calls xs.append\(\)",
+    ):
         dplus.hessian(read_by_a_loop_that_changes_it)(1.3)

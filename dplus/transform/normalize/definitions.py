@@ -16,18 +16,17 @@ from ...errors import UnsupportedSyntaxError
 from ..trees import walk
 from .class_statements import ClassStatement, ClassSyntaxError, mark_functions_set_as_attributes
 from .core import _internal
-from .generator_effects import first_effect
 from .generator_expressions import (
     GeneratorExpressionLifter,
     consumers_in,
     names_bound_anywhere,
 )
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+from .generator_uses import GeneratorUses
 from .generators_again import (
     endless,
     read_once_where_passed,
     refuse_generators_reading_rebound_variables,
-    refused_effect,
     refused_endless,
 )
 from .rewrites import refuse_generator_expressions_read_again
@@ -89,26 +88,26 @@ def rewrite_definitions(
         # kept and read twice is refused)
         functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
         generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
-        if generators:
+        uses = None
+        if generators or kinds[ast.GeneratorExp]:
             nested: dict[str, list[ast.FunctionDef]] = {}
             for fn in functions:
                 nested.setdefault(fn.name, []).append(fn)
             bound = names_bound_anywhere(node)
+            uses = GeneratorUses(node, nested, globals_ or {}, module, bound, qualname, filename)
         for gen in generators:
             if endless(gen):
                 raise refused_endless(gen, qualname, filename)
-            effect = first_effect(gen, nested, globals_ or {}, module, bound)
-            if effect is not None:
-                raise refused_effect(gen, effect, qualname, filename)
+            uses.refuse_read_later(gen)  # type: ignore[union-attr]
         lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
         for fn in functions:
             if generators or kinds[ast.GeneratorExp]:
-                refuse_generators_reading_rebound_variables(fn, qualname, filename)
+                refuse_generators_reading_rebound_variables(fn, qualname, filename, uses)
             refuse_generator_expressions_read_again(
                 fn.body, fn.name, filename, frozenset(), lazy_builtins
             )
         if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
-            read_once_where_passed(node, functions, module, globals_ or {}, filename)
+            read_once_where_passed(node, module, globals_ or {}, uses)  # type: ignore[arg-type]
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)

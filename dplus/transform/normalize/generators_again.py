@@ -15,14 +15,19 @@ import types
 from typing import Any
 
 from ...errors import UnsupportedSyntaxError
-from ..trees import function_def, walk
-from .generator_effects import changed_in_place, first_effect
+from ..trees import walk
+from .generator_effects import changed_in_place
 from .generator_expressions import (
     OnceReadGeneratorExpressions,
-    consumers_in,
     names_bound_anywhere,
 )
 from .generator_syntax import is_generator_function
+from .generator_uses import (
+    GeneratorUses,
+    described,
+    outside_reads,
+    refused_effect,
+)
 
 __all__ = [
     "endless",
@@ -33,19 +38,14 @@ __all__ = [
 ]
 
 
-def read_once_where_passed(
-    node: ast.AST,
-    functions: list[ast.FunctionDef],
-    module: str,
-    globals_: dict,
-    filename: str,
-) -> None:
+def read_once_where_passed(node: ast.AST, module: str, globals_: dict, uses: GeneratorUses) -> None:
     """Differentiated again: a generator expression given to a function of the program or to
     ``next`` becomes an iterator over its values (:class:`.OnceReadGeneratorExpressions`),
-    unless ``iter`` is not the builtin. One not consumed whole where it is made (by ``sum``,
-    ...) whose elements would do what the program sees (:func:`.first_effect`) is refused:
-    they would be made before the code that reads them runs."""
-    bound = names_bound_anywhere(node)
+    unless ``iter`` is not the builtin. One not read to its end where it is made (by ``sum``,
+    ...) whose elements may have an effect, or whose reads the program may change after its
+    making (:meth:`GeneratorUses.refuse_expression_read_later`), is refused: its values would
+    be made before the code between its making and its reading runs."""
+    bound = uses.bound
 
     def is_builtin(name: str) -> bool:
         return name not in bound and globals_.get(name, getattr(builtins, name, None)) is getattr(
@@ -54,9 +54,6 @@ def read_once_where_passed(
 
     if not is_builtin("iter"):
         return
-    nested: dict[str, list[ast.FunctionDef]] = {}
-    for fn in functions:
-        nested.setdefault(fn.name, []).append(fn)
 
     def is_programs_function(name: str) -> bool:
         if name in bound:
@@ -64,42 +61,15 @@ def read_once_where_passed(
         value = globals_.get(name)
         return isinstance(value, types.FunctionType) and value.__module__ == module
 
-    consumes_whole = consumers_in(node, globals_)
-    whole = {id(n.args[0]) for n in walk(node) if isinstance(n, ast.Call) and consumes_whole(n)}
-    read_later = [n for n in walk(node) if isinstance(n, ast.GeneratorExp) and id(n) not in whole]
+    for e in [n for n in walk(node) if isinstance(n, ast.GeneratorExp)]:
+        if not uses.read_at_once(e):
+            uses.refuse_expression_read_later(e)
 
     def is_module(name: str) -> bool:
         return name not in bound and isinstance(globals_.get(name), types.ModuleType)
 
     rewrite = OnceReadGeneratorExpressions(is_programs_function, is_module, is_builtin("next"))
     rewrite.visit(node)
-    for e in read_later:
-        effect = first_effect(_as_generator_function(e), nested, globals_, module, bound)
-        if effect is not None:
-            where, what = effect
-            line = getattr(where, "lineno", None) or e.lineno
-            err = UnsupportedSyntaxError(
-                f"the generator expression ({filename}, line {line}) {what}: at a higher order "
-                "of differentiation (hessian, grad of grad) dplus makes its values at once where "
-                "it is made, where Python's makes each as it is read (and none that is never "
-                "read). Make the change outside the generator expression, or make it a list"
-            )
-            err.filename = filename
-            err.lineno = line
-            raise err
-
-
-def _as_generator_function(e: ast.GeneratorExp) -> ast.FunctionDef:
-    """The generator function Python's definition of ``e`` names, for :func:`first_effect`
-    (its first iterable, evaluated where ``e`` is, left out)."""
-    body: list[ast.stmt] = [ast.Expr(value=ast.Yield(value=e.elt))]
-    for i, gen in reversed(list(enumerate(e.generators))):
-        for cond in reversed(gen.ifs):
-            body = [ast.If(test=cond, body=body, orelse=[])]
-        iterable = ast.Tuple(elts=[], ctx=ast.Load()) if i == 0 else gen.iter
-        body = [ast.For(target=gen.target, iter=iterable, body=body, orelse=[])]
-    fn = function_def("_genexpr", [], body)
-    return ast.fix_missing_locations(ast.copy_location(fn, e))
 
 
 def endless(gen: ast.AST) -> bool:
@@ -112,7 +82,7 @@ def endless(gen: ast.AST) -> bool:
 
 
 def refuse_generators_reading_rebound_variables(
-    fn: ast.FunctionDef, qualname: str, filename: str
+    fn: ast.FunctionDef, qualname: str, filename: str, uses: GeneratorUses | None = None
 ) -> None:
     """At a higher order a generator runs to completion where it is made (``_YieldsToList``;
     a generator expression into a list), so it reads the variables of ``fn`` as they are
@@ -123,14 +93,24 @@ def refuse_generators_reading_rebound_variables(
     loops) are the values it reads. The same for a generator expression kept in a variable
     (``g = (v * a for v in xs)``), from the line that makes it; and for a list, dict or
     object the generator reads (or is given) that ``fn`` changes in place (``xs.append``,
-    ``xs[i] = v``) after a line that makes the generator."""
+    ``xs[i] = v``) after a line that makes the generator. With ``uses``: a generator function
+    read to its end wherever it is made reads the variables as Python's does (skipped), and
+    the variables read by the functions of the program the generator calls count too."""
     found = _Bindings()
     found.stores(ast.Module(body=fn.body, type_ignores=[]), ())
     for outer, defined_at in found.definitions:
         for gen in [n for n in walk(outer) if isinstance(n, ast.FunctionDef)]:
             if is_generator_function(gen):
+                if uses is not None and uses.read_at_once_everywhere(gen):
+                    continue
                 _refuse_reads_changed_after(
-                    gen, fn, defined_at, found.may_change_after, qualname, filename
+                    gen,
+                    fn,
+                    defined_at,
+                    found.may_change_after,
+                    qualname,
+                    filename,
+                    None if uses is None else uses.reads_through_calls(gen),
                 )
                 if gen is outer:
                     _refuse_changed_in_place_after_making(gen, fn, found, qualname, filename)
@@ -146,7 +126,8 @@ def refuse_generators_reading_rebound_variables(
         )
 
         later = functools.partial(_bound_later, found, read_before)
-        _refuse_reads_changed_after(kept, fn, made_at, later, qualname, filename)
+        reads = None if uses is None else uses.reads_through_calls(kept)
+        _refuse_reads_changed_after(kept, fn, made_at, later, qualname, filename, reads)
         _refuse_reads_changed_in_place(kept, fn, made_at, found, set(), qualname, filename)
 
 
@@ -238,7 +219,7 @@ def _refuse_changed_in_place_after_making(
     """Each call of ``gen`` in ``fn`` makes a generator, run to completion there: refused
     when ``fn`` may change in place, after that line, an object the generator reads (through
     ``fn``'s variables) or is given."""
-    reads = {n.id for n in _outside_reads(gen)}
+    reads = {n.id for n in outside_reads(gen)}
     rebound = names_bound_anywhere(fn)
     for call, loops in found.calls.get(gen.name, ()):
         if id(call) in found.read_at_once and not (rebound & _READ_AT_ONCE):
@@ -253,32 +234,6 @@ def _refuse_changed_in_place_after_making(
         _refuse_reads_changed_in_place(gen, fn, line, found, reads | given, qualname, filename)
 
 
-def _own_names(gen: ast.AST) -> set[str]:
-    own: set[str] = set()
-    for n in ast.walk(gen):
-        if isinstance(n, ast.arg):
-            own.add(n.arg)
-        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            own.add(n.id)
-    return own
-
-
-def _outside_reads(gen: ast.AST) -> list[ast.Name]:
-    """The reads of names ``gen`` does not bind itself (its parameters, targets, locals)."""
-    own = _own_names(gen)
-    return [
-        n
-        for n in ast.walk(gen)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own
-    ]
-
-
-def _described(gen: ast.FunctionDef | ast.GeneratorExp) -> str:
-    if isinstance(gen, ast.GeneratorExp):
-        return "the generator expression"
-    return f"the generator function {gen.name!r}"
-
-
 def _refuse_reads_changed_in_place(
     gen: ast.FunctionDef | ast.GeneratorExp,
     fn: ast.FunctionDef,
@@ -289,12 +244,12 @@ def _refuse_reads_changed_in_place(
     filename: str,
 ) -> None:
     if isinstance(gen, ast.GeneratorExp):
-        names = {n.id for n in _outside_reads(gen)}
+        names = {n.id for n in outside_reads(gen)}
     for name in sorted(names):
         at = found.changed_in_place_after(name, made_at)
         if at is None:
             continue
-        what = _described(gen)
+        what = described(gen)
         line = getattr(gen, "lineno", None)
         err = UnsupportedSyntaxError(
             f"{what} in {qualname!r} ({filename}, line {line if line else '?'}) reads {name!r}, "
@@ -316,11 +271,12 @@ def _refuse_reads_changed_after(
     may_change_after: Any,
     qualname: str,
     filename: str,
+    reads: list[ast.Name] | None = None,
 ) -> None:
-    for n in _outside_reads(gen):
+    for n in outside_reads(gen) if reads is None else reads:
         if n.id != getattr(gen, "name", None) and may_change_after(n.id, defined_at):
             line = getattr(gen, "lineno", None)
-            what = _described(gen)
+            what = described(gen)
             err = UnsupportedSyntaxError(
                 f"{what} in {qualname!r} ({filename}, line "
                 f"{line if line else '?'}) reads {n.id!r}, which {fn.name!r} may bind again "
@@ -339,24 +295,6 @@ def _refuse_reads_changed_after(
             err.filename = filename
             err.lineno = line
             raise err
-
-
-def refused_effect(
-    gen: ast.FunctionDef, effect: tuple[ast.AST, str], qualname: str, filename: str
-) -> UnsupportedSyntaxError:
-    node, what = effect
-    line = getattr(node, "lineno", None) or getattr(gen, "lineno", None)
-    err = UnsupportedSyntaxError(
-        f"the generator function {gen.name!r} in {qualname!r} ({filename}, line {line if line else '?'}) "
-        f"{what}: at a higher order of differentiation (hessian, grad of grad) dplus runs a generator "
-        "to completion where it is made, so this would happen before the code that runs between "
-        "the generator's making and its reading, and all of it even when the reading stops early; "
-        "Python's generator does it as it is read. Make the change outside the generator, or "
-        "take the generator's values as a list where it is made"
-    )
-    err.filename = filename
-    err.lineno = line
-    return err
 
 
 def refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSyntaxError:
