@@ -1039,9 +1039,9 @@ def frozenset_again(x):
 
 
 def lazy_zip_kept_again(x):
-    xs = [x, 2.0 * x]
-    z = zip(xs, [1.0, 2.0])  # MARK
-    s = 0.0
+    xs = [x, 2.0 * x, 3.0]
+    z = zip(xs, [1.0, 2.0, 3.0])  # MARK
+    s = next(z)[0]  # (read by next: a list made at once would not follow)
     for a, b in z:
         s += a * b
     return s

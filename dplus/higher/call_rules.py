@@ -32,6 +32,7 @@ from ..markers import mark_derived
 from ..rules import defnondiff
 from ..runtime import calls as runtime_calls
 from ..runtime import core as runtime_core
+from ..runtime import live_again
 from ..runtime import result as runtime_result
 from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
@@ -306,10 +307,23 @@ def _call_on_constants_tower(f: Any, *args: Any) -> ProcResult:
 
 
 def _live_iteration_again_tower(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
-    """The transform of ``runtime_routers.live_iteration_again``: the transform of the ordinary
+    """The transform of ``live_again.live_iteration_again``: the transform of the ordinary
+    call, its items watched as the loop takes them where the iterator's laziness could show."""
+    if not runtime_routers.laziness_visible(fn, args, kwargs):
+        return apply_transform(_call_tower, fn, *args, **kwargs)
+    if fn in (map, filter):
+        live_again.refuse_live_iteration_again(fn)
+    live_again.refuse_reversed_iterator(fn, args)
+    r = apply_transform(_call_tower, fn, *args, **kwargs)
+    live_again.watch_items(fn, args, kwargs, r)
+    return r
+
+
+def _kept_iteration_again_tower(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
+    """The transform of ``live_again.kept_iteration_again``: the transform of the ordinary
     call where the iterator's laziness cannot show (``zip`` of tuples), else the same refusal."""
     if runtime_routers.laziness_visible(fn, args, kwargs):
-        runtime_routers.refuse_live_iteration_again(fn)
+        live_again.refuse_live_iteration_again(fn)
     return apply_transform(_call_tower, fn, *args, **kwargs)
 
 

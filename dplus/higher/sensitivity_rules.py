@@ -22,6 +22,7 @@ from ..runtime import calls as runtime_calls
 from ..runtime import handover as runtime_handover
 from ..runtime import linear as runtime_linear
 from ..runtime import list_writes as runtime_list_writes
+from ..runtime import live_again
 from ..runtime import routers as runtime_routers
 from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
@@ -61,6 +62,7 @@ from .call_rules import (
     _call_tower,
     _call_transform,
     _closure_layouts,
+    _kept_iteration_again_tower,
     _keyword_backprop_plus,
     _live_iteration_again_tower,
     _no_callee_sensitivity,
@@ -317,6 +319,7 @@ for _fn in (
     _call_transform,
     _call_on_constants_tower,
     _live_iteration_again_tower,
+    _kept_iteration_again_tower,
     _call_plus_tower,
     _call_positionally_tower,
     _keyword_backprop_plus,
@@ -343,9 +346,14 @@ register_primitive(
     note="calling a callee from generated code (derivatives of derivatives)",
 )
 register_primitive(
-    runtime_routers.live_iteration_again,
+    live_again.live_iteration_again,
     _live_iteration_again_tower,
     note="a lazy builtin's iterator in code differentiated again (derivatives of derivatives)",
+)
+register_primitive(
+    live_again.kept_iteration_again,
+    _kept_iteration_again_tower,
+    note="a lazy builtin's iterator kept in a variable, in code differentiated again",
 )
 register_primitive(
     runtime_calls.call_on_constants,
@@ -399,6 +407,14 @@ defnondiff(changed_since)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_routers.iteration_router)
+for _watch in (  # (the watch of the items a loop takes, made at once: constants)
+    runtime_routers.laziness_visible,
+    live_again.watch_items,
+    live_again.refuse_reversed_iterator,
+    live_again.live_item_taken,
+    live_again.live_iteration_done,
+):
+    defnondiff(_watch)
 
 
 # The linear interface as differentiable primitives, so derivative code can be differentiated.

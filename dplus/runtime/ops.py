@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import arguments, calls, classes, generator_ops, generators, list_writes, routers
+from . import arguments, calls, classes, generator_ops, generators, list_writes, live_again, routers
 from .calls import _PROVIDED
 
 # generated code calls these through helper_named
@@ -45,4 +45,13 @@ def helper_named(name: str) -> Any:
 
 
 # where the operations are defined, one module per job
-_DEFINING_MODULES = (calls, routers, list_writes, arguments, generators, generator_ops, classes)
+_DEFINING_MODULES = (
+    calls,
+    routers,
+    live_again,
+    list_writes,
+    arguments,
+    generators,
+    generator_ops,
+    classes,
+)

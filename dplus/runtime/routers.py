@@ -9,7 +9,7 @@ import collections
 import operator
 import sys
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import Any
 
 from ..errors import NonDifferentiableError
 from .boxes import BoxSensitivities
@@ -151,7 +151,9 @@ class LiveIteration:
 
     __slots__ = ("fn", "args", "it", "first", "calls", "positions", "taken", "inner_taken")
 
-    def __init__(self, fn: Any, args: tuple, start: Any, function: Any = None) -> None:
+    def __init__(
+        self, fn: Any, args: tuple, start: Any, function: Any = None, strict: bool = False
+    ) -> None:
         self.fn = fn
         self.args = args
         self.first = len(args[0]) - 1 if fn is reversed else 0
@@ -167,8 +169,10 @@ class LiveIteration:
             self.it = self._kept(
                 bool if function is None else as_plain_callable(function), iter(args[0])
             )
-        else:
-            self.it = enumerate(args[0], start) if fn is enumerate else fn(*args)
+        elif fn is enumerate:
+            self.it = enumerate(args[0], start)
+        else:  # (strict: zip's)
+            self.it = zip(*args, strict=True) if strict else fn(*args)
 
     def _call(self, *items: Any) -> Any:
         return self.calls.call(items)
@@ -186,6 +190,9 @@ class LiveIteration:
         item = next(self.it)
         self.taken += 1
         return item
+
+    def __reversed__(self) -> Any:
+        raise TypeError(f"'{self.fn.__name__}' object is not reversible")  # (as Python's)
 
 
 def live_iteration(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
@@ -211,13 +218,16 @@ def _live_iteration(fn: Any, args: tuple, kwargs: dict, kept: bool) -> ProcResul
         if fn is enumerate:  # (its start: the second positional argument or the keyword)
             iterables, start = args[:1], args[1] if given == 2 else kwargs.get("start", 0)
         args = iterables
-        live = LiveIteration(fn, args, start)
+        live = LiveIteration(fn, args, start, strict=bool(kwargs.get("strict", False)))
 
         def live_iteration_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
             parts = Abox.stash_record(live)[1] or {}
             out = tuple(gen_zero if j not in parts else tuple(parts[j]) for j in range(len(args)))
             return (
-                ((),) + out + (None,) * (given - len(args)) + (({"start": None},) if kwargs else ())
+                ((),)
+                + out
+                + (None,) * (given - len(args))
+                + (({k: None for k in kwargs},) if kwargs else ())
             )
 
         return ProcResult(live, live_iteration_backprop)
@@ -248,26 +258,8 @@ def laziness_visible(fn: Any, args: tuple, kwargs: dict, kept: bool = False) -> 
             for a in iterables
         )
         and (kept or any(type(a) is list or type(a) is LiveIteration for a in iterables))
-        and set(kwargs) <= ({"start"} if fn is enumerate else set())
+        and set(kwargs) <= ({"start"} if fn is enumerate else {"strict"} if fn is zip else set())
         and (fn is zip or given == 1 or (fn is enumerate and given == 2 and not kwargs))
-    )
-
-
-def live_iteration_again(fn: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
-    """:func:`live_iteration` in code differentiated again: an ordinary call where the
-    iterator's laziness cannot show (``zip`` of tuples); otherwise refused (its routing has no
-    rules at higher orders, and a list made at once could compute other values than Python)."""
-    if not laziness_visible(fn, args, kwargs):
-        return call(fn, *args, **kwargs)
-    refuse_live_iteration_again(fn)
-
-
-def refuse_live_iteration_again(fn: Any) -> NoReturn:
-    name = getattr(fn, "__name__", "the iterator")
-    raise NonDifferentiableError(
-        f"derivatives of derivatives of {name}() iterated lazily (kept in a variable, or by a loop that changes "
-        f"what it reads) are not supported yet; in a function differentiated more than once, make the list at "
-        f"once, list({name}(...)), where the program does not depend on {name}'s laziness"
     )
 
 
@@ -369,13 +361,11 @@ class _LiveRouter:
 
 
 def route_back(route: Any, i: int, A: Any, Abox: BoxSensitivities) -> None:
-    """``route.back(i, A, Abox)``, as a function with a rule (for derivatives of derivatives)."""
-    route.back(i, A, Abox)
+    route.back(i, A, Abox)  # (a function with a rule, for derivatives of derivatives)
 
 
 def route_result(route: Any) -> Any:
-    """``route.result()``, as a function with a rule (for derivatives of derivatives)."""
-    return route.result()
+    return route.result()  # (a function with a rule, for derivatives of derivatives)
 
 
 def prefix_reversed(items: Any, n: int) -> Any:
@@ -566,6 +556,16 @@ def list_length(itv: Any) -> Any:
     return len(itv) if type(itv) is list or isinstance(itv, (list, collections.deque)) else -1
 
 
+def _entries_where_loop_ended(itv: Any, length: Any, Abox: BoxSensitivities) -> None:
+    if type(itv) is list:
+        Abox.list_entry(itv, length if type(length) is int and length >= 0 else len(itv))
+    elif type(itv) is LiveIteration:
+        lengths = length if type(length) is tuple else list_length(itv)
+        for a, n in zip(itv.args, lengths):
+            if type(a) is list or type(a) is LiveIteration:
+                _entries_where_loop_ended(a, n, Abox)
+
+
 def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) -> Any:
     """After the reverse of a loop over ``itv``: ``sens[i]`` is the sensitivity of the element
     iteration ``i`` took. List elements' go into ``Abox``; returns the iterable's own sensitivity.
@@ -609,10 +609,16 @@ def route_all(itv: Any, sens: list, Abox: BoxSensitivities, length: int = -1) ->
     return route.result()
 
 
-def iteration_router(itv: Any, n: int, length: Any = -1) -> Any:
+def iteration_router(itv: Any, n: int, length: Any = -1, Abox: Any = None) -> Any:
     """Where each iteration's element sensitivity goes, for a loop over ``itv`` that ran ``n``
     times; ``length``: a list's length where the loop ended (:func:`list_length`; ``-1``: now),
-    or the tuple :func:`list_length` recorded for a live iterator or a set's order."""
+    or the tuple :func:`list_length` recorded for a live iterator or a set's order.
+
+    Given ``Abox`` (where the loop's reverse starts), the lists it read get their entries now,
+    as long as where the loop ended: the reverse of the body's ``pop``, ``append``... keeps
+    each as long as its list was when each element was read."""
+    if Abox is not None:
+        _entries_where_loop_ended(itv, length, Abox)
     t = type(itv)
     if t is range:
         return _NULL

@@ -6,6 +6,7 @@ import ast
 import builtins
 from typing import TYPE_CHECKING, Any
 
+from ..trees import walk
 from .core import (
     _FRESH_LIST_BUILTINS,
     _LIVE_BUILTINS,
@@ -190,7 +191,33 @@ class LoopForms(NormalizerState):
             names.discard(target)
             if self.makes_lazy_iterator(earlier.value):
                 self.mark_live(earlier, kept=True)
+                # (made for the outer one, or kept in a variable only that one reads)
+                earlier.value.dp_watched = (  # type: ignore[attr-defined]
+                    target not in self.lazy_names or self.read_by_one_loop(target)
+                )
                 self.mark_inner_live(earlier)
+
+    def read_by_one_loop(self, name: str) -> bool:
+        """Whether the lazy iterator kept in ``name`` is bound once and read once, by a ``for``
+        loop after it in the same block (as its iterable, or an argument of it): differentiated
+        again, the list of its items made at once can stand for it, watched as the loop takes
+        them (``runtime.live_again``). Read by ``next``, passed on or read twice, it cannot."""
+        if name in self.scope.free or name in self.scope.params:
+            return False
+        stores = loads = 0
+        for node in walk(self.scope.node):
+            if isinstance(node, ast.Name) and node.id == name:
+                stores += not isinstance(node.ctx, ast.Load)
+                loads += isinstance(node.ctx, ast.Load)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+                return False
+        if stores != 1 or loads != 1:
+            return False
+        for node in walk(self.scope.node):
+            for block in (getattr(node, f, None) for f in ("body", "orelse", "finalbody")):
+                if isinstance(block, list) and _bound_then_looped(block, name):
+                    return True
+        return False
 
     def calls_observably(self, call: ast.Call, body: list[ast.stmt]) -> bool:
         """Whether a loop over ``map(f, ...)`` / ``filter(f, ...)`` could tell its items computed
@@ -312,3 +339,23 @@ class LoopForms(NormalizerState):
         node.dp_stop = ctx.brk
         self.emit(node)
         self.after_loop(ctx, s)
+
+
+def _bound_then_looped(block: list[ast.stmt], name: str) -> bool:
+    """Whether ``block`` binds ``name`` (``name = ...``) and, after it, has a ``for`` loop
+    iterating ``name`` or a call given ``name`` (``enumerate(name)``)."""
+    bound = False
+    for st in block:
+        if (
+            isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name)
+            and st.targets[0].id == name
+        ):
+            bound = True
+        elif bound and isinstance(st, ast.For):
+            it = st.iter
+            args = it.args if isinstance(it, ast.Call) else []
+            if any(isinstance(e, ast.Name) and e.id == name for e in [it, *args]):
+                return True
+    return False

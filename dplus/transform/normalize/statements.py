@@ -40,6 +40,9 @@ class StatementForms(NormalizerState):
         ):
             # kept for later: consumed after the program may have changed what it reads
             self.mark_live(self.out[-1], kept=True)
+            stmt = self.out[-1]
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                stmt.value.dp_watched = self.read_by_one_loop(s.targets[0].id)  # type: ignore[attr-defined]
         for target in s.targets:
             self.assign_to(target, value, s)
 

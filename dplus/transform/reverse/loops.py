@@ -101,10 +101,17 @@ class LoopRules(Builder):
         src_name = self.namer.fresh("loop_src")
         src: ast.expr = clone(it) if fresh else N(src_name)
         fwd = [] if fresh else [self.loop_iterable(src_name, it)]
+        stop = getattr(s, "dp_stop", None)
+        watched = self.nestable and getattr(s, "dp_live_iter", False)
+        if watched:  # (a lazy builtin's items made at once: runtime.live_again.live_item_taken)
+            bf = [ast.Expr(call(self.rt("live_item_taken"), clone(src), N(n)))] + bf
         fwd += [
             assign(n, C(0)),
             ast.For(target=S(target), iter=clone(src), body=bf, orelse=[], type_comment=None),
         ]
+        if watched:
+            stopped = N(stop) if stop else C(False)
+            fwd.append(ast.Expr(call(self.rt("live_iteration_done"), clone(src), N(n), stopped)))
         length = self.namer.fresh("len")
         fwd.append(self.push(tuple_([clone(src), N(n), self.list_length(s, src)])))
         route = self.namer.fresh("route")
@@ -131,6 +138,8 @@ class LoopRules(Builder):
             ast.BinOp(left=ast.List(elts=[N(self.Z)], ctx=ast.Load()), op=ast.Mult(), right=N(n))
             if batched
             else call(self.rt("iteration_router"), N(itv), N(n), N(length))
+            if self.nestable
+            else call(self.rt("iteration_router"), N(itv), N(n), N(length), N(syntax.ABOX))
         )
         rev = self.pop_into([itv, n, length])
         if every is not None:

@@ -277,13 +277,11 @@ class StatementRules(Builder):
             # a lazy builtin's iterator whose laziness the program may see (a loop that may
             # change what it reads, or kept for later): Python's live iterator
             kept = getattr(v, "dp_kept", False)
-            plus = self.rt(
-                "live_iteration_again"
-                if self.nestable
-                else "kept_iteration"
-                if kept
-                else "live_iteration"
-            )
+            if self.nestable:  # (made at once, watched: for a loop, or made for one)
+                watched = not kept or getattr(v, "dp_watched", False)
+                plus = self.rt("live_iteration_again" if watched else "kept_iteration_again")
+            else:
+                plus = self.rt("kept_iteration" if kept else "live_iteration")
         else:
             plus = self.rt("call_on_constants" if self.on_constants_only(v) else "call")
         return self.call_like(
