@@ -50,7 +50,7 @@ __all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
 
 MAX_STATEMENTS = 40
 _MAX_DEPTH = 3  # inlined bodies are searched again for calls, this many levels deep
-_MAX_CLASSES = 4  # a method call is inlined for at most this many classes holding the method
+_MAX_CLASSES = 6  # a method call is inlined for at most this many classes holding the method
 _FLAGS_EXCLUDED = (
     0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
 )  # *args, **kw, generator, coroutine, async
