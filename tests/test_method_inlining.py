@@ -315,6 +315,24 @@ def calling_back(x, y):
     return r * d.x + other.v * x
 
 
+SCALE = 2.0
+
+
+def in_arithmetic(x, y):
+    """Calls inside arithmetic: taken out and inlined where only names the call cannot
+    rebind are read before it (the first three), as written otherwise."""
+    b = Body(x, y)
+    total = 0.0
+    for _ in range(2):
+        err = b.step(0.1) - y
+        total = total + err * err
+        total = total - -b.step(0.2)
+        total = y * (x + b.step(0.05))
+    r = SCALE * b.step(0.1)  # (a global read before the call)
+    q = (x * y) - b.step(0.1)  # (an operation before the call)
+    return total + r + q * b.v
+
+
 CASES = [
     # (program, calls that take an inlined branch, order 2 checked)
     (two_classes, 12, True),
@@ -326,6 +344,7 @@ CASES = [
     (raising, 4, True),
     (rebinding_self, 1, False),
     (calling_back, 1, False),
+    (in_arithmetic, 6, False),
 ]
 POINTS = [(0.3, -0.7), (-1.1, 0.4), (0.8, 1.3)]
 

@@ -281,6 +281,8 @@ class _Inliner:
             call = st.value
         elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
             call = st.value
+        if call is None and len(self.active) < _MAX_DEPTH:
+            return self.hoisted_method_call(st)
         if call is None or len(self.active) >= _MAX_DEPTH:
             return [st]
         if isinstance(call.func, ast.Attribute):
@@ -348,12 +350,54 @@ class _Inliner:
             out = [choice]
         return out
 
-    def stays_bound(self, name: str, param: str, callee: _Callee) -> bool:
-        """Whether the caller's ``name`` may stand for the callee's parameter ``param`` in the
-        inlined body: the body never binds ``param``, and nothing the body runs can bind
-        ``name`` (a local of the caller, not global or nonlocal, read by no function nested
-        in it: only such a function could rebind it)."""
-        if param in callee.assigned:
+    def hoisted_method_call(self, st: ast.stmt) -> list[ast.stmt]:
+        """``target = obj.name(args) - y`` (or ``return``, or an expression statement): a
+        method call on names that is the first operation of arithmetic on names and
+        constants is taken out, ``t = obj.name(args); target = t - y``, and inlined there
+        when it may be. Exact: only names are read before the call, and only names the
+        call cannot rebind (:meth:`stays_bound`)."""
+        value = getattr(st, "value", None)
+        if not (
+            isinstance(st, (ast.Expr, ast.Return))
+            or isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+        ) or not isinstance(value, (ast.BinOp, ast.UnaryOp)):
+            return [st]
+        read_before: list[str] = []
+        node: ast.expr = value
+        while not isinstance(node, ast.Call):
+            if isinstance(node, ast.UnaryOp):
+                node = node.operand
+            elif isinstance(node, ast.BinOp) and _is_leaf(node.left):
+                if isinstance(node.left, ast.Name):
+                    read_before.append(node.left.id)
+                node = node.right
+            elif isinstance(node, ast.BinOp):
+                node = node.left
+            else:
+                return [st]
+        call = node
+        if not isinstance(call.func, ast.Attribute) or not all(
+            self.stays_bound(name) for name in read_before
+        ):
+            return [st]
+        temp = self.fresh(f"{call.func.attr}_result")
+        taken = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=temp, ctx=ast.Store())], value=call), st
+        )
+        inlined = self.method_call(taken, call)
+        if len(inlined) == 1 and inlined[0] is taken:
+            return [st]  # (not inlined: the statement as written)
+        rest = _replace(st, call, ast.Name(id=temp, ctx=ast.Load()))
+        ast.fix_missing_locations(rest)
+        return inlined + [rest]
+
+    def stays_bound(self, name: str, param: str = "", callee: _Callee | None = None) -> bool:
+        """Whether nothing a call runs can bind the caller's ``name`` (a local of the caller,
+        not global or nonlocal, read by no function nested in it: only such a function could
+        rebind it); with ``param``: and ``name`` may stand for the callee's parameter
+        ``param`` in the inlined body (the body never binds it)."""
+        if callee is not None and param in callee.assigned:
             return False
         if self._shared is None:
             shared: set[str] = set()
@@ -441,6 +485,20 @@ class _Inliner:
         for new in out:
             ast.fix_missing_locations(new)  # new nodes take their statement's position
         return out
+
+
+def _is_leaf(e: ast.expr) -> bool:
+    return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load)
+
+
+def _replace(st: ast.stmt, old: ast.expr, new: ast.expr) -> ast.stmt:
+    """``st`` with the node ``old`` (found by identity) replaced by ``new``."""
+    for parent in walk(st):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return st
+    raise AssertionError("the node to replace is not in the statement")  # pragma: no cover
 
 
 def _copy(e: ast.Name | ast.Constant) -> ast.expr:
