@@ -192,7 +192,8 @@ def _callee(
         return None
     last = body[-1]
     ends_in_return = isinstance(last, ast.Return)
-    if not ends_in_return and not method or ends_in_return and last.value is None and not method:
+    returned = last.value if isinstance(last, ast.Return) else None
+    if returned is None and not method:
         return None
     statements = 0
     for st in body[:-1] if ends_in_return else body:
@@ -203,9 +204,7 @@ def _callee(
                 return None
             statements += isinstance(n, ast.stmt)
     if statements > MAX_STATEMENTS or (
-        ends_in_return
-        and last.value is not None
-        and any(isinstance(n, _FORBIDDEN[1:]) for n in walk(last.value))
+        returned is not None and any(isinstance(n, _FORBIDDEN[1:]) for n in walk(returned))
     ):
         return None
     return _Callee(fn, node)
