@@ -373,7 +373,9 @@ def fresh(f):
     return g
 
 
-@pytest.mark.parametrize("program, inlined, second_order", CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize(
+    "program, inlined, second_order", CASES, ids=[c[0].__name__ for c in CASES]
+)
 def test_inlined_calls_equal_the_general_path(program, inlined, second_order, taken):
     f = fresh(program)
     for x, y in POINTS:
