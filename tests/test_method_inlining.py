@@ -12,7 +12,7 @@ overriding or inheriting the method, a method rebound on the instance or replace
 class between calls, static and class methods, properties, ``functools.partial``,
 decorators, recursion, ``super()``, defaults, ``*args``, keywords, a method raising, a
 method rebinding ``self`` or calling back into the caller, ``__getattr__`` and
-``__getattribute__``.
+``__getattribute__``, a metaclass.
 """
 
 from __future__ import annotations
@@ -101,6 +101,21 @@ class WithGetattribute(Body):
     @define_dplus
     def step(self, dt):
         self.x = self.x * dt
+        return self.x
+
+
+class Meta(type):
+    pass
+
+
+class WithMetaclass(metaclass=Meta):
+    def __init__(self, x, v):
+        self.x = x
+        self.v = v
+
+    @define_dplus
+    def step(self, dt):  # (not inlined: reading the class runs its metaclass's lookup)
+        self.x = self.x * (1.0 + dt)
         return self.x
 
 
@@ -231,6 +246,7 @@ def two_classes(x, y):
 
 def not_the_class(x, y):
     bodies = [Inheriting(x, y), CallsSuper(y, x), WithGetattribute(x, y), WithGetattr(y, x)]
+    bodies.append(WithMetaclass(x, y))
     total = 0.0
     for b in bodies:
         r = b.step(0.2)

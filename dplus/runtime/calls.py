@@ -219,12 +219,14 @@ _OBJECT_GETATTRIBUTE = object.__getattribute__
 
 def holds_method(obj: Any, cls: type, name: str, fn: Any) -> bool:
     """Whether ``obj.name`` is the function ``fn`` bound to ``obj``: ``obj``'s class is
-    ``cls`` itself, which holds ``fn`` under ``name`` in its own namespace (the first the
-    lookup reads), looks attributes up as ``object`` does, and ``obj`` holds nothing under
+    ``cls`` itself, a class made by ``type`` (no metaclass: reading ``cls.name`` is then
+    the lookup along its MRO that Python makes for the instance), which finds ``fn`` under
+    ``name`` and looks attributes up as ``object`` does, and ``obj`` holds nothing under
     ``name`` (the test of a method call inlined at its call site: ``transform.inline``)."""
     if (
         type(obj) is not cls
-        or cls.__dict__.get(name) is not fn
+        or type(cls) is not type
+        or getattr(cls, name, None) is not fn
         or cls.__getattribute__ is not _OBJECT_GETATTRIBUTE
     ):
         return False

@@ -416,8 +416,8 @@ class _Inliner:
         are more than ``_MAX_CLASSES``)."""
         found: list[tuple[type, _Callee]] = []
         for value in dict.fromkeys(
-            v for v in list(self.fn.__globals__.values()) if isinstance(v, type)
-        ):
+            v for v in list(self.fn.__globals__.values()) if type(v) is type
+        ):  # (a class with a metaclass never passes holds_method)
             fn = value.__dict__.get(name)
             if type(fn) is not types.FunctionType:
                 continue
