@@ -10,8 +10,8 @@ program's result and its arguments must be unchanged, and the inlined branch mus
 where it may (and only there): instances of two classes at one call site, subclasses
 overriding or inheriting the method, a method rebound on the instance or replaced on the
 class between calls, static and class methods, properties, ``functools.partial``,
-decorators, recursion, ``super()``, defaults, ``*args``, keywords, a method raising, a
-method rebinding ``self`` or calling back into the caller, ``__getattr__`` and
+decorators, recursion, ``super()``, defaults, ``*args``, keywords, a method raising, an
+unbound argument, a method rebinding ``self`` or calling back into the caller, ``__getattr__`` and
 ``__getattribute__``, a metaclass.
 """
 
@@ -204,6 +204,12 @@ class Defaults:
         return self.v
 
     @define_dplus
+    def late_argument(self, dt):
+        self.x = self.x * 2.0
+        self.v = self.v + dt
+        return self.v
+
+    @define_dplus
     def calls_back(self, h):
         self.x = self.x * self.v
         h()
@@ -299,8 +305,9 @@ def other_signatures(x, y):
 
 
 def raising(x, y):
+    """In a try: not inlined (an exception out of an inlined branch would interrupt it)."""
     d = Defaults(x, y)
-    limit = 10.0
+    limit = 0.5
     total = 0.0
     for _ in range(4):
         try:
@@ -331,21 +338,42 @@ def calling_back(x, y):
     return r * d.x + other.v * x
 
 
+SHARED = [None]
+
+
+def unbound_argument(x, y):
+    d = SHARED[0]
+    if x > 5.0:
+        dt = 0.1
+    d.late_argument(dt)  # (raises before the method runs: d unchanged)
+    return d.x * d.v
+
+
+def raising_out(x, y):
+    d = Defaults(x, y)
+    total = 0.0
+    for _ in range(3):
+        r = d.check(0.5)
+        total = total + r
+    return total
+
+
 SCALE = 2.0
 
 
 def in_arithmetic(x, y):
-    """Calls inside arithmetic: taken out and inlined where only names the call cannot
-    rebind are read before it (the first three), as written otherwise."""
+    """Calls inside arithmetic: taken out and inlined where nothing but constants is
+    evaluated before them (the first and third), as written otherwise."""
     b = Body(x, y)
     total = 0.0
     for _ in range(2):
         err = b.step(0.1) - y
         total = total + err * err
-        total = total - -b.step(0.2)
-        total = y * (x + b.step(0.05))
+        total = total - -b.step(0.2)  # (a name read before the call)
+        total = 2.0 * (b.step(0.05) + x)
     r = SCALE * b.step(0.1)  # (a global read before the call)
-    q = (x * y) - b.step(0.1)  # (an operation before the call)
+    q = y * (x + b.step(0.05))  # (a local read before the call: it could be unbound)
+    q = q + (x * y) - b.step(0.1)  # (an operation before the call)
     return total + r + q * b.v
 
 
@@ -357,10 +385,10 @@ CASES = [
     (rebound_on_the_instance, 3, True),
     (replaced_on_the_class, 2, False),
     (other_signatures, 1, False),  # (the outer call of the recursion)
-    (raising, 4, True),
+    (raising, 0, True),
     (rebinding_self, 1, False),
     (calling_back, 1, False),
-    (in_arithmetic, 6, False),
+    (in_arithmetic, 4, False),
 ]
 POINTS = [(0.3, -0.7), (-1.1, 0.4), (0.8, 1.3)]
 
@@ -453,3 +481,20 @@ def test_a_method_replaced_between_gradients(taken):
     taken[0] = 0
     assert g(0.5, 2.0)[1] == pytest.approx(100.0 + 1.0)
     assert taken[0] == 0
+
+
+def test_exceptions_out_of_an_inlined_call(taken):
+    """A method raising, and an argument unbound: the same exception, from the same place."""
+    for program, exception in ((raising_out, ValueError), (unbound_argument, UnboundLocalError)):
+        f = fresh(program)
+        SHARED[0] = Defaults(0.4, 0.6)
+        with pytest.raises(exception) as plain:
+            program(0.8, 0.3)
+        taken[0] = 0
+        with pytest.raises(exception) as fast:
+            dplus.grad(f)(0.8, 0.3)
+        assert taken[0] == 1 and str(fast.value) == str(plain.value)
+        assert (SHARED[0].x, SHARED[0].v) == (0.4, 0.6)
+        with general_paths_only(), pytest.raises(exception):
+            dplus.grad(f)(0.8, 0.3)
+    close(dplus.grad(fresh(raising_out))(0.2, 1.1), fd_gradient(raising_out, (0.2, 1.1)), 1e-5)

@@ -81,6 +81,7 @@ _FORBIDDEN = (
     ast.Starred,
     ast.NamedExpr,
 ) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_TRY = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _DYNAMIC_NAMES = {"locals", "vars", "globals", "eval", "exec", "super", "dir"}
 
 _GONE = object()  # a guard cell's value once its function has another rule: no global `is` it
@@ -225,6 +226,7 @@ class _Inliner:
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
+        self.in_try = 0  # try statements around the current statement
 
     # (the names are gathered when a call may be inlined: most big functions inline nothing)
     @property
@@ -263,18 +265,23 @@ class _Inliner:
         return out
 
     def stmt(self, st: ast.stmt) -> list[ast.stmt]:
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(st, field, None)
-            if (
-                isinstance(inner, list)
-                and inner
-                and isinstance(inner[0], ast.stmt)
-                and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            ):
-                setattr(st, field, self.block(inner))
-        if isinstance(st, ast.Try):
-            for h in st.handlers:
-                h.body = self.block(h.body)
+        trying = isinstance(st, _TRY)
+        self.in_try += trying
+        try:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if (
+                    isinstance(inner, list)
+                    and inner
+                    and isinstance(inner[0], ast.stmt)
+                    and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                ):
+                    setattr(st, field, self.block(inner))
+            if isinstance(st, ast.Try):
+                for h in st.handlers:
+                    h.body = self.block(h.body)
+        finally:
+            self.in_try -= trying
         call = None
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call):
             call = st.value
@@ -318,7 +325,8 @@ class _Inliner:
         func = cast(ast.Attribute, call.func)
         receiver = func.value
         if (
-            not isinstance(receiver, ast.Name)
+            self.in_try  # (an exception out of the branch would interrupt an `if` in a try)
+            or not isinstance(receiver, ast.Name)
             or call.keywords
             or not all(isinstance(a, (ast.Name, ast.Constant)) for a in call.args)
         ):
@@ -351,10 +359,10 @@ class _Inliner:
 
     def hoisted_method_call(self, st: ast.stmt) -> list[ast.stmt]:
         """``target = obj.name(args) - y`` (or ``return``, or an expression statement): a
-        method call on names that is the first operation of arithmetic on names and
-        constants is taken out, ``t = obj.name(args); target = t - y``, and inlined there
-        when it may be. Exact: only names are read before the call, and only names the
-        call cannot rebind (:meth:`stays_bound`)."""
+        method call on names that is the first thing arithmetic evaluates (only constants
+        before it: a name read there could raise first, or be rebound by the call) is
+        taken out, ``t = obj.name(args); target = t - y``, and inlined there when it may
+        be."""
         value = getattr(st, "value", None)
         if not (
             isinstance(st, (ast.Expr, ast.Return))
@@ -362,23 +370,18 @@ class _Inliner:
             and len(st.targets) == 1
         ) or not isinstance(value, (ast.BinOp, ast.UnaryOp)):
             return [st]
-        read_before: list[str] = []
         node: ast.expr = value
         while not isinstance(node, ast.Call):
             if isinstance(node, ast.UnaryOp):
                 node = node.operand
-            elif isinstance(node, ast.BinOp) and _is_leaf(node.left):
-                if isinstance(node.left, ast.Name):
-                    read_before.append(node.left.id)
+            elif isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant):
                 node = node.right
             elif isinstance(node, ast.BinOp):
                 node = node.left
             else:
                 return [st]
         call = node
-        if not isinstance(call.func, ast.Attribute) or not all(
-            self.stays_bound(name) for name in read_before
-        ):
+        if not isinstance(call.func, ast.Attribute):
             return [st]
         temp = self.fresh(f"{call.func.attr}_result")
         taken = ast.copy_location(
@@ -391,12 +394,12 @@ class _Inliner:
         ast.fix_missing_locations(rest)
         return inlined + [rest]
 
-    def stays_bound(self, name: str, param: str = "", callee: _Callee | None = None) -> bool:
-        """Whether nothing a call runs can bind the caller's ``name`` (a local of the caller,
-        not global or nonlocal, read by no function nested in it: only such a function could
-        rebind it); with ``param``: and ``name`` may stand for the callee's parameter
-        ``param`` in the inlined body (the body never binds it)."""
-        if callee is not None and param in callee.assigned:
+    def stays_bound(self, name: str, param: str, callee: _Callee) -> bool:
+        """Whether the caller's ``name`` may stand for the callee's parameter ``param`` in the
+        inlined body: the body never binds ``param``, and nothing the body runs can bind
+        ``name`` (a local of the caller, not global or nonlocal, read by no function nested
+        in it: only such a function could rebind it)."""
+        if param in callee.assigned:
             return False
         if self._shared is None:
             shared: set[str] = set()
@@ -448,9 +451,16 @@ class _Inliner:
         out = self.block(out)  # an argument that is itself a call of an inlinable function
         renamed = {name: self.fresh(f"{fn.__name__}_{name}") for name in sorted(callee.locals)}
         body: list[ast.stmt] = []
-        for p, a in zip(callee.params, temps):
-            if not checked and isinstance(a, ast.Name) and self.stays_bound(a.id, p, callee):
-                renamed[p] = a.id  # (a method's body reads the receiver's name itself)
+        for i, (p, a) in enumerate(zip(callee.params, temps)):
+            if (
+                not checked
+                and i == 0
+                and isinstance(a, ast.Name)
+                and self.stays_bound(a.id, p, callee)
+            ):
+                # a method's body reads the receiver's name itself (its test read it first:
+                # the other arguments are assigned, so an unbound one raises where it did)
+                renamed[p] = a.id
                 continue
             body.append(
                 ast.copy_location(
@@ -484,10 +494,6 @@ class _Inliner:
         for new in out:
             ast.fix_missing_locations(new)  # new nodes take their statement's position
         return out
-
-
-def _is_leaf(e: ast.expr) -> bool:
-    return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load)
 
 
 def _replace(st: ast.stmt, old: ast.expr, new: ast.expr) -> ast.stmt:
