@@ -227,6 +227,7 @@ class _Inliner:
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
         self.in_try = 0  # try statements around the current statement
+        self._methods: dict[tuple[str, int], list[tuple[type, _Callee]]] = {}  # methods_of
 
     # (the names are gathered when a call may be inlined: most big functions inline nothing)
     @property
@@ -417,6 +418,9 @@ class _Inliner:
         """The classes among the module's globals whose own namespace holds an inlinable
         function under ``name`` for these arguments, with that function (none when there
         are more than ``_MAX_CLASSES``)."""
+        key = (name, len(args))
+        if key in self._methods:
+            return self._methods[key]
         found: list[tuple[type, _Callee]] = []
         for value in dict.fromkeys(
             v for v in list(self.fn.__globals__.values()) if type(v) is type
@@ -427,7 +431,8 @@ class _Inliner:
             callee = _callee(fn, self.fn, args, [], method=True)
             if callee is not None:
                 found.append((value, callee))
-        return found if len(found) <= _MAX_CLASSES else []
+        self._methods[key] = found = found if len(found) <= _MAX_CLASSES else []
+        return found
 
     def inline(
         self, st: ast.stmt, call: ast.Call, callee: _Callee, checked: bool = True
