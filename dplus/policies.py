@@ -185,7 +185,13 @@ def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> No
                 stack.extend((x, True) for x in v)
         elif t is dict:
             stack.extend((x, True) for x in v.values())
-        elif hasattr(v, "__dict__") and not isinstance(v, type) and not callable(v):
+        elif (
+            hasattr(v, "__dict__")
+            and not isinstance(v, (type, types.ModuleType))
+            and not callable(v)
+        ):
+            # (a module is no container of the user's: array-API code hands its namespace
+            # around, and walking one reaches every module, dplus's own included)
             try:
                 stack.extend((x, True) for x in object_attributes(v).values())
             except Exception:  # (attributes that cannot be read: nothing to look into)

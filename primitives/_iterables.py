@@ -345,7 +345,17 @@ def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
         return Seq(x, list(x), k, fn, arg)
     if type(x) is itertools.repeat and is_infinite(x):
         return Seq(x, None, REPEAT, fn, arg)
+    if type(x) is itertools.count and _counts_integers(x):
+        return Seq(x, None, CONST, fn, arg)  # (integers counted from constants, as range's)
     return Seq(x, None, OTHER, fn, arg)
+
+
+def _counts_integers(x: itertools.count) -> bool:
+    """Whether ``itertools.count`` ``x`` yields integers (its repr shows its next value and
+    step: ``count(3)``, ``count(3, 2)``, ``count(0.5, 0.1)``)."""
+    return all(
+        part.strip().lstrip("-").isdigit() for part in repr(x)[len("count(") : -1].split(",")
+    )
 
 
 def ensure_abox(Abox: Any) -> BoxSensitivities:

@@ -13,12 +13,12 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
-from dplus.errors import NonDifferentiableError, UnknownTransformError
+from dplus.errors import NonDifferentiableError, UnknownTransformError, describe_callable
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable, is_tracked_type
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_atom, is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
@@ -434,6 +434,38 @@ def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
     return hook
 
 
+def _refuse_value_made_by_getattribute(obj: Any, name: str, v: Any) -> None:
+    """A class's Python ``__getattribute__`` ran for ``obj.name`` natively (dplus has no rule
+    for ``object.__getattribute__`` inside it). Its value is taken for what the object holds
+    (the instance's own attribute, a method or a class attribute): right when it is that
+    very value (a hook that counts or logs reads), silently wrong otherwise (``2.0 * value``,
+    a value computed from other attributes). Refused then, where it may carry a sensitivity.
+    Non-differentiable: a constant at every order."""
+    if v is None or type(v) in (bool, int, str):
+        return
+    try:
+        held = object.__getattribute__(obj, name)
+    except AttributeError:
+        held = _NOT_HELD
+    if held is v or (
+        isinstance(v, types.MethodType)
+        and isinstance(held, types.MethodType)
+        and v.__func__ is held.__func__
+        and v.__self__ is held.__self__
+    ):
+        return
+    hook = _python_method(type(obj), "__getattribute__")
+    raise NonDifferentiableError(
+        f"reading .{name} of a {type(obj).__qualname__} object ran its class's __getattribute__ "
+        f"({describe_callable(hook)}), which returned a value other than the one the object holds "
+        "under that name: dplus cannot follow the sensitivity of that value. Compute it in a "
+        "property or a method instead (dplus differentiates those)."
+    )
+
+
+_NOT_HELD = object()
+
+
 def _property_read(obj: Any, prop: Any) -> ProcResult:
     """``obj.name`` of a property: its getter, differentiated (found before ``getattr`` runs
     it: at the next order that call would run the getter one order short)."""
@@ -467,7 +499,20 @@ def _descriptor_read(obj: Any, descriptor: Any) -> ProcResult:
     return ProcResult(r.primal, lambda A, Abox: ((), inner(A, Abox)[2], None))
 
 
+def _attribute_of_a_constant(obj: Any, name: str) -> ProcResult | None:
+    """``obj.name`` of a value that never carries sensitivity (``np.finfo(float).eps``): a
+    constant, whatever reads it (a property, a cached property). Methods take the rules'
+    usual way; classes and modules are read by ``getattr_plus``."""
+    if not is_atom(obj) or isinstance(obj, (types.ModuleType, type)):
+        return None
+    v = getattr(obj, name)
+    return None if callable(v) else ProcResult(v, _no_sens_2)
+
+
 def getattr_plus(obj: Any, name: str) -> ProcResult:
+    constant = _attribute_of_a_constant(obj, name)
+    if constant is not None:
+        return constant
     hook = _attribute_hook_run_by_read(obj, name)
     if hook is not None:
         # (its result's sensitivity goes where the hook read it from: differentiated, as a
@@ -484,6 +529,8 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return _descriptor_read(obj, accessor)
     v = getattr(obj, name)
     t = type(obj)
+    if _python_method(t, "__getattribute__") is not None:
+        _refuse_value_made_by_getattribute(obj, name, v)
     if isinstance(obj, (types.ModuleType, type)):
         owner = local_owner(obj, name) if isinstance(obj, type) else None
         if owner is not None:  # (an attribute of a class built by differentiated code)

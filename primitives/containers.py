@@ -101,6 +101,7 @@ from .container_reads import (
     _overrides,
     _property_read,
     _python_method,
+    _refuse_value_made_by_getattribute,
     getattr_plus,
     getitem_plus,
     read_global_plus,
@@ -156,6 +157,7 @@ register_primitive(list.count, list_count_plus, note="non-differentiable")
 defnondiff(_named_field_index)
 defnondiff(_accessor_run_by_read)
 defnondiff(_attribute_hook_run_by_read)
+defnondiff(_refuse_value_made_by_getattribute)
 defnondiff(_attribute_setter)
 defnondiff(_python_method)
 defnondiff(_overrides)

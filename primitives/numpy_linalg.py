@@ -88,7 +88,8 @@ def _repeated(w) -> bool:
 
 
 def _eigh_grad_from(gw, gV, w, V, lower):
-    inner = gw[..., None, :] * np.eye(np.shape(V)[-1]) if gw is not Z else 0.0
+    # (both may be zero: the backward pass of values nothing read)
+    inner = gw[..., None, :] * np.eye(np.shape(V)[-1]) if gw is not Z else np.zeros(np.shape(V))
     if gV is not Z:
         if _repeated(w):
             raise NonDifferentiableError(
@@ -199,7 +200,8 @@ def _svd_factors_grad(U, s, Vh, gU, gs, gVh):
     k = np.shape(s)[-1]
     V = _T(Vh)
     eye = np.eye(k)
-    inner = gs[..., None, :] * eye if gs is not Z else 0.0
+    # (all three may be zero: the backward pass of values nothing read)
+    inner = gs[..., None, :] * eye if gs is not Z else np.zeros(np.shape(s)[:-1] + (k, k))
     out = 0.0
     if gU is not Z or gVh is not Z:
         if _repeated(s) or np.any(s == 0):

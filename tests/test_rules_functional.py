@@ -262,8 +262,12 @@ def test_islice_exact():
     )
     assert D(itertools.islice)((1.0, 2.0, 3.0), 2)([1.0, 2.0]) == ((1.0, 2.0, 0.0), 0)
     assert D(itertools.islice)(itertools.repeat(5.0), 3)([1.0, 2.0, 3.0]) == (6.0, 0)
+    # a count of integers is a counter, as range is: no sensitivity (tests/test_counting_in_zip.py)
     r = lookup_transform(itertools.islice)(itertools.count(), 3)
     assert r.primal == [0, 1, 2]
+    assert r.backprop([1.0, 0.0, 0.0], BoxSensitivities())[1] is gen_zero
+    r = lookup_transform(itertools.islice)(itertools.count(0.5), 3)
+    assert r.primal == [0.5, 1.5, 2.5]
     with pytest.raises(NonDifferentiableError, match=r"islice\(\).*count"):
         r.backprop([1.0, 0.0, 0.0], BoxSensitivities())
     with pytest.raises(ValueError):

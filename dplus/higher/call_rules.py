@@ -74,6 +74,17 @@ def _shift_callee(r: ProcResult) -> ProcResult:
     return ProcResult(r.primal, call_backprop)
 
 
+def _no_callee_sensitivity(r: ProcResult) -> ProcResult:
+    """``_shift_callee`` for a callee that receives no sensitivity."""
+    inner = r.backprop
+
+    def call_backprop(A: Any, Abox: BoxSensitivities) -> tuple[Any, ...]:
+        out = inner(A, Abox)
+        return ((), Z) + tuple(out[1:])
+
+    return ProcResult(r.primal, call_backprop)
+
+
 def _operator_result(r: ProcResult) -> ProcResult:
     inner = r.backprop
 
@@ -103,6 +114,11 @@ def _call_tower(f: Any, /, *args: Any, **kwargs: Any) -> ProcResult:
         return _shift_callee(runtime_calls.call(f, *args, **kwargs) if kwargs else f(*args))
     first = lift(f)
     T = transform_of_plus(first)
+    if getattr(first, "dp_unknown", False):
+        # a policy's plus-function closes over f itself (and its name): that closure's
+        # sensitivity is not laid out as f's (a bound method's is (A_self,)); f, run as it
+        # is, receives none
+        return _no_callee_sensitivity(_call_transform(T, args, kwargs))
     return _shift_callee_relayout(_call_transform(T, args, kwargs), first, T)
 
 

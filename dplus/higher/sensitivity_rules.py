@@ -17,6 +17,7 @@ from ..api import (
 from ..errors import NonDifferentiableError
 from ..markers import mark_derived
 from ..rules import defnondiff
+from ..runtime import arguments as runtime_arguments
 from ..runtime import calls as runtime_calls
 from ..runtime import handover as runtime_handover
 from ..runtime import linear as runtime_linear
@@ -62,6 +63,7 @@ from .call_rules import (
     _closure_layouts,
     _keyword_backprop_plus,
     _live_iteration_again_tower,
+    _no_callee_sensitivity,
     _operator_result,
     _relayout_rule,
     _run_backprop_tower,
@@ -309,6 +311,7 @@ def _boundary_tower(
 for _fn in (
     _shift_callee,
     _shift_callee_relayout,
+    _no_callee_sensitivity,
     _operator_result,
     _call_tower,
     _call_transform,
@@ -326,6 +329,7 @@ register_primitive(transform_of_plus, _transform_of_plus_rule)
 register_primitive(relayout_closure, _relayout_rule)
 defnondiff(_closure_layouts)
 defnondiff(lift)  # the plus-function of f: made from f's code, it carries no sensitivity back
+defnondiff(runtime_arguments.present_as_users)  # (names a nested function: no value)
 defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)

@@ -5,6 +5,7 @@ once on entry.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -130,21 +131,48 @@ def inline_rebound(names: tuple) -> None:
 # calling conventions with defaults, *args and **kwargs
 
 
-def make_signature(spec: str, defaults: tuple, kw_defaults: tuple) -> inspect.Signature:
-    """The signature of a nested function from its source parameter list and default values."""
-    src = f"def _f({spec}): pass"
-    ns: dict = {}
-    exec(compile(src, "<dplus signature>", "exec"), ns)
-    f = ns["_f"]
-    f.__defaults__ = tuple(defaults) or None
-    kwonly = [
-        p.name
-        for p in inspect.signature(f).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
+def make_signature(spec: str, defaults: tuple, kw_defaults: dict) -> inspect.Signature:
+    """The signature of a nested function from its source parameter list and default values
+    (run each time its ``def`` runs: the parameter list is read once per ``spec``)."""
+    template = _parameter_list(spec)
+    params = list(template.parameters.values())
+    positional = [
+        k
+        for k, p in enumerate(params)
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
-    kwd = {name: d for name, d in zip(kwonly, kw_defaults) if d is not None}
-    f.__kwdefaults__ = kwd or None
-    return inspect.signature(f)
+    for k, d in zip(positional[len(positional) - len(defaults) :], defaults):
+        params[k] = params[k].replace(default=d)
+    for k, p in enumerate(params):
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name in kw_defaults:
+            params[k] = p.replace(default=kw_defaults[p.name])
+    return template.replace(parameters=params)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parameter_list(spec: str) -> inspect.Signature:
+    """The signature of ``def _f(<spec>): pass``, without default values."""
+    ns: dict = {}
+    exec(compile(f"def _f({spec}): pass", "<dplus signature>", "exec"), ns)
+    return inspect.signature(ns["_f"])
+
+
+def present_as_users(
+    fn: types.FunctionType,
+    name: str,
+    qualname: str,
+    doc: str | None = None,
+    signature: inspect.Signature | None = None,
+) -> None:
+    """A nested function made by generated code (``inner__plus_1``) shows the program what
+    the user's ``def``/``lambda`` would: its name, qualified name, docstring and, for one
+    that binds its arguments itself, its parameters (``signature``) to ``inspect``."""
+    fn.__name__ = name
+    fn.__qualname__ = qualname
+    if doc is not None:
+        fn.__doc__ = doc
+    if signature is not None:
+        fn.__signature__ = signature  # type: ignore[attr-defined]
 
 
 def own_signature(f: types.FunctionType) -> inspect.Signature:

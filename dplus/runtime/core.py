@@ -141,7 +141,12 @@ def as_plain_callable(a: Any) -> Any:
         def primal_only(*args: Any, **kwargs: Any) -> Any:
             return a(*args, **kwargs).primal
 
+        # (what the program reads of the function it handed over: its name, docstring and,
+        # through ``__wrapped__``, its parameters)
+        primal_only.__name__ = getattr(a, "__name__", "plus_function")
         primal_only.__qualname__ = getattr(a, "__qualname__", "plus_function")
+        primal_only.__doc__ = getattr(a, "__doc__", None)
+        primal_only.__wrapped__ = a  # type: ignore[attr-defined]
         # (inert here; a class built by differentiated code that holds it, as a staticmethod,
         # classmethod or property, marks it as standing for ``a``: runtime.classes)
         return mark(primal_only, "__dplus_primal_of__", a)

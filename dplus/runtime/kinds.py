@@ -57,4 +57,5 @@ def is_atom(x: Any) -> bool:
     if isinstance(x, _ATOM_TYPES):
         return True
     np = _numpy()
-    return np is not None and isinstance(x, (np.bool_, np.dtype))
+    # (np.finfo / np.iinfo describe a dtype: their attributes are constants)
+    return np is not None and isinstance(x, (np.bool_, np.dtype, np.finfo, np.iinfo))

@@ -227,6 +227,9 @@ add_closure.__dplus_derived__ = ("rule helper",)  # type: ignore[attr-defined]
 @_add.register(int)
 @_add.register(complex)
 def _add_number(u: Any, v: Any) -> Any:
+    if isinstance(v, (tuple, list, dict)):
+        # (a NumPy scalar would broadcast against it: np.float64(1.0) + () is array([]))
+        raise SensitivityError(f"cannot add a number and {_describe(v)}")
     return u + v
 
 

@@ -411,7 +411,14 @@ def _compile(
     namer = Namer(taken)
     name = f.__code__.co_name if f.__code__.co_name != "<lambda>" else "lambda"
     ir = normalize_function(
-        scope, namer, src.filename, f.__globals__, name, isinstance(node, ast.Lambda), boxed_outside
+        scope,
+        namer,
+        src.filename,
+        f.__globals__,
+        name,
+        isinstance(node, ast.Lambda),
+        boxed_outside,
+        f.__qualname__,
     )
     hoisted: list = []
     if not nestable and FAST_PATHS[0]:

@@ -166,6 +166,7 @@ class IRFunction:
     outer_boxed: set[str] = attrs.field(
         factory=set
     )  # boxed variables owned by an enclosing function
+    qualname: str = ""  # the user's ``__qualname__`` of the function (``f.<locals>.inner``)
 
 
 def closure_reads(fdef: ast.AST) -> list[str]:

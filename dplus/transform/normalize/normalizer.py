@@ -50,6 +50,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
     ) -> None:
         self.scope = scope
         self.namer = namer
+        self.qualname = ""  # the user's qualified name of the function (``normalize_function``)
         self.filename = filename
         self.globals = globals_
         self.out: list[ast.stmt] = []
@@ -222,6 +223,7 @@ class Normalizer(StatementForms, LoopForms, ExceptionForms, FunctionForms, Expre
             name,
             is_lambda,
             self.boxed_visible(child_scope),
+            f"{self.qualname}.<locals>.{'<lambda>' if is_lambda else name}",
         )
         self.children.append(ir)
         fdef: Core = ast.FunctionDef(
@@ -276,6 +278,7 @@ def normalize_function(
     name: str,
     is_lambda: bool,
     boxed_from_outside: set[str],
+    qualname: str = "",
 ) -> IRFunction:
     node = scope.node
     body: list[ast.stmt] = (
@@ -296,6 +299,7 @@ def normalize_function(
     if scope.globals_:
         body = [_ModuleNamespaceAccess(scope.globals_).visit(_deepcopy(st)) for st in body]
     n = Normalizer(scope, namer, filename, globals_, boxed)
+    n.qualname = qualname
     stmts = n.function_body(body)
     ir = IRFunction(
         name,
@@ -310,5 +314,6 @@ def normalize_function(
         n.boxed,
         n.ret_flag,
         set(boxed_from_outside),
+        qualname,
     )
     return ir

@@ -290,6 +290,7 @@ class CallRules(Builder):
         for k, v in child.key_names.items():
             self.key_names.setdefault(k, v)
         fwd: list[ast.stmt] = [plus]
+        signature: str | None = None
         if not plus.dp_simple:
             bare = clone(ir.args)
             bare.defaults = []
@@ -301,12 +302,19 @@ class CallRules(Builder):
                 self.rt("make_signature"),
                 C(unparse(bare)),
                 tuple_([clone(d) for d in defaults]),
-                tuple_([clone(d) if d is not None else C(None) for d in kw_defaults]),
+                ast.Dict(
+                    keys=[C(a.arg) for a, d in zip(bare.kwonlyargs, kw_defaults) if d is not None],
+                    values=[clone(d) for d in kw_defaults if d is not None],
+                ),
             )
-            plus.args.kw_defaults = [sig] + (
+            # (held in a variable: the user's signature, shown by present_as_users too)
+            signature = self.namer.fresh("sig")
+            fwd.insert(0, assign(signature, sig))
+            plus.args.kw_defaults = [N(signature)] + (
                 [tuple_([clone(d) for d in all_defaults])] if all_defaults else []
             )
         fwd.append(assign(s.name, N(plus.name)))
+        fwd.append(self.present_as_users(s.name, ir, signature))
         by_value = plus.dp_by_value
         s.dp_plus_name = plus.name
         s.dp_by_value = by_value
@@ -334,6 +342,21 @@ class CallRules(Builder):
                     )
 
         return fwd, record, rev
+
+    def present_as_users(self, name_held: str, ir: IRFunction, signature: str | None) -> ast.stmt:
+        """``runtime.arguments.present_as_users`` of the nested plus-function: the name,
+        qualified name, docstring and parameters (``signature``: the variable holding them,
+        for a function that binds its arguments itself) of the user's function, which a
+        program may read (``f.__name__`` in a log line, ``inspect.signature``)."""
+        node = ir.scope.node
+        name = "<lambda>" if ir.is_lambda else getattr(node, "name", ir.name)
+        args: list[ast.expr] = [N(name_held), C(name), C(ir.qualname or name)]
+        doc = None if ir.is_lambda else ast.get_docstring(node, clean=False)
+        if doc is not None or signature is not None:
+            args.append(C(doc))
+        if signature is not None:
+            args.append(N(signature))
+        return ast.Expr(value=call(self.rt("present_as_users"), *args))
 
 
 class _Position:
