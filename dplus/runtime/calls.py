@@ -214,6 +214,26 @@ def _static_or_class_method(t: type, name: str) -> bool:
     return False
 
 
+_OBJECT_GETATTRIBUTE = object.__getattribute__
+
+
+def holds_method(obj: Any, cls: type, name: str, fn: Any) -> bool:
+    """Whether ``obj.name`` is the function ``fn`` bound to ``obj``: ``obj``'s class is
+    ``cls`` itself, a class made by ``type`` (no metaclass: reading ``cls.name`` is then
+    the lookup along its MRO that Python makes for the instance), which finds ``fn`` under
+    ``name`` and looks attributes up as ``object`` does, and ``obj`` holds nothing under
+    ``name`` (the test of a method call inlined at its call site: ``transform.inline``)."""
+    if (
+        type(obj) is not cls
+        or type(cls) is not type
+        or getattr(cls, name, None) is not fn
+        or cls.__getattribute__ is not _OBJECT_GETATTRIBUTE
+    ):
+        return False
+    own = getattr(obj, "__dict__", None)
+    return own is None or name not in own
+
+
 def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
     """``obj.name(*args)`` from transformed code; the backprop is ``((), A_obj, None, *A_args)``."""
     t = type(obj)

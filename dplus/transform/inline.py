@@ -41,6 +41,7 @@ import types
 from typing import Any, cast
 
 from ..errors import DplusError
+from ..runtime.calls import holds_method
 from ..runtime.registry import _ON_NEW_RULE, _TRANSFORMS
 from .scopes import names_bound_by
 from .trees import walk
@@ -49,6 +50,7 @@ __all__ = ["inline_calls", "forget", "MAX_STATEMENTS"]
 
 MAX_STATEMENTS = 40
 _MAX_DEPTH = 3  # inlined bodies are searched again for calls, this many levels deep
+_MAX_CLASSES = 6  # a method call is inlined for at most this many classes holding the method
 _FLAGS_EXCLUDED = (
     0x04 | 0x08 | 0x20 | 0x80 | 0x100 | 0x200
 )  # *args, **kw, generator, coroutine, async
@@ -79,6 +81,7 @@ _FORBIDDEN = (
     ast.Starred,
     ast.NamedExpr,
 ) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_TRY = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _DYNAMIC_NAMES = {"locals", "vars", "globals", "eval", "exec", "super", "dir"}
 
 _GONE = object()  # a guard cell's value once its function has another rule: no global `is` it
@@ -137,18 +140,28 @@ class _Callee:
             and isinstance(body[0].value.value, str)
         ):
             body = body[1:]  # the docstring
-        self.body = body[:-1]
-        self.result = cast(ast.Return, body[-1]).value  # (_callee checked: a return of a value)
-        self.locals = _bound_names(ast.Module(body=body, type_ignores=[])) | set(self.params)
+        if body and isinstance(body[-1], ast.Return):
+            self.body = body[:-1]
+            self.result: ast.expr = body[-1].value or ast.Constant(value=None)
+        else:  # (a function returning None by running to its end)
+            self.body = body
+            self.result = ast.Constant(value=None)
+        self.assigned = _bound_names(ast.Module(body=body, type_ignores=[]))
+        self.locals = self.assigned | set(self.params)
         self.reads = {
             n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         } - self.locals
 
 
 def _callee(
-    fn: object, caller: types.FunctionType, args: list[ast.expr], keywords: list[ast.keyword]
+    fn: object,
+    caller: types.FunctionType,
+    args: list[ast.expr],
+    keywords: list[ast.keyword],
+    method: bool = False,
 ) -> _Callee | None:
-    """The definition of ``fn`` when a call of it with these arguments may be inlined."""
+    """The definition of ``fn`` when a call of it with these arguments may be inlined (a
+    ``method`` may also run to its end, returning None)."""
     if type(fn) is not types.FunctionType or fn is caller or keywords:
         return None
     if not _made_by_define_dplus(fn):
@@ -176,18 +189,23 @@ def _callee(
     if not isinstance(node, ast.FunctionDef):
         return None
     body = node.body
-    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+    if not body:
+        return None
+    last = body[-1]
+    ends_in_return = isinstance(last, ast.Return)
+    returned = last.value if isinstance(last, ast.Return) else None
+    if returned is None and not method:
         return None
     statements = 0
-    for st in body[:-1]:
+    for st in body[:-1] if ends_in_return else body:
         for n in walk(st):
             if isinstance(n, _FORBIDDEN):
                 return None
             if isinstance(n, ast.Name) and n.id in _DYNAMIC_NAMES:
                 return None
             statements += isinstance(n, ast.stmt)
-    if statements > MAX_STATEMENTS or any(
-        isinstance(n, _FORBIDDEN[1:]) for n in walk(body[-1].value)
+    if statements > MAX_STATEMENTS or (
+        returned is not None and any(isinstance(n, _FORBIDDEN[1:]) for n in walk(returned))
     ):
         return None
     return _Callee(fn, node)
@@ -204,9 +222,12 @@ class _Inliner:
         self.node = node
         self._bound: set[str] | None = None
         self._taken: set[str] | None = None
+        self._shared: set[str] | None = None  # names functions nested in the caller may bind
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
         self.active: list[Any] = []  # functions being inlined around the current statement
+        self.in_try = 0  # try statements around the current statement
+        self._methods: dict[tuple[str, int], list[tuple[type, _Callee]]] = {}  # methods_of
 
     # (the names are gathered when a call may be inlined: most big functions inline nothing)
     @property
@@ -245,24 +266,35 @@ class _Inliner:
         return out
 
     def stmt(self, st: ast.stmt) -> list[ast.stmt]:
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(st, field, None)
-            if (
-                isinstance(inner, list)
-                and inner
-                and isinstance(inner[0], ast.stmt)
-                and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            ):
-                setattr(st, field, self.block(inner))
-        if isinstance(st, ast.Try):
-            for h in st.handlers:
-                h.body = self.block(h.body)
+        trying = isinstance(st, _TRY)
+        self.in_try += trying
+        try:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(st, field, None)
+                if (
+                    isinstance(inner, list)
+                    and inner
+                    and isinstance(inner[0], ast.stmt)
+                    and not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                ):
+                    setattr(st, field, self.block(inner))
+            if isinstance(st, ast.Try):
+                for h in st.handlers:
+                    h.body = self.block(h.body)
+        finally:
+            self.in_try -= trying
         call = None
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.value, ast.Call):
             call = st.value
         elif isinstance(st, (ast.Return, ast.Expr)) and isinstance(st.value, ast.Call):
             call = st.value
-        if call is None or not isinstance(call.func, ast.Name) or len(self.active) >= _MAX_DEPTH:
+        if call is None and len(self.active) < _MAX_DEPTH:
+            return self.hoisted_method_call(st)
+        if call is None or len(self.active) >= _MAX_DEPTH:
+            return [st]
+        if isinstance(call.func, ast.Attribute):
+            return self.method_call(st, call)
+        if not isinstance(call.func, ast.Name):
             return [st]
         fn = self.fn.__globals__.get(call.func.id)
         if (
@@ -276,7 +308,135 @@ class _Inliner:
             return [st]
         return self.inline(st, call, callee)
 
-    def inline(self, st: ast.stmt, call: ast.Call, callee: _Callee) -> list[ast.stmt]:
+    def method_call(self, st: ast.stmt, call: ast.Call) -> list[ast.stmt]:
+        """``obj.name(args)`` on a name, with names and constants as arguments, where classes
+        of the module hold an inlinable function under ``name``: the call becomes::
+
+            if <obj's class is the first class, holding that function, obj nothing of that name>:
+                <that function's body, self = obj>
+            elif <the same for the second class>:
+                ...
+            else:
+                obj.name(args)                  # the general path, as before
+
+        The test is made when Python would look the method up (the receiver and arguments
+        are names and constants: evaluating them runs no code), per call, at run time
+        (:func:`runtime.calls.holds_method`); a later rule for the method or the class makes
+        it fail (:func:`forget`)."""
+        func = cast(ast.Attribute, call.func)
+        receiver = func.value
+        if (
+            self.in_try  # (an exception out of the branch would interrupt an `if` in a try)
+            or not isinstance(receiver, ast.Name)
+            or call.keywords
+            or not all(isinstance(a, (ast.Name, ast.Constant)) for a in call.args)
+        ):
+            return [st]
+        out: list[ast.stmt] = [st]
+        for cls, callee in reversed(self.methods_of(func.attr, [receiver, *call.args])):
+            if any(callee.fn is a for a in self.active) or callee.reads & self.bound:
+                continue
+            function_call = ast.Call(
+                func=ast.Name(id=func.attr, ctx=ast.Load()),
+                args=[receiver, *call.args],
+                keywords=[],
+            )
+            body = self.inline(st, function_call, callee, checked=False)
+            test = ast.Call(
+                func=ast.Name(id=self.guard_name(holds_method), ctx=ast.Load()),
+                args=[
+                    _copy(receiver),
+                    ast.Name(id=self.guard_name(cls), ctx=ast.Load()),
+                    ast.Constant(value=func.attr),
+                    ast.Name(id=self.guard_name(callee.fn), ctx=ast.Load()),
+                ],
+                keywords=[],
+            )
+            test.dp_nondiff_guard = True  # type: ignore[attr-defined]  # (normalize: no record)
+            choice = ast.copy_location(ast.If(test=test, body=body, orelse=out), st)
+            ast.fix_missing_locations(choice)
+            out = [choice]
+        return out
+
+    def hoisted_method_call(self, st: ast.stmt) -> list[ast.stmt]:
+        """``target = obj.name(args) - y`` (or ``return``, or an expression statement): a
+        method call on names that is the first thing arithmetic evaluates (only constants
+        before it: a name read there could raise first, or be rebound by the call) is
+        taken out, ``t = obj.name(args); target = t - y``, and inlined there when it may
+        be."""
+        value = getattr(st, "value", None)
+        if not (
+            isinstance(st, (ast.Expr, ast.Return))
+            or isinstance(st, ast.Assign)
+            and len(st.targets) == 1
+        ) or not isinstance(value, (ast.BinOp, ast.UnaryOp)):
+            return [st]
+        node: ast.expr = value
+        while not isinstance(node, ast.Call):
+            if isinstance(node, ast.UnaryOp):
+                node = node.operand
+            elif isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant):
+                node = node.right
+            elif isinstance(node, ast.BinOp):
+                node = node.left
+            else:
+                return [st]
+        call = node
+        if not isinstance(call.func, ast.Attribute):
+            return [st]
+        temp = self.fresh(f"{call.func.attr}_result")
+        taken = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=temp, ctx=ast.Store())], value=call), st
+        )
+        inlined = self.method_call(taken, call)
+        if len(inlined) == 1 and inlined[0] is taken:
+            return [st]  # (not inlined: the statement as written)
+        rest = _replace(st, call, ast.Name(id=temp, ctx=ast.Load()))
+        ast.fix_missing_locations(rest)
+        return inlined + [rest]
+
+    def stays_bound(self, name: str, param: str, callee: _Callee) -> bool:
+        """Whether the caller's ``name`` may stand for the callee's parameter ``param`` in the
+        inlined body: the body never binds ``param``, and nothing the body runs can bind
+        ``name`` (a local of the caller, not global or nonlocal, read by no function nested
+        in it: only such a function could rebind it)."""
+        if param in callee.assigned:
+            return False
+        if self._shared is None:
+            shared: set[str] = set()
+            for n in walk(self.node):
+                if n is not self.node and isinstance(
+                    n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+                ):
+                    shared |= _all_names(n)
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    shared.update(n.names)
+            self._shared = shared | set(self.fn.__code__.co_freevars)
+        return name in self.bound and name not in self._shared
+
+    def methods_of(self, name: str, args: list[ast.expr]) -> list[tuple[type, _Callee]]:
+        """The classes among the module's globals whose own namespace holds an inlinable
+        function under ``name`` for these arguments, with that function (none when there
+        are more than ``_MAX_CLASSES``)."""
+        key = (name, len(args))
+        if key in self._methods:
+            return self._methods[key]
+        found: list[tuple[type, _Callee]] = []
+        for value in dict.fromkeys(
+            v for v in list(self.fn.__globals__.values()) if type(v) is type
+        ):  # (a class with a metaclass never passes holds_method)
+            fn = value.__dict__.get(name)
+            if type(fn) is not types.FunctionType:
+                continue
+            callee = _callee(fn, self.fn, args, [], method=True)
+            if callee is not None:
+                found.append((value, callee))
+        self._methods[key] = found = found if len(found) <= _MAX_CLASSES else []
+        return found
+
+    def inline(
+        self, st: ast.stmt, call: ast.Call, callee: _Callee, checked: bool = True
+    ) -> list[ast.stmt]:
         fn = callee.fn
         self.taken.update(_all_names(callee.node))
         out: list[ast.stmt] = []
@@ -295,12 +455,24 @@ class _Inliner:
             temps.append(ast.Name(id=t, ctx=ast.Load()))
         out = self.block(out)  # an argument that is itself a call of an inlinable function
         renamed = {name: self.fresh(f"{fn.__name__}_{name}") for name in sorted(callee.locals)}
-        body: list[ast.stmt] = [
-            ast.copy_location(
-                ast.Assign(targets=[ast.Name(id=renamed[p], ctx=ast.Store())], value=_copy(a)), st
+        body: list[ast.stmt] = []
+        for i, (p, a) in enumerate(zip(callee.params, temps)):
+            if (
+                not checked
+                and i == 0
+                and isinstance(a, ast.Name)
+                and self.stays_bound(a.id, p, callee)
+            ):
+                # a method's body reads the receiver's name itself (its test read it first:
+                # the other arguments are assigned, so an unbound one raises where it did)
+                renamed[p] = a.id
+                continue
+            body.append(
+                ast.copy_location(
+                    ast.Assign(targets=[ast.Name(id=renamed[p], ctx=ast.Store())], value=_copy(a)),
+                    st,
+                )
             )
-            for p, a in zip(callee.params, temps)
-        ]
         body += [_rename(s, renamed) for s in callee.body]
         result = _rename(callee.result, renamed)
         if isinstance(st, ast.Assign):
@@ -312,20 +484,31 @@ class _Inliner:
             )
         elif isinstance(st, ast.Return):
             body.append(ast.copy_location(ast.Return(value=result), callee.node.body[-1]))
-        else:
+        elif not (isinstance(result, ast.Constant) and result.value is None):
             body.append(ast.copy_location(ast.Expr(value=result), callee.node.body[-1]))
         self.active.append(fn)
         try:
             body = self.block(body)
         finally:
             self.active.pop()
-        check = (cast(ast.Name, call.func).id, self.guard_name(fn))  # (stmt checked: a name)
-        if check not in self.checks:
-            self.checks.append(check)
+        if checked:  # (a function read from the module: tested on entry and before returning)
+            check = (cast(ast.Name, call.func).id, self.guard_name(fn))  # (stmt: a name)
+            if check not in self.checks:
+                self.checks.append(check)
         out += body
         for new in out:
             ast.fix_missing_locations(new)  # new nodes take their statement's position
         return out
+
+
+def _replace(st: ast.stmt, old: ast.expr, new: ast.expr) -> ast.stmt:
+    """``st`` with the node ``old`` (found by identity) replaced by ``new``."""
+    for parent in walk(st):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return st
+    raise AssertionError("the node to replace is not in the statement")  # pragma: no cover
 
 
 def _copy(e: ast.Name | ast.Constant) -> ast.expr:

@@ -231,7 +231,7 @@ class ExpressionForms(NormalizerState):
             self.calls_builtin(e, _NONDIFF_BUILTINS)
             and not any(isinstance(a, ast.Starred) for a in args)
             and all(k.arg is not None for k in keywords)
-        ):
+        ) or getattr(e, "dp_nondiff_guard", False):  # (the test of an inlined method call)
             call.dp_builtin = True  # zero derivative: called as it is, nothing recorded
         return self.temp(call, e)
 
