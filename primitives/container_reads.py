@@ -17,19 +17,26 @@ from dplus.errors import NonDifferentiableError, UnknownTransformError, describe
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
-from dplus.runtime.handover import handover, is_tracked_mutable, is_tracked_type
+from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_atom, is_ndarray, is_number
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import KeywordDict, ProcResult
 
+from .attribute_tables import (  # noqa: F401  (register_attribute: the rules' entry point)
+    _ATTR_RULES,
+    _OWN_ATTRIBUTE_KINDS,
+    NOT_OWN,
+    PLAIN_ATTRIBUTES,
+    plain_attributes,
+    register_attribute,
+)
+
 # (typed Any: the sensitivity of a ProcResult is a ProcResult of sensitivities, whose backprop
 # slot holds gen_zero or the backprop's sensitivity, not a function)
 Z: Any = gen_zero
 _LIST_LIKE = (list, collections.deque)
-
-_ATTR_RULES: dict[tuple[type, str], Any] = {}
 
 
 # A subclass of list or dict may override a method in Python. Where the program calls the
@@ -66,13 +73,6 @@ def _overrides(obj: Any, name: str) -> bool:
     """Whether ``obj``'s class overrides the builtin container method ``name`` in Python."""
     t = type(obj)
     return t not in _EXACT_CONTAINERS and _python_method(t, name) is not None
-
-
-def register_attribute(cls: type, name: str, transform: Any) -> None:
-    """Register the transform of reading attribute ``name`` of instances of ``cls``: ``transform(obj)``."""
-    _ATTR_RULES[(cls, name)] = transform
-    _OWN_ATTRIBUTE_KINDS.clear()
-    PLAIN_ATTRIBUTES.clear()
 
 
 def _conform_items(items: Sequence[Any], like: Any) -> Any:
@@ -435,13 +435,14 @@ def _attribute_hook_run_by_read(obj: Any, name: str) -> Any:
 
 
 def _refuse_value_made_by_getattribute(obj: Any, name: str, v: Any) -> None:
-    """A class's Python ``__getattribute__`` ran for ``obj.name`` natively (dplus has no rule
+    """Where a class's Python ``__getattribute__`` ran for ``obj.name`` natively (dplus has no rule
     for ``object.__getattribute__`` inside it). Its value is taken for what the object holds
     (the instance's own attribute, a method or a class attribute): right when it is that
     very value (a hook that counts or logs reads), silently wrong otherwise (``2.0 * value``,
     a value computed from other attributes). Refused then, where it may carry a sensitivity.
     Non-differentiable: a constant at every order."""
-    if v is None or type(v) in (bool, int, str):
+    hook = _python_method(type(obj), "__getattribute__")
+    if hook is None or v is None or type(v) in (bool, int, str):
         return
     try:
         held = object.__getattribute__(obj, name)
@@ -454,7 +455,6 @@ def _refuse_value_made_by_getattribute(obj: Any, name: str, v: Any) -> None:
         and v.__self__ is held.__self__
     ):
         return
-    hook = _python_method(type(obj), "__getattribute__")
     raise NonDifferentiableError(
         f"reading .{name} of a {type(obj).__qualname__} object ran its class's __getattribute__ "
         f"({describe_callable(hook)}), which returned a value other than the one the object holds "
@@ -529,8 +529,7 @@ def getattr_plus(obj: Any, name: str) -> ProcResult:
         return _descriptor_read(obj, accessor)
     v = getattr(obj, name)
     t = type(obj)
-    if _python_method(t, "__getattribute__") is not None:
-        _refuse_value_made_by_getattribute(obj, name, v)
+    _refuse_value_made_by_getattribute(obj, name, v)
     if isinstance(obj, (types.ModuleType, type)):
         owner = local_owner(obj, name) if isinstance(obj, type) else None
         if owner is not None:  # (an attribute of a class built by differentiated code)
@@ -597,60 +596,6 @@ def _method_of_value_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
 
 def _no_sens_2(A: Any, Abox: BoxSensitivities) -> tuple:
     return (), Z, None
-
-
-# Attributes of user objects read and assigned natively by first-order generated code
-# (reverse.py, ``Reverser.attribute_read`` / ``attribute_write``): the same values, effects
-# and sensitivities as ``getattr_plus``'s keyed read and ``setattr_plus``, without a
-# ProcResult and a closure per operation (``self.px += DT * self.vx`` in a method).
-
-NOT_OWN = object()  # the read is not a number attribute of the object's own: take the rule
-_OWN_ATTRIBUTE_KINDS: dict[tuple[type, str], str | None] = {}
-
-
-class _PlainAttributeClasses(dict):
-    """``(class, names read, names written)`` -> whether a fast segment may read and assign
-    those attributes of an instance with plain Python (``getattr(obj, name, None)``,
-    ``obj.name = v``), its guard testing each value read is a number: what
-    ``own_number_attribute`` and ``store_own_attribute`` read and store then, with no user
-    code run. Filled on first sight of a class (see :func:`plain_attributes`)."""
-
-    def __missing__(self, key: tuple[type, tuple[str, ...], tuple[str, ...]]) -> bool:
-        if len(self) > 4096:  # (classes made per call: the table does not keep them all)
-            self.clear()
-        found = self[key] = plain_attributes(*key)
-        return found
-
-
-PLAIN_ATTRIBUTES = _PlainAttributeClasses()
-
-
-def plain_attributes(t: type, read: tuple[str, ...], written: tuple[str, ...]) -> bool:
-    """Whether instances of ``t`` hold each of ``read`` and ``written`` themselves (in their
-    ``__dict__`` or a ``__slots__`` member, with nothing of that name on the class), reading
-    and assigning them runs no user code (no ``__getattribute__``, ``__getattr__``,
-    ``__setattr__``, property or other descriptor) and no rule of dplus's is registered for
-    them. A container (list, dict, ...), a ``Box``, a class or a module is never plain: its
-    sensitivities live in Abox in another shape."""
-    if (
-        t is Box
-        or issubclass(t, (list, dict, set, collections.deque, type, types.ModuleType))
-        or not is_tracked_type(t)
-        or t.__getattribute__ is not object.__getattribute__
-        or (read and any("__getattr__" in c.__dict__ for c in t.__mro__))
-        or (written and t.__setattr__ is not object.__setattr__)
-    ):
-        return False
-    for name in set(read) | set(written):
-        if (t, name) in _ATTR_RULES:
-            return False
-        held = next((c.__dict__[name] for c in t.__mro__ if name in c.__dict__), NOT_OWN)
-        if held is NOT_OWN:
-            if not t.__dictoffset__:
-                return False  # (slots without this one, no __dict__: assigning it raises)
-        elif type(held) is not types.MemberDescriptorType:
-            return False  # (a class attribute, a method, a property, another descriptor)
-    return True
 
 
 def _box_read(b: Box, v: Any) -> ProcResult:

@@ -351,7 +351,7 @@ class CallRules(Builder):
         node = ir.scope.node
         name = "<lambda>" if ir.is_lambda else getattr(node, "name", ir.name)
         args: list[ast.expr] = [N(name_held), C(name), C(ir.qualname or name)]
-        doc = None if ir.is_lambda else ast.get_docstring(node, clean=False)
+        doc = ast.get_docstring(node, clean=False) if isinstance(node, ast.FunctionDef) else None
         if doc is not None or signature is not None:
             args.append(C(doc))
         if signature is not None:
