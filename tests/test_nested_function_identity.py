@@ -38,7 +38,7 @@ def names_read(x, y):
 
     square = lambda t: t * t
     table = {fn.__name__: fn for fn in (scaled, outer, square)}
-    SEEN.extend(_describe(fn) for fn in (scaled, outer, square))
+    SEEN.extend([_describe(fn) for fn in (scaled, outer, square)])
     return table["scaled"](x) + table["outer"](y) + table["<lambda>"](x * y)
 
 
