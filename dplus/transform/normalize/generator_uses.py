@@ -18,7 +18,13 @@ from typing import Any
 
 from ...errors import UnsupportedSyntaxError
 from ..trees import function_def, walk, walk_outside
-from .generator_effects import CHANGES_ITS_FIRST_ARGUMENT, Effect, effects_in, first_effect
+from .generator_effects import (
+    CHANGES_ITS_FIRST_ARGUMENT,
+    Effect,
+    _flat,
+    effects_in,
+    first_effect,
+)
 from .generator_expressions import consumers_in
 
 __all__ = ["GeneratorUses", "as_generator_function", "outside_reads", "described", "refused_effect"]
@@ -357,17 +363,7 @@ def _private_containers(fn: ast.AST, reads: set[str], modules: set[str]) -> set[
 
 def _flat_names(targets: list[ast.expr]) -> list[str]:
     """The names a binding's targets bind (``a, (b, *c) = ...``), not ``xs[i]`` or ``o.a``."""
-    out = []
-    todo = list(targets)
-    while todo:
-        t = todo.pop()
-        if isinstance(t, (ast.Tuple, ast.List)):
-            todo.extend(t.elts)
-        elif isinstance(t, ast.Starred):
-            todo.append(t.value)
-        elif isinstance(t, ast.Name):
-            out.append(t.id)
-    return out
+    return [t.id for t in _flat(targets) if isinstance(t, ast.Name)]
 
 
 _OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
