@@ -25,7 +25,9 @@ What is inlined, and only that:
 - its body is at most ``MAX_STATEMENTS`` statements ending in its only ``return``, with
   no loop (a call costs little next to one), no nested function, class, lambda or
   comprehension, no ``global``/``nonlocal``, ``yield``, ``await``, ``try``, ``with``,
-  ``import`` or ``match``;
+  ``import`` or ``match``; inside a ``try``, no ``if`` either (an exception out of an
+  inlined branch would interrupt a compound statement, which the try's reverse refuses,
+  where the call is one statement that raised);
 - the names it reads from the module are not bound in the caller.
 
 Registering another rule for an inlined function later makes its callers' guards fail
@@ -151,6 +153,7 @@ class _Callee:
         self.reads = {
             n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         } - self.locals
+        self.branches = any(isinstance(n, ast.If) for st in self.body for n in walk(st))
 
 
 def _callee(
@@ -304,7 +307,9 @@ class _Inliner:
         ):
             return [st]
         callee = _callee(fn, self.fn, call.args, call.keywords)
-        if callee is None or callee.reads & self.bound:
+        if callee is None or callee.reads & self.bound or (self.in_try and callee.branches):
+            # (in a try, an exception out of an inlined `if` would interrupt a compound
+            # statement, which the try's reverse refuses; the call itself is one statement)
             return [st]
         return self.inline(st, call, callee)
 
