@@ -322,6 +322,16 @@ def _descriptor_write(obj: Any, descriptor: Any, v: Any) -> ProcResult:
 
 
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    return _attribute_write(obj, name, v, through_class=True)
+
+
+def object_setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    """``object.__setattr__(obj, name, v)``: as ``setattr`` without the class's own
+    ``__setattr__`` (the way a frozen dataclass's ``__post_init__`` sets attributes)."""
+    return _attribute_write(obj, name, v, through_class=False)
+
+
+def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
         raise NonDifferentiableError(
             f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported"
@@ -334,9 +344,12 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if setter is not None:
         return _descriptor_write(obj, setter, v)
     stored = attribute_value(obj, name, v)
-    setattr(obj, name, stored)
-    if _own_python_setattr(obj):
-        _refuse_other_value_stored(obj, name, stored)
+    if not through_class:
+        object.__setattr__(obj, name, stored)
+    else:
+        setattr(obj, name, stored)
+        if _own_python_setattr(obj):
+            _refuse_other_value_stored(obj, name, stored)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

@@ -6,13 +6,10 @@ callable object, built around it; of a function transformed when first called
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import types
 from collections.abc import Callable
 from typing import Any, cast
-
-import attrs
 
 from ..errors import SourceUnavailableError, describe_callable
 from ..markers import mark
@@ -24,6 +21,7 @@ from ..runtime.closures import (
 from ..runtime.hooks import hooks
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
+from .field_classes import field_constructor
 from .transformer import Z, _plus_from, compile_function
 
 
@@ -155,8 +153,9 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 
 
 def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
-    if dataclasses.is_dataclass(cls) or attrs.has(cls):
-        return _field_constructor(cls)
+    fields = field_constructor(cls)
+    if fields is not None:
+        return fields
     if _is_plain_namedtuple(cls):
         return _namedtuple_constructor(cls)
     init = (
@@ -229,34 +228,6 @@ def _namedtuple_constructor(cls: type[Any]) -> Callable[..., ProcResult]:
 
     _mark_plus(construct_namedtuple)
     return construct_namedtuple
-
-
-def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
-    if dataclasses.is_dataclass(cls):
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-    else:
-        names = [a.name for a in attrs.fields(cls) if a.init]
-
-    def construct_fields(*args: Any, **kwargs: Any) -> ProcResult:
-        obj = cls(*args, **kwargs)
-        pos_names = names[: len(args)]
-
-        def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
-            from ..runtime.handover import handover
-
-            if A is not Z and A is not None:
-                handover(Abox, obj, A)
-            entry = Abox.pop(obj, Z)
-            get = (lambda n: entry.get(n, Z)) if entry is not Z else (lambda n: Z)
-            out = ((),) + tuple(get(n) for n in pos_names)
-            if kwargs:
-                out = out + ({k: get(k) for k in kwargs},)
-            return out
-
-        return ProcResult(obj, construct_fields_backprop)
-
-    _mark_plus(construct_fields)
-    return construct_fields
 
 
 hooks.install(plus_function_for=plus_function_for)
