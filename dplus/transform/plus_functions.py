@@ -156,7 +156,13 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # The ``__new__`` methods that only allocate (their arguments ignored, ``__init__`` fills the
 # instance). Any other is given the arguments and may fill or replace the instance, as a
 # tuple's, a float's or a caching class's does: what it makes of them is not differentiated.
-_ALLOCATING_NEW = (object.__new__, list.__new__, dict.__new__, set.__new__, collections.deque.__new__)
+_ALLOCATING_NEW = (
+    object.__new__,
+    list.__new__,
+    dict.__new__,
+    set.__new__,
+    collections.deque.__new__,
+)
 
 
 def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
