@@ -56,6 +56,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     if not callable(op):
         return op
 
+    compiled_module_function = _is_compiled_module_function(op)
+
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
         from .runtime.core import as_plain_callable
         from .runtime.fold import ArrayContents, changed_since, mutable_sensitivity_of, watch_call
@@ -88,7 +90,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
             ]
         )
         changed = [v for v in changed if not _is_array(v)]
-        integer_valued = _is_integer_valued(result)
+        integer_valued = _is_integer_valued(result) or (
+            compiled_module_function and _only_labels((*args, *kwargs.values()))
+        )
         # a view of what it was given (or that very array): the sensitivity its memory holds in
         # the map belongs to that memory, not to this result
         shows_argument = _is_array(result) and _shows_memory_of(result, watched)
@@ -112,7 +116,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                 else mutable_sensitivity_of(result, Abox)
             )
             if integer_valued and is_zero_sensitivity(held):
-                A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
+                # piecewise constant: zero derivative, as int() and round() have (or a function
+                # of integers and strings only)
+                A = gen_zero
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(held):
                 _refuse_internal_again(op)
                 raise UnknownTransformError(
@@ -301,6 +307,34 @@ def _is_integer_valued(v: Any) -> bool:
         return False
     dtype = v.dtype if isinstance(v, (np.ndarray, np.generic)) else None
     return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+
+
+_LABELS = (int, bool, str, bytes, type(None))
+
+
+def _is_compiled_module_function(op: Any) -> bool:
+    """A compiled (C, Cython) function of a module, such as SciPy's ``_specfun.jyzo``: given
+    only integers, strings and ``None`` (``_only_labels``), it holds nothing of this run and
+    reads nothing differentiable, so its result is a constant, as with literal arguments.
+    Python code is not one: it may read globals the run wrote."""
+    if isinstance(op, (types.FunctionType, types.MethodType, type)):
+        return False
+    owner = getattr(op, "__self__", None)
+    if owner is not None and type(owner) is not types.ModuleType:
+        return False  # (a method of an object, which may hold what this run computed)
+    module = sys.modules.get(getattr(op, "__module__", None) or "")
+    return module is not None and getattr(module, getattr(op, "__name__", ""), None) is op
+
+
+def _only_labels(values: tuple) -> bool:
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if type(v) is tuple:
+            stack.extend(v)
+        elif type(v) not in _LABELS:
+            return False
+    return True
 
 
 def _is_array(v: Any) -> bool:
