@@ -42,8 +42,25 @@ _CACHED_FIX = (
 )
 
 
+_CLASS_FIX = (
+    "Calling this class is not a plain __init__ (its metaclass defines __call__, or its "
+    "__new__ takes the arguments: a subclass of tuple, float or an exception, a cache of "
+    "instances), which dplus does not differentiate. Fix it by constructing it outside the "
+    "function being differentiated, by giving the values to a class with a plain __init__, "
+    "or by registering a rule for the class with dplus.register_primitive."
+)
+
+
 def _fix_for(op: Any) -> str:
-    return _CACHED_FIX if type(op) is functools._lru_cache_wrapper else _FIX
+    if type(op) is functools._lru_cache_wrapper:
+        return _CACHED_FIX
+    return _CLASS_FIX if isinstance(op, type) and _built_specially(op) else _FIX
+
+
+def _built_specially(cls: type) -> bool:
+    from .transform.plus_functions import ALLOCATING_NEW
+
+    return type(cls).__call__ is not type.__call__ or cls.__new__ not in ALLOCATING_NEW
 
 
 def _where(op: Any, op_name: str) -> str:

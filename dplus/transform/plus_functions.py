@@ -156,7 +156,7 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # The ``__new__`` methods that only allocate (their arguments ignored, ``__init__`` fills the
 # instance). Any other is given the arguments and may fill or replace the instance, as a
 # tuple's, a float's or a caching class's does: what it makes of them is not differentiated.
-_ALLOCATING_NEW = (
+ALLOCATING_NEW = (
     object.__new__,
     list.__new__,
     dict.__new__,
@@ -180,7 +180,7 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
         if "__init__" in cls.__dict__
         else getattr(cls, "__init__", None)
     )
-    if isinstance(init, types.FunctionType) and cls.__new__ in _ALLOCATING_NEW:
+    if isinstance(init, types.FunctionType) and cls.__new__ in ALLOCATING_NEW:
         t = lookup_transform(init)
         init_plus = t if t is not None else plus_function_for(init)
 
