@@ -343,7 +343,7 @@ def _is_compiled_module_function(op: Any) -> bool:
     return module is not None and getattr(module, getattr(op, "__name__", ""), None) is op
 
 
-def _only_labels(values: tuple) -> bool:
+def _only_labels(values: tuple[Any, ...]) -> bool:
     stack = list(values)
     while stack:
         v = stack.pop()
