@@ -333,6 +333,10 @@ def object_setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
 
 def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
+        if not hasattr(obj, "__dict__") and not hasattr(type(obj), name):
+            # (no such attribute and nowhere to keep one: Python's own AttributeError, which
+            # code that names its result only where it can (pvlib) catches)
+            setattr(obj, name, v)
         raise NonDifferentiableError(
             f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported"
         )

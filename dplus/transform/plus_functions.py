@@ -6,6 +6,7 @@ callable object, built around it; of a function transformed when first called
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 from collections.abc import Callable
@@ -152,7 +153,23 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # constructing instances of user classes
 
 
+# The ``__new__`` methods that only allocate (their arguments ignored, ``__init__`` fills the
+# instance). Any other is given the arguments and may fill or replace the instance, as a
+# tuple's, a float's or a caching class's does: what it makes of them is not differentiated.
+ALLOCATING_NEW = (
+    object.__new__,
+    list.__new__,
+    dict.__new__,
+    set.__new__,
+    collections.deque.__new__,
+)
+
+
 def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
+    """``None`` (the policy decides) unless calling the class is ``type.__call__``: a
+    metaclass's ``__call__`` may take other arguments or change or replace the instance."""
+    if type(cls).__call__ is not type.__call__:
+        return None
     fields = field_constructor(cls)
     if fields is not None:
         return fields
@@ -163,7 +180,7 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
         if "__init__" in cls.__dict__
         else getattr(cls, "__init__", None)
     )
-    if isinstance(init, types.FunctionType):
+    if isinstance(init, types.FunctionType) and cls.__new__ in ALLOCATING_NEW:
         t = lookup_transform(init)
         init_plus = t if t is not None else plus_function_for(init)
 
