@@ -9,8 +9,9 @@ dplus constructed every class with a Python ``__init__`` as ``cls.__new__(cls)``
 different code: a metaclass's ``__call__`` that changes the instance was skipped (a wrong
 primal and gradient, silently: 4.0 [12.0] below), a ``__new__`` taking arguments was
 called without them (a raw ``TypeError``), a tuple subclass was made empty (a raw
-``IndexError``). Such a class is now the policy's: run as it is and refused by name where
-its result needs a derivative. The reproductions are written anew here.
+``IndexError``). A ``__new__`` written in Python is now differentiated with ``__init__``;
+any other such class is the policy's: run as it is and refused by name where its result
+needs a derivative. The reproductions are written anew here.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def through_tuple_subclass(x):
 
 
 @pytest.mark.parametrize(
-    "f", [through_metaclass, through_metaclass_keyword, through_interning, through_tuple_subclass]
+    "f", [through_metaclass, through_metaclass_keyword, through_tuple_subclass]
 )
 @pytest.mark.parametrize("policy", [None, transform_from_source])
 def test_special_construction_is_refused_not_run_otherwise(f, policy):
@@ -98,6 +99,14 @@ def test_special_construction_is_refused_not_run_otherwise(f, policy):
         ):
             dplus.grad(f)(2.0)
     assert f(2.0) == expected
+
+
+@pytest.mark.parametrize("x", [2.0, -0.7, 1.3])
+def test_a_new_written_in_python_is_differentiated_with_init(x):
+    # (plus_functions._construct_through_new: __new__ then __init__, each through its
+    # transform, as type.__call__ runs them; the cached instance is initialised twice)
+    assert dplus.grad(through_interning)(x) == pytest.approx((16.0 * x,))
+    assert dplus.hessian(through_interning)(x)[0] == pytest.approx((16.0,))
 
 
 def constant_made_specially(x):

@@ -204,7 +204,50 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
 
         _mark_plus(construct)
         return construct
+    if isinstance(cls.__new__, types.FunctionType):  # (a __new__ written in Python)
+        return _construct_through_new(cls, cls.__new__, init)
     return None
+
+
+def _construct_through_new(cls: Any, new: Any, init: Any) -> Callable[..., ProcResult]:
+    """A class with a ``__new__`` written in Python: ``__new__(cls, *args)`` and then, when
+    it returns an instance of ``cls``, ``__init__(obj, *args)``, each through its transform,
+    as ``type.__call__`` runs them (an ``__init__`` that is not Python code is run as it is:
+    ``object.__init__`` changes nothing)."""
+    new_plus = lookup_transform(new) or plus_function_for(new)
+    init_plus = (
+        (lookup_transform(init) or plus_function_for(init))
+        if isinstance(init, types.FunctionType)
+        else None
+    )
+
+    def construct_with_new(*args: Any, **kwargs: Any) -> ProcResult:
+        from ..runtime.core import apply_transform
+        from ..runtime.handover import handover
+        from ..runtime.linear import add
+
+        made = apply_transform(new_plus, cls, *args, **kwargs)
+        obj = made.primal
+        initialised = None
+        if isinstance(obj, cls):
+            if init_plus is not None:
+                initialised = apply_transform(init_plus, obj, *args, **kwargs)
+            else:
+                init(obj, *args, **kwargs)
+
+        def construct_with_new_backprop(A: Any, Abox: Any) -> tuple:
+            if A is not Z and A is not None:
+                handover(Abox, obj, A)
+            out = tuple(initialised.backprop(Z, Abox)[2:]) if initialised is not None else None
+            made_out = made.backprop(Z, Abox)[2:]  # (the object's sensitivity is in Abox)
+            if out is None:
+                return ((),) + tuple(made_out)
+            return ((),) + tuple(add(a, b) for a, b in zip(made_out, out))
+
+        return ProcResult(obj, construct_with_new_backprop)
+
+    _mark_plus(construct_with_new)
+    return construct_with_new
 
 
 def _is_plain_namedtuple(cls: type[Any]) -> bool:
