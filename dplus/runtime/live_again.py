@@ -1,4 +1,5 @@
-"""Loops over a lazy builtin's iterator (``zip``, ``enumerate``, ``reversed``) in code
+"""Loops over a lazy builtin's iterator (``zip``, ``enumerate``, ``reversed``; ``map`` and
+``filter`` loops are written as loops over ``zip`` by ``transform/normalize/loops.py``) in code
 differentiated again: the list of its items made at once (the rule, whose next-order rules
 exist), watched as the loop takes each item (:func:`live_item_taken`,
 :func:`live_iteration_done`): where Python's lazy iterator would have given another item, or
@@ -11,7 +12,7 @@ from typing import Any, NoReturn
 
 from ..errors import NonDifferentiableError
 from .calls import call
-from .result import ProcResult
+from .result import ProcResult, loops_in_flight
 from .routers import _LIVE_CALLERS, laziness_visible
 
 
@@ -52,8 +53,12 @@ def refuse_live_iteration_again(fn: Any) -> NoReturn:
 # Code differentiated again iterates a lazy builtin's items made at once; each loop over them
 # checks, as it takes an item, that Python's iterator would have given the same one: the lists
 # it reads hold the same objects at the positions not yet read, and are as long. (A body that
-# writes into a position not yet read the very object that was there is not seen: the same
-# value, whose sensitivity then goes where the object was read first.)
+# writes into a position not yet read the very object that was there, ``xs[2] = xs[0]`` with
+# ``xs[2] is xs[0]``, passes, rightly: the item is that object either way, and the sensitivity
+# sent to the position as it was when the items were made reaches the one computation that
+# made the object, as the sensitivity sent through the write would: every way an object
+# reaches another place without a new one being made, a copy, ``max``, ``x if c else y``, has
+# derivative one. tests/test_live_iteration_again.py checks it against finite differences.)
 
 
 class _WatchedItems:
@@ -109,7 +114,9 @@ class _WatchedItems:
         )
 
 
-_WATCHED: dict[int, _WatchedItems] = {}  # id(items) -> their watch, while a loop runs over them
+# id(items) -> their watch, while a loop runs over them (left by an exception: until the
+# outermost call ends)
+_WATCHED: dict[int, _WatchedItems] = loops_in_flight
 
 
 def _watched(items: Any) -> _WatchedItems | None:
