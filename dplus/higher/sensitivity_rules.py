@@ -421,6 +421,7 @@ for _watch in (  # (the watch of the items a loop takes, made at once: constants
     live_again.refuse_reversed_iterator,
     live_again.live_item_taken,
     live_again.live_iteration_done,
+    live_again.note_list_write,
 ):
     defnondiff(_watch)
 

@@ -52,19 +52,16 @@ def refuse_live_iteration_again(fn: Any) -> NoReturn:
 
 # Code differentiated again iterates a lazy builtin's items made at once; each loop over them
 # checks, as it takes an item, that Python's iterator would have given the same one: the lists
-# it reads hold the same objects at the positions not yet read, and are as long. (A body that
-# writes into a position not yet read the very object that was there, ``xs[2] = xs[0]`` with
-# ``xs[2] is xs[0]``, passes, rightly: the item is that object either way, and the sensitivity
-# sent to the position as it was when the items were made reaches the one computation that
-# made the object, as the sensitivity sent through the write would: every way an object
-# reaches another place without a new one being made, a copy, ``max``, ``x if c else y``, has
-# derivative one. tests/test_live_iteration_again.py checks it against finite differences.)
+# it reads hold the same objects at the positions not yet read, are as long, and were not
+# written by ``xs[i] = v`` there (:func:`note_list_write`: the very object that was there,
+# written from another place, is the same item, but the place it came from may be another
+# input with a sensitivity of its own, as in ``[v, v]``).
 
 
 class _WatchedItems:
     """The items ``fn(*args)`` made at once (``items``), and what they were made from."""
 
-    __slots__ = ("fn", "args", "items", "first", "strict")
+    __slots__ = ("fn", "args", "items", "first", "strict", "taken", "written")
 
     def __init__(self, fn: Any, args: tuple, items: list, strict: bool = False) -> None:
         self.fn = fn
@@ -72,9 +69,12 @@ class _WatchedItems:
         self.items = items
         self.strict = strict  # (zip(..., strict=True))
         self.first = len(args[0]) - 1 if fn is reversed else 0  # (reversed's first position)
+        self.taken = 0  # (items the loop has taken)
+        self.written: set[tuple[int, int]] = set()  # (id(list), position) written ahead
 
     def check(self, k: int) -> None:
         """Item ``k`` is taken: Python's iterator would give the same."""
+        self.taken = k + 1
         item = self.items[k]
         if self.fn is zip:
             for a, x in zip(self.args, item):
@@ -90,8 +90,19 @@ class _WatchedItems:
         inner = _watched(a)
         if inner is not None:
             inner.check(pos)
-        elif not (0 <= pos < len(a) and a[pos] is x):
+        elif not (0 <= pos < len(a) and a[pos] is x) or (id(a), pos) in self.written:
             self.refuse("changes or resizes a list it reads before reading it")
+
+    def note_write(self, xs: list, positions: range) -> None:
+        """``xs[i] = v`` for ``i`` in ``positions``: remembered where the loop has yet to read."""
+        ahead = (
+            range(self.first - self.taken + 1)
+            if self.fn is reversed
+            else range(self.taken, len(self.items))
+        )
+        for a in self.args:
+            if a is xs:
+                self.written.update((id(xs), i) for i in positions if i in ahead)
 
     def stops(self, k: int) -> bool:
         """Whether Python's iterator, asked for item ``k``, would stop."""
@@ -117,6 +128,16 @@ class _WatchedItems:
 # id(items) -> their watch, while a loop runs over them (left by an exception: until the
 # outermost call ends)
 _WATCHED: dict[int, _WatchedItems] = loops_in_flight
+
+
+def note_list_write(xs: list, positions: range) -> None:
+    """The rules of ``xs[i] = v`` and ``xs[a:b] = vs`` wrote ``positions`` of ``xs``: a loop
+    whose iterator has yet to read one of them is refused when it takes it, even if the very
+    object that was there was written (two inputs holding one float object, ``[v, v]``, have
+    separate sensitivities: the item made at once would send its own to the wrong one)."""
+    if _WATCHED:
+        for watch in list(_WATCHED.values()):
+            watch.note_write(xs, positions)
 
 
 def _watched(items: Any) -> _WatchedItems | None:
