@@ -413,6 +413,8 @@ def _list_slice_del(obj: Any, idx: slice) -> ProcResult:
         list.__delitem__(obj, idx)
     else:
         del obj[idx]
+    if positions:
+        note_list_write(obj, range(min(positions), n))  # (every later position moves)
 
     def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -434,6 +436,7 @@ def _list_del(obj: Any, idx: Any) -> ProcResult:
         list.__delitem__(obj, i)
     else:
         del obj[i]
+    note_list_write(obj, range(i, n))  # (every later position moves)
 
     def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

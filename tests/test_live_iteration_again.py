@@ -468,25 +468,36 @@ def test_a_loop_left_by_an_exception_leaves_no_watch():
     assert not live_again._WATCHED
 
 
-def test_one_object_in_two_inputs_written_ahead_is_refused():
-    """``xs[1] = xs[0]`` where both positions hold one float object: the item the loop takes
-    at position 1 is the same object, but its sensitivity belongs to the input at position 0.
-    Made at once, it went to position 1: the derivative of a gradient taken inside the
-    function was 7.6 where finite differences give 6.0. Refused by name."""
+def _copies_ahead(xs):
+    t = 0.0
+    for i, (u, w) in enumerate(zip(xs, [1.0, 2.0])):
+        if i == 0:
+            xs[1] = xs[0]
+        t = t + u * w * u
+    return t
 
-    def f(xs):
-        t = 0.0
-        for i, (u, w) in enumerate(zip(xs, [1.0, 2.0])):
-            if i == 0:
-                xs[1] = xs[0]
-            t = t + u * w * u
-        return t
+
+def _reverses_a_palindrome(xs):
+    t = 0.0
+    for i, (u, w) in enumerate(zip(xs, [1.0, 2.0, 3.0])):
+        if i == 0:
+            xs.reverse()  # ([v, w, v]: the same objects at every position)
+        t = t + u * w * u * (i + 1.0)
+    return t
+
+
+@pytest.mark.parametrize("f", [_copies_ahead, _reverses_a_palindrome])
+def test_one_object_in_two_inputs_changed_ahead_is_refused(f):
+    """``xs[1] = xs[0]`` where both positions hold one float object, or ``xs.reverse()`` of
+    ``[v, w, v]``: the item the loop takes is the same object, but its sensitivity belongs to
+    another input. Made at once, it went to the position as it was: the derivative of a
+    gradient taken inside the function was 7.6 for 6.0, 50.86 for 42.4. Refused by name."""
 
     def g(x):
-        v = x * 1.0
-        d = dplus.grad(f)([v, v])  # (one object in two inputs)
-        return d[0][1] * x + d[0][0]
+        v, w = x * 1.0, x * 2.0
+        d = dplus.grad(f)([v, v] if f is _copies_ahead else [v, w, v])  # (one object, two inputs)
+        return sum(s * x**k for k, s in enumerate(d[0]))
 
-    assert g(0.7) == pytest.approx(4.2)
+    assert g(0.7) == pytest.approx(4.2 if f is _copies_ahead else 21.84)
     with pytest.raises(NonDifferentiableError, match=r"zip\(\) that changes"):
         dplus.grad1(g)(0.7)
