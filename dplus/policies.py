@@ -77,8 +77,13 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
 
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
         from .runtime.core import as_plain_callable
-        from .runtime.fold import ArrayContents, changed_since, mutable_sensitivity_of, watch_call
-        from .runtime.handover import is_tracked_mutable
+        from .runtime.fold import (
+            ArrayContents,
+            changed_since,
+            has_own_entry,
+            mutable_sensitivity_of,
+            watch_call,
+        )
         from .runtime.memory import reverse_unseen_writes, unseen_writes
         from .runtime.result import plain_result
 
@@ -113,10 +118,10 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         # a view of what it was given (or that very array): the sensitivity its memory holds in
         # the map belongs to that memory, not to this result
         shows_argument = _is_array(result) and _shows_memory_of(result, watched)
-        # the very list, dict or object it was given (a method: its object): what the map
-        # holds for it belongs to that argument, whose maker takes it (the call made nothing;
-        # what it changed in it is checked below)
-        returns_argument = is_tracked_mutable(result) and any(
+        # the very list, dict, object or class it was given (a method: its object): what the
+        # map holds for it belongs to that argument, whose maker takes it (the call made
+        # nothing; what it changed in it is checked below)
+        returns_argument = has_own_entry(result) and any(
             result is a for a in (*args, *kwargs.values(), getattr(op, "__self__", None))
         )
 

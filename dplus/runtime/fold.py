@@ -207,6 +207,13 @@ def _equal_keys(a: Any, b: Any) -> bool:
         return False
 
 
+def has_own_entry(v: Any) -> bool:
+    """Whether ``v``'s sensitivity lives in the box-sensitivity map under ``v`` itself: a
+    tracked mutable, or a class whose attributes carry sensitivity. Code that hands such a
+    value back hands back that entry with it, which belongs to whoever made ``v``."""
+    return is_tracked_mutable(v) or is_local_class(v)
+
+
 def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:
     """The sensitivity held in ``Abox`` for ``v`` and the mutable values inside it."""
     if Abox is None:
