@@ -19,7 +19,7 @@ from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.live_again import note_list_write
 from dplus.runtime.registry import lookup_transform, register_primitive
-from dplus.runtime.result import ProcResult
+from dplus.runtime.result import ProcResult, loops_in_flight
 
 from .container_reads import (
     _ATTR_RULES,
@@ -92,7 +92,10 @@ def _list_slice_write(obj: Any, idx: slice, v: Any) -> ProcResult:
     m = len(vals)
     # (a loop differentiated again may read them later; a resize moves every later position)
     resized = m != len(old_positions)
-    note_list_write(obj, range(start, max(n, len(obj))) if resized else range(start, stop, step))
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(
+            obj, range(start, max(n, len(obj))) if resized else range(start, stop, step)
+        )
 
     def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -126,7 +129,8 @@ def _list_write(obj: Any, idx: Any, v: Any) -> ProcResult:
         list.__setitem__(obj, i, v)
     else:
         obj[i] = v
-    note_list_write(obj, range(i, i + 1))  # (a loop differentiated again may read it later)
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(obj, range(i, i + 1))
 
     def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -431,7 +435,8 @@ def _list_slice_del(obj: Any, idx: slice) -> ProcResult:
     else:
         del obj[idx]
     if positions:
-        note_list_write(obj, range(min(positions), n))  # (every later position moves)
+        if loops_in_flight:  # (a loop differentiated again may read them later)
+            note_list_write(obj, range(min(positions), n))  # (every later position moves)
 
     def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -453,7 +458,8 @@ def _list_del(obj: Any, idx: Any) -> ProcResult:
         list.__delitem__(obj, i)
     else:
         del obj[i]
-    note_list_write(obj, range(i, n))  # (every later position moves)
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(obj, range(i, n))  # (every later position moves)
 
     def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
