@@ -32,8 +32,30 @@ def _register_text(f: types.FunctionType, text: str) -> str:
 def statement_lines(module: ast.Module) -> list[int]:
     """The source lines of ``module``'s statements, in ``ast.walk`` order: with the text
     ``unparse(module)``, which has the same statements in that order, they map the text's
-    lines to the source's when a refusal names its place (``runtime.result``)."""
-    return [getattr(n, "lineno", 0) for n in ast.walk(module) if isinstance(n, ast.stmt)]
+    lines to the source's when a refusal names its place (``runtime.result``).
+
+    (Only statements, exception handlers and match cases hold statements, so the walk
+    visits those alone, breadth first and in field order as ``ast.walk``: the statements
+    come in ``ast.walk``'s order without a visit of every expression.)"""
+    lines: list[int] = []
+    todo: deque[ast.AST] = deque([module])
+    pop, extend = todo.popleft, todo.extend
+    stmt = ast.stmt
+    while todo:
+        n = pop()
+        if isinstance(n, stmt):
+            lines.append(getattr(n, "lineno", 0))
+        t = type(n)
+        fields = _BLOCK_FIELDS.get(t)
+        if fields is None:
+            fields = _BLOCK_FIELDS[t] = tuple(f for f in t._fields if f in _BLOCKS)
+        for f in fields:
+            extend(n.__dict__.get(f) or ())
+    return lines
+
+
+_BLOCKS = frozenset(("body", "handlers", "orelse", "finalbody", "cases"))
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}  # statement_lines: t's fields among _BLOCKS
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:

@@ -225,6 +225,7 @@ class _Inliner:
         self.node = node
         self._bound: set[str] | None = None
         self._taken: set[str] | None = None
+        self._next_suffix: dict[str, int] = {}  # fresh: the first suffix not yet tried, by base
         self._shared: set[str] | None = None  # names functions nested in the caller may bind
         self.guards: dict[str, Any] = {}  # guard name -> the function it stands for
         self.checks: list[tuple[str, str]] = []  # (global name, guard name) of every inlined call
@@ -247,11 +248,15 @@ class _Inliner:
 
     def fresh(self, hint: str, keep_underscore: bool = False) -> str:
         base = hint if keep_underscore else (hint.lstrip("_") or "v")
-        i = 1
+        # (names are only ever added to ``taken``, so the suffixes below the last one given
+        # stay taken: starting there gives the same name as counting from 1, without the
+        # search that made a function of n method calls cost n² here)
+        i = self._next_suffix.get(base, 1)
         while f"{base}_{i}" in self.taken:
             i += 1
         name = f"{base}_{i}"
         self.taken.add(name)
+        self._next_suffix[base] = i + 1
         return name
 
     def guard_name(self, fn: Any) -> str:

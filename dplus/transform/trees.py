@@ -94,6 +94,23 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield n
 
 
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes directly under ``node``, in field order (contexts skipped): what
+    ``ast.iter_child_nodes`` gives, faster."""
+    t = type(node)
+    fields = _WALK_FIELDS.get(t)
+    if fields is None:
+        fields = _node_fields(t)
+    out: list[ast.AST] = []
+    for f in fields:
+        v = getattr(node, f, None)
+        if type(v) is list:
+            out.extend(c for c in v if isinstance(c, _AST))
+        elif isinstance(v, _AST):
+            out.append(v)
+    return out
+
+
 def walk_outside(node: ast.AST, kinds: tuple[type, ...]) -> Iterator[ast.AST]:
     """``node`` and the nodes under it, except those of the types ``kinds`` below ``node``
     and everything under them (in no particular order; contexts skipped)."""

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from ..scopes import METHOD_NAME_HINT
+from ..trees import child_nodes
 
 __all__ = ["ClassStatement", "ClassSyntaxError", "mark_functions_set_as_attributes"]
 
@@ -450,22 +451,6 @@ def _binds_surely(st: ast.stmt) -> set[str]:
     return set()
 
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
-def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
-    """The nodes of one scope's body, not entering the scopes defined inside (their nodes
-    themselves are listed)."""
-    out: list[ast.AST] = []
-    todo: list[ast.AST] = list(body)
-    while todo:
-        n = todo.pop()
-        out.append(n)
-        if not isinstance(n, _SCOPES):
-            todo.extend(ast.iter_child_nodes(n))
-    return out
-
-
 def _set_as_attribute(n: ast.AST) -> ast.expr | None:
     """The value ``n`` stores as an attribute (``obj.name = v``, ``setattr(obj, name, v)``)."""
     if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) for t in n.targets):
@@ -484,20 +469,43 @@ def mark_functions_set_as_attributes(node: ast.FunctionDef | ast.Lambda) -> None
     """Mark (``dp_escapes_as_method``) the nested functions inside ``node`` that are set as
     an attribute (``T.m = lambda self: ...``, ``T.m = m`` of a nested ``def m``): set on a
     class, such a function is a method, called from wherever the class is used, so what it
-    reads of the enclosing function is kept in cells, as for a method of a class statement."""
-    for scope in [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.Lambda))]:
-        body: list[ast.stmt] = (
-            scope.body if isinstance(scope.body, list) else [ast.Expr(value=scope.body)]
-        )
-        own = _own_nodes(body)
-        defs: dict[str, list[ast.FunctionDef]] = {}
-        for n in own:
+    reads of the enclosing function is kept in cells, as for a method of a class statement.
+
+    A ``def m`` counts when it is in the body of the same function (``def`` or lambda) as
+    the statement that sets it, not inside a class or another function there. One walk
+    of the tree, each node with the function whose body holds it (0: none, as in a class
+    body or a function's defaults)."""
+    defs: dict[tuple[int, str], list[ast.FunctionDef]] = {}
+    values: list[tuple[int, ast.expr]] = []  # (owner, the value set as an attribute)
+    todo: list[tuple[ast.AST, int]] = []
+    _enter_function(node, todo)
+    while todo:
+        n, owner = todo.pop()
+        if owner:
             if isinstance(n, ast.FunctionDef):
-                defs.setdefault(n.name, []).append(n)
-        for n in own:
+                defs.setdefault((owner, n.name), []).append(n)
             value = _set_as_attribute(n)
-            if isinstance(value, ast.Lambda):
-                setattr(value, "dp_escapes_as_method", True)  # noqa: B010
-            elif isinstance(value, ast.Name):
-                for d in defs.get(value.id, []):
-                    setattr(d, "dp_escapes_as_method", True)  # noqa: B010
+            if value is not None:
+                values.append((owner, value))
+        if isinstance(n, (ast.FunctionDef, ast.Lambda)):
+            _enter_function(n, todo)
+        else:
+            inner = 0 if isinstance(n, (ast.AsyncFunctionDef, ast.ClassDef)) else owner
+            todo.extend((c, inner) for c in child_nodes(n))
+    for owner, value in values:
+        if isinstance(value, ast.Lambda):
+            setattr(value, "dp_escapes_as_method", True)  # noqa: B010
+        elif isinstance(value, ast.Name):
+            for d in defs.get((owner, value.id), ()):
+                setattr(d, "dp_escapes_as_method", True)  # noqa: B010
+
+
+def _enter_function(fn: ast.FunctionDef | ast.Lambda, todo: list[tuple[ast.AST, int]]) -> None:
+    """Queue ``fn``'s body as its own, and its other parts (parameters, defaults,
+    decorators) as in no function's body."""
+    todo.extend((c, id(fn)) for c in (fn.body if isinstance(fn.body, list) else [fn.body]))
+    todo.append((fn.args, 0))
+    if isinstance(fn, ast.FunctionDef):
+        todo.extend((c, 0) for c in fn.decorator_list)
+        if fn.returns is not None:
+            todo.append((fn.returns, 0))

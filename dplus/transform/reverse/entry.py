@@ -16,6 +16,7 @@ from .syntax import (
     N,
     S,
     _locate,
+    _locate_statements,
     _procresult,
     assign,
     attr,
@@ -177,7 +178,7 @@ class _PlusDef:
         fdef.lineno = fdef.end_lineno = ir.lineno
         fdef.col_offset = fdef.end_col_offset = 0
         if b.top_level:  # one pass over the whole tree, nested plus-functions included
-            _locate(fdef, ir.lineno)
+            (_locate_statements if b.nestable else _locate)(fdef, ir.lineno)
         return fdef
 
     def start_prologue(self) -> None:

@@ -171,7 +171,7 @@ class ExceptionRules(Builder):
         if (
             not isinstance(func, ast.Name)
             or func.id in self.globals
-            or func.id in scope.locals
+            or scope.is_local(func.id)
             or func.id in scope.free
         ):
             return False

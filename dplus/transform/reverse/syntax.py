@@ -308,6 +308,42 @@ def _locate(root: ast.AST, lineno: int) -> None:
                 push((v, line))
 
 
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_STATEMENT_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _locate_statements(root: ast.AST, lineno: int) -> None:
+    """What :func:`_locate` does, for statements and exception handlers only: the code of a
+    nestable build is compiled from its text, and only its statements' lines are read (the
+    map from the text's lines to the source's, ``dplus.show``). A statement's enclosing
+    nodes are statements, handlers and match cases, so each gets the line ``_locate``
+    would give it, without a visit of every expression (most of the tree)."""
+    stack: list[tuple[Any, int]] = [(root, lineno)]
+    pop, push = stack.pop, stack.append
+    kinds = _STATEMENT_FIELDS
+    while stack:
+        node, line = pop()
+        entry = kinds.get(type(node))
+        if entry is None:
+            t = type(node)
+            entry = kinds[t] = (
+                "lineno" in t._attributes,
+                tuple(f for f in _BLOCK_FIELDS if f in t._fields),
+            )
+        positioned, fields = entry
+        d = node.__dict__
+        if positioned:
+            own = d.get("lineno")
+            if own is None:
+                d["lineno"] = d["end_lineno"] = line
+                d["col_offset"] = d["end_col_offset"] = 0
+            else:
+                line = own
+        for f in fields:
+            for c in d.get(f) or ():
+                push((c, line))
+
+
 def _locate_all(stmts: list[ast.stmt], like: ast.AST) -> None:
     """Give statements without a position ``like``'s line; their insides get theirs from
     the single recursive pass over the whole function (``_locate`` in ``build``), as do
