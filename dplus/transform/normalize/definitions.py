@@ -21,6 +21,7 @@ from .generator_expressions import (
     consumers_in,
     names_bound_anywhere,
 )
+from .generator_returns import rewrite_closes, rewrite_returns
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
 from .generator_uses import GeneratorUses
 from .generators_again import (
@@ -89,6 +90,9 @@ def rewrite_definitions(
         functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
         generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
         uses = None
+        names = _Names(node)
+        if generators:
+            rewrite_closes(node, names.fresh)
         if generators or kinds[ast.GeneratorExp]:
             nested: dict[str, list[ast.FunctionDef]] = {}
             for fn in functions:
@@ -108,6 +112,8 @@ def rewrite_definitions(
             )
         if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
             read_once_where_passed(node, module, globals_ or {}, uses)  # type: ignore[arg-type]
+        if generators:
+            rewrite_returns(node, names.fresh, uses.is_builtin)  # type: ignore[union-attr]
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)

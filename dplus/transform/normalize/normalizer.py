@@ -32,6 +32,7 @@ from .exceptions import ExceptionForms
 from .expressions import ExpressionForms
 from .functions import FunctionForms
 from .loops import LoopForms
+from .generator_returns import RETURNS
 from .rewrites import (
     _deepcopy,
     _ModuleNamespaceAccess,
@@ -292,7 +293,12 @@ def normalize_function(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)
     ):
         body = _YieldsToList(
-            namer.fresh("yielded"), name, filename, namer.fresh("raised"), node.lineno
+            namer.fresh("yielded"),
+            name,
+            filename,
+            namer.fresh("raised"),
+            node.lineno,
+            getattr(node, RETURNS, None),
         ).function_body(body)
     refuse_generator_expressions_read_again(body, name, filename)
     boxed = set(scope.boxed) | boxed_from_outside

@@ -43,12 +43,17 @@ class _YieldsToList(ast.NodeTransformer):
     What needs the generator itself is refused: the value of a ``yield`` expression
     (``send``) and a generator's ``return`` value."""
 
-    def __init__(self, out: str, name: str, filename: str, raised: str, line: int) -> None:
+    def __init__(
+        self, out: str, name: str, filename: str, raised: str, line: int, returns: Any = None
+    ) -> None:
         self.out = out
         self.name = name
         self.filename = filename
         self.raised = raised
         self.line = line
+        # what a ``return value`` does (generator_returns.RETURNS): None, refused; "pair",
+        # returns (values, value); "dropped": the value computed, as Python does, not kept
+        self.returns = returns
 
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         start = ast.copy_location(
@@ -57,8 +62,11 @@ class _YieldsToList(ast.NodeTransformer):
             ),
             body[0],
         )
-        new = [self.visit(_deepcopy(st)) for st in body]
-        end = ast.copy_location(ast.Return(value=self._values()), body[-1])
+        new: list[ast.stmt] = []
+        for st in body:
+            done = self.visit(_deepcopy(st))
+            new.extend(done if isinstance(done, list) else [done])
+        end = ast.copy_location(ast.Return(value=self._values(_const(None))), body[-1])
         # an exception the body raises as it runs to completion is refused by name (Python's
         # generator raises it only when read that far: runtime.generator_ops)
         refused = _internal(
@@ -78,8 +86,11 @@ class _YieldsToList(ast.NodeTransformer):
         guarded = ast.Try(body=new, handlers=[handler], orelse=[], finalbody=[])
         return [start, ast.copy_location(guarded, body[0]), end]
 
-    def _values(self) -> ast.expr:
-        """``iter(<out>)``: the generator, once run, over the list of its values."""
+    def _values(self, returned: ast.expr) -> ast.expr:
+        """``iter(<out>)``: the generator, once run, over the list of its values (for a
+        twin that returns its value, ``(<out>, returned)``)."""
+        if self.returns == "pair":
+            return ast.Tuple(elts=[_name(self.out), returned], ctx=ast.Load())
         return ast.Call(func=_name("iter"), args=[_name(self.out)], keywords=[])
 
     def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
@@ -113,12 +124,17 @@ class _YieldsToList(ast.NodeTransformer):
             return self._collect("extend", values, node)
         return self.generic_visit(node)
 
-    def visit_Return(self, node: ast.Return) -> ast.Return:
-        if node.value is not None and not (
-            isinstance(node.value, ast.Constant) and node.value.value is None
-        ):
+    def visit_Return(self, node: ast.Return) -> ast.stmt | list[ast.stmt]:
+        value = node.value
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return ast.copy_location(ast.Return(value=self._values(_const(None))), node)
+        if self.returns is None:
             raise self._refuse(node, "a generator's return value")
-        return ast.copy_location(ast.Return(value=self._values()), node)
+        value = self.visit(value)
+        if self.returns == "pair":
+            return ast.copy_location(ast.Return(value=self._values(value)), node)
+        computed = ast.copy_location(ast.Expr(value=value), node)
+        return [computed, ast.copy_location(ast.Return(value=self._values(value)), node)]
 
     def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> ast.AST:
         raise self._refuse(node, "the value of a yield expression (generator.send)")
