@@ -21,7 +21,8 @@ from .generator_expressions import (
     consumers_in,
     names_bound_anywhere,
 )
-from .generator_returns import rewrite_closes, rewrite_returns
+from .generator_limits import LIMIT, values_read_at_most
+from .generator_returns import generators_bound_once, rewrite_closes, rewrite_returns
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
 from .generator_uses import GeneratorUses
 from .generators_again import (
@@ -92,6 +93,7 @@ def rewrite_definitions(
         uses = None
         names = _Names(node)
         if generators:
+            _limit_endless_generators(node, generators, globals_ or {})
             rewrite_closes(node, names.fresh)
         if generators or kinds[ast.GeneratorExp]:
             nested: dict[str, list[ast.FunctionDef]] = {}
@@ -100,7 +102,7 @@ def rewrite_definitions(
             bound = names_bound_anywhere(node)
             uses = GeneratorUses(node, nested, globals_ or {}, module, bound, qualname, filename)
         for gen in generators:
-            if endless(gen):
+            if endless(gen) and getattr(gen, LIMIT, None) is None:
                 raise refused_endless(gen, qualname, filename)
             uses.refuse_read_later(gen)  # type: ignore[union-attr]
         lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
@@ -135,6 +137,24 @@ def rewrite_definitions(
         )
     except (GeneratorSyntaxError, ClassSyntaxError) as e:
         raise _refusal(e, filename) from None
+
+
+def _limit_endless_generators(
+    node: ast.AST, generators: list[ast.FunctionDef], globals_: dict
+) -> None:
+    """Mark (``LIMIT``) each endless generator function with the most values a making of it
+    can give out, where that is known (:mod:`.generator_limits`)."""
+    endless_ones = [g for g in generators if endless(g)]
+    if not endless_ones:
+        return
+    parents = {id(c): n for n in walk(node) for c in ast.iter_child_nodes(n)}
+    once = generators_bound_once(node)
+    bound = names_bound_anywhere(node)
+    for gen in endless_ones:
+        if once.get(gen.name) is gen:
+            most = values_read_at_most(gen, node, parents, globals_, bound)
+            if most is not None:
+                setattr(gen, LIMIT, most)
 
 
 _LAZY_BUILTINS = ("zip", "enumerate", "reversed", "map", "filter")

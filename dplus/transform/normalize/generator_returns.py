@@ -29,7 +29,7 @@ from collections.abc import Callable
 from ..trees import walk
 from .generator_syntax import is_generator_function
 
-__all__ = ["RETURNS", "rewrite_closes", "rewrite_returns"]
+__all__ = ["RETURNS", "generators_bound_once", "rewrite_closes", "rewrite_returns"]
 
 RETURNS = "dp_generator_returns"
 
@@ -46,7 +46,7 @@ def rewrite_returns(
 ) -> None:
     """The return values of ``node``'s generator functions, in place (module docstring)."""
     parents = {id(c): n for n in walk(node) for c in ast.iter_child_nodes(n)}
-    for gen in _generators_bound_once(node).values():
+    for gen in generators_bound_once(node).values():
         if _returns_a_value(gen) and _return_value_unseen(gen, node, parents, is_builtin):
             _give_the_value_to_yield_from(gen, node, parents, fresh)
 
@@ -54,7 +54,7 @@ def rewrite_returns(
 def rewrite_closes(node: ast.FunctionDef | ast.Lambda, fresh: Callable[[str], str]) -> None:
     """The ``close()`` statements of ``node``'s generators, in place (module docstring)."""
     parents = {id(c): n for n in walk(node) for c in ast.iter_child_nodes(n)}
-    _closes_as_taking_the_rest(node, _generators_bound_once(node), parents, fresh)
+    _closes_as_taking_the_rest(node, generators_bound_once(node), parents, fresh)
 
 
 def _own_nodes(fn: ast.FunctionDef) -> list[ast.AST]:
@@ -69,7 +69,7 @@ def _own_nodes(fn: ast.FunctionDef) -> list[ast.AST]:
     return out
 
 
-def _generators_bound_once(node: ast.AST) -> dict[str, ast.FunctionDef]:
+def generators_bound_once(node: ast.AST) -> dict[str, ast.FunctionDef]:
     """The generator functions of ``node`` whose name nothing else binds."""
     defs: dict[str, list[ast.AST]] = {}
     for n in walk(node):

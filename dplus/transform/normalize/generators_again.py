@@ -303,8 +303,10 @@ def refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSy
     err = UnsupportedSyntaxError(
         f"the generator function {name!r} in {qualname!r} ({filename}, line {line if line else '?'}) has a "
         "`while True` loop: at a higher order of differentiation (hessian, grad of grad) dplus runs a "
-        "generator to completion into a list, and this one may never end. Give the loop a condition "
-        "that ends it, or take the values as a list"
+        "generator where it is made, until it has yielded as many values as its readers can take, and "
+        "here that number is not known before it runs (it is known for next(it) calls outside loops "
+        "on a variable bound once, itertools.islice(gen(), k), and zip with a list display). "
+        "Give the loop a condition that ends it, or read the generator in one of those ways"
     )
     err.filename = filename
     err.lineno = line

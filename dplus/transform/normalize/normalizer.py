@@ -32,6 +32,7 @@ from .exceptions import ExceptionForms
 from .expressions import ExpressionForms
 from .functions import FunctionForms
 from .loops import LoopForms
+from .generator_limits import LIMIT
 from .generator_returns import RETURNS
 from .rewrites import (
     _deepcopy,
@@ -299,6 +300,7 @@ def normalize_function(
             namer.fresh("raised"),
             node.lineno,
             getattr(node, RETURNS, None),
+            getattr(node, LIMIT, None),
         ).function_body(body)
     refuse_generator_expressions_read_again(body, name, filename)
     boxed = set(scope.boxed) | boxed_from_outside

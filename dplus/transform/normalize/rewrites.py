@@ -44,7 +44,14 @@ class _YieldsToList(ast.NodeTransformer):
     (``send``) and a generator's ``return`` value."""
 
     def __init__(
-        self, out: str, name: str, filename: str, raised: str, line: int, returns: Any = None
+        self,
+        out: str,
+        name: str,
+        filename: str,
+        raised: str,
+        line: int,
+        returns: Any = None,
+        limit: int | None = None,
     ) -> None:
         self.out = out
         self.name = name
@@ -54,6 +61,7 @@ class _YieldsToList(ast.NodeTransformer):
         # what a ``return value`` does (generator_returns.RETURNS): None, refused; "pair",
         # returns (values, value); "dropped": the value computed, as Python does, not kept
         self.returns = returns
+        self.limit = limit  # (generator_limits.LIMIT: the most values a reader takes)
 
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         start = ast.copy_location(
@@ -83,6 +91,8 @@ class _YieldsToList(ast.NodeTransformer):
             name=self.raised,
             body=[ast.copy_location(ast.Expr(value=refused), body[0])],
         )
+        if self.limit == 0:  # (no reader takes a value: Python's never runs the body)
+            new = [ast.copy_location(ast.Return(value=self._values(_const(None))), body[0])]
         guarded = ast.Try(body=new, handlers=[handler], orelse=[], finalbody=[])
         return [start, ast.copy_location(guarded, body[0]), end]
 
@@ -112,17 +122,34 @@ class _YieldsToList(ast.NodeTransformer):
         )
         return ast.copy_location(ast.Expr(value=call), like)
 
-    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+    def visit_Expr(self, node: ast.Expr) -> Any:
         v = node.value
         if isinstance(v, ast.Yield):
-            return self._collect(
-                "append", self.visit(v.value) if v.value is not None else _const(None), node
+            return self._limited(
+                self._collect(
+                    "append", self.visit(v.value) if v.value is not None else _const(None), node
+                )
             )
         if isinstance(v, ast.YieldFrom):
             # (list(): a generator's values there are an iterator, which list() takes)
             values = ast.Call(func=_name("list"), args=[self.visit(v.value)], keywords=[])
-            return self._collect("extend", values, node)
+            return self._limited(self._collect("extend", values, node))
         return self.generic_visit(node)
+
+    def _limited(self, collect: ast.Expr) -> ast.stmt | list[ast.stmt]:
+        """``collect``, then, for a generator no reader takes more than ``limit`` values of
+        (an endless one: generator_limits), a return once it has yielded them."""
+        if self.limit is None:
+            return collect
+        enough = ast.Compare(
+            left=ast.Call(func=_name("len"), args=[_name(self.out)], keywords=[]),
+            ops=[ast.GtE()],
+            comparators=[_const(self.limit)],
+        )
+        stop = ast.If(test=enough, body=[ast.Return(value=self._values(_const(None)))], orelse=[])
+        ast.copy_location(stop, collect)
+        ast.fix_missing_locations(stop)
+        return [collect, stop]
 
     def visit_Return(self, node: ast.Return) -> ast.stmt | list[ast.stmt]:
         value = node.value
