@@ -68,9 +68,9 @@ def _taken_from(
     bound: set[str],
 ) -> int | None:
     def is_builtin(name: str) -> bool:
-        return name not in bound and globals_.get(
-            name, getattr(builtins, name, None)
-        ) is getattr(builtins, name, None)
+        return name not in bound and globals_.get(name, getattr(builtins, name, None)) is getattr(
+            builtins, name, None
+        )
 
     p = parents.get(id(call))
     if isinstance(p, ast.Call) and p.args and call in p.args:

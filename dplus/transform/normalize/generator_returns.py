@@ -82,11 +82,13 @@ def generators_bound_once(node: ast.AST) -> dict[str, ast.FunctionDef]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             for name in n.names:
                 defs.setdefault(name, []).append(n)
-    return {
-        name: found[0]
-        for name, found in defs.items()
-        if len(found) == 1 and found[0] is not node and is_generator_function(found[0])
-    }  # type: ignore[misc]
+    out: dict[str, ast.FunctionDef] = {}
+    for name, found in defs.items():
+        only = found[0]
+        if len(found) == 1 and only is not node and isinstance(only, ast.FunctionDef):
+            if is_generator_function(only):
+                out[name] = only
+    return out
 
 
 def _returns_a_value(gen: ast.FunctionDef) -> bool:
@@ -143,7 +145,7 @@ def _return_value_unseen(
 def _give_the_value_to_yield_from(
     gen: ast.FunctionDef, node: ast.AST, parents: dict, fresh: Callable[[str], str]
 ) -> None:
-    setattr(gen, RETURNS, "dropped")  # noqa: B010
+    setattr(gen, RETURNS, "dropped")
     assigns = [
         q
         for call in _calls_of(gen.name, node, parents) or ()
@@ -154,7 +156,7 @@ def _give_the_value_to_yield_from(
         return
     twin = copy.deepcopy(gen)
     twin.name = fresh(gen.name + "_returning")
-    setattr(twin, RETURNS, "pair")  # noqa: B010
+    setattr(twin, RETURNS, "pair")
     _insert_after(gen, twin, parents)
     for st in assigns:
         value = st.value

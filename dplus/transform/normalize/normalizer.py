@@ -31,9 +31,9 @@ from .core import (
 from .exceptions import ExceptionForms
 from .expressions import ExpressionForms
 from .functions import FunctionForms
-from .loops import LoopForms
 from .generator_limits import LIMIT
 from .generator_returns import RETURNS
+from .loops import LoopForms
 from .rewrites import (
     _deepcopy,
     _ModuleNamespaceAccess,

@@ -1,0 +1,251 @@
+"""Generators read lazily, differentiated again (issues #20, #28; stop 39).
+
+At a higher order a generator runs where it is made (``rewrites._YieldsToList``). Three
+things a lazily read generator shows are right there now, each checked against central
+differences of the first derivative on several inputs:
+
+- a ``return`` value read by ``r = yield from gen()`` (``generator_returns``: a twin that
+  returns its values and the value), with the other calls of ``gen`` read by ``sum``, a loop;
+- ``it.close()`` of a generator with no ``try`` (its remaining values taken, unread);
+- an endless generator (``while True``) whose readers can take at most ``n`` values, known
+  before it runs (``generator_limits``: it stops after ``n`` yields).
+
+Where the program could see more (``StopIteration.value``, a generator given to a function,
+a ``finally`` that ``close`` runs, ``next`` in a loop) it stays refused by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+
+import pytest
+from path_helpers import check_first_order, check_second_order
+
+import dplus
+from dplus.errors import DplusError
+
+
+def return_value_by_yield_from(x):
+    def gen(n):
+        v = math.sin(x) * 1.5
+        yield v
+        return v * x
+
+    def inner():
+        w = yield from gen(0)
+        yield w + x * x
+        yield from (x * i for i in range(2))
+
+    return sum(inner())
+
+
+def return_value_dropped(x):
+    def gen(n):
+        v = x * n
+        yield v
+        yield v * x
+        return v * 3.0  # (computed, as Python does; sum and the loop drop it)
+
+    total = sum(gen(2))
+    for u in gen(3):
+        total += u * u
+    return total
+
+
+def return_values_nested(x):
+    def deep():
+        yield x
+        return x * x
+
+    def mid():
+        a = yield from deep()
+        yield a * 2.0
+        return a + x
+
+    def top():
+        b = yield from mid()
+        yield b * x
+
+    return sum(top())
+
+
+def closed_after_next(x):
+    def gen(n):
+        v = x * 0.5
+        for i in range(n):
+            yield v + i
+            v = v * x
+
+    it = gen(5)
+    acc = sum(itertools.islice(gen(9), 3)) + next(it) * next(it)
+    it.close()
+    return acc + sum(it)  # (Python: 0.0, the generator is closed)
+
+
+def endless_by_next(x):
+    def gen(n):
+        v = math.sin(x)
+        while True:
+            yield v
+            v = v * 0.5 + x * x
+
+    it = gen(0)
+    return next(it) + next(it) * next(it)
+
+
+def endless_by_islice_and_zip(x):
+    def gen():
+        v = x
+        k = 0
+        while True:
+            k += 1
+            yield v * k
+            v = math.tanh(v) + x
+
+    a = sum(itertools.islice(gen(), 3))
+    return a + sum(p * q for p, q in zip(gen(), [1.0, 2.0]))
+
+
+def endless_closed(x):
+    def gen():
+        v = x
+        while True:
+            yield v
+            v = v * x
+
+    it = gen()
+    a = next(it) * 2.0
+    it.close()
+    return a + next(it, 0.5)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        return_value_by_yield_from,
+        return_value_dropped,
+        return_values_nested,
+        closed_after_next,
+        endless_by_next,
+        endless_by_islice_and_zip,
+        endless_closed,
+    ],
+)
+@pytest.mark.parametrize("x", [0.3, -1.1])
+def test_read_lazily_at_the_second_order(f, x):
+    check_first_order(f, x)
+    check_second_order(f, x)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DPLUS_SLOW_TESTS"), reason="about 8 s; the limit's code path is in CI"
+)
+def test_an_endless_generator_taken_by_next_at_the_third_order():
+    second = dplus.grad1(dplus.grad1(endless_by_next))
+    eps = 1e-4
+    fd = (second(0.4 + eps) - second(0.4 - eps)) / (2 * eps)
+    assert dplus.grad1(dplus.grad1(dplus.grad1(endless_by_next)))(0.4) == pytest.approx(
+        fd, rel=1e-5
+    )
+
+
+def stop_iteration_value(x):
+    def gen():
+        yield x
+        return x * x
+
+    it = gen()
+    a = next(it)
+    try:
+        next(it)
+    except StopIteration as e:
+        a = a + (e.value or 0.0)
+    return a
+
+
+def return_value_given_to_a_function(x):
+    def gen():
+        yield x
+        return x * x
+
+    def take(g):
+        return sum(g)
+
+    return take(gen())
+
+
+def close_runs_a_finally(x):
+    def gen():
+        try:
+            yield x
+            yield x * x
+        finally:
+            pass
+
+    it = gen()
+    a = next(it)
+    it.close()
+    return a
+
+
+def endless_next_in_a_loop(x):
+    def gen():
+        v = x
+        while True:
+            yield v
+            v = v * x
+
+    it = gen()
+    t = 0.0
+    for _ in range(3):
+        t += next(it)
+    return t
+
+
+def endless_read_by_a_loop(x):
+    def gen():
+        v = x
+        while True:
+            yield v
+            v = v * x
+
+    t = 0.0
+    for w in gen():
+        t += w
+        if t > 0.5:
+            break
+    return t
+
+
+def endless_next_in_a_nested_function(x):
+    def gen():
+        v = x
+        while True:
+            yield v
+            v = v * x
+
+    it = gen()
+
+    def take():
+        return next(it)
+
+    return take() + take()
+
+
+@pytest.mark.parametrize(
+    "f, what",
+    [
+        (stop_iteration_value, "return value"),
+        (return_value_given_to_a_function, "return value"),
+        (close_runs_a_finally, "close"),
+        (endless_next_in_a_loop, "while True"),
+        (endless_read_by_a_loop, "while True"),
+        (endless_next_in_a_nested_function, "while True"),
+    ],
+)
+def test_what_the_program_could_see_is_refused_by_name(f, what):
+    with pytest.raises(DplusError, match=what) as info:
+        dplus.grad1(dplus.grad1(f))(0.6)
+    assert "'gen'" in str(info.value) or "generator" in str(info.value)
