@@ -1,6 +1,6 @@
 """Generators read lazily, differentiated again (issues #20, #28; stop 39).
 
-At a higher order a generator runs where it is made (``rewrites._YieldsToList``). Three
+At a higher order a generator runs where it is made (``rewrites._YieldsToList``). Four
 things a lazily read generator shows are right there now, each checked against central
 differences of the first derivative on several inputs:
 
@@ -8,7 +8,10 @@ differences of the first derivative on several inputs:
   returns its values and the value), with the other calls of ``gen`` read by ``sum``, a loop;
 - ``it.close()`` of a generator with no ``try`` (its remaining values taken, unread);
 - an endless generator (``while True``) whose readers can take at most ``n`` values, known
-  before it runs (``generator_limits``: it stops after ``n`` yields).
+  before it runs (``generator_limits``: it stops after ``n`` yields);
+- a variable the generator reads bound again before its making or after its last read, when
+  it is kept in one variable read only by ``next``, a ``for`` loop and ``close`` outside loops
+  (``GeneratorUses.read_windows``).
 
 Where the program could see more (``StopIteration.value``, a generator given to a function,
 a ``finally`` that ``close`` runs, ``next`` in a loop) it stays refused by name.
@@ -121,9 +124,42 @@ def endless_closed(x):
     return a + next(it, 0.5)
 
 
+def rebound_after_the_last_read(x):
+    y = x * 0.5
+
+    def gen(n):
+        v = y * y
+        for i in range(n):
+            yield v * i + y
+            v = math.tanh(v) + x
+
+    it = gen(6)
+    acc = next(it)
+    for w in it:
+        acc = acc + w * 0.5
+        if acc > 1.0:
+            break
+    y = acc * 3.0  # (after the last read of it: Python's generator never runs again)
+    return acc + y * x
+
+
+def rebound_before_the_making(x):
+    y = x
+
+    def gen():
+        yield y * y
+        yield y * x
+
+    y = y * 2.0  # (before the making: Python's generator reads this y too)
+    it = gen()
+    return next(it) + next(it) * 2.0
+
+
 @pytest.mark.parametrize(
     "f",
     [
+        rebound_after_the_last_read,
+        rebound_before_the_making,
         return_value_by_yield_from,
         return_value_dropped,
         return_values_nested,
@@ -234,9 +270,37 @@ def endless_next_in_a_nested_function(x):
     return take() + take()
 
 
+def rebound_while_read_by_a_loop(x):
+    y = x
+
+    def gen():
+        for i in range(4):
+            yield y * i
+
+    acc = 0.0
+    it = gen()
+    for w in it:
+        acc += w
+        y = acc  # (Python's generator reads this y for its next value)
+    return acc
+
+
+def rebound_on_the_making_line(x):
+    y = x
+
+    def gen():
+        yield y
+        yield y * y
+
+    it = gen(); y = 2.0 * x  # noqa: E702  # fmt: skip
+    return next(it) + next(it)
+
+
 @pytest.mark.parametrize(
     "f, what",
     [
+        (rebound_while_read_by_a_loop, "may bind again"),
+        (rebound_on_the_making_line, "may bind again"),
         (stop_iteration_value, "return value"),
         (return_value_given_to_a_function, "return value"),
         (close_runs_a_finally, "close"),

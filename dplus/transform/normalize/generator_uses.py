@@ -179,6 +179,85 @@ class GeneratorUses:
     def read_at_once_everywhere(self, gen: ast.FunctionDef) -> bool:
         return not self._later_uses(gen)
 
+    def read_windows(self, gen: ast.FunctionDef, fn: ast.AST) -> list[tuple[int, int]] | None:
+        """For each making of ``gen`` not read at once: its line and the last line of the last
+        statement that reads it, when it is ``it = gen(...)`` in ``fn`` (outside loops), with
+        ``it`` bound nowhere else and read only by ``next(it)``, ``for ... in it`` and
+        ``it.close()`` in ``fn``, outside loops: the only times its values are made. None
+        where a making is read otherwise (kept elsewhere, given to a function, in a loop)."""
+        windows = []
+        for n in self._later_uses(gen):
+            call = self.parents.get(id(n))
+            made = self.parents.get(id(call))
+            if not (
+                isinstance(call, ast.Call)
+                and call.func is n
+                and isinstance(made, ast.Assign)
+                and len(made.targets) == 1
+                and isinstance(made.targets[0], ast.Name)
+                and self._outside_loops_of(made, fn)
+            ):
+                return None
+            last = self._last_read_of(made.targets[0], fn)
+            if last is None:
+                return None
+            windows.append((made.lineno, max(last, made.end_lineno or made.lineno)))
+        return windows
+
+    def _outside_loops_of(self, n: ast.AST, fn: ast.AST) -> bool:
+        """Whether ``n`` is in ``fn``'s own body and runs at most once per call of it (in no
+        loop or comprehension of ``fn``; the iterable of a ``for`` runs once)."""
+        child, p = n, self.parents.get(id(n))
+        while p is not None and p is not fn:
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(
+                p, (ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+            ):
+                return False
+            if isinstance(p, (ast.For, ast.AsyncFor)) and child is not p.iter:
+                return False
+            child, p = p, self.parents.get(id(p))
+        return p is fn
+
+    def _last_read_of(self, target: ast.Name, fn: ast.AST) -> int | None:
+        """The last line of the last statement reading ``target.id`` (see ``read_windows``)."""
+        name, last = target.id, 0
+        for m in walk(self.node):
+            if isinstance(m, ast.arg) and m.arg == name:
+                return None
+            if isinstance(m, (ast.Global, ast.Nonlocal)) and name in m.names:
+                return None
+            if not isinstance(m, ast.Name) or m.id != name or m is target:
+                continue
+            p = self.parents.get(id(m))
+            q = self.parents.get(id(p))
+            read = isinstance(m.ctx, ast.Load) and (
+                (isinstance(p, ast.For) and p.iter is m)
+                or (
+                    isinstance(p, ast.Call)
+                    and isinstance(p.func, ast.Name)
+                    and p.func.id == "next"
+                    and self.is_builtin("next")
+                    and p.args[:1] == [m]
+                    and not p.keywords
+                )
+                or (
+                    isinstance(p, ast.Attribute)
+                    and p.attr == "close"
+                    and isinstance(q, ast.Call)
+                    and q.func is p
+                    and isinstance(self.parents.get(id(q)), ast.Expr)
+                )
+            )
+            if not read or not self._outside_loops_of(m, fn):
+                return None
+            st: ast.AST | None = m
+            while st is not None and not isinstance(st, ast.stmt):
+                st = self.parents.get(id(st))
+            last = max(last, getattr(st, "end_lineno", None) or 0)
+        return last
+
     def reads_through_calls(self, gen: ast.AST) -> list[ast.Name]:
         """The names ``gen`` reads from outside, and those the functions of the
         differentiated function it calls (by name, at any depth) read from outside."""

@@ -103,11 +103,14 @@ def refuse_generators_reading_rebound_variables(
             if is_generator_function(gen):
                 if uses is not None and uses.read_at_once_everywhere(gen):
                     continue
+                windows = None if uses is None or gen is not outer else uses.read_windows(gen, fn)
                 _refuse_reads_changed_after(
                     gen,
                     fn,
                     defined_at,
-                    found.may_change_after,
+                    found.may_change_after
+                    if windows is None
+                    else functools.partial(_bound_while_read, found, windows),
                     qualname,
                     filename,
                     None if uses is None else uses.reads_through_calls(gen),
@@ -201,6 +204,17 @@ class _Bindings:
             if _after(((at, loops),), line):
                 return at
         return None
+
+
+def _bound_while_read(
+    found: _Bindings, windows: list[tuple[int, int]], name: str, line: int
+) -> bool:
+    """Whether ``name`` may be bound between a making of the generator and its last read
+    (``GeneratorUses.read_windows``: neither in a loop, so a binding runs between them only
+    on a line between them; a ``nonlocal`` of another function may run at any time)."""
+    if name in found.always:
+        return True
+    return any(m <= b <= last for b, _ in found.bindings.get(name, ()) for m, last in windows)
 
 
 def _bound_later(found: _Bindings, read_before: bool, name: str, line: int) -> bool:
