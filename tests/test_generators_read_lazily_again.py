@@ -155,9 +155,32 @@ def rebound_before_the_making(x):
     return next(it) + next(it) * 2.0
 
 
+def delegated_then_rebound(x):
+    y = x * 0.5
+
+    def gen():
+        v = y + 1.0
+        yield v
+        return v * x
+
+    def outer():
+        w = yield from gen()  # (read to its end while outer is, by sum: at once)
+        yield w * y
+
+    total = sum(outer())
+
+    def reset():
+        nonlocal y
+        y = 0.75  # (never called; its nonlocal write is an effect of the function)
+
+    y = total * x
+    return total + y
+
+
 @pytest.mark.parametrize(
     "f",
     [
+        delegated_then_rebound,
         rebound_after_the_last_read,
         rebound_before_the_making,
         return_value_by_yield_from,
@@ -296,9 +319,26 @@ def rebound_on_the_making_line(x):
     return next(it) + next(it)
 
 
+def delegated_and_read_later(x):
+    y = x
+
+    def gen():
+        yield y * y
+
+    def outer():
+        yield from gen()
+        yield y
+
+    it = outer()
+    a = next(it)
+    y = 2.0 * x  # (Python's outer reads this y for its second value)
+    return a + next(it)
+
+
 @pytest.mark.parametrize(
     "f, what",
     [
+        (delegated_and_read_later, "may bind again"),
         (rebound_while_read_by_a_loop, "may bind again"),
         (rebound_on_the_making_line, "may bind again"),
         (stop_iteration_value, "return value"),

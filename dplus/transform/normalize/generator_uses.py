@@ -72,6 +72,7 @@ class GeneratorUses:
             ):
                 self.nested.setdefault(n.targets[0].id, []).append(n.value)
         self._effects: dict[int, list[Effect]] = {}
+        self._delegating: set[int] = set()  # (generators whose yield from is being asked about)
         self.modules = {
             name
             for name, value in globals_.items()
@@ -100,6 +101,8 @@ class GeneratorUses:
             and not p.keywords
         ):
             return self.read_at_once(p)
+        if isinstance(p, ast.YieldFrom) and p.value is e:
+            return self._delegated_at_once(p)
         if isinstance(p, ast.comprehension) and p.iter is e:
             comp = self.parents.get(id(p))
             if not isinstance(comp, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
@@ -110,6 +113,22 @@ class GeneratorUses:
                 return False
             return not isinstance(comp, ast.GeneratorExp) or self.read_at_once(comp)
         return False
+
+    def _delegated_at_once(self, y: ast.YieldFrom) -> bool:
+        """``yield from e`` reads ``e`` to its end while the generator function around it
+        runs; that is at once when every call of that function is read at once (nothing of
+        the program but its own body runs until it ends, in Python's order)."""
+        around = self.enclosing(y)
+        g = around[0] if around else None
+        if not isinstance(g, ast.FunctionDef) or g is self.node or id(g) in self._delegating:
+            return False
+        if len(self.nested.get(g.name, ())) != 1:
+            return False
+        self._delegating.add(id(g))
+        try:
+            return not self._later_uses(g)
+        finally:
+            self._delegating.discard(id(g))
 
     def enclosing(self, n: ast.AST) -> list[ast.AST]:
         """The functions around ``n``, innermost first, up to ``node``."""
