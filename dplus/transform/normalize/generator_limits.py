@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..trees import walk
+from .generator_returns import binds_otherwise
 
 __all__ = ["LIMIT", "values_read_at_most"]
 
@@ -142,9 +143,7 @@ def _next_calls_of(
     count = 0
     where = _function_of(made, parents)
     for n in walk(node):
-        if isinstance(n, ast.arg) and n.arg == name:
-            return None
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+        if binds_otherwise(n, name):
             return None
         if not (isinstance(n, ast.Name) and n.id == name):
             continue

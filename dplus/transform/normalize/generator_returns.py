@@ -29,7 +29,13 @@ from collections.abc import Callable
 from ..trees import walk
 from .generator_syntax import is_generator_function
 
-__all__ = ["RETURNS", "generators_bound_once", "rewrite_closes", "rewrite_returns"]
+__all__ = [
+    "RETURNS",
+    "binds_otherwise",
+    "generators_bound_once",
+    "rewrite_closes",
+    "rewrite_returns",
+]
 
 RETURNS = "dp_generator_returns"
 
@@ -57,6 +63,25 @@ def rewrite_closes(node: ast.FunctionDef | ast.Lambda, fresh: Callable[[str], st
     _closes_as_taking_the_rest(node, generators_bound_once(node), parents, fresh)
 
 
+def binds_otherwise(n: ast.AST, name: str) -> bool:
+    """Whether ``n`` binds (or declares) ``name`` other than as a ``Name`` target: a
+    parameter, ``global``/``nonlocal``, ``except ... as``, an import, a ``def``/``class``,
+    a capture pattern of ``match``."""
+    if isinstance(n, ast.arg):
+        return n.arg == name
+    if isinstance(n, (ast.Global, ast.Nonlocal)):
+        return name in n.names
+    if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return n.name == name
+    if isinstance(n, ast.MatchMapping):
+        return n.rest == name
+    if isinstance(n, ast.alias):
+        return (n.asname or n.name.split(".")[0]) == name
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return n.name == name
+    return False
+
+
 def _own_nodes(fn: ast.FunctionDef) -> list[ast.AST]:
     """The nodes of ``fn``'s body outside the functions and classes nested in it."""
     out: list[ast.AST] = []
@@ -82,6 +107,10 @@ def generators_bound_once(node: ast.AST) -> dict[str, ast.FunctionDef]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             for name in n.names:
                 defs.setdefault(name, []).append(n)
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+            defs.setdefault(n.name, []).append(n)
+        elif isinstance(n, ast.alias):
+            defs.setdefault(n.asname or n.name.split(".")[0], []).append(n)
     out: dict[str, ast.FunctionDef] = {}
     for name, found in defs.items():
         only = found[0]
@@ -214,9 +243,7 @@ def _closes_as_taking_the_rest(
 def _bound_only_to_generators(name: str, node: ast.AST, parents: dict, gens: set[str]) -> bool:
     bindings = 0
     for n in walk(node):
-        if isinstance(n, ast.arg) and n.arg == name:
-            return False
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+        if binds_otherwise(n, name):
             return False
         if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
             st = parents.get(id(n))

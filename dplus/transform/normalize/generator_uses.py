@@ -26,6 +26,7 @@ from .generator_effects import (
     first_effect,
 )
 from .generator_expressions import consumers_in
+from .generator_returns import binds_otherwise
 
 __all__ = ["GeneratorUses", "as_generator_function", "outside_reads", "described", "refused_effect"]
 
@@ -243,9 +244,7 @@ class GeneratorUses:
         """The last line of the last statement reading ``target.id`` (see ``read_windows``)."""
         name, last = target.id, 0
         for m in walk(self.node):
-            if isinstance(m, ast.arg) and m.arg == name:
-                return None
-            if isinstance(m, (ast.Global, ast.Nonlocal)) and name in m.names:
+            if binds_otherwise(m, name):
                 return None
             if not isinstance(m, ast.Name) or m.id != name or m is target:
                 continue
