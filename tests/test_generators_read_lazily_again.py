@@ -177,9 +177,31 @@ def delegated_then_rebound(x):
     return total + y
 
 
+def nonlocal_written_after_the_reads(x):
+    v = x * 0.5
+
+    def g(u):
+        nonlocal v
+
+        def gen():
+            w = math.sin(x)
+            while True:
+                yield w
+                w = w * 0.5 + math.tanh(v)
+
+        it = gen()
+        acc = next(it) + next(it) * next(it)
+        v = u * acc  # (after the generator's last read)
+        return acc
+
+    a = g(x)
+    return a + v * x
+
+
 @pytest.mark.parametrize(
     "f",
     [
+        nonlocal_written_after_the_reads,
         delegated_then_rebound,
         rebound_after_the_last_read,
         rebound_before_the_making,
@@ -335,9 +357,50 @@ def delegated_and_read_later(x):
     return a + next(it)
 
 
+def nonlocal_written_while_read(x):
+    v = x * 0.5
+
+    def g(u):
+        nonlocal v
+
+        def gen():
+            w = math.sin(x)
+            while True:
+                yield w
+                w = w * 0.5 + math.tanh(v)
+
+        it = gen()
+        acc = next(it)
+        v = u * acc  # (Python's generator reads this v for its next values)
+        return acc + next(it) * next(it)
+
+    return g(x) + v * x
+
+
+def written_by_a_call_while_read(x):
+    v = x * 0.5
+
+    def bump():
+        nonlocal v
+        v = v * 2.0
+
+    def gen():
+        w = x
+        while True:
+            yield w
+            w = w * v
+
+    it = gen()
+    a = next(it)
+    bump()
+    return a + next(it)
+
+
 @pytest.mark.parametrize(
     "f, what",
     [
+        (nonlocal_written_while_read, "writes the nonlocal variable 'v'"),
+        (written_by_a_call_while_read, "calls bump"),
         (delegated_and_read_later, "may bind again"),
         (rebound_while_read_by_a_loop, "may bind again"),
         (rebound_on_the_making_line, "may bind again"),

@@ -168,21 +168,32 @@ class GeneratorUses:
         return {name for name, only in made.items() if only}
 
     def first_change_after(
-        self, making: ast.AST, reads: set[str], generators: frozenset[str] | set[str] = frozenset()
+        self,
+        making: ast.AST,
+        reads: set[str],
+        generators: frozenset[str] | set[str] = frozenset(),
+        until: int | None = None,
     ) -> tuple[Effect, ast.AST] | None:
         """An effect of the program's code that may run after ``making`` (later in its
         function, in a loop around it, or after the function around it is defined), not on a
-        container of that function no one else can reach; with the function it is in."""
+        container of that function no one else can reach; with the function it is in. With
+        ``until`` (the last line that reads the generator, :meth:`window_of`): only the
+        effects of the function around the making up to that line (what runs after it, or
+        outside that function's run, runs when no value is made any more)."""
         here: ast.AST = making
         for fn in self.enclosing(making):
             start = _region_start(here, fn, self.parents)
             private = _private_containers(fn, reads, self.modules)
             for effect in self.effects_of(fn):
                 line = getattr(effect.node, "lineno", 0)
+                if until is not None and line > until:
+                    continue
                 if line >= start and effect.changes not in private:
                     if effect.changes in generators and _generator_method(effect.node):
                         continue
                     return effect, fn
+            if until is not None:
+                return None
             here = fn
         return None
 
@@ -207,22 +218,30 @@ class GeneratorUses:
         where a making is read otherwise (kept elsewhere, given to a function, in a loop)."""
         windows = []
         for n in self._later_uses(gen):
-            call = self.parents.get(id(n))
-            made = self.parents.get(id(call))
-            if not (
-                isinstance(call, ast.Call)
-                and call.func is n
-                and isinstance(made, ast.Assign)
-                and len(made.targets) == 1
-                and isinstance(made.targets[0], ast.Name)
-                and self._outside_loops_of(made, fn)
-            ):
+            window = self.window_of(n, fn)
+            if window is None:
                 return None
-            last = self._last_read_of(made.targets[0], fn)
-            if last is None:
-                return None
-            windows.append((made.lineno, max(last, made.end_lineno or made.lineno)))
+            windows.append(window)
         return windows
+
+    def window_of(self, n: ast.Name, fn: ast.AST) -> tuple[int, int] | None:
+        """The lines from the making ``n(...)`` in ``fn`` to the end of its last read (see
+        :meth:`read_windows`); None if it is not read so."""
+        call = self.parents.get(id(n))
+        made = self.parents.get(id(call))
+        if not (
+            isinstance(call, ast.Call)
+            and call.func is n
+            and isinstance(made, ast.Assign)
+            and len(made.targets) == 1
+            and isinstance(made.targets[0], ast.Name)
+            and self._outside_loops_of(made, fn)
+        ):
+            return None
+        last = self._last_read_of(made.targets[0], fn)
+        if last is None:
+            return None
+        return made.lineno, max(last, made.end_lineno or made.lineno)
 
     def _outside_loops_of(self, n: ast.AST, fn: ast.AST) -> bool:
         """Whether ``n`` is in ``fn``'s own body and runs at most once per call of it (in no
@@ -312,7 +331,11 @@ class GeneratorUses:
                     for a in ast.walk(call)
                     if isinstance(a, ast.Name) and isinstance(a.ctx, ast.Load)
                 }
-            found = self.first_change_after(n, reads | given, self._generators_of(gen))
+            around = self.enclosing(n)
+            window = self.window_of(n, around[0]) if around else None
+            found = self.first_change_after(
+                n, reads | given, self._generators_of(gen), None if window is None else window[1]
+            )
             if found is not None:
                 raise self._refused_change(described(gen), gen, n, *found)
 

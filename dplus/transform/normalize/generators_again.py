@@ -103,7 +103,13 @@ def refuse_generators_reading_rebound_variables(
             if is_generator_function(gen):
                 if uses is not None and uses.read_at_once_everywhere(gen):
                     continue
-                windows = None if uses is None or gen is not outer else uses.read_windows(gen, fn)
+                windows = None
+                if uses is not None:
+                    around = uses.enclosing(gen)
+                    home = around[0] if around else fn
+                    windows = uses.read_windows(gen, home)
+                    if windows is not None and gen is not outer:
+                        continue  # (read only inside the function that defines it: checked there)
                 _refuse_reads_changed_after(
                     gen,
                     fn,
