@@ -9,9 +9,10 @@ differences of the first derivative on several inputs:
 - ``it.close()`` of a generator with no ``try`` (its remaining values taken, unread);
 - an endless generator (``while True``) whose readers can take at most ``n`` values, known
   before it runs (``generator_limits``: it stops after ``n`` yields);
-- a variable the generator reads bound again before its making or after its last read, when
-  it is kept in one variable read only by ``next``, a ``for`` loop and ``close`` outside loops
-  (``GeneratorUses.read_windows``).
+- a variable the generator reads bound again (or changed: a ``nonlocal`` write) before its
+  making or after its last read, when it is kept in one variable read only by ``next``, a
+  ``for`` loop and ``close`` outside loops (``GeneratorUses.read_windows``); and the delegate
+  of a ``yield from`` in a generator read at once everywhere, read at once too.
 
 Where the program could see more (``StopIteration.value``, a generator given to a function,
 a ``finally`` that ``close`` runs, ``next`` in a loop) it stays refused by name.
