@@ -969,7 +969,6 @@ def test_generator_runs_lazily_under_grad():
     [
         generator_state_between_yields,
         generator_zip_islice_sorted,
-        generator_yield_from_with_return,  # (the value through a twin: generator_returns)
         generator_endless_taken_in_part,  # (run to its third value: generator_limits)
     ],
 )
