@@ -185,6 +185,25 @@ def nonlocal_written_after_the_reads(x):
     return a + v * x
 
 
+def zipped_makings_then_a_nonlocal(x):
+    y = x * 0.5
+
+    def gen(n):
+        for i in range(n):
+            yield y * i + x
+        yield from [math.atan2(y, 1.5 + math.cos(y)), x]
+
+    v = sum(a * b for a, b in zip(gen(2), gen(3)))  # (all read in this statement)
+
+    def g(u):
+        nonlocal y
+        y = 1.5
+        return u
+
+    y = v * x
+    return v + y
+
+
 # (two inputs each; the return values' and the delegation's transformation is the slowest,
 # checked at one input: CI time)
 AT_TWO_POINTS = [
@@ -200,6 +219,7 @@ AT_TWO_POINTS = [
 CASES = [(f, x) for f in AT_TWO_POINTS for x in (0.3, -1.1)] + [
     (return_values_nested, 0.3),
     (delegated_then_rebound, -1.1),
+    (zipped_makings_then_a_nonlocal, 0.3),
 ]
 
 
@@ -385,9 +405,28 @@ def written_by_a_call_while_read(x):
     return a + next(it)
 
 
+def written_by_a_callback_while_read(x):
+    y = x
+
+    def h(u):
+        nonlocal y
+        y = u * 2.0
+        return u
+
+    def gen():
+        yield y
+        yield y * y
+
+    it = gen()
+    a = next(it)
+    s = list(map(h, [x, 1.0]))
+    return a + next(it) + s[0]
+
+
 @pytest.mark.parametrize(
     "f, what",
     [
+        (written_by_a_callback_while_read, "calls h"),
         (nonlocal_written_while_read, "writes the nonlocal variable 'v'"),
         (written_by_a_call_while_read, "calls bump"),
         (delegated_and_read_later, "may bind again"),

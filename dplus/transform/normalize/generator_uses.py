@@ -27,6 +27,7 @@ from .generator_effects import (
 )
 from .generator_expressions import consumers_in
 from .generator_returns import binds_otherwise
+from .generator_syntax import is_generator_function
 
 __all__ = ["GeneratorUses", "as_generator_function", "outside_reads", "described", "refused_effect"]
 
@@ -229,6 +230,10 @@ class GeneratorUses:
         :meth:`read_windows`); None if it is not read so."""
         call = self.parents.get(id(n))
         made = self.parents.get(id(call))
+        if isinstance(call, ast.Call) and call.func is n:
+            zipped = self._zipped_with_makings(call, fn)
+            if zipped is not None:
+                return zipped
         if not (
             isinstance(call, ast.Call)
             and call.func is n
@@ -242,6 +247,47 @@ class GeneratorUses:
         if last is None:
             return None
         return made.lineno, max(last, made.end_lineno or made.lineno)
+
+    def _zipped_with_makings(self, call: ast.Call, fn: ast.AST) -> tuple[int, int] | None:
+        """The lines of the statement around ``zip(gen(), other())`` read at once (by
+        ``sum``, a comprehension...) outside loops of ``fn``, when the other arguments are
+        names, constants or makings of generators of the program with quiet arguments and
+        bodies known to change nothing: Python interleaves the bodies where dplus runs one
+        after the other, which nothing can tell apart; all is read in that statement."""
+        z = self.parents.get(id(call))
+        if not (
+            isinstance(z, ast.Call)
+            and isinstance(z.func, ast.Name)
+            and z.func.id in ("zip", "enumerate")
+            and self.is_builtin(z.func.id)
+            and call in z.args
+            and not z.keywords
+            and self.read_at_once(z)
+        ):
+            return None
+        for a in z.args:
+            if a is call or _quiet(a):
+                continue
+            name = a.func.id if isinstance(a, ast.Call) and isinstance(a.func, ast.Name) else ""
+            defs = self.nested.get(name, ())
+            if not (
+                isinstance(a, ast.Call)
+                and len(defs) == 1
+                and isinstance(defs[0], ast.FunctionDef)
+                and is_generator_function(defs[0])
+                and all(_quiet(v) for v in [*a.args, *(k.value for k in a.keywords)])
+                and first_effect(
+                    defs[0], self.nested, self.globals_, self.module, self.bound, True, self.classes
+                )
+                is None
+            ):
+                return None
+        st: ast.AST | None = z
+        while st is not None and not isinstance(st, ast.stmt):
+            st = self.parents.get(id(st))
+        if st is None or not self._outside_loops_of(st, fn):
+            return None
+        return st.lineno, getattr(st, "end_lineno", None) or st.lineno
 
     def _outside_loops_of(self, n: ast.AST, fn: ast.AST) -> bool:
         """Whether ``n`` is in ``fn``'s own body and runs at most once per call of it (in no

@@ -217,9 +217,8 @@ def _bound_while_read(
 ) -> bool:
     """Whether ``name`` may be bound between a making of the generator and its last read
     (``GeneratorUses.read_windows``: neither in a loop, so a binding runs between them only
-    on a line between them; a ``nonlocal`` of another function may run at any time)."""
-    if name in found.always:
-        return True
+    on a line between them; a nested function writing it as ``nonlocal`` runs there only if
+    called there, which ``GeneratorUses.refuse_read_later`` refuses as an effect)."""
     return any(m <= b <= last for b, _ in found.bindings.get(name, ()) for m, last in windows)
 
 
