@@ -298,6 +298,7 @@ def worker_address() -> str | None:
     try:
         from distributed import get_worker
 
-        return get_worker().address
+        address: str = get_worker().address
+        return address
     except Exception:
         return None

@@ -42,8 +42,25 @@ _CACHED_FIX = (
 )
 
 
+_CLASS_FIX = (
+    "Calling this class is not a plain __init__ (its metaclass defines __call__, or its "
+    "__new__ takes the arguments: a subclass of tuple, float or an exception, a cache of "
+    "instances), which dplus does not differentiate. Fix it by constructing it outside the "
+    "function being differentiated, by giving the values to a class with a plain __init__, "
+    "or by registering a rule for the class with dplus.register_primitive."
+)
+
+
 def _fix_for(op: Any) -> str:
-    return _CACHED_FIX if type(op) is functools._lru_cache_wrapper else _FIX
+    if type(op) is functools._lru_cache_wrapper:
+        return _CACHED_FIX
+    return _CLASS_FIX if isinstance(op, type) and _built_specially(op) else _FIX
+
+
+def _built_specially(cls: type) -> bool:
+    from .transform.plus_functions import ALLOCATING_NEW
+
+    return type(cls).__call__ is not type.__call__ or cls.__new__ not in ALLOCATING_NEW
 
 
 def _where(op: Any, op_name: str) -> str:
@@ -56,10 +73,17 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     if not callable(op):
         return op
 
+    compiled_module_function = _is_compiled_module_function(op)
+
     def unknown_plus(*args: Any, **kwargs: Any) -> ProcResult:
         from .runtime.core import as_plain_callable
-        from .runtime.fold import ArrayContents, changed_since, mutable_sensitivity_of, watch_call
-        from .runtime.handover import is_tracked_mutable
+        from .runtime.fold import (
+            ArrayContents,
+            changed_since,
+            has_own_entry,
+            mutable_sensitivity_of,
+            watch_call,
+        )
         from .runtime.memory import reverse_unseen_writes, unseen_writes
         from .runtime.result import plain_result
 
@@ -88,14 +112,16 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
             ]
         )
         changed = [v for v in changed if not _is_array(v)]
-        integer_valued = _is_integer_valued(result)
+        integer_valued = _is_integer_valued(result) or (
+            compiled_module_function and _only_labels((*args, *kwargs.values()))
+        )
         # a view of what it was given (or that very array): the sensitivity its memory holds in
         # the map belongs to that memory, not to this result
         shows_argument = _is_array(result) and _shows_memory_of(result, watched)
-        # the very list, dict or object it was given (a method: its object): what the map
-        # holds for it belongs to that argument, whose maker takes it (the call made nothing;
-        # what it changed in it is checked below)
-        returns_argument = is_tracked_mutable(result) and any(
+        # the very list, dict, object or class it was given (a method: its object): what the
+        # map holds for it belongs to that argument, whose maker takes it (the call made
+        # nothing; what it changed in it is checked below)
+        returns_argument = has_own_entry(result) and any(
             result is a for a in (*args, *kwargs.values(), getattr(op, "__self__", None))
         )
 
@@ -112,7 +138,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
                 else mutable_sensitivity_of(result, Abox)
             )
             if integer_valued and is_zero_sensitivity(held):
-                A = gen_zero  # piecewise constant: zero derivative, as int() and round() have
+                # piecewise constant: zero derivative, as int() and round() have (or a function
+                # of integers and strings only)
+                A = gen_zero
             if not is_zero_sensitivity(A) or not is_zero_sensitivity(held):
                 _refuse_internal_again(op)
                 raise UnknownTransformError(
@@ -301,6 +329,34 @@ def _is_integer_valued(v: Any) -> bool:
         return False
     dtype = v.dtype if isinstance(v, (np.ndarray, np.generic)) else None
     return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+
+
+_LABELS = (int, bool, str, bytes, type(None))
+
+
+def _is_compiled_module_function(op: Any) -> bool:
+    """A compiled (C, Cython) function of a module, such as SciPy's ``_specfun.jyzo``: given
+    only integers, strings and ``None`` (``_only_labels``), it holds nothing of this run and
+    reads nothing differentiable, so its result is a constant, as with literal arguments.
+    Python code is not one: it may read globals the run wrote."""
+    if isinstance(op, (types.FunctionType, types.MethodType, type)):
+        return False
+    owner = getattr(op, "__self__", None)
+    if owner is not None and type(owner) is not types.ModuleType:
+        return False  # (a method of an object, which may hold what this run computed)
+    module = sys.modules.get(getattr(op, "__module__", None) or "")
+    return module is not None and getattr(module, getattr(op, "__name__", ""), None) is op
+
+
+def _only_labels(values: tuple[Any, ...]) -> bool:
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if type(v) is tuple:
+            stack.extend(v)
+        elif type(v) not in _LABELS:
+            return False
+    return True
 
 
 def _is_array(v: Any) -> bool:

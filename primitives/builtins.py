@@ -71,6 +71,8 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._iterables import (
+    Calls,
+    all_float,
     ensure_abox,
     items_of,
     lazy_seq,
@@ -132,8 +134,10 @@ def sum_plus(*args: Any, **kwargs: Any) -> ProcResult:
     iterable, start = _bind(_sum_sig, sum, args, kwargs)
     s = seq(iterable, "sum", "iterable")
     items = s.items
-    result = _b.sum(items, start)
     start_kw = "start" in kwargs
+    if _holds_objects(items, start):
+        return _sum_of_objects(args, s, items, start, start_kw)
+    result = _b.sum(items, start)
 
     if isinstance(result, (list, tuple)) and items:
         # concatenation: each piece of the result goes back to the value it came from
@@ -177,6 +181,48 @@ def sum_plus(*args: Any, **kwargs: Any) -> ProcResult:
         return ((), s_items, s_start) if len(args) == 2 else ((), s_items)
 
     return ProcResult(result, sum_backprop)
+
+
+def _summable(x: Any) -> bool:
+    return is_number(x) or is_ndarray(x) or isinstance(x, (list, tuple))
+
+
+def _holds_objects(items: Sequence[Any], start: Any) -> bool:
+    """Whether some term of the sum is neither a number, an array, nor a list or tuple
+    (concatenated): an object whose ``+`` is the program's own code."""
+    if type(start) is int and all_float(items):
+        return False
+    return not (_summable(start) and all(map(_summable, items)))
+
+
+def _sum_of_objects(
+    args: tuple, s: Any, items: Sequence[Any], start: Any, start_kw: bool
+) -> ProcResult:
+    """``sum`` of objects: ``start + items[0] + ...`` left to right, each ``+`` a call of
+    ``operator.add`` through its rule (``__add__``/``__radd__`` differentiated or refused),
+    as ``functools.reduce`` does it."""
+    calls = Calls(operator.add)
+    acc = start
+    for x in items:
+        acc = calls.call((acc, x))
+
+    def sum_objects_backprop(A: Any, Abox: Any) -> tuple:
+        Abox = ensure_abox(Abox)
+        a = A
+        el: list = [gen_zero] * len(items)
+        for k in range(len(calls) - 1, -1, -1):
+            rs = calls.back(k, a, Abox)
+            if rs is None:
+                a = gen_zero
+                continue
+            el[k] = rs[2]
+            a = rs[1]
+        s_items = s.sens(el, Abox)
+        if start_kw:
+            return ((), s_items, {"start": a})
+        return ((), s_items, a) if len(args) == 2 else ((), s_items)
+
+    return ProcResult(acc, sum_objects_backprop)
 
 
 register_primitive(

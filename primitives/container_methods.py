@@ -14,7 +14,8 @@ from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray
 from dplus.runtime.linear import add, gen_zero, tuple_items
-from dplus.runtime.result import KeywordDict, ProcResult
+from dplus.runtime.live_again import note_list_write
+from dplus.runtime.result import KeywordDict, ProcResult, loops_in_flight
 from dplus.runtime.routers import ListIterator
 
 from ._iterables import seq
@@ -188,6 +189,8 @@ def list_insert_plus(xs: list, i: int, v: Any) -> ProcResult:
     else:
         xs.insert(i, v)
     j = max(0, min(n, i + n if i < 0 else i))
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(xs, range(j, n + 1))
 
     def insert_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -203,6 +206,8 @@ def list_pop_plus(xs: list, *args: Any) -> ProcResult:
     i = args[0] if args else -1
     j = i + n if i < 0 else i
     v = list.pop(xs, i) if _overrides(xs, "pop") else xs.pop(i)
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(xs, range(j, n))
 
     def pop_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -225,6 +230,8 @@ def list_remove_plus(xs: list, v: Any) -> ProcResult:
         list.__delitem__(xs, j)
     else:
         del xs[j]
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(xs, range(j, len(xs) + 1))
 
     def remove_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -260,6 +267,8 @@ def list_reverse_plus(xs: list) -> ProcResult:
         list.reverse(xs)
     else:
         xs.reverse()
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(xs, range(len(xs)))
 
     def reverse_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)
@@ -277,6 +286,8 @@ def list_sort_plus(xs: list, *, key: Any = None, reverse: bool = False) -> ProcR
         list.__setitem__(xs, slice(None), [xs[i] for i in order])
     else:
         xs[:] = [xs[i] for i in order]
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(xs, range(len(xs)))
 
     def sort_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(xs)

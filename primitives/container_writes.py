@@ -17,8 +17,9 @@ from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
+from dplus.runtime.live_again import note_list_write
 from dplus.runtime.registry import lookup_transform, register_primitive
-from dplus.runtime.result import ProcResult
+from dplus.runtime.result import ProcResult, loops_in_flight
 
 from .container_reads import (
     _ATTR_RULES,
@@ -89,6 +90,12 @@ def _list_slice_write(obj: Any, idx: slice, v: Any) -> ProcResult:
     else:
         obj[idx] = vals
     m = len(vals)
+    # (a loop differentiated again may read them later; a resize moves every later position)
+    resized = m != len(old_positions)
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(
+            obj, range(start, max(n, len(obj))) if resized else range(start, stop, step)
+        )
 
     def list_slice_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -122,6 +129,8 @@ def _list_write(obj: Any, idx: Any, v: Any) -> ProcResult:
         list.__setitem__(obj, i, v)
     else:
         obj[i] = v
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(obj, range(i, i + 1))
 
     def list_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -322,7 +331,21 @@ def _descriptor_write(obj: Any, descriptor: Any, v: Any) -> ProcResult:
 
 
 def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    return _attribute_write(obj, name, v, through_class=True)
+
+
+def object_setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
+    """``object.__setattr__(obj, name, v)``: as ``setattr`` without the class's own
+    ``__setattr__`` (the way a frozen dataclass's ``__post_init__`` sets attributes)."""
+    return _attribute_write(obj, name, v, through_class=False)
+
+
+def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcResult:
     if is_ndarray(obj) or is_number(obj):
+        if not hasattr(obj, "__dict__") and not hasattr(type(obj), name):
+            # (no such attribute and nowhere to keep one: Python's own AttributeError, which
+            # code that names its result only where it can (pvlib) catches)
+            setattr(obj, name, v)
         raise NonDifferentiableError(
             f"assigning the attribute {name!r} of a {type(obj).__name__} is not supported"
         )
@@ -334,9 +357,12 @@ def setattr_plus(obj: Any, name: str, v: Any) -> ProcResult:
     if setter is not None:
         return _descriptor_write(obj, setter, v)
     stored = attribute_value(obj, name, v)
-    setattr(obj, name, stored)
-    if _own_python_setattr(obj):
-        _refuse_other_value_stored(obj, name, stored)
+    if not through_class:
+        object.__setattr__(obj, name, stored)
+    else:
+        setattr(obj, name, stored)
+        if _own_python_setattr(obj):
+            _refuse_other_value_stored(obj, name, stored)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -408,6 +434,9 @@ def _list_slice_del(obj: Any, idx: slice) -> ProcResult:
         list.__delitem__(obj, idx)
     else:
         del obj[idx]
+    if positions:
+        if loops_in_flight:  # (a loop differentiated again may read them later)
+            note_list_write(obj, range(min(positions), n))  # (every later position moves)
 
     def list_slice_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -429,6 +458,8 @@ def _list_del(obj: Any, idx: Any) -> ProcResult:
         list.__delitem__(obj, i)
     else:
         del obj[i]
+    if loops_in_flight:  # (a loop differentiated again may read them later)
+        note_list_write(obj, range(i, n))  # (every later position moves)
 
     def list_del_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)

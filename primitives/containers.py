@@ -113,6 +113,7 @@ from .container_writes import (
     attributes_written_back,
     delattr_plus,
     delitem_plus,
+    object_setattr_plus,
     own_attribute_back,
     own_attribute_write_back,
     own_number_attribute,
@@ -220,6 +221,7 @@ register_primitive(
     ),
 )
 register_primitive(setattr, setattr_plus)
+register_primitive(object.__setattr__, object_setattr_plus)
 register_primitive(
     set,
     set_plus,

@@ -95,6 +95,15 @@ from .numpy_fit import fit
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
+# (results the rules are written for without a second look: arrays, Python and NumPy numbers)
+_RESULT_SCALARS = frozenset(
+    {float, int, bool, complex}
+    | (
+        {np.float64, np.float32, np.float16, np.complex128, np.complex64, np.int64, np.bool_}
+        if np is not None
+        else set()
+    )
+)
 _ufunc: Any = np.ufunc if np is not None else type(None)
 
 
@@ -159,6 +168,30 @@ def _as_array_sens(A: Any, r: Any) -> Any:
     return A
 
 
+def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
+    """A result that is neither an array nor a number came from an argument whose class
+    overrides NumPy's dispatch (``__array_ufunc__``, ``__array_function__``: a wrapper that
+    is not an array): NumPy ran that class's code, which the rule does not differentiate."""
+    for a in (*args, *kwargs.values()):
+        cls = type(a)
+        if isinstance(a, _ndarray) or a is None:
+            continue
+        if hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__"):
+            raise NonDifferentiableError(
+                f"{_name(fn)} was given a {cls.__qualname__}, whose class takes over NumPy's "
+                "dispatch (__array_ufunc__ / __array_function__): NumPy ran its code, which "
+                f"dplus does not differentiate. Call what {cls.__qualname__} does with the "
+                "array it holds in your own code, or register a rule for it"
+            )
+
+
+defnondiff(_refuse_dispatch_overrides, note="internal: refuses a NumPy dispatch override")
+
+
+def _plain_result(r: Any) -> bool:
+    return type(r) is _ndarray or type(r) in _RESULT_SCALARS
+
+
 def defgrad(
     fn: Any,
     *grads: Grad | None,
@@ -205,6 +238,8 @@ def _general_transform(
         if writes_into(fn, args, kwargs):
             return with_out(fn, rule[0], args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
+        if not _plain_result(r):
+            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -245,6 +280,8 @@ def _unary_transform(
             return general(args, kwargs)
         x = args[0]
         r = fn(x)
+        if not _plain_result(r):
+            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop1(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -273,6 +310,8 @@ def _binary_transform(
             return general(args, kwargs)
         x, y = args
         r = fn(x, y)
+        if not _plain_result(r):
+            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop2(A: Any, Abox: Any) -> tuple:
             if A is Z:

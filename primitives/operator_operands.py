@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -156,6 +157,15 @@ def _is_numeric(v: Any) -> bool:
     return np is not None and isinstance(v, (np.ndarray, np.generic))
 
 
+def _written_in_python(cls: type, meth: str) -> bool:
+    """Whether a subclass of a number or an array type defines the operator method in Python
+    (astropy's ``Quantity.__itruediv__`` by a unit): Python calls it, so dplus does too."""
+    for klass in cls.__mro__:
+        if meth in klass.__dict__:
+            return isinstance(klass.__dict__[meth], types.FunctionType)
+    return False
+
+
 def _is_array_like(v: Any) -> bool:
     np = _np()
     return np is not None and isinstance(v, (np.ndarray, np.generic))
@@ -207,7 +217,9 @@ def _user_binary(fn: Any, x: Any, y: Any) -> ProcResult:
         if rname is not None and ty is not tx:
             candidates.append((y, x, rname, True))
     for obj, other, meth, swapped in candidates:
-        if _is_numeric(obj) or _is_seq(obj) or _is_text(obj):
+        if (_is_numeric(obj) and not _written_in_python(type(obj), meth)) or (
+            _is_seq(obj) or _is_text(obj)
+        ):
             continue  # builtin operands: their part of the dispatch is covered by the rules
         m = getattr(type(obj), meth, None)
         if m is None:

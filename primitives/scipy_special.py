@@ -4,7 +4,7 @@ Registered when the user's program imports ``scipy.special`` (``registry.registe
 dplus never imports SciPy itself. Each gradient uses functions that have rules, so every
 rule here is differentiable again (``gammaln -> digamma -> polygamma(1) -> polygamma(2)``).
 
-Covered: ``gammaln digamma/psi polygamma gamma rgamma gammasgn beta betaln erf erfc erfinv erfcinv
+Covered: ``gammaln digamma/psi polygamma gamma rgamma gammasgn beta betaln erf erfc erfinv erfcinv wofz
 expit logit log_expit ndtr log_ndtr ndtri xlogy xlog1py logsumexp`` (``axis``, ``keepdims``,
 ``b=``) ``softmax log_softmax`` (``axis``), and the Bessel functions ``j0 j1 y0 y1 i0 i1 i0e
 i1e k0 k1 k0e k1e jv/jn yv yn iv ive kv kve``. Arguments are broadcast as the ufuncs broadcast
@@ -99,6 +99,11 @@ def _order(name):
     return order_grad
 
 
+def _wofz_grad(A, r, z):
+    """The Faddeeva function is holomorphic: ``w'(z) = 2i/sqrt(pi) - 2 z w(z)``."""
+    return A * (2j / np.sqrt(np.pi) - 2.0 * np.asarray(z) * r)
+
+
 def _sign(x):
     return np.sign(np.asarray(x))
 
@@ -112,6 +117,7 @@ def register_scipy_special_rules() -> None:
     defgrad(sc.betaln, _betaln_a, lambda A, r, a, b: _betaln_a(A, r, b, a))
     defgrad(sc.erf, lambda A, r, x: A * (2.0 / np.sqrt(np.pi)) * np.exp(-np.square(x)))
     defgrad(sc.erfc, lambda A, r, x: A * (-2.0 / np.sqrt(np.pi)) * np.exp(-np.square(x)))
+    defgrad(sc.wofz, _wofz_grad)
     defgrad(sc.erfinv, lambda A, r, x: A * (np.sqrt(np.pi) / 2.0) * np.exp(np.square(r)))
     defgrad(sc.erfcinv, lambda A, r, x: A * (-np.sqrt(np.pi) / 2.0) * np.exp(np.square(r)))
     defgrad(sc.expit, lambda A, r, x: A * r * (1.0 - r))

@@ -34,6 +34,8 @@ ENTRIES: list[Entry] = [
     ("erfc", sc.erfc, lambda: (a(4),)),
     ("erfinv", sc.erfinv, lambda: (unit(4),)),
     ("erfcinv", sc.erfcinv, lambda: (unit(4) + 1.0,)),
+    ("wofz", sc.wofz, lambda: (a(4) + 1j * (pos(4) + 0.2),)),  # (astropy's Voigt1D)
+    ("wofz/real", lambda x: sc.wofz(2.0 * x + 0.7j), lambda: (a(4),)),
     ("expit", sc.expit, lambda: (a(3, 2),)),
     ("logit", sc.logit, lambda: (unit(4) * 0.5 + 0.5,)),
     ("log_expit", sc.log_expit, lambda: (a(4),)),

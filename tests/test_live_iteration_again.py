@@ -13,6 +13,8 @@ refused by name (and the first order, live, stays right).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from path_helpers import close, fd_hessian
 
@@ -149,7 +151,82 @@ def strict_zip_writing_behind(a, b, c):
     return t
 
 
+# -- map and filter whose items Python computes as the loop takes them: run as Python runs
+# them (``for a, b in zip(xs, ys): v = f(a, b)``), each call where Python makes it
+
+
+def map_with_effects(a, b, c):
+    log = []
+
+    def noted(v):
+        log.append(v)
+        return v * len(log)
+
+    t = 0.0
+    for v in map(noted, [a, b, c]):
+        t += v * log[-1]
+    return t
+
+
+def map_reads_what_the_body_rebinds(a, b, c):
+    scale = a
+    t = 0.0
+    for v in map(lambda u, w: u * w * scale, [a, b, c], (c, 1.5, b)):
+        scale = scale + v * b  # (Python's map calls the lambda after this, for the next item)
+        t += v
+    return t + scale
+
+
+def map_stops_before_a_failing_call(a, b, c):
+    xs = [a * a + 0.5, b * b + 0.5, -1.0]
+    t = 0.0
+    for v in map(lambda u: math.log(u) * c, xs):
+        t += v
+        xs[2] = xs[2] - 1.0  # (Python's map never calls math.log on it: the loop stops first)
+        break
+    return t * a
+
+
+def filter_sees_what_the_body_appends(a, b, c):
+    xs = [a, -b * b - 0.1, c]
+    t = 0.0
+    for v in filter(lambda u: u > -0.05, xs):
+        if len(xs) < 5:
+            xs.append(v * a - 0.02)
+        t += v * v * b
+    return t
+
+
+def filter_none_writing_behind(a, b, c):
+    xs = [a * b, 0.0, c, 0.0, b]
+    t = 0.0
+    for v in filter(None, xs):
+        xs[1] = v  # (behind the loop, or ahead of it the first time: filter reads it then)
+        t += v * a
+    return t
+
+
+def copies_an_object_into_a_slot_ahead(a, b, c):
+    # (the same object written into a position not yet read: Python's zip reads that object,
+    # which the list made at once holds too, but the place it came from may be another input
+    # with a sensitivity of its own: test_one_object_in_two_inputs_written_ahead_is_refused)
+    v = a * b
+    xs = [v, c, v]
+    t = 0.0
+    for i, (u, w) in enumerate(zip(xs, [1.0, 2.0, 3.0])):
+        if i == 0:
+            xs[2] = xs[0]
+            xs[0] = u * c
+        t += u * w * xs[0]
+    return t + xs[2] * a
+
+
 RIGHT = [
+    map_with_effects,
+    map_reads_what_the_body_rebinds,
+    map_stops_before_a_failing_call,
+    filter_sees_what_the_body_appends,
+    filter_none_writing_behind,
     spectral_norm,
     moving_peaks,
     nbody_step,
@@ -247,16 +324,13 @@ def writes_the_list_read_by_reversed(a, b, c):
     return t
 
 
-def map_with_effects(a, b, c):
-    log = []
-
-    def noted(v):
-        log.append(v)
-        return v * len(log)
-
+def map_appends_to_the_shortest(a, b, c):
+    xs = [a, b]
     t = 0.0
-    for v in map(noted, [a, b, c]):
-        t += v * log[-1]
+    for v in map(lambda x, y: x * y, xs, [c, a, b, c]):
+        t += v
+        if len(xs) < 4:
+            xs.append(t * c)  # (Python's map takes it: the zip it runs as is refused, by name)
     return t
 
 
@@ -307,7 +381,8 @@ REFUSED = [
     helper_writes_through_an_alias,
     method_writes_the_list,
     writes_the_list_read_by_reversed,
-    map_with_effects,
+    map_appends_to_the_shortest,
+    copies_an_object_into_a_slot_ahead,
     kept_and_read_by_next,
     kept_and_changed_before_the_loop,
     strict_zip_writing_ahead,
@@ -370,3 +445,59 @@ def test_arguments_and_effects_unchanged():
     assert out == plain_out and log == plain_log
     close(h, fd_hessian(lambda a, b: fills(a, b, [2.0, 3.0, 5.0]), (0.7, 1.3)), tol=1e-5)
     assert dplus.dplus(lambda a, b: fills(a, b, [2.0, 3.0, 5.0]))(0.7, 1.3).primal == primal
+
+
+def test_a_loop_left_by_an_exception_leaves_no_watch():
+    """The watch of a loop that a refusal or the program's exception leaves ends with the call
+    (it stayed in a process-wide table, holding the items and the lists)."""
+    from dplus.runtime import live_again
+
+    def raises_inside(a, b, c):
+        xs = [a, b, c]
+        t = 0.0
+        for x, y in zip(xs, [1.0, 2.0, 0.0]):
+            xs[0] = x  # (behind the loop: a live zip)
+            t += x / y
+        return t
+
+    with pytest.raises(ZeroDivisionError):
+        dplus.hessian(raises_inside)(*POINTS[0])
+    assert not live_again._WATCHED
+    with pytest.raises(NonDifferentiableError):
+        dplus.hessian(writes_ahead)(*POINTS[0])
+    assert not live_again._WATCHED
+
+
+def _copies_ahead(xs):
+    t = 0.0
+    for i, (u, w) in enumerate(zip(xs, [1.0, 2.0])):
+        if i == 0:
+            xs[1] = xs[0]
+        t = t + u * w * u
+    return t
+
+
+def _reverses_a_palindrome(xs):
+    t = 0.0
+    for i, (u, w) in enumerate(zip(xs, [1.0, 2.0, 3.0])):
+        if i == 0:
+            xs.reverse()  # ([v, w, v]: the same objects at every position)
+        t = t + u * w * u * (i + 1.0)
+    return t
+
+
+@pytest.mark.parametrize("f", [_copies_ahead, _reverses_a_palindrome])
+def test_one_object_in_two_inputs_changed_ahead_is_refused(f):
+    """``xs[1] = xs[0]`` where both positions hold one float object, or ``xs.reverse()`` of
+    ``[v, w, v]``: the item the loop takes is the same object, but its sensitivity belongs to
+    another input. Made at once, it went to the position as it was: the derivative of a
+    gradient taken inside the function was 7.6 for 6.0, 50.86 for 42.4. Refused by name."""
+
+    def g(x):
+        v, w = x * 1.0, x * 2.0
+        d = dplus.grad(f)([v, v] if f is _copies_ahead else [v, w, v])  # (one object, two inputs)
+        return sum(s * x**k for k, s in enumerate(d[0]))
+
+    assert g(0.7) == pytest.approx(4.2 if f is _copies_ahead else 21.84)
+    with pytest.raises(NonDifferentiableError, match=r"zip\(\) that changes"):
+        dplus.grad1(g)(0.7)

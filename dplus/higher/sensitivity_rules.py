@@ -28,7 +28,14 @@ from ..runtime.boxes import BoxSensitivities
 from ..runtime.closures import is_plus_function
 from ..runtime.conformance import check_conforms
 from ..runtime.core import CellKey, apply_transform, lift
-from ..runtime.fold import changed_since, fold, fold_arguments, snapshot, watch_call
+from ..runtime.fold import (
+    changed_since,
+    fold,
+    fold_arguments,
+    has_own_entry,
+    snapshot,
+    watch_call,
+)
 from ..runtime.handover import handover, is_tracked_mutable
 from ..runtime.kinds import is_ndarray, is_number
 from ..runtime.linear import (
@@ -336,6 +343,7 @@ defnondiff(runtime_arguments.present_as_users)  # (names a nested function: no v
 defnondiff(is_plus_function)
 defnondiff(is_registered_transform)
 defnondiff(is_tracked_mutable)
+defnondiff(has_own_entry)
 defnondiff(is_number)  # (kinds: a rule's test of a value, a constant at every order)
 defnondiff(is_ndarray)
 defnondiff(is_zero_sensitivity)
@@ -413,6 +421,7 @@ for _watch in (  # (the watch of the items a loop takes, made at once: constants
     live_again.refuse_reversed_iterator,
     live_again.live_item_taken,
     live_again.live_iteration_done,
+    live_again.note_list_write,
 ):
     defnondiff(_watch)
 

@@ -40,6 +40,12 @@ _ZEROS = frozenset({type(gen_zero)})
 _chain = itertools.chain.from_iterable
 
 
+def _bytes_of(a: Any) -> bytes:
+    """The array's data, by ``ndarray.tobytes`` itself: a subclass may refuse its own
+    (astropy's ``Quantity.tobytes`` raises ``NotImplementedError``)."""
+    return _ndarray.tobytes(a)
+
+
 class ArrayContents:
     """The bytes of a NumPy array when a call of code dplus does not see began (compared by
     bytes: NaNs compare equal to themselves, every dtype is covered), and the elements the
@@ -49,13 +55,13 @@ class ArrayContents:
 
     def __init__(self, a: Any) -> None:
         self.shape = a.shape
-        self.data = a.tobytes()
+        self.data = _bytes_of(a)
         self.written: Any = None
 
     def changed(self, a: Any) -> bool:
         if self.written is not None and a.shape == self.shape:
             return True
-        return a.shape != self.shape or a.tobytes() != self.data
+        return a.shape != self.shape or _bytes_of(a) != self.data
 
     def changed_elements(self, a: Any) -> Any:
         """Where the elements of ``a`` (same shape) differ from the bytes kept or were written,
@@ -63,7 +69,7 @@ class ArrayContents:
         np = sys.modules["numpy"]
         n, item = a.size, a.itemsize
         before = np.frombuffer(self.data, dtype=np.uint8).reshape(n, item)
-        now = np.frombuffer(a.tobytes(), dtype=np.uint8).reshape(n, item)
+        now = np.frombuffer(_bytes_of(a), dtype=np.uint8).reshape(n, item)
         where = (before != now).any(axis=1).reshape(a.shape)
         if self.written is not None:
             # (an output written with the values it held: its new values still come from the
@@ -199,6 +205,13 @@ def _equal_keys(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (ValueError, TypeError):
         return False
+
+
+def has_own_entry(v: Any) -> bool:
+    """Whether ``v``'s sensitivity lives in the box-sensitivity map under ``v`` itself: a
+    tracked mutable, or a class whose attributes carry sensitivity. Code that hands such a
+    value back hands back that entry with it, which belongs to whoever made ``v``."""
+    return is_tracked_mutable(v) or is_local_class(v)
 
 
 def mutable_sensitivity_of(v: Any, Abox: BoxSensitivities) -> Any:

@@ -1,4 +1,5 @@
-"""Loops over a lazy builtin's iterator (``zip``, ``enumerate``, ``reversed``) in code
+"""Loops over a lazy builtin's iterator (``zip``, ``enumerate``, ``reversed``; ``map`` and
+``filter`` loops are written as loops over ``zip`` by ``transform/normalize/loops.py``) in code
 differentiated again: the list of its items made at once (the rule, whose next-order rules
 exist), watched as the loop takes each item (:func:`live_item_taken`,
 :func:`live_iteration_done`): where Python's lazy iterator would have given another item, or
@@ -11,7 +12,7 @@ from typing import Any, NoReturn
 
 from ..errors import NonDifferentiableError
 from .calls import call
-from .result import ProcResult
+from .result import ProcResult, loops_in_flight
 from .routers import _LIVE_CALLERS, laziness_visible
 
 
@@ -51,15 +52,16 @@ def refuse_live_iteration_again(fn: Any) -> NoReturn:
 
 # Code differentiated again iterates a lazy builtin's items made at once; each loop over them
 # checks, as it takes an item, that Python's iterator would have given the same one: the lists
-# it reads hold the same objects at the positions not yet read, and are as long. (A body that
-# writes into a position not yet read the very object that was there is not seen: the same
-# value, whose sensitivity then goes where the object was read first.)
+# it reads hold the same objects at the positions not yet read, are as long, and were not
+# written by ``xs[i] = v`` there (:func:`note_list_write`: the very object that was there,
+# written from another place, is the same item, but the place it came from may be another
+# input with a sensitivity of its own, as in ``[v, v]``).
 
 
 class _WatchedItems:
     """The items ``fn(*args)`` made at once (``items``), and what they were made from."""
 
-    __slots__ = ("fn", "args", "items", "first", "strict")
+    __slots__ = ("fn", "args", "items", "first", "strict", "taken", "written")
 
     def __init__(self, fn: Any, args: tuple, items: list, strict: bool = False) -> None:
         self.fn = fn
@@ -67,9 +69,12 @@ class _WatchedItems:
         self.items = items
         self.strict = strict  # (zip(..., strict=True))
         self.first = len(args[0]) - 1 if fn is reversed else 0  # (reversed's first position)
+        self.taken = 0  # (items the loop has taken)
+        self.written: set[tuple[int, int]] = set()  # (id(list), position) written ahead
 
     def check(self, k: int) -> None:
         """Item ``k`` is taken: Python's iterator would give the same."""
+        self.taken = k + 1
         item = self.items[k]
         if self.fn is zip:
             for a, x in zip(self.args, item):
@@ -85,8 +90,19 @@ class _WatchedItems:
         inner = _watched(a)
         if inner is not None:
             inner.check(pos)
-        elif not (0 <= pos < len(a) and a[pos] is x):
+        elif not (0 <= pos < len(a) and a[pos] is x) or (id(a), pos) in self.written:
             self.refuse("changes or resizes a list it reads before reading it")
+
+    def note_write(self, xs: list, positions: range) -> None:
+        """``xs[i] = v`` for ``i`` in ``positions``: remembered where the loop has yet to read."""
+        ahead = (
+            range(self.first - self.taken + 1)
+            if self.fn is reversed
+            else range(self.taken, len(self.items))
+        )
+        for a in self.args:
+            if a is xs:
+                self.written.update((id(xs), i) for i in positions if i in ahead)
 
     def stops(self, k: int) -> bool:
         """Whether Python's iterator, asked for item ``k``, would stop."""
@@ -109,7 +125,19 @@ class _WatchedItems:
         )
 
 
-_WATCHED: dict[int, _WatchedItems] = {}  # id(items) -> their watch, while a loop runs over them
+# id(items) -> their watch, while a loop runs over them (left by an exception: until the
+# outermost call ends)
+_WATCHED: dict[int, _WatchedItems] = loops_in_flight
+
+
+def note_list_write(xs: list, positions: range) -> None:
+    """The rules of ``xs[i] = v`` and ``xs[a:b] = vs`` wrote ``positions`` of ``xs``: a loop
+    whose iterator has yet to read one of them is refused when it takes it, even if the very
+    object that was there was written (two inputs holding one float object, ``[v, v]``, have
+    separate sensitivities: the item made at once would send its own to the wrong one)."""
+    if _WATCHED:
+        for watch in list(_WATCHED.values()):
+            watch.note_write(xs, positions)
 
 
 def _watched(items: Any) -> _WatchedItems | None:

@@ -114,6 +114,11 @@ _DEEP = max(sys.getrecursionlimit() * 5, 5000)
 
 _depth = [0]  # how many call_plus/run_backprop are running: only the outermost sets things up
 
+# What a loop of code differentiated again keeps while it runs (``live_again``'s watch of a lazy
+# builtin's items, by the id of the list): its entry ends with the loop, or with the outermost
+# call when an exception left the loop (no loop runs on after it)
+loops_in_flight: dict[int, Any] = {}
+
 
 def _outermost(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     _depth[0] += 1
@@ -130,6 +135,8 @@ def _outermost(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, An
         raise
     finally:
         _depth[0] -= 1
+        if loops_in_flight and not _depth[0]:
+            loops_in_flight.clear()
         if gc_was_enabled:
             _gc_enable()
         if old < _DEEP and _getrecursionlimit() == _DEEP:

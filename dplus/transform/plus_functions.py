@@ -6,13 +6,11 @@ callable object, built around it; of a function transformed when first called
 
 from __future__ import annotations
 
-import dataclasses
+import collections
 import functools
 import types
 from collections.abc import Callable
 from typing import Any, cast
-
-import attrs
 
 from ..errors import SourceUnavailableError, describe_callable
 from ..markers import mark
@@ -24,6 +22,7 @@ from ..runtime.closures import (
 from ..runtime.hooks import hooks
 from ..runtime.registry import bind_transform, lookup_transform, register_primitive
 from ..runtime.result import ProcResult
+from .field_classes import field_constructor
 from .transformer import Z, _plus_from, compile_function
 
 
@@ -154,9 +153,26 @@ def lazy_transform(f: Any) -> Callable[..., ProcResult]:
 # constructing instances of user classes
 
 
+# The ``__new__`` methods that only allocate (their arguments ignored, ``__init__`` fills the
+# instance). Any other is given the arguments and may fill or replace the instance, as a
+# tuple's, a float's or a caching class's does: what it makes of them is not differentiated.
+ALLOCATING_NEW = (
+    object.__new__,
+    list.__new__,
+    dict.__new__,
+    set.__new__,
+    collections.deque.__new__,
+)
+
+
 def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
-    if dataclasses.is_dataclass(cls) or attrs.has(cls):
-        return _field_constructor(cls)
+    """``None`` (the policy decides) unless calling the class is ``type.__call__``: a
+    metaclass's ``__call__`` may take other arguments or change or replace the instance."""
+    if type(cls).__call__ is not type.__call__:
+        return None
+    fields = field_constructor(cls)
+    if fields is not None:
+        return fields
     if _is_plain_namedtuple(cls):
         return _namedtuple_constructor(cls)
     init = (
@@ -164,7 +180,7 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
         if "__init__" in cls.__dict__
         else getattr(cls, "__init__", None)
     )
-    if isinstance(init, types.FunctionType):
+    if isinstance(init, types.FunctionType) and cls.__new__ in ALLOCATING_NEW:
         t = lookup_transform(init)
         init_plus = t if t is not None else plus_function_for(init)
 
@@ -188,7 +204,50 @@ def construct_plus(cls: Any) -> Callable[..., ProcResult] | None:
 
         _mark_plus(construct)
         return construct
+    if isinstance(cls.__new__, types.FunctionType):  # (a __new__ written in Python)
+        return _construct_through_new(cls, cls.__new__, init)
     return None
+
+
+def _construct_through_new(cls: Any, new: Any, init: Any) -> Callable[..., ProcResult]:
+    """A class with a ``__new__`` written in Python: ``__new__(cls, *args)`` and then, when
+    it returns an instance of ``cls``, ``__init__(obj, *args)``, each through its transform,
+    as ``type.__call__`` runs them (an ``__init__`` that is not Python code is run as it is:
+    ``object.__init__`` changes nothing)."""
+    new_plus = lookup_transform(new) or plus_function_for(new)
+    init_plus = (
+        (lookup_transform(init) or plus_function_for(init))
+        if isinstance(init, types.FunctionType)
+        else None
+    )
+
+    def construct_with_new(*args: Any, **kwargs: Any) -> ProcResult:
+        from ..runtime.core import apply_transform
+        from ..runtime.handover import handover
+        from ..runtime.linear import add
+
+        made = apply_transform(new_plus, cls, *args, **kwargs)
+        obj = made.primal
+        initialised = None
+        if isinstance(obj, cls):
+            if init_plus is not None:
+                initialised = apply_transform(init_plus, obj, *args, **kwargs)
+            else:
+                init(obj, *args, **kwargs)
+
+        def construct_with_new_backprop(A: Any, Abox: Any) -> tuple:
+            if A is not Z and A is not None:
+                handover(Abox, obj, A)
+            out = tuple(initialised.backprop(Z, Abox)[2:]) if initialised is not None else None
+            made_out = made.backprop(Z, Abox)[2:]  # (the object's sensitivity is in Abox)
+            if out is None:
+                return ((),) + tuple(made_out)
+            return ((),) + tuple(add(a, b) for a, b in zip(made_out, out))
+
+        return ProcResult(obj, construct_with_new_backprop)
+
+    _mark_plus(construct_with_new)
+    return construct_with_new
 
 
 def _is_plain_namedtuple(cls: type[Any]) -> bool:
@@ -229,34 +288,6 @@ def _namedtuple_constructor(cls: type[Any]) -> Callable[..., ProcResult]:
 
     _mark_plus(construct_namedtuple)
     return construct_namedtuple
-
-
-def _field_constructor(cls: Any) -> Callable[..., ProcResult]:
-    if dataclasses.is_dataclass(cls):
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-    else:
-        names = [a.name for a in attrs.fields(cls) if a.init]
-
-    def construct_fields(*args: Any, **kwargs: Any) -> ProcResult:
-        obj = cls(*args, **kwargs)
-        pos_names = names[: len(args)]
-
-        def construct_fields_backprop(A: Any, Abox: Any) -> tuple:
-            from ..runtime.handover import handover
-
-            if A is not Z and A is not None:
-                handover(Abox, obj, A)
-            entry = Abox.pop(obj, Z)
-            get = (lambda n: entry.get(n, Z)) if entry is not Z else (lambda n: Z)
-            out = ((),) + tuple(get(n) for n in pos_names)
-            if kwargs:
-                out = out + ({k: get(k) for k in kwargs},)
-            return out
-
-        return ProcResult(obj, construct_fields_backprop)
-
-    _mark_plus(construct_fields)
-    return construct_fields
 
 
 hooks.install(plus_function_for=plus_function_for)

@@ -58,34 +58,53 @@ class ExceptionForms(NormalizerState):
         raise self.unsupported(s, "try/except* (exception groups)", "use try/except")
 
     def s_With(self, s: ast.With) -> None:
-        items = []
-        for item in s.items:
-            cm = self.expr(item.context_expr)
-            var = None
-            post: list[ast.stmt] = []
-            if item.optional_vars is not None:
-                if isinstance(item.optional_vars, ast.Name):
-                    var = _name(item.optional_vars.id, ast.Store())
-                else:
-                    tmp = self.namer.fresh()
-                    var = _name(tmp, ast.Store())
-                    post = self.capture(
-                        lambda item=item, tmp=tmp: self.assign_to(item.optional_vars, _name(tmp), s)
-                    )
-            items.append((cm, var, post))
-        body = self.sub(s.body)
-        node_body = body or [ast.Pass()]
-        for cm, var, post in reversed(items):
-            node_body = [
-                ast.copy_location(
-                    ast.With(
-                        items=[ast.withitem(context_expr=cm, optional_vars=var)],
-                        body=post + node_body,
-                    ),
-                    s,
-                )
-            ]
-        self.out.extend(node_body)
+        """``with`` as PEP 343 spells it out: ``__enter__`` and ``__exit__`` are calls like
+        any other (differentiated, a rule, or the policy's), so the value bound by ``as``
+        carries the sensitivity of what ``__enter__`` computed it from, and what either
+        method changes is seen. Several items nest, the first outermost."""
+        body = s.body
+        for item in reversed(s.items):
+            body = self.with_spelled_out(item, body, s)
+        for st in body:
+            self.stmt(st)
+
+    def with_spelled_out(
+        self, item: ast.withitem, body: list[ast.stmt], s: ast.With
+    ) -> list[ast.stmt]:
+        mgr, exit_, hit, exc = (self.namer.fresh(h) for h in ("manager", "exit", "raised", "exc"))
+        # (the methods are read from the manager, not its type: they differ only for an
+        # instance attribute named __enter__ or __exit__)
+        spelled = ast.parse(
+            f"{mgr} = None\n"
+            f"{exit_} = {mgr}.__exit__\n"
+            f"{mgr}.__enter__()\n"
+            f"{hit} = False\n"
+            "try:\n"
+            "    pass\n"
+            f"except BaseException as {exc}:\n"
+            f"    {hit} = True\n"
+            f"    if not {exit_}({exc}.__class__, {exc}, {exc}.__traceback__):\n"
+            "        raise\n"
+            "finally:\n"
+            f"    if not {hit}:\n"
+            f"        {exit_}(None, None, None)\n"
+        ).body
+        for node in walk(ast.Module(body=spelled, type_ignores=[])):
+            if isinstance(node, (ast.stmt, ast.expr, ast.excepthandler)):
+                ast.copy_location(node, s)
+        manager_assign = spelled[0]
+        assert isinstance(manager_assign, ast.Assign)
+        manager_assign.value = item.context_expr
+        enter = spelled[2]
+        assert isinstance(enter, ast.Expr)
+        if item.optional_vars is not None:
+            spelled[2] = ast.copy_location(
+                ast.Assign(targets=[item.optional_vars], value=enter.value), s
+            )
+        guarded = spelled[4]
+        assert isinstance(guarded, ast.Try)
+        guarded.body = body or [ast.Pass()]
+        return spelled
 
     def s_Match(self, s: ast.Match) -> None:
         subject = self.expr(s.subject)

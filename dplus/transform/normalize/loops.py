@@ -31,6 +31,14 @@ else:
     NormalizerState = object  # (the mixins' shared interface, for the type checker only)
 
 
+def _call(func: str | ast.expr, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=_name(func) if isinstance(func, str) else func, args=args, keywords=[])
+
+
+def _builtin_name(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else ""
+
+
 class LoopForms(NormalizerState):
     loop: _LoopCtx | None
     """Methods of :class:`Normalizer`: ``for`` and ``while``, ``break`` and ``continue`` as flags, and what a loop's iterable is."""
@@ -82,6 +90,8 @@ class LoopForms(NormalizerState):
             self.loop = saved
 
     def s_For(self, s: Core) -> None:
+        if self.loop_of_calls_as_python(s):
+            return
         # ``for ... in zip(xs, ...)`` (``enumerate``, ``reversed``) whose body may write into a list:
         # iterated as Python does, lazily over the live lists, not over a list of their items
         live = not self.own_code and (
@@ -130,6 +140,59 @@ class LoopForms(NormalizerState):
         node.dp_live_iter = live
         self.emit(node)
         self.after_loop(ctx, s)
+
+    def loop_of_calls_as_python(self, s: ast.For) -> bool:
+        """``for t in map(f, xs, ys)`` / ``filter(f, xs)`` whose items computed before the loop
+        could differ from Python's (``calls_observably``), written as Python runs it: ``f`` and
+        the iterables evaluated once, in order, then ``for a, b in zip(xs, ys): t = f(a, b)``
+        (``for u in xs: if not f(u): continue`` then ``t = u``). Each call then comes where
+        Python makes it, at every order, and a body changing a list the iterator reads is what
+        a loop over ``zip`` or a list already follows (``runtime.live_again`` at the next
+        orders) instead of a refusal there."""
+        call = s.iter
+        if (
+            self.own_code
+            or not isinstance(call, ast.Call)
+            or not self.calls_builtin(call, _LIVE_CALLERS)
+            or call.keywords
+            or any(isinstance(a, ast.Starred) for a in call.args)
+            or not self.calls_observably(call, s.body)
+        ):
+            return False
+        mapping = _builtin_name(call) == "map"
+        given = len(call.args) - 1  # (the iterables)
+        if given < 1 or (not mapping and given != 1):
+            return False  # (an arity error, raised where Python raises it)
+        if given > 1 and not self.calls_builtin(_call("zip", []), _ZIP):
+            return False  # (zip shadowed: the live iterator, refused at the next order)
+        held = [self.namer.fresh("calls") for _ in call.args]
+        for name, value in zip(held, call.args):  # (the function, then each iterable)
+            self.stmt(_assign(name, value, s))
+        f = _name(held[0])
+        sources: list[ast.expr] = [_name(n) for n in held[1:]]
+        items = [self.namer.fresh("item") for _ in range(given)]
+        taken: list[ast.expr] = [_name(n) for n in items]
+        target: ast.expr = _name(items[0], ast.Store())
+        if mapping:
+            if given > 1:
+                target = ast.Tuple(elts=[_name(n, ast.Store()) for n in items], ctx=ast.Store())
+            iterable = sources[0] if given == 1 else _call("zip", sources)
+            prologue: list[ast.stmt] = [ast.Assign(targets=[s.target], value=_call(f, taken))]
+        else:
+            iterable = sources[0]
+            calls_nothing = isinstance(call.args[0], ast.Constant) and call.args[0].value is None
+            kept = taken[0] if calls_nothing else _call(f, taken)
+            skip = ast.If(
+                test=ast.UnaryOp(op=ast.Not(), operand=kept), body=[ast.Continue()], orelse=[]
+            )
+            prologue = [skip, ast.Assign(targets=[s.target], value=taken[0])]
+        loop = ast.For(target=target, iter=iterable, body=prologue + s.body, orelse=s.orelse)
+        ast.copy_location(loop, s)
+        for node in ast.walk(loop):
+            if not hasattr(node, "lineno") and isinstance(node, (ast.stmt, ast.expr)):
+                ast.copy_location(node, s)
+        self.stmt(loop)
+        return True
 
     def may_write_lists(self, body: list[ast.stmt]) -> bool:
         """Whether running ``body`` may write into a list: a store or delete into a subscript or
