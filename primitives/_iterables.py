@@ -44,7 +44,7 @@ from dplus.runtime.linear import (
 from dplus.runtime.registry import is_registered_transform, lookup_transform, primal_of_transform
 from dplus.runtime.routers import ListIterator, iteration_router
 
-from ._list_iterators import TakingFromList, list_iterator_sens, take_rest
+from ._list_iterators import TakingFromList, TakingThrough, list_iterator_sens, take_rest
 
 __all__ = [
     "LIST",
@@ -304,6 +304,9 @@ def seq(x: Any, fn: str, arg: str) -> Seq:
         return _generator_seq(x, fn, arg, False)
     if type(x) is ListIterator:
         return _list_iterator_items(x, fn, arg)
+    if type(x) is TakingFromList or type(x) is TakingThrough:  # (rule code differentiated again)
+        through = TakingThrough(x)
+        return Seq(x, list(through), LISTITER, fn, arg, through)
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)
@@ -336,6 +339,8 @@ def lazy_seq(x: Any, fn: str, arg: str) -> Seq:
         return _generator_seq(x, fn, arg, True)
     if type(x) is ListIterator:
         return _list_iterator_seq(x, fn, arg)  # (taken as the rule iterates its source())
+    if type(x) is TakingFromList or type(x) is TakingThrough:  # (rule code differentiated again)
+        return Seq(x, None, LISTITER, fn, arg, TakingThrough(x))
     k = _kind_of_sequence(x)
     if k == TUPLE:
         return Seq(x, x, k, fn, arg)

@@ -12,7 +12,7 @@ from dplus.runtime.kinds import is_number
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.routers import ListIterator
 
-__all__ = ["TakingFromList", "take_rest", "list_iterator_sens"]
+__all__ = ["TakingFromList", "TakingThrough", "take_rest", "list_iterator_sens"]
 
 
 class TakingFromList:
@@ -52,6 +52,28 @@ class TakingFromList:
             return
         entry = Abox.list_entry(self.lst, self.n)
         entry[pos] = add(entry[pos], A)
+
+
+class TakingThrough(TakingFromList):
+    """A rule's iteration of a :class:`TakingFromList` (rule code differentiated again: the
+    first order's ``zip`` of ``iter(xs)`` takes its elements through one, and the next
+    order's ``zip`` takes them from it): each element is the one the inner taking took, so
+    its sensitivity goes to that position of ``xs`` too."""
+
+    __slots__ = ()
+
+    def __init__(self, taking: TakingFromList) -> None:
+        self.it = taking  # type: ignore[assignment]
+        self.lst = taking.lst
+        self.positions = []
+        self.n = taking.n
+
+    def __next__(self) -> Any:
+        taking: TakingFromList = self.it  # type: ignore[assignment]
+        value = next(taking)
+        self.positions.append(taking.positions[-1])
+        self.n = taking.n
+        return value
 
 
 def _mark_taken(it: ListIterator, start: int, stop: int) -> None:

@@ -86,11 +86,6 @@ def test_orders_one_to_three(f, general):
             def d_dx(x, y):
                 return dplus.grad(f)(x, y)[0]
 
-            if f is zipped_with_a_list:
-                # (zip of an iterator over a list is refused one order up, as for a generator)
-                with pytest.raises(dplus.NonDifferentiableError, match=r"zip\(\)"):
-                    dplus.grad(d_dx)(*point)
-                continue
             h = dplus.grad(d_dx)(*point)
             for k in range(2):
                 assert _close(h[k], _partial(d_dx, point, k), 1e-5), (point, k, h)
@@ -98,8 +93,8 @@ def test_orders_one_to_three(f, general):
             def d2_dx2(x, y):
                 return dplus.grad(d_dx)(x, y)[0]
 
-            if general:
-                continue  # (the third order once, on the fast path: the suite's time)
+            if general or f is zipped_with_a_list:
+                continue  # (the third order once, on the fast path, not for zip: CI time)
             try:
                 t = dplus.grad(d2_dx2)(*point)
             except dplus.NonDifferentiableError as e:  # (as for iter() of a list)

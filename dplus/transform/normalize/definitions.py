@@ -21,7 +21,9 @@ from .generator_expressions import (
     consumers_in,
     names_bound_anywhere,
 )
+from .generator_limits import LIMIT, values_read_at_most
 from .generator_machine import GeneratorMachine, GeneratorSyntaxError, is_generator_function
+from .generator_returns import generators_bound_once, rewrite_closes, rewrite_returns
 from .generator_uses import GeneratorUses
 from .generators_again import (
     endless,
@@ -86,28 +88,7 @@ def rewrite_definitions(
         # (a generator is run to completion there, by the normaliser, into an iterator over
         # its values (read once, as Python's); the iterator of zip, map, ... into a list: one
         # kept and read twice is refused)
-        functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
-        generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
-        uses = None
-        if generators or kinds[ast.GeneratorExp]:
-            nested: dict[str, list[ast.FunctionDef]] = {}
-            for fn in functions:
-                nested.setdefault(fn.name, []).append(fn)
-            bound = names_bound_anywhere(node)
-            uses = GeneratorUses(node, nested, globals_ or {}, module, bound, qualname, filename)
-        for gen in generators:
-            if endless(gen):
-                raise refused_endless(gen, qualname, filename)
-            uses.refuse_read_later(gen)  # type: ignore[union-attr]
-        lazy_builtins = _lazy_builtins_not_rebound(node, globals_ or {})
-        for fn in functions:
-            if generators or kinds[ast.GeneratorExp]:
-                refuse_generators_reading_rebound_variables(fn, qualname, filename, uses)
-            refuse_generator_expressions_read_again(
-                fn.body, fn.name, filename, frozenset(), lazy_builtins
-            )
-        if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
-            read_once_where_passed(node, module, globals_ or {}, uses)  # type: ignore[arg-type]
+        _generators_again(node, kinds, has_yield, qualname, module, filename, globals_ or {})
         if not kinds[ast.ClassDef]:
             return node
         _refuse_classes_not_supported_again(node, qualname, filename)
@@ -129,6 +110,66 @@ def rewrite_definitions(
         )
     except (GeneratorSyntaxError, ClassSyntaxError) as e:
         raise _refusal(e, filename) from None
+
+
+def _generators_again(
+    node: ast.FunctionDef | ast.Lambda,
+    kinds: Counter,
+    has_yield: bool,
+    qualname: str,
+    module: str,
+    filename: str,
+    globals_: dict,
+) -> None:
+    """``rewrite_definitions`` differentiated again: what a generator run where it is made
+    would show refused by name; a return value, ``close()`` and an endless generator's
+    stop rewritten where they are right (:mod:`.generator_returns`, :mod:`.generator_limits`)."""
+    functions = [n for n in walk(node) if isinstance(n, ast.FunctionDef)]
+    generators = [fn for fn in functions if is_generator_function(fn)] if has_yield else []
+    uses = None
+    names = _Names(node)
+    if generators:
+        _limit_endless_generators(node, generators, globals_)
+        rewrite_closes(node, names.fresh)
+    if generators or kinds[ast.GeneratorExp]:
+        nested: dict[str, list[ast.FunctionDef]] = {}
+        for fn in functions:
+            nested.setdefault(fn.name, []).append(fn)
+        bound = names_bound_anywhere(node)
+        uses = GeneratorUses(node, nested, globals_, module, bound, qualname, filename)
+    for gen in generators:
+        if endless(gen) and getattr(gen, LIMIT, None) is None:
+            raise refused_endless(gen, qualname, filename)
+        uses.refuse_read_later(gen)  # type: ignore[union-attr]
+    lazy_builtins = _lazy_builtins_not_rebound(node, globals_)
+    for fn in functions:
+        if generators or kinds[ast.GeneratorExp]:
+            refuse_generators_reading_rebound_variables(fn, qualname, filename, uses)
+        refuse_generator_expressions_read_again(
+            fn.body, fn.name, filename, frozenset(), lazy_builtins
+        )
+    if kinds[ast.GeneratorExp] and not module.startswith("dplus."):
+        read_once_where_passed(node, module, globals_, uses)  # type: ignore[arg-type]
+    if generators:
+        rewrite_returns(node, names.fresh, uses.is_builtin)  # type: ignore[union-attr]
+
+
+def _limit_endless_generators(
+    node: ast.AST, generators: list[ast.FunctionDef], globals_: dict
+) -> None:
+    """Mark (``LIMIT``) each endless generator function with the most values a making of it
+    can give out, where that is known (:mod:`.generator_limits`)."""
+    endless_ones = [g for g in generators if endless(g)]
+    if not endless_ones:
+        return
+    parents = {id(c): n for n in walk(node) for c in ast.iter_child_nodes(n)}
+    once = generators_bound_once(node)
+    bound = names_bound_anywhere(node)
+    for gen in endless_ones:
+        if once.get(gen.name) is gen:
+            most = values_read_at_most(gen, node, parents, globals_, bound)
+            if most is not None:
+                setattr(gen, LIMIT, most)
 
 
 _LAZY_BUILTINS = ("zip", "enumerate", "reversed", "map", "filter")

@@ -26,6 +26,8 @@ from .generator_effects import (
     first_effect,
 )
 from .generator_expressions import consumers_in
+from .generator_returns import binds_otherwise
+from .generator_syntax import is_generator_function
 
 __all__ = ["GeneratorUses", "as_generator_function", "outside_reads", "described", "refused_effect"]
 
@@ -72,6 +74,7 @@ class GeneratorUses:
             ):
                 self.nested.setdefault(n.targets[0].id, []).append(n.value)
         self._effects: dict[int, list[Effect]] = {}
+        self._delegating: set[int] = set()  # (generators whose yield from is being asked about)
         self.modules = {
             name
             for name, value in globals_.items()
@@ -100,6 +103,8 @@ class GeneratorUses:
             and not p.keywords
         ):
             return self.read_at_once(p)
+        if isinstance(p, ast.YieldFrom) and p.value is e:
+            return self._delegated_at_once(p)
         if isinstance(p, ast.comprehension) and p.iter is e:
             comp = self.parents.get(id(p))
             if not isinstance(comp, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
@@ -110,6 +115,22 @@ class GeneratorUses:
                 return False
             return not isinstance(comp, ast.GeneratorExp) or self.read_at_once(comp)
         return False
+
+    def _delegated_at_once(self, y: ast.YieldFrom) -> bool:
+        """``yield from e`` reads ``e`` to its end while the generator function around it
+        runs; that is at once when every call of that function is read at once (nothing of
+        the program but its own body runs until it ends, in Python's order)."""
+        around = self.enclosing(y)
+        g = around[0] if around else None
+        if not isinstance(g, ast.FunctionDef) or g is self.node or id(g) in self._delegating:
+            return False
+        if len(self.nested.get(g.name, ())) != 1:
+            return False
+        self._delegating.add(id(g))
+        try:
+            return not self._later_uses(g)
+        finally:
+            self._delegating.discard(id(g))
 
     def enclosing(self, n: ast.AST) -> list[ast.AST]:
         """The functions around ``n``, innermost first, up to ``node``."""
@@ -148,21 +169,32 @@ class GeneratorUses:
         return {name for name, only in made.items() if only}
 
     def first_change_after(
-        self, making: ast.AST, reads: set[str], generators: frozenset[str] | set[str] = frozenset()
+        self,
+        making: ast.AST,
+        reads: set[str],
+        generators: frozenset[str] | set[str] = frozenset(),
+        until: int | None = None,
     ) -> tuple[Effect, ast.AST] | None:
         """An effect of the program's code that may run after ``making`` (later in its
         function, in a loop around it, or after the function around it is defined), not on a
-        container of that function no one else can reach; with the function it is in."""
+        container of that function no one else can reach; with the function it is in. With
+        ``until`` (the last line that reads the generator, :meth:`window_of`): only the
+        effects of the function around the making up to that line (what runs after it, or
+        outside that function's run, runs when no value is made any more)."""
         here: ast.AST = making
         for fn in self.enclosing(making):
             start = _region_start(here, fn, self.parents)
             private = _private_containers(fn, reads, self.modules)
             for effect in self.effects_of(fn):
                 line = getattr(effect.node, "lineno", 0)
+                if until is not None and line > until:
+                    continue
                 if line >= start and effect.changes not in private:
                     if effect.changes in generators and _generator_method(effect.node):
                         continue
                     return effect, fn
+            if until is not None:
+                return None
             here = fn
         return None
 
@@ -178,6 +210,136 @@ class GeneratorUses:
 
     def read_at_once_everywhere(self, gen: ast.FunctionDef) -> bool:
         return not self._later_uses(gen)
+
+    def read_windows(self, gen: ast.FunctionDef, fn: ast.AST) -> list[tuple[int, int]] | None:
+        """For each making of ``gen`` not read at once: its line and the last line of the last
+        statement that reads it, when it is ``it = gen(...)`` in ``fn`` (outside loops), with
+        ``it`` bound nowhere else and read only by ``next(it)``, ``for ... in it`` and
+        ``it.close()`` in ``fn``, outside loops: the only times its values are made. None
+        where a making is read otherwise (kept elsewhere, given to a function, in a loop)."""
+        windows = []
+        for n in self._later_uses(gen):
+            window = self.window_of(n, fn)
+            if window is None:
+                return None
+            windows.append(window)
+        return windows
+
+    def window_of(self, n: ast.Name, fn: ast.AST) -> tuple[int, int] | None:
+        """The lines from the making ``n(...)`` in ``fn`` to the end of its last read (see
+        :meth:`read_windows`); None if it is not read so."""
+        call = self.parents.get(id(n))
+        made = self.parents.get(id(call))
+        if isinstance(call, ast.Call) and call.func is n:
+            zipped = self._zipped_with_makings(call, fn)
+            if zipped is not None:
+                return zipped
+        if not (
+            isinstance(call, ast.Call)
+            and call.func is n
+            and isinstance(made, ast.Assign)
+            and len(made.targets) == 1
+            and isinstance(made.targets[0], ast.Name)
+            and self._outside_loops_of(made, fn)
+        ):
+            return None
+        last = self._last_read_of(made.targets[0], fn)
+        if last is None:
+            return None
+        return made.lineno, max(last, made.end_lineno or made.lineno)
+
+    def _zipped_with_makings(self, call: ast.Call, fn: ast.AST) -> tuple[int, int] | None:
+        """The lines of the statement around ``zip(gen(), other())`` read at once (by
+        ``sum``, a comprehension...) outside loops of ``fn``, when the other arguments are
+        names, constants or makings of generators of the program with quiet arguments and
+        bodies known to change nothing: Python interleaves the bodies where dplus runs one
+        after the other, which nothing can tell apart; all is read in that statement."""
+        z = self.parents.get(id(call))
+        if not (
+            isinstance(z, ast.Call)
+            and isinstance(z.func, ast.Name)
+            and z.func.id in ("zip", "enumerate")
+            and self.is_builtin(z.func.id)
+            and call in z.args
+            and not z.keywords
+            and self.read_at_once(z)
+        ):
+            return None
+        for a in z.args:
+            if a is call or _quiet(a):
+                continue
+            name = a.func.id if isinstance(a, ast.Call) and isinstance(a.func, ast.Name) else ""
+            defs = self.nested.get(name, ())
+            if not (
+                isinstance(a, ast.Call)
+                and len(defs) == 1
+                and isinstance(defs[0], ast.FunctionDef)
+                and is_generator_function(defs[0])
+                and all(_quiet(v) for v in [*a.args, *(k.value for k in a.keywords)])
+                and first_effect(
+                    defs[0], self.nested, self.globals_, self.module, self.bound, True, self.classes
+                )
+                is None
+            ):
+                return None
+        st: ast.AST | None = z
+        while st is not None and not isinstance(st, ast.stmt):
+            st = self.parents.get(id(st))
+        if st is None or not self._outside_loops_of(st, fn):
+            return None
+        return st.lineno, getattr(st, "end_lineno", None) or st.lineno
+
+    def _outside_loops_of(self, n: ast.AST, fn: ast.AST) -> bool:
+        """Whether ``n`` is in ``fn``'s own body and runs at most once per call of it (in no
+        loop or comprehension of ``fn``; the iterable of a ``for`` runs once)."""
+        child, p = n, self.parents.get(id(n))
+        while p is not None and p is not fn:
+            if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return False
+            if isinstance(
+                p, (ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+            ):
+                return False
+            if isinstance(p, (ast.For, ast.AsyncFor)) and child is not p.iter:
+                return False
+            child, p = p, self.parents.get(id(p))
+        return p is fn
+
+    def _last_read_of(self, target: ast.Name, fn: ast.AST) -> int | None:
+        """The last line of the last statement reading ``target.id`` (see ``read_windows``)."""
+        name, last = target.id, 0
+        for m in walk(self.node):
+            if binds_otherwise(m, name):
+                return None
+            if not isinstance(m, ast.Name) or m.id != name or m is target:
+                continue
+            p = self.parents.get(id(m))
+            q = self.parents.get(id(p))
+            read = isinstance(m.ctx, ast.Load) and (
+                (isinstance(p, ast.For) and p.iter is m)
+                or (
+                    isinstance(p, ast.Call)
+                    and isinstance(p.func, ast.Name)
+                    and p.func.id == "next"
+                    and self.is_builtin("next")
+                    and p.args[:1] == [m]
+                    and not p.keywords
+                )
+                or (
+                    isinstance(p, ast.Attribute)
+                    and p.attr == "close"
+                    and isinstance(q, ast.Call)
+                    and q.func is p
+                    and isinstance(self.parents.get(id(q)), ast.Expr)
+                )
+            )
+            if not read or not self._outside_loops_of(m, fn):
+                return None
+            st: ast.AST | None = m
+            while st is not None and not isinstance(st, ast.stmt):
+                st = self.parents.get(id(st))
+            last = max(last, getattr(st, "end_lineno", None) or 0)
+        return last
 
     def reads_through_calls(self, gen: ast.AST) -> list[ast.Name]:
         """The names ``gen`` reads from outside, and those the functions of the
@@ -215,7 +377,11 @@ class GeneratorUses:
                     for a in ast.walk(call)
                     if isinstance(a, ast.Name) and isinstance(a.ctx, ast.Load)
                 }
-            found = self.first_change_after(n, reads | given, self._generators_of(gen))
+            around = self.enclosing(n)
+            window = self.window_of(n, around[0]) if around else None
+            found = self.first_change_after(
+                n, reads | given, self._generators_of(gen), None if window is None else window[1]
+            )
             if found is not None:
                 raise self._refused_change(described(gen), gen, n, *found)
 

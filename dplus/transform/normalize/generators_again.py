@@ -103,11 +103,20 @@ def refuse_generators_reading_rebound_variables(
             if is_generator_function(gen):
                 if uses is not None and uses.read_at_once_everywhere(gen):
                     continue
+                windows = None
+                if uses is not None:
+                    around = uses.enclosing(gen)
+                    home = around[0] if around else fn
+                    windows = uses.read_windows(gen, home)
+                    if windows is not None and gen is not outer:
+                        continue  # (read only inside the function that defines it: checked there)
                 _refuse_reads_changed_after(
                     gen,
                     fn,
                     defined_at,
-                    found.may_change_after,
+                    found.may_change_after
+                    if windows is None
+                    else functools.partial(_bound_while_read, found, windows),
                     qualname,
                     filename,
                     None if uses is None else uses.reads_through_calls(gen),
@@ -201,6 +210,16 @@ class _Bindings:
             if _after(((at, loops),), line):
                 return at
         return None
+
+
+def _bound_while_read(
+    found: _Bindings, windows: list[tuple[int, int]], name: str, line: int
+) -> bool:
+    """Whether ``name`` may be bound between a making of the generator and its last read
+    (``GeneratorUses.read_windows``: neither in a loop, so a binding runs between them only
+    on a line between them; a nested function writing it as ``nonlocal`` runs there only if
+    called there, which ``GeneratorUses.refuse_read_later`` refuses as an effect)."""
+    return any(m <= b <= last for b, _ in found.bindings.get(name, ()) for m, last in windows)
 
 
 def _bound_later(found: _Bindings, read_before: bool, name: str, line: int) -> bool:
@@ -303,8 +322,10 @@ def refused_endless(gen: ast.AST, qualname: str, filename: str) -> UnsupportedSy
     err = UnsupportedSyntaxError(
         f"the generator function {name!r} in {qualname!r} ({filename}, line {line if line else '?'}) has a "
         "`while True` loop: at a higher order of differentiation (hessian, grad of grad) dplus runs a "
-        "generator to completion into a list, and this one may never end. Give the loop a condition "
-        "that ends it, or take the values as a list"
+        "generator where it is made, until it has yielded as many values as its readers can take, and "
+        "here that number is not known before it runs (it is known for next(it) calls outside loops "
+        "on a variable bound once, itertools.islice(gen(), k), and zip with a list display). "
+        "Give the loop a condition that ends it, or read the generator in one of those ways"
     )
     err.filename = filename
     err.lineno = line

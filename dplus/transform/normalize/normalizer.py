@@ -31,6 +31,8 @@ from .core import (
 from .exceptions import ExceptionForms
 from .expressions import ExpressionForms
 from .functions import FunctionForms
+from .generator_limits import LIMIT
+from .generator_returns import RETURNS
 from .loops import LoopForms
 from .rewrites import (
     _deepcopy,
@@ -292,7 +294,13 @@ def normalize_function(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_no_scopes_body(body)
     ):
         body = _YieldsToList(
-            namer.fresh("yielded"), name, filename, namer.fresh("raised"), node.lineno
+            namer.fresh("yielded"),
+            name,
+            filename,
+            namer.fresh("raised"),
+            node.lineno,
+            getattr(node, RETURNS, None),
+            getattr(node, LIMIT, None),
         ).function_body(body)
     refuse_generator_expressions_read_again(body, name, filename)
     boxed = set(scope.boxed) | boxed_from_outside

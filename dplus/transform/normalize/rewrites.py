@@ -43,12 +43,25 @@ class _YieldsToList(ast.NodeTransformer):
     What needs the generator itself is refused: the value of a ``yield`` expression
     (``send``) and a generator's ``return`` value."""
 
-    def __init__(self, out: str, name: str, filename: str, raised: str, line: int) -> None:
+    def __init__(
+        self,
+        out: str,
+        name: str,
+        filename: str,
+        raised: str,
+        line: int,
+        returns: Any = None,
+        limit: int | None = None,
+    ) -> None:
         self.out = out
         self.name = name
         self.filename = filename
         self.raised = raised
         self.line = line
+        # what a ``return value`` does (generator_returns.RETURNS): None, refused; "pair",
+        # returns (values, value); "dropped": the value computed, as Python does, not kept
+        self.returns = returns
+        self.limit = limit  # (generator_limits.LIMIT: the most values a reader takes)
 
     def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         start = ast.copy_location(
@@ -57,8 +70,11 @@ class _YieldsToList(ast.NodeTransformer):
             ),
             body[0],
         )
-        new = [self.visit(_deepcopy(st)) for st in body]
-        end = ast.copy_location(ast.Return(value=self._values()), body[-1])
+        new: list[ast.stmt] = []
+        for st in body:
+            done = self.visit(_deepcopy(st))
+            new.extend(done if isinstance(done, list) else [done])
+        end = ast.copy_location(ast.Return(value=self._values(_const(None))), body[-1])
         # an exception the body raises as it runs to completion is refused by name (Python's
         # generator raises it only when read that far: runtime.generator_ops)
         refused = _internal(
@@ -75,11 +91,16 @@ class _YieldsToList(ast.NodeTransformer):
             name=self.raised,
             body=[ast.copy_location(ast.Expr(value=refused), body[0])],
         )
+        if self.limit == 0:  # (no reader takes a value: Python's never runs the body)
+            new = [ast.copy_location(ast.Return(value=self._values(_const(None))), body[0])]
         guarded = ast.Try(body=new, handlers=[handler], orelse=[], finalbody=[])
         return [start, ast.copy_location(guarded, body[0]), end]
 
-    def _values(self) -> ast.expr:
-        """``iter(<out>)``: the generator, once run, over the list of its values."""
+    def _values(self, returned: ast.expr) -> ast.expr:
+        """``iter(<out>)``: the generator, once run, over the list of its values (for a
+        twin that returns its value, ``(<out>, returned)``)."""
+        if self.returns == "pair":
+            return ast.Tuple(elts=[_name(self.out), returned], ctx=ast.Load())
         return ast.Call(func=_name("iter"), args=[_name(self.out)], keywords=[])
 
     def _refuse(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
@@ -101,24 +122,46 @@ class _YieldsToList(ast.NodeTransformer):
         )
         return ast.copy_location(ast.Expr(value=call), like)
 
-    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+    def visit_Expr(self, node: ast.Expr) -> Any:
         v = node.value
         if isinstance(v, ast.Yield):
-            return self._collect(
-                "append", self.visit(v.value) if v.value is not None else _const(None), node
+            return self._limited(
+                self._collect(
+                    "append", self.visit(v.value) if v.value is not None else _const(None), node
+                )
             )
         if isinstance(v, ast.YieldFrom):
             # (list(): a generator's values there are an iterator, which list() takes)
             values = ast.Call(func=_name("list"), args=[self.visit(v.value)], keywords=[])
-            return self._collect("extend", values, node)
+            return self._limited(self._collect("extend", values, node))
         return self.generic_visit(node)
 
-    def visit_Return(self, node: ast.Return) -> ast.Return:
-        if node.value is not None and not (
-            isinstance(node.value, ast.Constant) and node.value.value is None
-        ):
+    def _limited(self, collect: ast.Expr) -> ast.stmt | list[ast.stmt]:
+        """``collect``, then, for a generator no reader takes more than ``limit`` values of
+        (an endless one: generator_limits), a return once it has yielded them."""
+        if self.limit is None:
+            return collect
+        enough = ast.Compare(
+            left=ast.Call(func=_name("len"), args=[_name(self.out)], keywords=[]),
+            ops=[ast.GtE()],
+            comparators=[_const(self.limit)],
+        )
+        stop = ast.If(test=enough, body=[ast.Return(value=self._values(_const(None)))], orelse=[])
+        ast.copy_location(stop, collect)
+        ast.fix_missing_locations(stop)
+        return [collect, stop]
+
+    def visit_Return(self, node: ast.Return) -> ast.stmt | list[ast.stmt]:
+        value = node.value
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return ast.copy_location(ast.Return(value=self._values(_const(None))), node)
+        if self.returns is None:
             raise self._refuse(node, "a generator's return value")
-        return ast.copy_location(ast.Return(value=self._values()), node)
+        value = self.visit(value)
+        if self.returns == "pair":
+            return ast.copy_location(ast.Return(value=self._values(value)), node)
+        computed = ast.copy_location(ast.Expr(value=value), node)
+        return [computed, ast.copy_location(ast.Return(value=self._values(value)), node)]
 
     def visit_Yield(self, node: ast.Yield | ast.YieldFrom) -> ast.AST:
         raise self._refuse(node, "the value of a yield expression (generator.send)")
