@@ -23,14 +23,26 @@ def is_number(x: Any) -> bool:
     t = type(x)
     if t is float or t is int or t is complex:
         return True
+    known = _NUMBER_BY_TYPE.get(t)
+    if known is None:
+        known = _NUMBER_BY_TYPE[t] = _is_number_type(t)
+    return known
+
+
+# (the answer depends on the type alone: kept per type, since the ABC check of
+# ``numbers.Number`` costs about a microsecond for an array, which most rules ask about)
+_NUMBER_BY_TYPE: dict[type, bool] = {}
+
+
+def _is_number_type(t: type) -> bool:
     if t is bool:
         return False
     np = _numpy()
-    if np is not None and isinstance(x, np.bool_):
+    if np is not None and issubclass(t, np.bool_):
         return False
-    if isinstance(x, enum.Enum):  # IntEnum / IntFlag members are ints, but names, not quantities
+    if issubclass(t, enum.Enum):  # IntEnum / IntFlag members are ints, but names, not quantities
         return False
-    return isinstance(x, numbers.Number)
+    return issubclass(t, numbers.Number)
 
 
 def is_ndarray(x: Any) -> bool:
