@@ -173,8 +173,10 @@ def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
     overrides NumPy's dispatch (``__array_ufunc__``, ``__array_function__``: a wrapper that
     is not an array): NumPy ran that class's code, which the rule does not differentiate."""
     for a in (*args, *kwargs.values()):
+        if type(a) is list or type(a) is tuple:
+            a = next((e for e in a if _overrides(e)), a)
         cls = type(a)
-        if isinstance(a, _ndarray) or a is None:
+        if not _overrides(a):
             continue
         if hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__"):
             raise NonDifferentiableError(
@@ -400,10 +402,46 @@ def defvjp_joint(
 def _register(
     fn: Any, transform: Callable[..., ProcResult], note: str
 ) -> Callable[..., ProcResult]:
+    """Register ``transform`` as ``fn``'s rule, behind the one check every NumPy rule needs:
+    an argument whose class takes over NumPy's dispatch is refused (see ``_overridden``)."""
     name = getattr(fn, "__name__", "fn")
-    transform.__name__ = transform.__qualname__ = f"{name}_plus"
-    register_primitive(fn, transform, note=note or f"numpy rule: {_name(fn)}")
-    return transform
+    transform.__name__ = transform.__qualname__ = f"{name}_rule"
+
+    def checked(*args: Any, **kwargs: Any) -> ProcResult:
+        if _overridden(args, kwargs):
+            _refuse_dispatch_overrides(fn, args, kwargs)
+        return transform(*args, **kwargs)
+
+    mark_derived(checked, "rule helper")  # differentiated from its source at second order
+    checked.__name__ = checked.__qualname__ = f"{name}_plus"
+    register_primitive(fn, checked, note=note or f"numpy rule: {_name(fn)}")
+    return checked
+
+
+def _overrides(a: Any) -> bool:
+    cls = type(a)
+    if cls is _ndarray or cls in _RESULT_SCALARS or a is None or isinstance(a, _ndarray):
+        return False
+    if cls is list or cls is tuple:
+        return any(_overrides(e) for e in a)
+    return hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__")
+
+
+def _overridden(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument (or an item of a list or tuple argument) is not an array but its
+    class defines ``__array_ufunc__``/``__array_function__``: NumPy then runs that class's
+    code instead of the function the rule is the derivative of, whatever the result is (a
+    wrapper that returns an array or a number would otherwise get a wrong derivative)."""
+    for a in args:
+        if _overrides(a):
+            return True
+    for a in kwargs.values():
+        if _overrides(a):
+            return True
+    return False
+
+
+defnondiff(_overridden, note="internal: tests for a NumPy dispatch override")
 
 
 def nondiff(*fns: Any, note: str = "non-differentiable (zero derivative)") -> None:
