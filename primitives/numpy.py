@@ -179,8 +179,11 @@ def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
         if not _overrides(a):
             continue
         if hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__"):
+            name = _name(fn)
+            if args and type(args[0]) is _ufunc and args[0] is not fn:  # np.add.reduce(...)
+                name = f"numpy.{args[0].__name__}.{getattr(fn, '__name__', fn)}"
             raise NonDifferentiableError(
-                f"{_name(fn)} was given a {cls.__qualname__}, whose class takes over NumPy's "
+                f"{name} was given a {cls.__qualname__}, whose class takes over NumPy's "
                 "dispatch (__array_ufunc__ / __array_function__): NumPy ran its code, which "
                 f"dplus does not differentiate. Call what {cls.__qualname__} does with the "
                 "array it holds in your own code, or register a rule for it"

@@ -1,0 +1,134 @@
+"""NumPy rules found missing or unchecked (issues #22, #26): ``ufunc.accumulate`` of
+``maximum minimum fmax fmin multiply``, and the refusal of an argument whose class takes
+over NumPy's dispatch, for every NumPy rule (not only ``defgrad``'s).
+
+Derivatives are checked by ``array_checks.check_grads`` (central differences along random
+directions, first and second order) on a few shapes and axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from array_checks import check_grads
+
+import dplus
+
+rng = np.random.default_rng(2226)
+
+SHAPES_AXES = [((6,), 0), ((3, 4), 1), ((4, 2, 3), 0)]
+
+
+@pytest.mark.parametrize("uf", [np.maximum, np.minimum, np.fmax, np.fmin, np.multiply])
+@pytest.mark.parametrize("shape,axis", SHAPES_AXES)
+def test_ufunc_accumulate(uf, shape, axis):
+    check_grads(lambda x: uf.accumulate(x, axis=axis), rng.normal(size=shape))
+
+
+def test_accumulate_positional_axis_and_default_axis():
+    x = rng.normal(size=(3, 4))
+    check_grads(lambda x: np.maximum.accumulate(x, 1), x, order=1)
+    check_grads(lambda x: np.minimum.accumulate(x), x, order=1)
+
+
+def _running_max_by_prefix(x, A):
+    """The sensitivity of ``x`` as ``np.max`` of each prefix gives it: split between ties."""
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        ties = np.flatnonzero(x[: i + 1] == x[: i + 1].max())
+        out[ties] += A[i] / len(ties)
+    return out
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        [1.0, 3.0, 3.0, 2.0, 3.0, 5.0, 5.0],
+        [2.0, 2.0, 2.0, 2.0],
+        [4.0, 1.0, 4.0, 0.0, 4.0, 6.0, 1.0, 6.0],
+    ],
+)
+def test_running_max_splits_ties_like_max_of_each_prefix(x):
+    x = np.array(x)
+    A = rng.normal(size=x.shape)
+    (g,) = dplus.grad(lambda x: np.sum(np.maximum.accumulate(x) * A))(x)
+    np.testing.assert_allclose(g, _running_max_by_prefix(x, A), rtol=1e-12, atol=1e-12)
+    (g,) = dplus.grad(lambda x: np.sum(np.minimum.accumulate(-x) * A))(x)
+    np.testing.assert_allclose(g, -_running_max_by_prefix(x, A), rtol=1e-12, atol=1e-12)
+
+
+def test_running_product_is_exact_with_zeros():
+    x = np.array([1.5, 0.0, 2.0, -1.0, 0.0, 3.0])
+    A = rng.normal(size=x.shape)
+    (g,) = dplus.grad(lambda x: np.sum(np.multiply.accumulate(x) * A))(x)
+    expected = np.zeros_like(x)  # d/dx_j of sum_i A_i prod_{k<=i} x_k, term by term
+    for i in range(len(x)):
+        for j in range(i + 1):
+            expected[j] += A[i] * np.prod(np.delete(x[: i + 1], j))
+    np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, dplus.grad(lambda x: np.sum(np.cumprod(x) * A))(x)[0])
+
+
+def test_accumulate_of_other_ufuncs_is_refused_by_name():
+    x = rng.normal(size=4)
+    with pytest.raises(dplus.DplusError, match=r"numpy\.arctan2\.accumulate"):
+        dplus.grad(lambda x: np.sum(np.arctan2.accumulate(x)))(x)
+
+
+# ---------------------------------------------------------------------------
+# arguments whose class takes over NumPy's dispatch
+
+
+def _unwrapped(x):
+    if isinstance(x, Wrapper):
+        return x.data
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrapped(e) for e in x)
+    return x
+
+
+class Wrapper:
+    """Not an array: NumPy hands every function given one to ``__array_function__``, which
+    here computes ``scale`` times the plain function."""
+
+    scale = 1.0
+
+    def __init__(self, data):
+        self.data = np.asarray(data, dtype=float)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return self.scale * func(*_unwrapped(args), **kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data
+
+
+class Doubling(Wrapper):
+    scale = 2.0
+
+
+class UfuncWrapper(Wrapper):
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_unwrapped(inputs), **kwargs)
+
+
+CONSTANT = np.array([3.0, -1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "name,f",
+    [
+        ("numpy.sum", lambda x: np.sum(Wrapper(x * x))),
+        ("numpy.dot", lambda x: np.dot(Wrapper(x), x)),
+        ("numpy.dot", lambda x: np.dot(Doubling(CONSTANT), x)),  # the result is a plain number
+        ("numpy.mean", lambda x: x[0] * np.mean(Doubling(CONSTANT))),
+        ("numpy.concatenate", lambda x: np.sum(np.concatenate([Doubling(CONSTANT), x]))),
+        ("numpy.einsum", lambda x: np.einsum("i,i", Doubling(CONSTANT), x)),
+        ("numpy.sin", lambda x: np.sum(np.sin(UfuncWrapper(x)))),
+        ("numpy.add.reduce", lambda x: np.add.reduce(UfuncWrapper(x)) + np.sum(x)),
+    ],
+)
+def test_a_dispatch_override_is_refused_by_name(name, f):
+    x = np.array([0.5, 1.0, -2.0])
+    with pytest.raises(dplus.NonDifferentiableError, match=rf"{name} was given a \w+"):
+        dplus.grad(f)(x)
