@@ -132,3 +132,42 @@ def test_a_dispatch_override_is_refused_by_name(name, f):
     x = np.array([0.5, 1.0, -2.0])
     with pytest.raises(dplus.NonDifferentiableError, match=rf"{name} was given a \w+"):
         dplus.grad(f)(x)
+
+
+# ---------------------------------------------------------------------------
+# np.fromiter
+
+
+@pytest.mark.parametrize("n", [1, 4, 7])
+def test_fromiter_of_a_generator_a_list_and_map(n):
+    x = rng.normal(size=n)
+    check_grads(lambda x: np.fromiter((np.sin(v) * v for v in x), float), x)
+    check_grads(lambda x: np.fromiter([v * v for v in x], dtype=float) * x, x)
+    check_grads(lambda x: np.fromiter(map(np.exp, x), np.float64, n), x, order=1)
+
+
+def test_fromiter_with_count_takes_only_count_values():
+    def f(xs):
+        it = iter(xs)
+        head = np.fromiter(it, float, 2)
+        return np.sum(head * head) + 10.0 * next(it)  # the iterator goes on after the head
+
+    xs = [1.0, 2.0, 3.0, 4.0]
+    assert f(xs) == 35.0
+    assert dplus.grad(f)(xs) == ([2.0, 4.0, 10.0, 0.0],)
+    x = rng.normal(size=5)
+    check_grads(lambda x: np.fromiter((v * v for v in x), float, count=3), x)
+
+
+def test_fromiter_of_integers_carries_nothing_and_a_plain_iterator_refuses():
+    assert dplus.grad(lambda x: x * np.sum(np.fromiter(range(4), int)))(2.0) == (6.0,)
+
+    class Values:
+        def __init__(self, v):
+            self.v = v
+
+        def __iter__(self):
+            return iter((self.v, 2.0 * self.v))
+
+    with pytest.raises(dplus.DplusError, match=r"numpy\.fromiter\(\)"):
+        dplus.grad(lambda x: np.sum(np.fromiter(Values(x), float)))(1.5)
