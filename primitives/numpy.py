@@ -28,7 +28,7 @@ Covered:
 * **reductions** (``axis``, tuple axes, ``keepdims``; ``where=`` for ``sum``/``mean``):
   ``sum mean prod max/amax min/amin var std cumsum diff nansum nanmean`` (``diff`` with
   ``prepend``/``append``), ``np.add.reduce`` (and ``multiply``, ``maximum``, ``minimum``,
-  ``fmax``, ``fmin``), ``np.add.accumulate``. ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
+  ``fmax``, ``fmin``), ``ufunc.accumulate`` of the same ufuncs. ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
   ``linalg.norm`` give ``0`` where the result is ``0`` (a subgradient, where autograd
   gives ``nan``).
 * **products**: ``dot matmul inner outer tensordot einsum`` (every subscript form: implicit
@@ -67,6 +67,12 @@ The family's modules: this one has the rule forms (``defgrad``, ``defvjp_joint``
 (products, linear algebra) and :mod:`primitives.numpy_arrays` (shapes, constructors, methods,
 random draws); :mod:`primitives.numpy_table` registers them. ``numpy_shape``, ``numpy_math``
 and ``numpy_linalg`` add the rules of issue #22.
+
+**Dispatch overrides.** An argument that is not an array but whose class defines
+``__array_ufunc__`` or ``__array_function__`` makes NumPy run that class's code, not the
+function the rule is the derivative of: every rule registered here (``_register``, which
+``defgrad``, ``defvjp_joint`` and the hand-written rules go through) refuses such a call by
+name. Subclasses of ``ndarray`` are arrays, and pass.
 
 NumPy is optional: without it this module registers nothing.
 """
@@ -417,6 +423,7 @@ def _register(
 
     mark_derived(checked, "rule helper")  # differentiated from its source at second order
     checked.__name__ = checked.__qualname__ = f"{name}_plus"
+    checked.__dplus_checked_rule__ = transform  # type: ignore[attr-defined]  # (docs/gen_primitives.py)
     register_primitive(fn, checked, note=note or f"numpy rule: {_name(fn)}")
     return checked
 
