@@ -31,7 +31,7 @@ except ImportError:  # dplus works without NumPy
 Z: Any = gen_zero
 
 
-def _fromiter_params(iter, dtype, count=-1, *, like=None):  # noqa: A002  (NumPy's names)
+def _fromiter_params(iter, dtype, count=-1, *, like=None):  # (NumPy's parameter names)
     return iter, dtype, count
 
 

@@ -171,3 +171,75 @@ def test_fromiter_of_integers_carries_nothing_and_a_plain_iterator_refuses():
 
     with pytest.raises(dplus.DplusError, match=r"numpy\.fromiter\(\)"):
         dplus.grad(lambda x: np.sum(np.fromiter(Values(x), float)))(1.5)
+
+
+# ---------------------------------------------------------------------------
+# np.apply_along_axis and np.vectorize: the Python function through its transform
+
+
+@dplus.define_dplus
+def _norm(v):
+    return np.sqrt(np.sum(v * v))
+
+
+@dplus.define_dplus
+def _moments(v, p):
+    return np.array([np.sum(v), np.sum(v**p) / len(v)])
+
+
+@pytest.mark.parametrize(
+    "shape,axis", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 2), -1), ((2, 3, 2), 1)]
+)
+def test_apply_along_axis(shape, axis):
+    x = rng.normal(size=shape)
+    check_grads(lambda x: np.apply_along_axis(_norm, axis, x), x)
+    check_grads(lambda x: np.apply_along_axis(_moments, axis, x, 3), x, order=1)
+
+
+def test_apply_along_axis_of_a_nested_function_and_keywords():
+    x = rng.normal(size=(3, 4))
+    check_grads(lambda x: np.apply_along_axis(lambda v, s=1.0: s * np.max(v) * v, 1, x, s=2.0), x)
+
+
+@dplus.define_dplus
+def _branchy(a, b):
+    return a * np.sin(b) if a > 0 else b * b
+
+
+def test_vectorize():
+    x, y = rng.normal(size=(3, 4)), rng.normal(size=4)
+    check_grads(lambda x, y: np.vectorize(_branchy)(x, y), x, y)
+    check_grads(lambda x: np.vectorize(lambda t: t**3, otypes=[float])(x), rng.normal(size=5))
+    check_grads(lambda x, y: np.vectorize(_branchy)(x, 0.5) * y, 1.3, rng.normal(size=2))
+
+
+def test_callbacks_are_called_as_numpy_calls_them():
+    seen = []
+
+    def f(x):
+        def logged(t):
+            seen.append(t)
+            return t * t
+
+        return np.sum(np.vectorize(logged)(x)) + np.sum(np.apply_along_axis(logged, 0, x))
+
+    x = np.array([1.0, 2.0, 3.0])
+    plain = f(x)
+    calls = list(seen)
+    seen.clear()
+    (g,) = dplus.grad(f)(x)
+    assert len(seen) == len(calls) == 5  # vectorize: one extra call on the first element
+    for got, want in zip(seen, calls):
+        assert type(got) is type(want) and np.array_equal(got, want)
+    np.testing.assert_allclose(g, 4 * x)
+    assert dplus.lift_dplus(f)(x).primal == plain
+    # an integer result, as NumPy types it from the first call: no sensitivity
+    assert dplus.grad(lambda x: x * np.sum(np.vectorize(lambda t: int(t))(x * np.ones(3))))(
+        2.5
+    ) == (6.0,)
+
+
+def test_vectorize_refuses_what_it_does_not_cover_by_name():
+    x = rng.normal(size=3)
+    with pytest.raises(dplus.DplusError, match=r"numpy\.vectorize with signature="):
+        dplus.grad(lambda x: np.sum(np.vectorize(np.sum, signature="(n)->()")(x)))(x)
