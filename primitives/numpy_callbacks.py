@@ -117,21 +117,28 @@ def _apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 def _vectorized_call(vec, *args, **kwargs):
     """``np.vectorize(pyfunc)(*args, **kwargs)``, in Python: ``pyfunc`` on the Python numbers
-    of the broadcast arguments, element by element."""
+    of the broadcast arguments (keyword arguments are vectorized too), element by element."""
     _refuse_unsupported_vectorize(vec)
-    arrays = [np.asarray(a) for a in args]
+    names = list(kwargs)
+    given = list(args) + [kwargs[name] for name in names]
+    arrays = [np.asarray(a) for a in given]
     shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
     columns = [np.ravel(np.broadcast_to(a, shape)) for a in arrays]
     n = len(columns[0]) if columns else 1
+    m = len(args)
     if not vec.otypes:
         if n == 0:  # NumPy's own error
             return np.vectorize(vec.pyfunc)(*args, **kwargs)
-        probe = vec.pyfunc(*[c[0] for c in columns], **kwargs)  # NumPy's call for the type
+        first = [c[0] for c in columns]  # NumPy's call for the output type
+        probe = vec.pyfunc(*first[:m], **dict(zip(names, first[m:])))
         dtype = _output_dtype(vec, probe)
     else:
         dtype = _output_dtype(vec, None)
     values = [c.tolist() for c in columns]
-    results = [vec.pyfunc(*[v[k] for v in values], **kwargs) for k in range(n)]
+    results = []
+    for k in range(n):
+        at = [v[k] for v in values]
+        results.append(vec.pyfunc(*at[:m], **dict(zip(names, at[m:]))))
     if n and not vec.otypes:
         _output_dtype(vec, results[0])
     out = np.array(results, dtype=dtype) if n else np.zeros(0, dtype=dtype)

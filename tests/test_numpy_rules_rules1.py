@@ -211,6 +211,7 @@ def test_vectorize():
     check_grads(lambda x, y: np.vectorize(_branchy)(x, y), x, y)
     check_grads(lambda x: np.vectorize(lambda t: t**3, otypes=[float])(x), rng.normal(size=5))
     check_grads(lambda x, y: np.vectorize(_branchy)(x, 0.5) * y, 1.3, rng.normal(size=2))
+    check_grads(lambda x, y: np.vectorize(_branchy)(x, b=y), x, y)  # keywords are vectorized
 
 
 def test_callbacks_are_called_as_numpy_calls_them():
@@ -243,3 +244,27 @@ def test_vectorize_refuses_what_it_does_not_cover_by_name():
     x = rng.normal(size=3)
     with pytest.raises(dplus.DplusError, match=r"numpy\.vectorize with signature="):
         dplus.grad(lambda x: np.sum(np.vectorize(np.sum, signature="(n)->()")(x)))(x)
+
+
+# ---------------------------------------------------------------------------
+# np.polyfit: a least-squares solve, in y, x and the weights where it has full rank
+
+_FIT_X = np.linspace(-1.0, 1.0, 7) + 0.05 * rng.normal(size=7)
+
+
+@pytest.mark.parametrize("deg", [1, 3])
+def test_polyfit(deg):
+    y, Y, w = rng.normal(size=7), rng.normal(size=(7, 2)), rng.uniform(0.5, 2.0, size=7)
+    check_grads(lambda x, y: np.polyfit(x, y, deg), _FIT_X, y)
+    check_grads(lambda x, Y: np.polyfit(x, Y, deg), _FIT_X, Y, order=1)
+    check_grads(lambda y, w: np.polyfit(_FIT_X, y, deg, w=w), y, w, order=1)
+
+
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.RankWarning")
+def test_polyfit_refuses_full_and_a_rank_deficient_fit_by_name():
+    y = rng.normal(size=7)
+    with pytest.raises(dplus.DplusError, match=r"numpy\.polyfit without full="):
+        dplus.grad(lambda y: np.sum(np.polyfit(_FIT_X, y, 2, full=True)[0]))(y)
+    repeated = np.array([0.0, 0.0, 1.0, 1.0])  # two distinct points, degree 2: rank 2 of 3
+    with pytest.raises(dplus.DplusError, match=r"full-rank"):
+        dplus.grad(lambda y: np.sum(np.polyfit(repeated, y, 2)))(y[:4])
