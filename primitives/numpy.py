@@ -101,7 +101,7 @@ from .numpy_fit import fit
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
-# (results the rules are written for without a second look: arrays, Python and NumPy numbers)
+# (values that never override NumPy's dispatch: Python and NumPy numbers)
 _RESULT_SCALARS = frozenset(
     {float, int, bool, complex}
     | (
@@ -175,16 +175,14 @@ def _as_array_sens(A: Any, r: Any) -> Any:
 
 
 def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
-    """A result that is neither an array nor a number came from an argument whose class
-    overrides NumPy's dispatch (``__array_ufunc__``, ``__array_function__``: a wrapper that
-    is not an array): NumPy ran that class's code, which the rule does not differentiate."""
+    """Refuse a call given an argument whose class overrides NumPy's dispatch
+    (``__array_ufunc__``, ``__array_function__``: a wrapper that is not an array): NumPy ran
+    that class's code, which the rule does not differentiate."""
     for a in (*args, *kwargs.values()):
-        if type(a) is list or type(a) is tuple:
-            a = next((e for e in a if _overrides(e)), a)
+        while (type(a) is list or type(a) is tuple) and _overrides(a):  # the item that does
+            a = next(e for e in a if _overrides(e))
         cls = type(a)
-        if not _overrides(a):
-            continue
-        if hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__"):
+        if _overrides(a):
             name = _name(fn)
             if args and type(args[0]) is _ufunc and args[0] is not fn:  # np.add.reduce(...)
                 name = f"numpy.{args[0].__name__}.{getattr(fn, '__name__', fn)}"
@@ -197,10 +195,6 @@ def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
 
 
 defnondiff(_refuse_dispatch_overrides, note="internal: refuses a NumPy dispatch override")
-
-
-def _plain_result(r: Any) -> bool:
-    return type(r) is _ndarray or type(r) in _RESULT_SCALARS
 
 
 def defgrad(
@@ -249,8 +243,6 @@ def _general_transform(
         if writes_into(fn, args, kwargs):
             return with_out(fn, rule[0], args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -291,8 +283,6 @@ def _unary_transform(
             return general(args, kwargs)
         x = args[0]
         r = fn(x)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop1(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -321,8 +311,6 @@ def _binary_transform(
             return general(args, kwargs)
         x, y = args
         r = fn(x, y)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop2(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -434,7 +422,8 @@ def _overrides(a: Any) -> bool:
         return False
     if cls is list or cls is tuple:
         return any(_overrides(e) for e in a)
-    return hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__")
+    # (``__array_ufunc__ = None`` opts out of ufuncs, which then raise: no code of the class runs)
+    return getattr(cls, "__array_ufunc__", None) is not None or hasattr(cls, "__array_function__")
 
 
 def _overridden(args: tuple, kwargs: dict) -> bool:

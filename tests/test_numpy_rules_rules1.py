@@ -123,6 +123,7 @@ CONSTANT = np.array([3.0, -1.0, 2.0])
         ("numpy.dot", lambda x: np.dot(Doubling(CONSTANT), x)),  # the result is a plain number
         ("numpy.mean", lambda x: x[0] * np.mean(Doubling(CONSTANT))),
         ("numpy.concatenate", lambda x: np.sum(np.concatenate([Doubling(CONSTANT), x]))),
+        ("numpy.stack", lambda x: np.sum(np.stack([[x, Doubling(CONSTANT)]]))),
         ("numpy.einsum", lambda x: np.einsum("i,i", Doubling(CONSTANT), x)),
         ("numpy.sin", lambda x: np.sum(np.sin(UfuncWrapper(x)))),
         ("numpy.add.reduce", lambda x: np.add.reduce(UfuncWrapper(x)) + np.sum(x)),
@@ -207,11 +208,11 @@ def _branchy(a, b):
 
 
 def test_vectorize():
-    x, y = rng.normal(size=(3, 4)), rng.normal(size=4)
+    x, y = rng.normal(size=(2, 3)), rng.normal(size=3)
     check_grads(lambda x, y: np.vectorize(_branchy)(x, y), x, y)
     check_grads(lambda x: np.vectorize(lambda t: t**3, otypes=[float])(x), rng.normal(size=5))
     check_grads(lambda x, y: np.vectorize(_branchy)(x, 0.5) * y, 1.3, rng.normal(size=2))
-    check_grads(lambda x, y: np.vectorize(_branchy)(x, b=y), x, y)  # keywords are vectorized
+    check_grads(lambda x, y: np.vectorize(_branchy)(x, b=y), x, y, order=1)  # keywords too
 
 
 def test_callbacks_are_called_as_numpy_calls_them():
@@ -268,3 +269,11 @@ def test_polyfit_refuses_full_and_a_rank_deficient_fit_by_name():
     repeated = np.array([0.0, 0.0, 1.0, 1.0])  # two distinct points, degree 2: rank 2 of 3
     with pytest.raises(dplus.DplusError, match=r"full-rank"):
         dplus.grad(lambda y: np.sum(np.polyfit(repeated, y, 2)))(y[:4])
+
+
+def test_the_generic_zero_is_not_a_dispatch_override():
+    # (its class sets __array_ufunc__ = None, which makes NumPy refuse ufuncs: no code of it runs)
+    from dplus.primitives.numpy import _overridden
+
+    assert not _overridden((dplus.gen_zero, [np.ones(2), 1.0], (2, None)), {"axis": 0})
+    assert _overridden((np.ones(2), [[Wrapper([1.0])]]), {})
