@@ -201,6 +201,8 @@ def _informative(note: str) -> bool:
 
 
 def describe_rule(fn: Any, transform: Any, note: str) -> str:
+    # (a NumPy rule is registered behind a check of its arguments: describe the rule)
+    transform = getattr(transform, "__dplus_checked_rule__", transform)
     grads = gradient_functions(fn, transform)
     if grads is not None:
         # the argument names, from any gradient function: g(A, r, *args)

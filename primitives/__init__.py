@@ -30,6 +30,8 @@ from . import numpy_shape  # noqa: F401
 from . import numpy_math  # noqa: F401
 from . import numpy_linalg  # noqa: F401
 from . import numpy_fft  # noqa: F401
+from . import numpy_iterables  # noqa: F401
+from . import numpy_callbacks  # noqa: F401
 from . import numpy_inplace  # noqa: F401  (after numpy_table: replaces its refusals of in-place writes)
 from . import numpy_inplace_methods  # noqa: F401
 

@@ -28,7 +28,7 @@ Covered:
 * **reductions** (``axis``, tuple axes, ``keepdims``; ``where=`` for ``sum``/``mean``):
   ``sum mean prod max/amax min/amin var std cumsum diff nansum nanmean`` (``diff`` with
   ``prepend``/``append``), ``np.add.reduce`` (and ``multiply``, ``maximum``, ``minimum``,
-  ``fmax``, ``fmin``), ``np.add.accumulate``. ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
+  ``fmax``, ``fmin``), ``ufunc.accumulate`` of the same ufuncs. ``prod`` uses prefix and suffix products, exact with zeros; ``std`` and
   ``linalg.norm`` give ``0`` where the result is ``0`` (a subgradient, where autograd
   gives ``nan``).
 * **products**: ``dot matmul inner outer tensordot einsum`` (every subscript form: implicit
@@ -68,6 +68,12 @@ The family's modules: this one has the rule forms (``defgrad``, ``defvjp_joint``
 random draws); :mod:`primitives.numpy_table` registers them. ``numpy_shape``, ``numpy_math``
 and ``numpy_linalg`` add the rules of issue #22.
 
+**Dispatch overrides.** An argument that is not an array but whose class defines
+``__array_ufunc__`` or ``__array_function__`` makes NumPy run that class's code, not the
+function the rule is the derivative of: every rule registered here (``_register``, which
+``defgrad``, ``defvjp_joint`` and the hand-written rules go through) refuses such a call by
+name. Subclasses of ``ndarray`` are arrays, and pass.
+
 NumPy is optional: without it this module registers nothing.
 """
 
@@ -95,7 +101,7 @@ from .numpy_fit import fit
 
 Z = gen_zero
 _ndarray: Any = np.ndarray if np is not None else type(None)
-# (results the rules are written for without a second look: arrays, Python and NumPy numbers)
+# (values that never override NumPy's dispatch: Python and NumPy numbers)
 _RESULT_SCALARS = frozenset(
     {float, int, bool, complex}
     | (
@@ -169,16 +175,19 @@ def _as_array_sens(A: Any, r: Any) -> Any:
 
 
 def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
-    """A result that is neither an array nor a number came from an argument whose class
-    overrides NumPy's dispatch (``__array_ufunc__``, ``__array_function__``: a wrapper that
-    is not an array): NumPy ran that class's code, which the rule does not differentiate."""
+    """Refuse a call given an argument whose class overrides NumPy's dispatch
+    (``__array_ufunc__``, ``__array_function__``: a wrapper that is not an array): NumPy ran
+    that class's code, which the rule does not differentiate."""
     for a in (*args, *kwargs.values()):
+        while (type(a) is list or type(a) is tuple) and _overrides(a):  # the item that does
+            a = next(e for e in a if _overrides(e))
         cls = type(a)
-        if isinstance(a, _ndarray) or a is None:
-            continue
-        if hasattr(cls, "__array_ufunc__") or hasattr(cls, "__array_function__"):
+        if _overrides(a):
+            name = _name(fn)
+            if args and type(args[0]) is _ufunc and args[0] is not fn:  # np.add.reduce(...)
+                name = f"numpy.{args[0].__name__}.{getattr(fn, '__name__', fn)}"
             raise NonDifferentiableError(
-                f"{_name(fn)} was given a {cls.__qualname__}, whose class takes over NumPy's "
+                f"{name} was given a {cls.__qualname__}, whose class takes over NumPy's "
                 "dispatch (__array_ufunc__ / __array_function__): NumPy ran its code, which "
                 f"dplus does not differentiate. Call what {cls.__qualname__} does with the "
                 "array it holds in your own code, or register a rule for it"
@@ -186,10 +195,6 @@ def _refuse_dispatch_overrides(fn: Any, args: tuple, kwargs: dict) -> None:
 
 
 defnondiff(_refuse_dispatch_overrides, note="internal: refuses a NumPy dispatch override")
-
-
-def _plain_result(r: Any) -> bool:
-    return type(r) is _ndarray or type(r) in _RESULT_SCALARS
 
 
 def defgrad(
@@ -238,8 +243,6 @@ def _general_transform(
         if writes_into(fn, args, kwargs):
             return with_out(fn, rule[0], args, kwargs)  # (the rule, on the other arguments)
         r = fn(*args, **kwargs)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -280,8 +283,6 @@ def _unary_transform(
             return general(args, kwargs)
         x = args[0]
         r = fn(x)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop1(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -310,8 +311,6 @@ def _binary_transform(
             return general(args, kwargs)
         x, y = args
         r = fn(x, y)
-        if not _plain_result(r):
-            _refuse_dispatch_overrides(fn, args, kwargs)
 
         def backprop2(A: Any, Abox: Any) -> tuple:
             if A is Z:
@@ -400,10 +399,48 @@ def defvjp_joint(
 def _register(
     fn: Any, transform: Callable[..., ProcResult], note: str
 ) -> Callable[..., ProcResult]:
+    """Register ``transform`` as ``fn``'s rule, behind the one check every NumPy rule needs:
+    an argument whose class takes over NumPy's dispatch is refused (see ``_overridden``)."""
     name = getattr(fn, "__name__", "fn")
-    transform.__name__ = transform.__qualname__ = f"{name}_plus"
-    register_primitive(fn, transform, note=note or f"numpy rule: {_name(fn)}")
-    return transform
+    transform.__name__ = transform.__qualname__ = f"{name}_rule"
+
+    def checked(*args: Any, **kwargs: Any) -> ProcResult:
+        if _overridden(args, kwargs):
+            _refuse_dispatch_overrides(fn, args, kwargs)
+        return transform(*args, **kwargs)
+
+    mark_derived(checked, "rule helper")  # differentiated from its source at second order
+    checked.__name__ = checked.__qualname__ = f"{name}_plus"
+    checked.__dplus_checked_rule__ = transform  # type: ignore[attr-defined]  # (docs/gen_primitives.py)
+    register_primitive(fn, checked, note=note or f"numpy rule: {_name(fn)}")
+    return checked
+
+
+def _overrides(a: Any) -> bool:
+    cls = type(a)
+    if cls is _ndarray or cls in _RESULT_SCALARS or a is None or isinstance(a, _ndarray):
+        return False
+    if cls is list or cls is tuple:
+        return any(_overrides(e) for e in a)
+    # (``__array_ufunc__ = None`` opts out of ufuncs, which then raise: no code of the class runs)
+    return getattr(cls, "__array_ufunc__", None) is not None or hasattr(cls, "__array_function__")
+
+
+def _overridden(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument (or an item of a list or tuple argument) is not an array but its
+    class defines ``__array_ufunc__``/``__array_function__``: NumPy then runs that class's
+    code instead of the function the rule is the derivative of, whatever the result is (a
+    wrapper that returns an array or a number would otherwise get a wrong derivative)."""
+    for a in args:
+        if _overrides(a):
+            return True
+    for a in kwargs.values():
+        if _overrides(a):
+            return True
+    return False
+
+
+defnondiff(_overridden, note="internal: tests for a NumPy dispatch override")
 
 
 def nondiff(*fns: Any, note: str = "non-differentiable (zero derivative)") -> None:

@@ -1,6 +1,6 @@
 """NumPy linear-algebra rules beyond ``primitives.numpy`` (issue #22): ``cholesky``,
 ``eigh``, ``eigvalsh``, ``svd`` (``compute_uv=False``, or the reduced factors),
-``svdvals``, ``pinv`` and ``lstsq`` (full rank), ``matrix_power``, ``multi_dot``, ``vector_norm``,
+``svdvals``, ``pinv`` and ``lstsq`` (full rank), ``polyfit`` (full rank; no ``full``/``cov``), ``matrix_power``, ``multi_dot``, ``vector_norm``,
 ``matrix_norm``. Real matrices, batched over leading axes.
 
 Conventions, stated because they decide the numbers:
@@ -292,6 +292,27 @@ def _lstsq(a, b, rcond=None):
     return x, residuals, np.linalg.matrix_rank(a), np.linalg.svd(a, compute_uv=False)
 
 
+def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's least-squares fit, as NumPy computes it (scaled Vandermonde columns, ``lstsq``):
+    differentiable in ``y``, ``x`` and ``w`` where the Vandermonde matrix has full rank."""
+    if full or cov:
+        raise NonDifferentiableError(
+            "dplus differentiates numpy.polyfit without full= and cov= only: call "
+            "np.linalg.lstsq on np.vander(x, deg + 1) for the residuals and the rank"
+        )
+    x = np.asarray(x) + 0.0
+    y = np.asarray(y) + 0.0
+    lhs = np.vander(x, int(deg) + 1)
+    rhs = y
+    if w is not None:
+        w = np.asarray(w) + 0.0
+        lhs = lhs * np.reshape(w, (-1, 1))
+        rhs = rhs * (np.reshape(w, (-1, 1)) if np.ndim(rhs) == 2 else w)
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    c = np.linalg.lstsq(lhs / scale, rhs, rcond=rcond)[0]
+    return _T(_T(c) / scale) if np.ndim(c) == 2 else c / scale
+
+
 def _matrix_power(a, n):
     if n < 0:
         return _matrix_power(np.linalg.inv(a), -n)
@@ -340,6 +361,7 @@ def register_numpy_linalg_rules() -> None:
         (getattr(la, "svdvals", None), _svdvals),
         (la.pinv, _pinv),
         (la.lstsq, _lstsq),
+        (np.polyfit, _polyfit),
         (la.matrix_power, _matrix_power),
         (la.multi_dot, _multi_dot),
         (getattr(la, "vector_norm", None), _vector_norm),

@@ -88,6 +88,7 @@ from .numpy_products import (
     _trace_grad,
 )
 from .numpy_ufuncs import (
+    _ACCUMULATE_GRADS,
     _REDUCE_GRADS,
     _abs_grad,
     _balanced,
@@ -107,6 +108,8 @@ from .numpy_ufuncs import (
     _power_gx,
     _power_gy,
     _prod_grad,
+    _running_chooser_grad,
+    _running_product_grad,
     _safe_div,
     _sinc_grad,
     _std_grad,
@@ -282,7 +285,21 @@ def register_numpy_rules() -> None:  # noqa: C901
         _ufunc_reduce_plus,
         "numpy rule: ufunc.reduce (add, multiply, maximum, minimum)",
     )
-    _register(np.ufunc.accumulate, _ufunc_accumulate_plus, "numpy rule: ufunc.accumulate (add)")
+    _ACCUMULATE_GRADS.update(
+        {
+            np.add: _cumsum_grad,
+            np.multiply: _running_product_grad,
+            np.maximum: _running_chooser_grad,
+            np.minimum: _running_chooser_grad,
+            np.fmax: _running_chooser_grad,
+            np.fmin: _running_chooser_grad,
+        }
+    )
+    _register(
+        np.ufunc.accumulate,
+        _ufunc_accumulate_plus,
+        "numpy rule: ufunc.accumulate (add, multiply, maximum, minimum, fmax, fmin)",
+    )
     mutating(
         np.ufunc.at, "Use np.bincount, or build the array with np.zeros and a NumPy expression"
     )

@@ -388,6 +388,53 @@ def _accumulate_params(array, axis=0, dtype=None, out=None):
     return array, axis, dtype, out
 
 
+def _running_chooser_grad(A, r, x, axis=0):
+    """``np.maximum.accumulate`` (``minimum``, ``fmax``, ``fmin``): ``r[i]`` is the max (min)
+    of ``x[:i+1]``, so ``x[j]`` gets ``A[i]`` split between the ties of that prefix, as
+    ``np.max`` splits it. The ties of ``r[i]`` are the ``j <= i`` with ``x[j] == r[j] == r[i]``:
+    the hits of the run of equal results holding ``i``, so a cumulative sum over the run
+    counts and spreads them (linear in ``A``, the masks constant: differentiable again)."""
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    r = np.moveaxis(r, axis, -1)
+    A = np.moveaxis(A, axis, -1)
+    n = x.shape[-1]
+    at = np.arange(n)
+    hit = x == r
+    same_as_next = r[..., 1:] == r[..., :-1]
+    starts = np.concatenate([np.ones_like(hit[..., :1]), ~same_as_next], axis=-1)
+    ends = np.concatenate([~same_as_next, np.ones_like(hit[..., :1])], axis=-1)
+    run_start = np.maximum.accumulate(np.where(starts, at, 0), axis=-1)
+    run_end = np.flip(np.minimum.accumulate(np.flip(np.where(ends, at, n - 1), -1), axis=-1), -1)
+    hits_so_far = np.cumsum(hit, axis=-1)
+    ties = hits_so_far - np.take_along_axis(hits_so_far - hit, run_start, axis=-1)
+    share = A / np.maximum(ties, 1)
+    total = np.cumsum(share, axis=-1)
+    rest_of_run = np.take_along_axis(total, run_end, axis=-1) - total + share
+    return np.moveaxis(np.where(hit, rest_of_run, 0.0), -1, axis)
+
+
+def _running_product_grad(A, r, x, axis=0):
+    """``np.multiply.accumulate``: ``x[j]`` gets ``r[j-1] * s[j]`` with
+    ``s[j] = sum over i >= j of A[i] * x[j+1] * ... * x[i]``, summed from the end (no division:
+    exact where ``x`` has zeros)."""
+    x = np.moveaxis(np.asarray(x), axis, 0)
+    r = np.moveaxis(r, axis, 0)
+    A = np.moveaxis(A, axis, 0)
+    n = x.shape[0]
+    if n == 0:
+        return np.moveaxis(A, 0, axis)
+    s = A[n - 1]
+    from_end = (s,)
+    for j in range(n - 2, -1, -1):
+        s = A[j] + x[j + 1] * s
+        from_end = from_end + (s,)
+    before = np.concatenate([np.ones_like(r[:1]), r[:-1]], axis=0)
+    return np.moveaxis(before * np.flip(np.stack(from_end), 0), 0, axis)
+
+
+_ACCUMULATE_GRADS: dict = {}  # filled by numpy_table: np.add -> cumsum's, np.maximum -> ...
+
+
 def _ufunc_accumulate_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
     array, axis, dtype, out = _accumulate_params(*args, **kwargs)
     if out is not None:
@@ -397,11 +444,13 @@ def _ufunc_accumulate_plus(uf: Any, *args: Any, **kwargs: Any) -> ProcResult:
     def backprop(A: Any, Abox: Any) -> tuple:
         if A is Z:
             return _ufunc_method_sens(args, kwargs, Z)
-        if uf is not np.add:
+        g = _ACCUMULATE_GRADS.get(uf)
+        if g is None:
             raise NonDifferentiableError(
-                f"dplus has no derivative for numpy.{uf.__name__}.accumulate"
+                f"dplus has no derivative for numpy.{uf.__name__}.accumulate (it has one for "
+                "add, multiply, maximum, minimum, fmax and fmin)"
             )
-        sens = _cumsum_grad(_as_array_sens(A, r), r, np.asarray(array), axis)
+        sens = g(_as_array_sens(A, r), r, np.asarray(array), axis)
         return _ufunc_method_sens(args, kwargs, fit(sens, array))
 
     return ProcResult(r, backprop)
