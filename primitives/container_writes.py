@@ -15,6 +15,7 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import attribute_value
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import is_tracked_mutable
+from dplus.runtime.hooks import hooks
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.live_again import note_list_write
@@ -356,13 +357,13 @@ def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcRe
         return _property_write(obj, setter.fset, v)
     if setter is not None:
         return _descriptor_write(obj, setter, v)
+    if through_class and _own_python_setattr(obj):
+        return _python_setattr_write(obj, name, v)
     stored = attribute_value(obj, name, v)
     if not through_class:
         object.__setattr__(obj, name, stored)
     else:
         setattr(obj, name, stored)
-        if _own_python_setattr(obj):
-            _refuse_other_value_stored(obj, name, stored)
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -378,27 +379,22 @@ def _own_python_setattr(obj: Any) -> bool:
     return type(type(obj).__setattr__) is types.FunctionType
 
 
-def _refuse_other_value_stored(obj: Any, name: str, stored: Any) -> None:
-    """A class's own ``__setattr__`` that keeps something other than the value assigned
-    (``object.__setattr__(self, name, 2.0 * value)``): the assignment's sensitivity would be
-    taken as the value's, silently wrong. One that stores the value itself is followed."""
-    held = vars(obj).get(name, _MISSING) if hasattr(obj, "__dict__") else _MISSING
-    if held is _MISSING:
-        try:
-            held = object.__getattribute__(obj, name)
-        except AttributeError:
-            return  # (kept elsewhere, or not at all: nothing reads it back as the attribute)
-    if held is not stored:
-        cls = type(obj)
-        raise NonDifferentiableError(
-            f"the class {cls.__qualname__!r} has its own __setattr__, which stored for the attribute "
-            f"{name!r} something other than the value assigned: dplus cannot follow the sensitivity "
-            "through it. Store the value itself in __setattr__ (and compute what else is needed in a "
-            "method or a property), or differentiate a function that does not assign the attribute"
-        )
+def _python_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
+    """``obj.name = v`` where the class has its own ``__setattr__``: that method differentiated,
+    as Python calls it (what it stores, logs or derives from ``v`` carries ``v``'s sensitivity
+    as its code moves it; running it natively took the assignment for a plain store). Like
+    ``__init__``, which calls it for every ``self.x = ...``, it is read from source under any
+    policy (a registered rule first)."""
+    method = type(obj).__setattr__
+    t = lookup_transform(method)
+    r = apply_transform(t if t is not None else hooks.plus_function_for(method), obj, name, v)
+    inner = r.backprop
 
+    def python_setattr_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        g = inner(Z, Abox)
+        return (), g[1], None, g[3]
 
-_MISSING = object()
+    return ProcResult(None, python_setattr_backprop)
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
