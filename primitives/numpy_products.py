@@ -203,7 +203,30 @@ def _inv_grad(A, r, a):
 
 
 def _det_grad(A, r, a):
-    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(np.linalg.inv(a))
+    try:
+        inverse = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        # (a singular matrix: det is a polynomial, its derivative the cofactor matrix, which
+        # det * inv^T cannot give there; a raw LinAlgError was raised)
+        return np.expand_dims(np.asarray(A), (-2, -1)) * _cofactors(np.asarray(a))
+    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(inverse)
+
+
+def _cofactors(a):
+    """The cofactor matrix of (a stack of) square matrices, from the minors' determinants."""
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones_like(a)
+    rows = []
+    for i in range(n):
+        kept_rows = [k for k in range(n) if k != i]
+        row = []
+        for j in range(n):
+            kept_columns = [k for k in range(n) if k != j]
+            minor = a[..., kept_rows, :][..., :, kept_columns]
+            row.append((-1.0) ** (i + j) * np.linalg.det(minor))
+        rows.append(np.stack(row, axis=-1))
+    return np.stack(rows, axis=-2)
 
 
 def _slogdet_grad(A, r, a):
