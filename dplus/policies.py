@@ -182,7 +182,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     return unknown_plus
 
 
-def _run_watched(op: Any, op_name: str, args: tuple, kwargs: dict, watched: Any) -> Any:
+def _run_watched(op: Any, op_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], watched: Any) -> Any:
     """``op(*args, **kwargs)``; refused if it changed what it was given, then raised: no
     backprop checks the change (it is made when the call returns), so a ``try`` catching the
     exception would read the changed contents with no sensitivity, silently."""
@@ -199,7 +199,7 @@ def _run_watched(op: Any, op_name: str, args: tuple, kwargs: dict, watched: Any)
         raise
 
 
-def _refuse_changed_then_raised(op: Any, op_name: str, exc: Exception, changed: list) -> None:
+def _refuse_changed_then_raised(op: Any, op_name: str, exc: Exception, changed: list[Any]) -> None:
     what = "a NumPy array" if _is_array(changed[0]) else _what_changed(changed[0])
     raise UnknownTransformError(
         f"no derivative is known for {_where(op, op_name)}, and it changed {what} it was given, "
