@@ -182,7 +182,9 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     return unknown_plus
 
 
-def _run_watched(op: Any, op_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], watched: Any) -> Any:
+def _run_watched(
+    op: Any, op_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], watched: Any
+) -> Any:
     """``op(*args, **kwargs)``; refused if it changed what it was given, then raised: no
     backprop checks the change (it is made when the call returns), so a ``try`` catching the
     exception would read the changed contents with no sensitivity, silently."""
