@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import linecache
 import types
 from typing import Any
 
@@ -365,13 +366,19 @@ def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcRe
     else:
         setattr(obj, name, stored)
 
+    return ProcResult(None, _stored_attribute_backprop(obj, name))
+
+
+def _stored_attribute_backprop(obj: Any, name: str) -> Any:
+    """The backprop of storing a value as ``obj.name``: the attribute's sensitivity is the value's."""
+
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
         if entry is Z:
             return (), Z, None, Z
         return (), Z, None, entry.pop(name, Z)
 
-    return ProcResult(None, attr_write_backprop)
+    return attr_write_backprop
 
 
 def _own_python_setattr(obj: Any) -> bool:
@@ -387,7 +394,13 @@ def _python_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
     policy (a registered rule first)."""
     method = type(obj).__setattr__
     t = lookup_transform(method)
-    r = apply_transform(t if t is not None else hooks.plus_function_for(method), obj, name, v)
+    if t is None:
+        if not linecache.getlines(method.__code__.co_filename):
+            # (one made by exec, with no source: a frozen dataclass's, which raises or stores
+            # the value)
+            return _native_setattr_write(obj, name, v)
+        t = hooks.plus_function_for(method)
+    r = apply_transform(t, obj, name, v)
     inner = r.backprop
 
     def python_setattr_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
@@ -395,6 +408,38 @@ def _python_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
         return (), g[1], None, g[3]
 
     return ProcResult(None, python_setattr_backprop)
+
+
+def _native_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
+    """``obj.name = v`` through a ``__setattr__`` without source, run as it is: followed only
+    when it stores the value itself."""
+    stored = attribute_value(obj, name, v)
+    setattr(obj, name, stored)
+    _refuse_other_value_stored(obj, name, stored)
+    return ProcResult(None, _stored_attribute_backprop(obj, name))
+
+
+def _refuse_other_value_stored(obj: Any, name: str, stored: Any) -> None:
+    """A class's own ``__setattr__`` that keeps something other than the value assigned
+    (``object.__setattr__(self, name, 2.0 * value)``): the assignment's sensitivity would be
+    taken as the value's, silently wrong. One that stores the value itself is followed."""
+    held = vars(obj).get(name, _MISSING) if hasattr(obj, "__dict__") else _MISSING
+    if held is _MISSING:
+        try:
+            held = object.__getattribute__(obj, name)
+        except AttributeError:
+            return  # (kept elsewhere, or not at all: nothing reads it back as the attribute)
+    if held is not stored:
+        cls = type(obj)
+        raise NonDifferentiableError(
+            f"the class {cls.__qualname__!r} has its own __setattr__, which stored for the attribute "
+            f"{name!r} something other than the value assigned: dplus cannot follow the sensitivity "
+            "through it. Store the value itself in __setattr__ (and compute what else is needed in a "
+            "method or a property), or differentiate a function that does not assign the attribute"
+        )
+
+
+_MISSING = object()
 
 
 def delitem_plus(obj: Any, idx: Any) -> ProcResult:
