@@ -206,10 +206,21 @@ def _det_grad(A, r, a):
     try:
         inverse = np.linalg.inv(a)
     except np.linalg.LinAlgError:
-        # (a singular matrix: det is a polynomial, its derivative the cofactor matrix, which
-        # det * inv^T cannot give there; a raw LinAlgError was raised)
+        inverse = None
+    if inverse is None or np.any(_condition(a, inverse) > _COFACTOR_CONDITION):
+        # (a singular matrix, or nearly: det is a polynomial, its derivative the cofactor
+        # matrix, which det * inv^T cannot give there: inv raised a raw LinAlgError, and
+        # near one the two huge terms of its derivative cancel, a wrong Hessian)
         return np.expand_dims(np.asarray(A), (-2, -1)) * _cofactors(np.asarray(a))
     return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(inverse)
+
+
+_COFACTOR_CONDITION = 1e6  # (the Hessian through det * inv^T loses about cond * eps)
+
+
+def _condition(a, inverse):
+    """The Frobenius condition number (an upper bound of the 2-norm one), from the inverse."""
+    return np.linalg.norm(a, axis=(-2, -1)) * np.linalg.norm(inverse, axis=(-2, -1))
 
 
 def _cofactors(a):

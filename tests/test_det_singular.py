@@ -50,3 +50,15 @@ def test_det_at_a_singular_matrix(f, point):
     g = dplus.grad(f)(*point)
     close(g, fd_gradient(f, point), tol=1e-5)
     close(dplus.hessian(f)(*point), fd_hessian(f, point), tol=1e-5)
+
+
+def det_nearly_singular(a, b):
+    # (at (1.9, -0.6) det is 4e-16, not 0: inv does not raise, and det * inv^T gave the
+    # Hessian ((0, 0), (-0.737, 0)), not symmetric, where it is 0)
+    return np.linalg.det(np.array([[a, b], [2 * a, 2 * b]]))
+
+
+@pytest.mark.parametrize("point", [(1.9, -0.6), (0.7, 1.3)])
+def test_det_near_a_singular_matrix_at_second_order(point):
+    assert np.abs(np.array(dplus.hessian(det_nearly_singular)(*point))).max() < 1e-9
+    close(dplus.grad(det_nearly_singular)(*point), (0.0, 0.0), tol=1e-9)
