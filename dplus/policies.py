@@ -9,7 +9,7 @@ import types
 from collections.abc import Callable
 from typing import Any, overload
 
-from .errors import UnknownTransformError, describe_callable
+from .errors import DplusError, UnknownTransformError, describe_callable
 from .markers import mark
 from .runtime.hooks import hooks
 from .runtime.linear import gen_zero, is_zero_sensitivity
@@ -93,7 +93,7 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         _refuse_held_functions(op, op_name, (*args, *kwargs.values()))
         _stand_for_given(op, args, kwargs)
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
-        result = op(*args, **kwargs)
+        result = _run_watched(op, op_name, args, kwargs, watched)
         # a function it was handed, handed back (a decorator that registers or returns its
         # argument): the function itself, as in Python, with its sensitivity
         # (dplus's own functions run by this policy at higher orders hand back functions
@@ -180,6 +180,33 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
     # with constant arguments, a constant (runtime.calls.call_on_constants)
     mark(unknown_plus, "dp_unknown", True)
     return unknown_plus
+
+
+def _run_watched(
+    op: Any, op_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], watched: Any
+) -> Any:
+    """``op(*args, **kwargs)``; refused if it changed what it was given, then raised: no
+    backprop checks the change (it is made when the call returns), so a ``try`` catching the
+    exception would read the changed contents with no sensitivity, silently."""
+    from .runtime.fold import changed_since
+
+    try:
+        return op(*args, **kwargs)
+    except DplusError:
+        raise
+    except Exception as exc:
+        changed = changed_since(watched)
+        if changed:
+            _refuse_changed_then_raised(op, op_name, exc, changed)
+        raise
+
+
+def _refuse_changed_then_raised(op: Any, op_name: str, exc: Exception, changed: list[Any]) -> None:
+    what = "a NumPy array" if _is_array(changed[0]) else _what_changed(changed[0])
+    raise UnknownTransformError(
+        f"no derivative is known for {_where(op, op_name)}, and it changed {what} it was given, "
+        f"then raised {type(exc).__name__}. {_FIX}"
+    ) from exc
 
 
 def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import linecache
 import types
 from typing import Any
 
@@ -15,6 +16,7 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import attribute_value
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import is_tracked_mutable
+from dplus.runtime.hooks import hooks
 from dplus.runtime.kinds import is_ndarray, is_number
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.live_again import note_list_write
@@ -356,13 +358,19 @@ def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcRe
         return _property_write(obj, setter.fset, v)
     if setter is not None:
         return _descriptor_write(obj, setter, v)
+    if through_class and _own_python_setattr(obj):
+        return _python_setattr_write(obj, name, v)
     stored = attribute_value(obj, name, v)
     if not through_class:
         object.__setattr__(obj, name, stored)
     else:
         setattr(obj, name, stored)
-        if _own_python_setattr(obj):
-            _refuse_other_value_stored(obj, name, stored)
+
+    return ProcResult(None, _stored_attribute_backprop(obj, name))
+
+
+def _stored_attribute_backprop(obj: Any, name: str) -> Any:
+    """The backprop of storing a value as ``obj.name``: the attribute's sensitivity is the value's."""
 
     def attr_write_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
         entry = Abox.get(obj)
@@ -370,12 +378,45 @@ def _attribute_write(obj: Any, name: str, v: Any, through_class: bool) -> ProcRe
             return (), Z, None, Z
         return (), Z, None, entry.pop(name, Z)
 
-    return ProcResult(None, attr_write_backprop)
+    return attr_write_backprop
 
 
 def _own_python_setattr(obj: Any) -> bool:
     """Whether ``obj``'s class has a ``__setattr__`` written in Python."""
     return type(type(obj).__setattr__) is types.FunctionType
+
+
+def _python_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
+    """``obj.name = v`` where the class has its own ``__setattr__``: that method differentiated,
+    as Python calls it (what it stores, logs or derives from ``v`` carries ``v``'s sensitivity
+    as its code moves it; running it natively took the assignment for a plain store). Like
+    ``__init__``, which calls it for every ``self.x = ...``, it is read from source under any
+    policy (a registered rule first)."""
+    method = type(obj).__setattr__
+    t = lookup_transform(method)
+    if t is None:
+        if not linecache.getlines(method.__code__.co_filename):
+            # (one made by exec, with no source: a frozen dataclass's, which raises or stores
+            # the value)
+            return _native_setattr_write(obj, name, v)
+        t = hooks.plus_function_for(method)
+    r = apply_transform(t, obj, name, v)
+    inner = r.backprop
+
+    def python_setattr_backprop(A: Any, Abox: BoxSensitivities) -> tuple:
+        g = inner(Z, Abox)
+        return (), g[1], None, g[3]
+
+    return ProcResult(None, python_setattr_backprop)
+
+
+def _native_setattr_write(obj: Any, name: str, v: Any) -> ProcResult:
+    """``obj.name = v`` through a ``__setattr__`` without source, run as it is: followed only
+    when it stores the value itself."""
+    stored = attribute_value(obj, name, v)
+    setattr(obj, name, stored)
+    _refuse_other_value_stored(obj, name, stored)
+    return ProcResult(None, _stored_attribute_backprop(obj, name))
 
 
 def _refuse_other_value_stored(obj: Any, name: str, stored: Any) -> None:

@@ -203,7 +203,41 @@ def _inv_grad(A, r, a):
 
 
 def _det_grad(A, r, a):
-    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(np.linalg.inv(a))
+    try:
+        inverse = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        inverse = None
+    if inverse is None or np.any(_condition(a, inverse) > _COFACTOR_CONDITION):
+        # (a singular matrix, or nearly: det is a polynomial, its derivative the cofactor
+        # matrix, which det * inv^T cannot give there: inv raised a raw LinAlgError, and
+        # near one the two huge terms of its derivative cancel, a wrong Hessian)
+        return np.expand_dims(np.asarray(A), (-2, -1)) * _cofactors(np.asarray(a))
+    return np.expand_dims(np.asarray(A * r), (-2, -1)) * _T(inverse)
+
+
+_COFACTOR_CONDITION = 1e6  # (the Hessian through det * inv^T loses about cond * eps)
+
+
+def _condition(a, inverse):
+    """The Frobenius condition number (an upper bound of the 2-norm one), from the inverse."""
+    return np.linalg.norm(a, axis=(-2, -1)) * np.linalg.norm(inverse, axis=(-2, -1))
+
+
+def _cofactors(a):
+    """The cofactor matrix of (a stack of) square matrices, from the minors' determinants."""
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones_like(a)
+    rows = []
+    for i in range(n):
+        kept_rows = [k for k in range(n) if k != i]
+        row = []
+        for j in range(n):
+            kept_columns = [k for k in range(n) if k != j]
+            minor = a[..., kept_rows, :][..., :, kept_columns]
+            row.append((-1.0) ** (i + j) * np.linalg.det(minor))
+        rows.append(np.stack(row, axis=-1))
+    return np.stack(rows, axis=-2)
 
 
 def _slogdet_grad(A, r, a):

@@ -249,7 +249,8 @@ def callmethod(obj: Any, name: str, /, *args: Any, **kwargs: Any) -> ProcResult:
         attr_ = getattr(t, name, None)
         if (
             attr_ is not None
-            and not isinstance(obj, (types.ModuleType, type))
+            # (super(): the method is looked up past the class, not on the super object's type)
+            and not isinstance(obj, (types.ModuleType, type, super))
             and not (
                 _static_or_class_method(t, name)
                 or isinstance(getattr(obj, "__dict__", None), dict)
