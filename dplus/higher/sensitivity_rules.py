@@ -409,6 +409,7 @@ for _check in (
     _policies._stand_for_given,
     _policies._carry_attributes,
     _policies._refuse_held_functions,
+    _policies._refuse_changed_then_raised,
 ):
     defnondiff(_check)
 defnondiff(changed_since)
