@@ -12,6 +12,7 @@ from . import stdlib_algorithms  # noqa: F401
 from . import collections_stdlib  # noqa: F401
 from . import caching  # noqa: F401
 from . import builtins  # noqa: F401
+from . import program_dunders  # noqa: F401
 from . import builtin_iteration  # noqa: F401
 from . import builtin_eval  # noqa: F401
 from . import functional  # noqa: F401
