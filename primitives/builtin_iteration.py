@@ -326,9 +326,7 @@ def _own_next(method: Any, it: Any, default: tuple) -> ProcResult:
             raise
         return ProcResult(default[0], lambda A, Abox: ((), gen_zero, A))
     taken = r.backprop
-    return ProcResult(
-        r.primal, lambda A, Abox: tuple(taken(A, Abox)) + (gen_zero,) * len(default)
-    )
+    return ProcResult(r.primal, lambda A, Abox: tuple(taken(A, Abox)) + (gen_zero,) * len(default))
 
 
 def _next_live(it: Any, default: tuple) -> ProcResult:

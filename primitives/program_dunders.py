@@ -33,7 +33,7 @@ def _rounding(fn: Callable[..., Any], dunder: str) -> Callable[..., ProcResult]:
     def transform(x: Any, *args: Any, **kwargs: Any) -> ProcResult:
         method = program_method(type(x), dunder)
         if method is None:  # a step: zero derivative in every argument
-            zeros = ((),) + (gen_zero,) * (1 + len(args))
+            zeros: tuple = ((),) + (gen_zero,) * (1 + len(args))
             zeros += ({k: gen_zero for k in kwargs},) if kwargs else ()
             return ProcResult(fn(x, *args, **kwargs), lambda A, Abox: zeros)
         r = _python_method_call(method, x, *args, *kwargs.values())
@@ -47,7 +47,9 @@ def _rounding(fn: Callable[..., Any], dunder: str) -> Callable[..., ProcResult]:
 
     transform.__name__ = transform.__qualname__ = f"{fn.__name__}_plus"
     register_primitive(
-        fn, transform, note=f"{fn.__name__}: a step for numbers; a class's own {dunder} differentiated"
+        fn,
+        transform,
+        note=f"{fn.__name__}: a step for numbers; a class's own {dunder} differentiated",
     )
     return transform
 

@@ -36,7 +36,9 @@ class ContainerRules(Builder):
                     comparators=[self.helper(dict, "dict")],
                 ),
                 ast.Compare(
-                    left=clone(key_type), ops=[ast.IsNot()], comparators=[self.helper(slice, "slice")]
+                    left=clone(key_type),
+                    ops=[ast.IsNot()],
+                    comparators=[self.helper(slice, "slice")],
                 ),
             ],
         )
