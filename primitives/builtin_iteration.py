@@ -363,5 +363,5 @@ register_primitive(
     next,
     _named(next_plus, next),
     note="next(it, default): the element taken gets the sensitivity (from iter() of a list), "
-    "or the default when it is returned",
+    "or the default when it is returned; a class's own Python __next__ runs through its transform",
 )

@@ -49,7 +49,8 @@ def _rounding(fn: Callable[..., Any], dunder: str) -> Callable[..., ProcResult]:
     register_primitive(
         fn,
         transform,
-        note=f"{fn.__name__}: a step for numbers; a class's own {dunder} differentiated",
+        note="piecewise constant (zero derivative) for numbers; a class's own Python "
+        f"{dunder} runs through its transform",
     )
     return transform
 
