@@ -12,7 +12,6 @@ from . import stdlib_algorithms  # noqa: F401
 from . import collections_stdlib  # noqa: F401
 from . import caching  # noqa: F401
 from . import builtins  # noqa: F401
-from . import program_dunders  # noqa: F401
 from . import builtin_iteration  # noqa: F401
 from . import builtin_eval  # noqa: F401
 from . import functional  # noqa: F401
@@ -33,6 +32,7 @@ from . import numpy_linalg  # noqa: F401
 from . import numpy_fft  # noqa: F401
 from . import numpy_inplace  # noqa: F401  (after numpy_table: replaces its refusals of in-place writes)
 from . import numpy_inplace_methods  # noqa: F401
+from . import program_dunders  # noqa: F401  (last: wraps the step operators' final rules)
 
 # isort: on
 

@@ -227,3 +227,69 @@ def test_a_classs_own_rounding_is_differentiated_not_a_step():
 
 def test_rounding_numbers_stays_a_step():
     check_both_orders(number_roundings, ((0.73, 1.31), (-1.12, 0.44)))
+
+
+# ---------------------------------------------------------------------------
+# //, divmod, <<, >>, &, |, ^, ~: steps for numbers, not for a class's own smooth method
+
+
+class Smooth:
+    def __init__(self, x):
+        self.x = x
+
+    def __floordiv__(self, o):
+        return self.x * o
+
+    def __rfloordiv__(self, o):
+        return self.x * o * 2.0
+
+    def __ifloordiv__(self, o):
+        return self.x * o * 3.0
+
+    def __divmod__(self, o):
+        return (self.x * o, self.x)
+
+    def __lshift__(self, o):
+        return self.x * o
+
+    def __rshift__(self, o):
+        return self.x / o
+
+    def __and__(self, o):
+        return self.x * o * o
+
+    def __ror__(self, o):
+        return self.x - o
+
+    def __xor__(self, o):
+        return self.x * self.x * o
+
+    def __invert__(self):
+        return self.x * 5.0
+
+
+def smooth_operators(a, b):
+    s = (Smooth(a) // b) * b + b // Smooth(a) + divmod(Smooth(b), a)[0]
+    s = s + (Smooth(a) << b) + (Smooth(b) >> a) + (Smooth(a) & b) + (b | Smooth(a))
+    t = Smooth(a)
+    t //= b
+    return s + (Smooth(b) ^ a) + ~Smooth(a) * b + t
+
+
+def number_steps(a, b):
+    n = int(a * 10.0)
+    return (
+        (a // b) * b
+        + divmod(a, b)[0] * a
+        + ((n << 1) + (n >> 1) + (n & 3) + (n | 1) + (n ^ 2) + ~n) * b
+    )
+
+
+def test_step_operators_dispatch_a_classs_own_method():
+    check_both_orders(smooth_operators)
+    with dplus.current_unknown_transform(dplus.transform_from_source):
+        check_both_orders(smooth_operators, POINTS[:1])
+
+
+def test_step_operators_on_numbers_stay_steps():
+    check_both_orders(number_steps, ((0.73, 1.31), (2.32, 0.44)))
