@@ -293,3 +293,41 @@ def test_step_operators_dispatch_a_classs_own_method():
 
 def test_step_operators_on_numbers_stay_steps():
     check_both_orders(number_steps, ((0.73, 1.31), (2.32, 0.44)))
+
+
+# ---------------------------------------------------------------------------
+# an object with a Python __call__ holding a function of the differentiated code, given to or
+# called as code the default policy runs as it is: refused by name, not a raw TypeError
+
+
+class Stepper:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, v):
+        return self.fn() * v
+
+
+def run_as_it_is(stepper, v):  # (a module function: the default policy runs it as it is)
+    return stepper(v)
+
+
+def test_a_callable_object_holding_a_closure_is_refused_by_the_default_policy():
+    def given(x):
+        def get():
+            return x * x
+
+        return run_as_it_is(Stepper(get), 2.0)
+
+    def called(x):
+        def get():
+            return x * x
+
+        return Stepper(get)(2.0)
+
+    for f in (given, called):  # (first: a transform made from source is kept)
+        with pytest.raises(UnknownTransformError, match=r"was given .*get"):
+            dplus.grad(f)(0.7)
+    for f in (given, called):
+        with dplus.current_unknown_transform(dplus.transform_from_source):
+            assert dplus.grad(f)(0.7)[0] == pytest.approx(4.0 * 0.7)
