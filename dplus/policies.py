@@ -90,7 +90,8 @@ def error_non_zero_sensitivity_transform(op: Any, op_name: str) -> Any:
         given = args
         args = tuple(as_plain_callable(a) for a in args)
         kwargs = {k: as_plain_callable(v) for k, v in kwargs.items()}
-        _refuse_held_functions(op, op_name, (*args, *kwargs.values()))
+        held = (op,) if _callable_instance(op) else ()  # (an object called: its attributes too)
+        _refuse_held_functions(op, op_name, (*held, *args, *kwargs.values()))
         _stand_for_given(op, args, kwargs)
         watched = watch_call(op, args, kwargs)  # (not differentiable: constants at higher orders)
         result = _run_watched(op, op_name, args, kwargs, watched)
@@ -247,7 +248,7 @@ def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> No
         elif (
             hasattr(v, "__dict__")
             and not isinstance(v, (type, types.ModuleType))
-            and not callable(v)
+            and (not callable(v) or _callable_instance(v))
         ):
             # (a module is no container of the user's: array-API code hands its namespace
             # around, and walking one reaches every module, dplus's own included)
@@ -258,6 +259,25 @@ def _refuse_held_functions(op: Any, op_name: str, values: tuple[Any, ...]) -> No
 
 
 _NUMBER_TYPES = frozenset({float, int, bool})
+
+
+def _inherited_call(t: type) -> Any:
+    """``t.__call__`` as the class defines or inherits it (None for no Python class's)."""
+    for klass in t.__mro__:
+        if "__call__" in klass.__dict__:
+            return klass.__dict__["__call__"]
+    return None
+
+
+def _callable_instance(v: Any) -> bool:
+    """An instance of the program's class with a Python ``__call__`` (not a function, nor one of
+    dplus's objects): its attributes are the program's, as any object's."""
+    t = type(v)
+    return (
+        isinstance(_inherited_call(t), types.FunctionType)
+        and not getattr(t, "__dplus_plus_object__", False)
+        and not _is_dplus_function(t)
+    )
 
 
 def _stand_for_given(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

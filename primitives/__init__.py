@@ -34,6 +34,7 @@ from . import numpy_iterables  # noqa: F401
 from . import numpy_callbacks  # noqa: F401
 from . import numpy_inplace  # noqa: F401  (after numpy_table: replaces its refusals of in-place writes)
 from . import numpy_inplace_methods  # noqa: F401
+from . import program_dunders  # noqa: F401  (last: wraps the step operators' final rules)
 
 # isort: on
 

@@ -32,6 +32,8 @@ from ._iterables import (
     seq,
 )
 from .builtins import _bind, _named, _zeros
+from .container_reads import _python_method_call
+from .program_dunders import program_method
 
 # ---------------------------------------------------------------------------
 # zip, enumerate, map, filter
@@ -278,6 +280,9 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
             "so next() of one is not supported there: take the values as a list "
             "(vs = list(...); vs[0], vs[1])"
         )
+    own_next = program_method(type(it), "__next__")
+    if own_next is not None:
+        return _own_next(own_next, it, default)
     listed = type(it) is ListIterator
     pos = it.index if listed else -1
     n = len(it.source) if listed else -1
@@ -308,6 +313,20 @@ def next_plus(it: Any, *default: Any) -> ProcResult:
         )
 
     return ProcResult(v, next_backprop)
+
+
+def _own_next(method: Any, it: Any, default: tuple) -> ProcResult:
+    """``next`` of an object whose class defines ``__next__`` in Python: that method through
+    its transform (it may compute the element from the program's values), as ``xs[i]`` runs a
+    class's own ``__getitem__``; its ``StopIteration`` gives the default, as Python does."""
+    try:
+        r = _python_method_call(method, it)
+    except StopIteration:
+        if not default:
+            raise
+        return ProcResult(default[0], lambda A, Abox: ((), gen_zero, A))
+    taken = r.backprop
+    return ProcResult(r.primal, lambda A, Abox: tuple(taken(A, Abox)) + (gen_zero,) * len(default))
 
 
 def _next_live(it: Any, default: tuple) -> ProcResult:
@@ -344,5 +363,5 @@ register_primitive(
     next,
     _named(next_plus, next),
     note="next(it, default): the element taken gets the sensitivity (from iter() of a list), "
-    "or the default when it is returned",
+    "or the default when it is returned; a class's own Python __next__ runs through its transform",
 )

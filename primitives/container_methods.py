@@ -12,7 +12,7 @@ from typing import Any
 from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
-from dplus.runtime.kinds import is_ndarray
+from dplus.runtime.kinds import is_ndarray, sequence_index
 from dplus.runtime.linear import add, gen_zero, tuple_items
 from dplus.runtime.live_again import note_list_write
 from dplus.runtime.result import KeywordDict, ProcResult, loops_in_flight
@@ -184,6 +184,7 @@ def list_extend_plus(xs: list, ys: Any) -> ProcResult:
 
 def list_insert_plus(xs: list, i: int, v: Any) -> ProcResult:
     n = len(xs)
+    i = sequence_index(i)
     if _overrides(xs, "insert"):
         list.insert(xs, i, v)
     else:
@@ -203,7 +204,7 @@ def list_insert_plus(xs: list, i: int, v: Any) -> ProcResult:
 
 def list_pop_plus(xs: list, *args: Any) -> ProcResult:
     n = len(xs)
-    i = args[0] if args else -1
+    i = sequence_index(args[0]) if args else -1
     j = i + n if i < 0 else i
     v = list.pop(xs, i) if _overrides(xs, "pop") else xs.pop(i)
     if loops_in_flight:  # (a loop differentiated again may read them later)

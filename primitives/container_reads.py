@@ -18,7 +18,7 @@ from dplus.runtime.boxes import Box, BoxSensitivities
 from dplus.runtime.classes import local_owner
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import handover, is_tracked_mutable
-from dplus.runtime.kinds import is_atom, is_ndarray, is_number
+from dplus.runtime.kinds import is_atom, is_ndarray, is_number, sequence_index
 from dplus.runtime.linear import OneHot, add, gen_zero, is_zero_sensitivity, tuple_items
 from dplus.runtime.memory import results_take_entries
 from dplus.runtime.registry import register_primitive
@@ -37,6 +37,7 @@ from .attribute_tables import (  # noqa: F401  (register_attribute: the rules' e
 # slot holds gen_zero or the backprop's sensitivity, not a function)
 Z: Any = gen_zero
 _LIST_LIKE = (list, collections.deque)
+_SEQUENCES = (list, tuple, collections.deque)  # (positional: a key with __index__ is a position)
 
 
 # A subclass of list or dict may override a method in Python. Where the program calls the
@@ -156,6 +157,8 @@ def getitem_plus(obj: Any, idx: Any) -> ProcResult:
 def builtin_getitem_plus(obj: Any, idx: Any) -> ProcResult:
     """The builtin ``__getitem__`` of lists, tuples, dicts, arrays (``list.__getitem__(xs, i)``)."""
     t = type(obj)
+    if isinstance(obj, _SEQUENCES):
+        idx = sequence_index(idx)
     if not _overrides(obj, "__getitem__"):
         v = obj[idx]
     elif isinstance(obj, list):

@@ -17,7 +17,7 @@ from dplus.runtime.classes import attribute_value
 from dplus.runtime.core import apply_transform, lift
 from dplus.runtime.handover import is_tracked_mutable
 from dplus.runtime.hooks import hooks
-from dplus.runtime.kinds import is_ndarray, is_number
+from dplus.runtime.kinds import is_ndarray, is_number, sequence_index
 from dplus.runtime.linear import add, gen_zero
 from dplus.runtime.live_again import note_list_write
 from dplus.runtime.registry import lookup_transform, register_primitive
@@ -70,7 +70,7 @@ def builtin_setitem_plus(obj: Any, idx: Any, v: Any) -> ProcResult:
     if t is list or isinstance(obj, list):
         if isinstance(idx, slice):
             return _list_slice_write(obj, idx, v)
-        return _list_write(obj, idx, v)
+        return _list_write(obj, sequence_index(idx), v)
     if t is dict or isinstance(obj, dict):
         return _dict_write(obj, idx, v)
     if is_ndarray(obj):
@@ -458,7 +458,7 @@ def builtin_delitem_plus(obj: Any, idx: Any) -> ProcResult:
     if isinstance(obj, list):
         if isinstance(idx, slice):
             return _list_slice_del(obj, idx)
-        return _list_del(obj, idx)
+        return _list_del(obj, sequence_index(idx))
     if isinstance(obj, dict):
         return _dict_del(obj, idx)
     if is_ndarray(obj):

@@ -232,7 +232,7 @@ defvjp(math.nextafter, lambda A, r, x, y: A, None)
 # non-differentiable
 
 for _fn in (
-    math.floor, math.ceil, math.trunc, math.isfinite, math.isinf, math.isnan, math.isclose,
+    math.isfinite, math.isinf, math.isnan, math.isclose,
     math.factorial, math.comb, math.perm, math.gcd, math.lcm, math.isqrt, math.ulp,
 ):  # fmt: skip
     defnondiff(_fn)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import numbers
+import operator
 import sys
 import types
 from typing import Any
@@ -71,3 +72,13 @@ def is_atom(x: Any) -> bool:
     np = _numpy()
     # (np.finfo / np.iinfo describe a dtype: their attributes are constants)
     return np is not None and isinstance(x, (np.bool_, np.dtype, np.finfo, np.iinfo))
+
+
+def sequence_index(idx: Any) -> Any:
+    """A list or tuple subscript as Python reads it: an int as it is, an object with
+    ``__index__`` converted once with ``operator.index`` (later code, which compares the
+    position with 0, must not run the user's ``__lt__``), anything else (a slice, a wrong key)
+    as it is, for the subscript itself to take or reject."""
+    if type(idx) is int or type(idx) is slice:
+        return idx
+    return operator.index(idx) if hasattr(type(idx), "__index__") else idx

@@ -43,7 +43,6 @@ _NONDIFF_BUILTINS = {
         "ord",
         "chr",
         "int",
-        "round",
     )
 }
 

@@ -19,16 +19,31 @@ else:
 class ContainerRules(Builder):
     """Methods of :class:`FunctionBuilder`: subscripts, list reads and writes, displays and ``del``."""
 
-    def not_a_slice(self, test: ast.expr, idx: ast.expr) -> ast.expr:
-        """``test``, and, for an index held in a variable, that it is not a slice at run time."""
+    def native_key(self, test: ast.expr, obj: ast.Name, idx: ast.expr) -> ast.expr:
+        """``test``, and, for an index held in a variable, that it is read natively: an int, or
+        any key but a slice of a dict. (Another key of a list or a tuple, an object with
+        ``__index__``, goes to the rule, which converts it once as Python does.)"""
         if isinstance(idx, ast.Constant):
             return test
-        not_slice = ast.Compare(
-            left=call(self.helper(type, "type"), clone(idx)),
-            ops=[ast.IsNot()],
-            comparators=[self.helper(slice, "slice")],
+        key_type = call(self.helper(type, "type"), clone(idx))
+        an_int = ast.Compare(left=key_type, ops=[ast.Is()], comparators=[self.helper(int, "int")])
+        a_dict_key = ast.BoolOp(
+            op=ast.And(),
+            values=[
+                ast.Compare(
+                    left=call(self.helper(type, "type"), N(obj.id)),
+                    ops=[ast.Is()],
+                    comparators=[self.helper(dict, "dict")],
+                ),
+                ast.Compare(
+                    left=clone(key_type),
+                    ops=[ast.IsNot()],
+                    comparators=[self.helper(slice, "slice")],
+                ),
+            ],
         )
-        return ast.BoolOp(op=ast.And(), values=[test, not_slice])
+        native_key = ast.BoolOp(op=ast.Or(), values=[an_int, a_dict_key])
+        return ast.BoolOp(op=ast.And(), values=[test, native_key])
 
     def key_is_a_display(self, acc: _AdjointAccumulator, idx: ast.expr) -> bool:
         """Whether the key of a subscript is a tuple display with a variable among its items
@@ -48,7 +63,7 @@ class ContainerRules(Builder):
         )
         fwd = [
             ast.If(
-                test=self.not_a_slice(test, idx),
+                test=self.native_key(test, obj, idx),
                 body=[
                     assign(name, ast.Subscript(value=N(obj.id), slice=clone(idx), ctx=ast.Load())),
                     assign(kind, call(self.helper(len, "len"), N(obj.id))),
