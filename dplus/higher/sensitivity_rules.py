@@ -37,6 +37,7 @@ from ..runtime.fold import (
     watch_call,
 )
 from ..runtime.handover import handover, is_tracked_mutable
+from ..runtime.interrupted import refuse_interrupted_writers
 from ..runtime.kinds import is_ndarray, is_number
 from ..runtime.linear import (
     OneHot,
@@ -413,6 +414,7 @@ for _check in (
 ):
     defnondiff(_check)
 defnondiff(changed_since)
+defnondiff(refuse_interrupted_writers)
 defnondiff(BoxSensitivities)
 defnondiff(CellKey)
 defnondiff(runtime_routers.iteration_router)

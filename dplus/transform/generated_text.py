@@ -15,6 +15,7 @@ from ..runtime.closures import (
     PlusInfo,
     register_plus_code,
 )
+from .outside_writes import note_plus_code
 from .trees import child_blocks, clone, unparse
 
 _NEST_COUNTER = [0]
@@ -106,6 +107,7 @@ def _register_codes(
 ) -> None:
     if "__plus" in code.co_name:
         register_plus_code(code, PlusInfo(f.__code__, tuple(by_value.get(code.co_name, ())), f))
+        note_plus_code(f, code)
         codes[code.co_name] = code
     for c in code.co_consts:
         if isinstance(c, types.CodeType):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from ...runtime.interrupted import refuse_interrupted_writers
 from .syntax import C, N, _nondiff_error, assign, call, tuple_
 
 if TYPE_CHECKING:
@@ -40,7 +41,11 @@ class ExceptionRules(Builder):
             handler_revs = []
             for hi, h in enumerate(s.handlers):
                 hf, hr = self.block(h.body)
-                hbody = [self.truncate(mark)]
+                # (an exception out of a callee that may have written what this code reads:
+                # refused, runtime/interrupted.py)
+                refuse = call(self.helper(refuse_interrupted_writers, "refuse_interrupted"))
+                hbody: list[ast.stmt] = [ast.Expr(value=refuse)]
+                hbody += [self.truncate(mark)]
                 hbody += hf + [self.push(tuple_([N(p), C(hi)]))]
                 handlers.append(ast.ExceptHandler(type=h.type, name=h.name, body=hbody))
                 handler_revs.append(hr)
