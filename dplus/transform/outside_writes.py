@@ -9,6 +9,7 @@ import builtins
 import types
 from typing import Any
 
+from ..errors import DplusError
 from ..runtime import interrupted
 from ..runtime.closures import plus_info_of_code
 from .source import function_source
@@ -133,4 +134,8 @@ def _may_write(f: types.FunctionType) -> bool:
         return f.__code__ in interrupted.WRITERS
     if str(f.__module__).startswith("dplus."):
         return False  # (dplus's own rules differentiated again raise only as the primitive would)
-    return may_write_outside(function_source(f).node, f.__globals__)
+    try:
+        node = function_source(f).node
+    except DplusError:  # (no source here: code read from the persistent cache)
+        return True
+    return may_write_outside(node, f.__globals__)
