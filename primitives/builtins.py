@@ -71,7 +71,6 @@ from dplus.runtime.registry import register_primitive
 from dplus.runtime.result import ProcResult
 
 from ._iterables import (
-    Calls,
     all_float,
     ensure_abox,
     items_of,
@@ -199,30 +198,22 @@ def _sum_of_objects(
     args: tuple, s: Any, items: Sequence[Any], start: Any, start_kw: bool
 ) -> ProcResult:
     """``sum`` of objects: ``start + items[0] + ...`` left to right, each ``+`` a call of
-    ``operator.add`` through its rule (``__add__``/``__radd__`` differentiated or refused),
-    as ``functools.reduce`` does it."""
-    calls = Calls(operator.add)
-    acc = start
-    for x in items:
-        acc = calls.call((acc, x))
+    ``operator.add`` through its rule (``__add__``/``__radd__`` differentiated or refused):
+    ``functools.reduce``'s general rule, its sensitivities handed back through ``s``."""
+    from .functional_reduce import reduce_recorded
+
+    r = reduce_recorded(operator.add, items, start)
+    inner = r.backprop
 
     def sum_objects_backprop(A: Any, Abox: Any) -> tuple:
-        Abox = ensure_abox(Abox)
-        a = A
-        el: list = [gen_zero] * len(items)
-        for k in range(len(calls) - 1, -1, -1):
-            rs = calls.back(k, a, Abox)
-            if rs is None:
-                a = gen_zero
-                continue
-            el[k] = rs[2]
-            a = rs[1]
-        s_items = s.sens(el, Abox)
+        out = inner(A, Abox)
+        el, a = out[2], out[3]
+        s_items = s.sens(None if is_zero_sensitivity(el) else list(el), Abox)
         if start_kw:
             return ((), s_items, {"start": a})
         return ((), s_items, a) if len(args) == 2 else ((), s_items)
 
-    return ProcResult(acc, sum_objects_backprop)
+    return ProcResult(r.primal, sum_objects_backprop)
 
 
 register_primitive(
